@@ -1,0 +1,79 @@
+"""cffi build of the omdp native module, ``omdp._native``.
+
+Every C component contributes three things, and nothing here names a component:
+``native/include/omdp/<name>.h`` (its ABI contract), optional ``native/src/<name>*.c``
+(its code) and ``native/cdef/<NN>_<name>.cdef`` (the declarations Python may call, in
+cffi's C subset). Adding a component is adding files.
+
+Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
+``infiniband/verbs.h`` exists (DESIGN.md principle 8), and its cdef must be named
+``*_ib.cdef``.
+
+Environment knobs (documented in the README):
+  OMDP_SANITIZE=1   build with -fsanitize=address,undefined (CI runs the codec tests so)
+  OMDP_MARCH=...    value for -march (default ``native``; ``none`` omits the flag)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cffi import FFI
+
+NATIVE = Path(__file__).resolve().parent
+INCLUDE = NATIVE / "include"
+
+
+def _have_verbs() -> bool:
+    return any(Path(p, "infiniband", "verbs.h").exists() for p in ("/usr/include", "/usr/local/include"))
+
+
+def _wanted(path: Path, suffix: str) -> bool:
+    return not path.stem.endswith("_ib") or _have_verbs()
+
+
+def _compile_args() -> list[str]:
+    args = ["-std=gnu11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-strict-aliasing"]
+    march = os.environ.get("OMDP_MARCH", "native")
+    if march != "none":
+        args.append(f"-march={march}")
+    if os.environ.get("OMDP_SANITIZE") == "1":
+        args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"]
+    return args
+
+
+def _link_args() -> list[str]:
+    args = ["-lrt", "-lpthread"]
+    if os.environ.get("OMDP_SANITIZE") == "1":
+        args += ["-fsanitize=address,undefined"]
+    if _have_verbs() and any(_wanted(p, ".c") and p.stem.endswith("_ib") for p in (NATIVE / "src").glob("*.c")):
+        args += ["-libverbs"]
+    return args
+
+
+def make_ffibuilder() -> FFI:
+    """Collect every component's cdef, header and sources into one cffi builder."""
+    ffibuilder = FFI()
+    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
+    ffibuilder.cdef("\n".join(p.read_text() for p in cdefs))
+    headers = sorted((INCLUDE / "omdp").glob("*.h"))
+    headers = [h for h in headers if not h.stem.endswith("_ib") or _have_verbs()]
+    includes = "\n".join(f'#include "omdp/{h.name}"' for h in headers)
+    sources = sorted(str(p.relative_to(NATIVE.parent)) for p in (NATIVE / "src").glob("*.c") if _wanted(p, ".c"))
+    ffibuilder.set_source(
+        "omdp._native",
+        includes,
+        sources=sources,
+        include_dirs=[str(INCLUDE)],
+        extra_compile_args=_compile_args(),
+        extra_link_args=_link_args(),
+    )
+    return ffibuilder
+
+
+ffibuilder = make_ffibuilder()
+
+if __name__ == "__main__":
+    # Development build in place: python native/build_native.py
+    os.chdir(NATIVE.parent)
+    ffibuilder.compile(verbose=False)

@@ -1,0 +1,2 @@
+"""What operators run: synthetic captures, replay, pipeline assembly, dashboard, Spark jobs,
+benchmarks, topologies and the ``omdp`` command line (the composition root)."""

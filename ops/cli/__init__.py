@@ -1,0 +1,1 @@
+"""The ``omdp`` command line: one module per command group, assembled in ``main``."""
