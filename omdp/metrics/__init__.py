@@ -1,0 +1,1 @@
+"""Metrics: latency and ingest collectors, the shared-memory stats segment, run records."""
