@@ -1,24 +1,20 @@
 """Run ids and run directories (DESIGN.md "Data layout": ``runs/<date>/<run_id>/``).
 
-A run id names the run's directory and its shared memory segments, so it uses only
-characters both allow: ``<YYYYMMDD>T<HHMMSS>p<pid><4 hex>``.
+A run id names the run's directory and its shared memory segments
+(``omdp.transport.shm_names.new_run_id``: ``<YYYYMMDD>T<HHMMSS>p<pid><4 hex>``).
 """
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import secrets
 from pathlib import Path
+
+from omdp.transport.shm_names import new_run_id
+
+__all__ = ["DEFAULT_DATA_DIR", "log_name", "new_run_id", "run_dir"]
 
 DEFAULT_DATA_DIR = Path("omdp-data")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def new_run_id(now: dt.datetime | None = None) -> str:
-    """A fresh run id, unique on this host."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return f"{now:%Y%m%dT%H%M%S}p{os.getpid()}{secrets.token_hex(2)}"
 
 
 def run_dir(data_dir: Path, run_id: str, now: dt.datetime | None = None) -> Path:

@@ -11,6 +11,9 @@ A partition that dies (non-zero exit, a ``failed`` report, or silence beyond
 ``heartbeat_timeout_s``) fails the run: the supervisor reports its exit status and the
 last lines of its log, stops the others and returns a failed result. Whatever happens, it
 waits for every child, kills those that overstay, and removes the run's shared memory.
+
+The run directory gets plan.json first, processes.json (pid, host, CPUs and log of each
+partition) once they started, run.json (status and every partition's final report) last.
 """
 from __future__ import annotations
 
@@ -150,6 +153,9 @@ class Supervisor:
             child = _Child(p, proc, log_path, LineReader(proc.stdout.fileno()), LineWriter(proc.stdin))
             self.children.append(child)
             self._sel.register(proc.stdout.fileno(), selectors.EVENT_READ, child)
+        (self.run_dir / "processes.json").write_text(json.dumps({
+            c.spec.name: {"pid": c.proc.pid, "host": c.spec.host, "cpus": c.spec.cpus, "log": str(c.log_path)}
+            for c in self.children}, indent=2))
 
     def _send(self, child: _Child, **msg: Any) -> None:
         if child.alive:
@@ -226,6 +232,11 @@ class Supervisor:
         return None
 
     def _failure(self, c: _Child) -> str:
+        if c.alive:
+            try:
+                c.proc.wait(timeout=self.plan.run.kill_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
         code = c.proc.returncode
         lines = [f"partition {c.spec.name} died: {exit_description(code)}" + (f" ({c.error})" if c.error else "")]
         last = tail(c.log_path, self.plan.run.log_tail_lines)
@@ -278,7 +289,6 @@ class Supervisor:
             status = self._watch(duration)
         except _Abort as e:
             failure = str(e)
-            self.echo(failure)
             self._hard_stop()
         finally:
             self._hard_stop()
@@ -289,7 +299,7 @@ class Supervisor:
                 self.echo(f"removed {len(removed)} shared memory segment(s) left by partitions: {', '.join(removed)}")
         result = RunResult(
             run_id=self.run_id, run_dir=self.run_dir, status=status if failure is None else "failed", failure=failure,
-            partitions={c.spec.name: {"state": c.state, "exit": c.proc.returncode, "exit_description":
+            partitions={c.spec.name: {"pid": c.proc.pid, "state": c.state, "exit": c.proc.returncode, "exit_description":
                                       exit_description(c.proc.returncode), "error": c.error, "report": c.report,
                                       "log": str(c.log_path)} for c in self.children},
             started_at=started, ended_at=time.time(),

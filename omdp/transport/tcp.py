@@ -75,6 +75,11 @@ class TcpReceiver:
         if rc:
             raise_for(rc, self.name, f"release_buffer({slot_id})")
 
+    @property
+    def c_handle(self) -> Any:
+        """The C end (``omdp_tcp_receiver_t *``) for C loops (a native partition polls it)."""
+        return self._rx
+
     def counters(self) -> dict[str, int | str]:
         """Messages, bytes, spins, errors and the sender's state as last seen."""
         lib.omdp_tcp_receiver_stats(self._rx, self._st)
@@ -136,6 +141,11 @@ class TcpSender:
         if rc < 0:
             raise_for(rc, self.name, "put_batch", self.spec.max_message, int(sizes.max(initial=0)))
         return int(rc)
+
+    @property
+    def c_handle(self) -> Any:
+        """The C end (``omdp_tcp_sender_t *``) for C loops (a native partition writes to it)."""
+        return self._tx
 
     def counters(self) -> dict[str, int | str]:
         """Messages, bytes, full events, drops and the receiver's state as last seen."""
