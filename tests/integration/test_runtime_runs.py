@@ -173,3 +173,15 @@ def test_host_that_is_not_this_machine_is_refused(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "partitions.snk.host: host far (192.0.2.7) is not this machine" in r.stderr
+
+
+def test_silent_partition_is_declared_dead(tmp_path: Path) -> None:
+    proc = omdp_run(tmp_path, "--set", "run.heartbeat_timeout_s=1.5", *[a for s in UNBOUNDED for a in ("--set", s)])
+    run_dir = run_dir_of(tmp_path)
+    wait_running(proc, run_dir)
+    pids = json.loads((run_dir / "processes.json").read_text())
+    os.kill(pids["snk"]["pid"], signal.SIGSTOP)  # alive but silent: no heartbeats
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "partition snk died: killed by SIGKILL (no heartbeat for" in err
+    assert_nothing_left(run_dir)
