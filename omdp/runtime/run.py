@@ -20,6 +20,9 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
     """Run ``plan`` to its end, for ``duration`` seconds, or until a stop signal. Raises
     TopologyError (naming the field) when this machine cannot run it; a run that fails
     returns a failed result with the reason."""
+    if not plan.registry:
+        raise TopologyError(plan.source, [("", "the plan names no registry (build it with a Registry that has a ref, "
+                                           "e.g. ops.pipeline.registry.build_registry)")])
     problems = check_machine(plan)
     if problems:
         raise TopologyError(plan.source, problems)
