@@ -13,6 +13,7 @@ from omdp.runtime.machine import check_machine
 from omdp.runtime.rundir import DEFAULT_DATA_DIR, new_run_id, run_dir
 from omdp.runtime.supervisor import RunResult, Supervisor
 from omdp.topology.load import TopologyError
+from omdp.transport.shm_names import shm_name
 
 
 def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | None = None,
@@ -27,4 +28,8 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
     if problems:
         raise TopologyError(plan.source, problems)
     run_id = run_id or new_run_id()
+    try:
+        shm_name(run_id, "c0")
+    except ValueError as e:
+        raise TopologyError(plan.source, [("--run-id", str(e))]) from None
     return Supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)
