@@ -55,49 +55,49 @@ int omdp_stats_latency_read_total(const omdp_stats_t *s, omdp_hist_t *hist, uint
         return OMDP_STATS_EINVAL;
     const omdp_stats_latency_block_t *b = &s->seg->latency;
     _Atomic uint64_t *q = (_Atomic uint64_t *)&b->seq;
-    uint32_t odd = 0;
-    for (uint32_t i = 0; i < OMDP_STATS_READ_RETRIES; i++) {
+    int64_t start = 0;
+    int saw_even = 0;
+    for (uint32_t i = 0;; i++) {
         uint64_t s1 = atomic_load_explicit(q, memory_order_acquire);
-        if (s1 & 1u) {
-            odd++;
-            omdp_stats_cpu_relax();
-            continue;
+        if (!(s1 & 1u)) {
+            saw_even = 1;
+            memcpy(hist, b->hist, HOPS_BYTES);
+            if (missing)
+                memcpy(missing, b->missing, sizeof(b->missing));
+            int64_t updated = b->updated_ns;
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(q, memory_order_relaxed) == s1) {
+                if (updated_ns)
+                    *updated_ns = updated;
+                return 0;
+            }
         }
-        memcpy(hist, b->hist, HOPS_BYTES);
-        if (missing)
-            memcpy(missing, b->missing, sizeof(b->missing));
-        int64_t updated = b->updated_ns;
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(q, memory_order_relaxed) == s1) {
-            if (updated_ns)
-                *updated_ns = updated;
-            return 0;
-        }
+        if (omdp_stats_backoff(i, &start) != 0)
+            return saw_even ? OMDP_STATS_EAGAIN : OMDP_STATS_EBUSY;
     }
-    return odd == OMDP_STATS_READ_RETRIES ? OMDP_STATS_EBUSY : OMDP_STATS_EAGAIN;
 }
 
 /* One consistent copy of a slot into out (second + histograms). */
 static int read_slot(const omdp_stats_latency_slot_t *slot, int64_t *second, omdp_hist_t *out)
 {
     _Atomic uint64_t *q = (_Atomic uint64_t *)&slot->seq;
-    uint32_t odd = 0;
-    for (uint32_t i = 0; i < OMDP_STATS_READ_RETRIES; i++) {
+    int64_t start = 0;
+    int saw_even = 0;
+    for (uint32_t i = 0;; i++) {
         uint64_t s1 = atomic_load_explicit(q, memory_order_acquire);
-        if (s1 & 1u) {
-            odd++;
-            omdp_stats_cpu_relax();
-            continue;
+        if (!(s1 & 1u)) {
+            saw_even = 1;
+            int64_t sec = slot->second;
+            memcpy(out, slot->hist, HOPS_BYTES);
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(q, memory_order_relaxed) == s1) {
+                *second = sec;
+                return 0;
+            }
         }
-        int64_t sec = slot->second;
-        memcpy(out, slot->hist, HOPS_BYTES);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(q, memory_order_relaxed) == s1) {
-            *second = sec;
-            return 0;
-        }
+        if (omdp_stats_backoff(i, &start) != 0)
+            return saw_even ? OMDP_STATS_EAGAIN : OMDP_STATS_EBUSY;
     }
-    return odd == OMDP_STATS_READ_RETRIES ? OMDP_STATS_EBUSY : OMDP_STATS_EAGAIN;
 }
 
 static void empty_hops(omdp_hist_t *hist)

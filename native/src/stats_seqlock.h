@@ -3,14 +3,16 @@
 #ifndef OMDP_STATS_SEQLOCK_H
 #define OMDP_STATS_SEQLOCK_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "omdp/clock.h"
 #include "omdp/stats.h"
 
-/* How long a writer waits for another writer of the same block (spins). */
-#define OMDP_STATS_WRITE_SPINS (1u << 20)
+/* Spins before a waiting reader or writer starts yielding its CPU. */
+#define OMDP_STATS_SPINS 256
 
 struct omdp_stats {
     omdp_stats_segment_t *seg;
@@ -29,10 +31,29 @@ static inline void omdp_stats_cpu_relax(void)
 #endif
 }
 
+/* Wait a little before attempt `attempt` + 1: spin first, then yield the CPU (a writer
+ * preempted mid-update on a busy core needs the CPU to finish). 0 to try again, -1 once
+ * OMDP_STATS_WAIT_NS have passed since *start (set on the first call). */
+static inline int omdp_stats_backoff(uint32_t attempt, int64_t *start)
+{
+    if (attempt < OMDP_STATS_SPINS) {
+        omdp_stats_cpu_relax();
+        return 0;
+    }
+    int64_t now = omdp_now_ns();
+    if (*start == 0)
+        *start = now;
+    if (now - *start > OMDP_STATS_WAIT_NS)
+        return -1;
+    sched_yield();
+    return 0;
+}
+
 /* Take a block for writing: CAS seq even -> odd. *out gets the even value to finish with. */
 static inline int omdp_seq_write_begin(_Atomic uint64_t *seq, uint64_t *out)
 {
-    for (uint32_t i = 0; i < OMDP_STATS_WRITE_SPINS; i++) {
+    int64_t start = 0;
+    for (uint32_t i = 0;; i++) {
         uint64_t s = atomic_load_explicit(seq, memory_order_relaxed);
         if (!(s & 1u) &&
             atomic_compare_exchange_weak_explicit(seq, &s, s + 1, memory_order_acquire, memory_order_relaxed)) {
@@ -41,9 +62,9 @@ static inline int omdp_seq_write_begin(_Atomic uint64_t *seq, uint64_t *out)
             *out = s;
             return 0;
         }
-        omdp_stats_cpu_relax();
+        if (omdp_stats_backoff(i, &start) != 0)
+            return OMDP_STATS_EBUSY;
     }
-    return OMDP_STATS_EBUSY;
 }
 
 static inline void omdp_seq_write_end(_Atomic uint64_t *seq, uint64_t s)
@@ -55,20 +76,20 @@ static inline void omdp_seq_write_end(_Atomic uint64_t *seq, uint64_t s)
 static inline int omdp_seq_read(const _Atomic uint64_t *seq, void *dst, const void *src, size_t n)
 {
     _Atomic uint64_t *q = (_Atomic uint64_t *)seq;
-    uint32_t odd = 0;
-    for (uint32_t i = 0; i < OMDP_STATS_READ_RETRIES; i++) {
+    int64_t start = 0;
+    int saw_even = 0;
+    for (uint32_t i = 0;; i++) {
         uint64_t s1 = atomic_load_explicit(q, memory_order_acquire);
-        if (s1 & 1u) {
-            odd++;
-            omdp_stats_cpu_relax();
-            continue;
+        if (!(s1 & 1u)) {
+            saw_even = 1;
+            memcpy(dst, src, n);
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(q, memory_order_relaxed) == s1)
+                return 0;
         }
-        memcpy(dst, src, n);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(q, memory_order_relaxed) == s1)
-            return 0;
+        if (omdp_stats_backoff(i, &start) != 0)
+            return saw_even ? OMDP_STATS_EAGAIN : OMDP_STATS_EBUSY;
     }
-    return odd == OMDP_STATS_READ_RETRIES ? OMDP_STATS_EBUSY : OMDP_STATS_EAGAIN;
 }
 
 /* Bounded copy of a C string into a fixed field, always NUL-terminated; -1 when it does not fit. */

@@ -35,6 +35,8 @@ PAPER_COLLECT = 150_000
 PAPER_REPORT = 100_000
 DEFAULT_MAX_ROWS = 2_000_000
 
+_collect_batch = lib.omdp_latency_collect_batch
+
 SampleMethod = Literal["all", "middle"]
 Selection = Literal["flagged", "every_n"]
 
@@ -132,6 +134,7 @@ class LatencyCollector:
         if ptr == ffi.NULL:
             raise ValueError("the C collector refused its configuration")
         self._c = ffi.gc(ptr, lib.omdp_latency_collector_free)
+        self._k = lib.omdp_latency_counters(self._c)
         self._stats = stats
         self._op = None
         if stats is not None:
@@ -155,14 +158,13 @@ class LatencyCollector:
         counted in ``counters()["bad_batches"]``, and ``RecordBatchError`` says where.
         """
         buf = ffi.from_buffer(batch, require_writable=stamp)
-        k = lib.omdp_latency_counters(self._c)
-        before = int(k.samples)
-        rc = lib.omdp_latency_collect_batch(self._c, buf, len(buf), source, mc_in, 1 if stamp else 0)
+        before = self._k.samples
+        rc = _collect_batch(self._c, buf, len(buf), source, mc_in, stamp)
+        if rc >= 0:
+            return rc
         if rc == lib.OMDP_LAT_EBADREC:
-            raise RecordBatchError(int(k.last_error_offset), len(buf), int(k.samples) - before)
-        if rc < 0:
-            raise ValueError(f"batch refused by the collector (code {rc}): it must be 8-byte aligned, mc_in >= 0")
-        return int(rc)
+            raise RecordBatchError(int(self._k.last_error_offset), len(buf), int(self._k.samples - before))
+        raise ValueError(f"batch refused by the collector (code {rc}): it must be 8-byte aligned, mc_in >= 0")
 
     def collect_rows(self, stamps: np.ndarray, ids: np.ndarray | None = None) -> int:
         """Collect pre-extracted samples: a ``STAMPS_DTYPE`` array (mc_in set) and optional

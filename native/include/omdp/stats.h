@@ -26,8 +26,10 @@
  * from even s to s + 1 (so two writers of one block serialize instead of tearing), issues a
  * release fence, writes the body, then stores s + 2 with release. A reader loads seq with
  * acquire (retrying while odd), copies the body, issues an acquire fence, and keeps the copy
- * only if seq is unchanged. Readers retry at most OMDP_STATS_READ_RETRIES times, then report
- * OMDP_STATS_EAGAIN (or OMDP_STATS_EBUSY when seq stayed odd: a writer died mid-update).
+ * only if seq is unchanged. A waiting reader or writer spins briefly, then yields its CPU
+ * (a writer preempted mid-update needs it), and gives up after OMDP_STATS_WAIT_NS with
+ * OMDP_STATS_EAGAIN (writers kept changing it) or OMDP_STATS_EBUSY (seq stayed odd: a
+ * writer stalled or died mid-update).
  * Table entries are claimed by CAS of `state` FREE -> CLAIMED, filled, then made LIVE with a
  * release store, so any process attached for writing can register entries.
  * Signals: a writer claims position p with fetch_add on signal_head; entry p % ring is
@@ -60,7 +62,7 @@
 #define OMDP_STATS_PATH_LEN 256
 #define OMDP_STATS_KNOBS_LEN 4096
 #define OMDP_STATS_SHM_NAME_LEN 96
-#define OMDP_STATS_READ_RETRIES 4096
+#define OMDP_STATS_WAIT_NS 200000000LL /* how long a reader or writer waits on one block */
 
 /* Entry states of the line and operator tables. */
 #define OMDP_STATS_FREE 0
