@@ -20,6 +20,8 @@ def _register() -> None:
     import ops.bench.collector  # noqa: F401
     import ops.cli.bench  # noqa: F401
     import ops.cli.native_info  # noqa: F401
+    import ops.cli.plan  # noqa: F401
+    import ops.cli.run  # noqa: F401
     import ops.cli.runs  # noqa: F401
 
 
