@@ -290,8 +290,8 @@ static void take_sample(omdp_latency_collector_t *c, const int64_t *st, const om
     append_row(c, st, id);
 }
 
-int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, void *batch, size_t nbytes, uint16_t source,
-                                   int64_t mc_in, int stamp)
+int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batch, size_t nbytes, uint16_t source,
+                                   int64_t mc_in)
 {
     if (!c || (nbytes > 0 && !batch) || ((uintptr_t)batch & 7u) != 0 || mc_in < 0)
         return OMDP_LAT_EINVAL;
@@ -299,13 +299,13 @@ int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, void *batch, siz
         mc_in = omdp_now_ns();
     c->counters.batches++;
     roll_second(c, mc_in);
-    uint8_t *p = batch;
+    const uint8_t *p = batch;
     size_t off = 0;
     int64_t taken = 0;
     int bad = 0;
     while (off < nbytes) {
         size_t left = nbytes - off;
-        omdp_record_header_t *h = (omdp_record_header_t *)(p + off);
+        const omdp_record_header_t *h = (const omdp_record_header_t *)(p + off);
         if (left < OMDP_RECORD_HEADER_SIZE || h->length < OMDP_RECORD_HEADER_SIZE || (h->length & 7u) ||
             h->length > left) {
             bad = 1;
@@ -317,8 +317,6 @@ int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, void *batch, siz
             off += h->length;
             continue;
         }
-        if (stamp)
-            h->stamps.mc_in = mc_in;
         const omdp_stamps_t *s = &h->stamps;
         int64_t st[6] = {s->intended, s->fh_in, s->fh_out, s->de_in, s->de_out, mc_in};
         omdp_sample_id_t id;

@@ -1,6 +1,7 @@
 """``LatencyCollector``: the last hop of the pipeline, measuring every hop before it.
 
-Per batch, one C call (``omdp_latency_collect_batch``) stamps ``mc_in``, computes the six
+Per batch, one C call (``omdp_latency_collect_batch``) takes the final stamp ``mc_in``
+(once per batch, kept in the sample rows; the batch itself is only read), computes the six
 hops of every sampled record, adds them to per-hop histograms, keeps a sample row (stamps +
 identity) for samples.parquet and publishes live figures to the stats segment.
 
@@ -148,18 +149,18 @@ class LatencyCollector:
         """The ``omdp_latency_collector_t *`` for C callers (a fused partition's loop)."""
         return self._c
 
-    def collect(self, batch: Any, source: int = 0, mc_in: int = 0, stamp: bool = True) -> int:
-        """Collect one batch of back-to-back records (any writable buffer, 8-byte aligned).
+    def collect(self, batch: Any, source: int = 0, mc_in: int = 0) -> int:
+        """Collect one batch of back-to-back records (any buffer, 8-byte aligned; only read).
 
         source: the upstream engine index (the samples' ``engine`` unless the identity
-        layout has one). mc_in: the arrival time (0 = read the clock now). stamp: also
-        write mc_in into each sample's stamp block. Returns the samples taken. A record with
+        layout has one). mc_in: the arrival time, the samples' final stamp (0 = read the
+        clock now, once for the batch). Returns the samples taken. A record with
         a bad length ends the batch: the records before it are collected, the batch is
         counted in ``counters()["bad_batches"]``, and ``RecordBatchError`` says where.
         """
-        buf = ffi.from_buffer(batch, require_writable=stamp)
+        buf = ffi.from_buffer(batch)
         before = self._k.samples
-        rc = _collect_batch(self._c, buf, len(buf), source, mc_in, stamp)
+        rc = _collect_batch(self._c, buf, len(buf), source, mc_in)
         if rc >= 0:
             return rc
         if rc == lib.OMDP_LAT_EBADREC:

@@ -7,6 +7,8 @@
  * width, taken from the body's numpy dtype), and each batch says which upstream source
  * (engine) it came from.
  *
+ * The final stamp, mc_in, is taken once per batch and kept in the sample rows.
+ *
  * Hops (DESIGN.md "Rates, latency, sustainability"), from the stamp block:
  *   OMDP_LAT_FH           fh_out - fh_in
  *   OMDP_LAT_TO_DE        de_in  - fh_out
@@ -137,12 +139,13 @@ int omdp_latency_attach_stats(omdp_latency_collector_t *c, omdp_stats_t *s, int 
 const char *omdp_latency_op_counter_names(void);
 
 /* Walk a batch of back-to-back records (each `length` bytes, a multiple of 8, header
- * first). mc_in = 0: read the clock once for the batch. stamp != 0: also write mc_in into
- * each sample's stamp block (the batch must be writable). Returns the samples taken, or
- * OMDP_LAT_EBADREC after collecting the records before the bad one (counted, offset in
- * counters.last_error_offset), or OMDP_LAT_EINVAL. */
-int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, void *batch, size_t nbytes, uint16_t source,
-                                   int64_t mc_in, int stamp);
+ * first; 8-byte aligned). mc_in = 0: read the clock once for the batch (the records of a
+ * batch arrive together). The batch is only read: mc_in goes into the sample rows and
+ * histograms, not into the records (a batch is lent read-only, operator.h). Returns the
+ * samples taken, or OMDP_LAT_EBADREC after collecting the records before the bad one
+ * (counted, offset in counters.last_error_offset), or OMDP_LAT_EINVAL. */
+int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batch, size_t nbytes, uint16_t source,
+                                   int64_t mc_in);
 /* Collect n pre-extracted samples (stamps with mc_in set, identities; ids may be NULL for
  * zeros). Every row is a sample (no selection). Returns n or an error. */
 int64_t omdp_latency_collect_rows(omdp_latency_collector_t *c, const omdp_stamps_t *stamps,
