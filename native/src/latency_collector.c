@@ -293,7 +293,7 @@ static void take_sample(omdp_latency_collector_t *c, const int64_t *st, const om
 int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batch, size_t nbytes, uint16_t source,
                                    int64_t mc_in)
 {
-    if (!c || (nbytes > 0 && !batch) || ((uintptr_t)batch & 7u) != 0 || mc_in < 0)
+    if (!c || (nbytes > 0 && !batch) || mc_in < 0)
         return OMDP_LAT_EINVAL;
     if (mc_in == 0)
         mc_in = omdp_now_ns();
@@ -305,25 +305,31 @@ int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batc
     int bad = 0;
     while (off < nbytes) {
         size_t left = nbytes - off;
-        const omdp_record_header_t *h = (const omdp_record_header_t *)(p + off);
-        if (left < OMDP_RECORD_HEADER_SIZE || h->length < OMDP_RECORD_HEADER_SIZE || (h->length & 7u) ||
-            h->length > left) {
+        /* A copy of the header: no alignment is assumed of the batch (a transport's slot,
+         * a caller's buffer), and nothing is read before it is known to be inside it. */
+        omdp_record_header_t h;
+        if (left < OMDP_RECORD_HEADER_SIZE) {
+            bad = 1;
+            break;
+        }
+        memcpy(&h, p + off, sizeof h);
+        if (h.length < OMDP_RECORD_HEADER_SIZE || (h.length & 7u) || h.length > left) {
             bad = 1;
             break;
         }
         c->counters.records++;
-        if (!is_sample(c, h)) {
+        if (!is_sample(c, &h)) {
             c->counters.not_sampled++;
-            off += h->length;
+            off += h.length;
             continue;
         }
-        const omdp_stamps_t *s = &h->stamps;
+        const omdp_stamps_t *s = &h.stamps;
         int64_t st[6] = {s->intended, s->fh_in, s->fh_out, s->de_in, s->de_out, mc_in};
         omdp_sample_id_t id;
-        extract_id(c, p + off, h->length, source, &id);
+        extract_id(c, p + off, h.length, source, &id);
         take_sample(c, st, &id);
         taken++;
-        off += h->length;
+        off += h.length;
     }
     if (bad) {
         c->counters.bad_batches++;

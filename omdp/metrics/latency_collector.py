@@ -150,7 +150,7 @@ class LatencyCollector:
         return self._c
 
     def collect(self, batch: Any, source: int = 0, mc_in: int = 0) -> int:
-        """Collect one batch of back-to-back records (any buffer, 8-byte aligned; only read).
+        """Collect one batch of back-to-back records (any buffer; it is only read).
 
         source: the upstream engine index (the samples' ``engine`` unless the identity
         layout has one). mc_in: the arrival time, the samples' final stamp (0 = read the
@@ -165,7 +165,7 @@ class LatencyCollector:
             return rc
         if rc == lib.OMDP_LAT_EBADREC:
             raise RecordBatchError(int(self._k.last_error_offset), len(buf), int(self._k.samples - before))
-        raise ValueError(f"batch refused by the collector (code {rc}): it must be 8-byte aligned, mc_in >= 0")
+        raise ValueError(f"batch refused by the collector (code {rc}): mc_in must be >= 0")
 
     def collect_rows(self, stamps: np.ndarray, ids: np.ndarray | None = None) -> int:
         """Collect pre-extracted samples: a ``STAMPS_DTYPE`` array (mc_in set) and optional

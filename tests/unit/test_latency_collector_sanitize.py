@@ -103,11 +103,15 @@ def test_bad_record_length_collects_what_precedes_it() -> None:
     assert c.counters()["bad_batches"] == 3
 
 
-def test_misaligned_batches_are_refused() -> None:
-    raw = np.zeros(REC.itemsize * 2 + 8, dtype=np.uint8)
+def test_batches_need_no_alignment() -> None:
+    b = batch([(T0, T0 + 1_000, T0 + 1_300, T0 + 2_300, T0 + 2_350)] * 2)
+    raw = np.zeros(b.nbytes + 3, dtype=np.uint8)
+    raw[3:] = b.view(np.uint8)
     c = LatencyCollector()
-    with pytest.raises(ValueError, match="aligned"):
-        c.collect(raw[4 : 4 + REC.itemsize])
+    assert c.collect(raw[3:], mc_in=T0 + 4_000) == 2
+    assert c.live_histograms()["to_mc"].max_ns == 1_650
+    with pytest.raises(ValueError, match="mc_in"):
+        c.collect(b, mc_in=-1)
 
 
 def test_identity_fields_past_the_record_end_read_as_zero() -> None:

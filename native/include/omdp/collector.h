@@ -139,7 +139,7 @@ int omdp_latency_attach_stats(omdp_latency_collector_t *c, omdp_stats_t *s, int 
 const char *omdp_latency_op_counter_names(void);
 
 /* Walk a batch of back-to-back records (each `length` bytes, a multiple of 8, header
- * first; 8-byte aligned). mc_in = 0: read the clock once for the batch (the records of a
+ * first; any alignment). mc_in = 0: read the clock once for the batch (the records of a
  * batch arrive together). The batch is only read: mc_in goes into the sample rows and
  * histograms, not into the records (a batch is lent read-only, operator.h). Returns the
  * samples taken, or OMDP_LAT_EBADREC after collecting the records before the bad one
