@@ -66,13 +66,36 @@ int omdp_hist_check(const omdp_hist_t *h)
     return 0;
 }
 
+/* The summary fields are sane and the bucket range holds exactly `count`. */
+static int check_in_range(const omdp_hist_t *h, uint32_t *lo, uint32_t *hi)
+{
+    if (h->below_zero > h->count || h->above_max > h->count)
+        return OMDP_METRICS_EINVAL;
+    if (h->count == 0) {
+        *lo = 1;
+        *hi = 0;
+        return h->sum == 0 ? 0 : OMDP_METRICS_EINVAL;
+    }
+    if (h->min < 0 || h->max > OMDP_HIST_MAX_VALUE || h->min > h->max || h->sum < 0)
+        return OMDP_METRICS_EINVAL;
+    omdp_hist_range(h, lo, hi);
+    uint64_t total = 0;
+    for (uint32_t i = *lo; i <= *hi; i++) {
+        if (total + h->buckets[i] < total)
+            return OMDP_METRICS_EINVAL;
+        total += h->buckets[i];
+    }
+    return total == h->count ? 0 : OMDP_METRICS_EINVAL;
+}
+
 int omdp_hist_merge(omdp_hist_t *dst, const omdp_hist_t *src)
 {
-    if (!dst || !src || omdp_hist_check(src) != 0)
+    uint32_t lo, hi;
+    if (!dst || !src || check_in_range(src, &lo, &hi) != 0)
         return OMDP_METRICS_EINVAL;
     if (src->count == 0)
         return 0;
-    for (uint32_t i = 0; i < OMDP_HIST_BUCKETS; i++)
+    for (uint32_t i = lo; i <= hi; i++)
         dst->buckets[i] += src->buckets[i];
     dst->count += src->count;
     dst->sum += src->sum;
@@ -115,7 +138,9 @@ int64_t omdp_hist_quantile(const omdp_hist_t *h, double q)
     if (q == 1.0)
         return h->max;
     uint64_t rank = rank_of(h, q), seen = 0;
-    for (uint32_t i = 0; i < OMDP_HIST_BUCKETS; i++) {
+    uint32_t lo, hi;
+    omdp_hist_range(h, &lo, &hi);
+    for (uint32_t i = lo; i <= hi; i++) {
         seen += h->buckets[i];
         if (seen >= rank)
             return bucket_value(h, i);

@@ -1,5 +1,6 @@
 /* Stats segment, latency part: cumulative per-hop histograms and the per-second ring. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "stats_seqlock.h"
@@ -77,9 +78,65 @@ int omdp_stats_latency_read_total(const omdp_stats_t *s, omdp_hist_t *hist, uint
     }
 }
 
-/* One consistent copy of a slot into out (second + histograms). */
-static int read_slot(const omdp_stats_latency_slot_t *slot, int64_t *second, omdp_hist_t *out)
+/* Copies of the six histograms of a slot, of which only the header and the bucket range
+ * are written (a slot's counts sit in a few hundred of its 3,840 buckets): `dirty` marks
+ * the buckets that may be non-zero, zeroed again before the next copy. */
+typedef struct hop_scratch {
+    omdp_hist_t h[OMDP_STATS_HOPS];
+    uint32_t dirty_lo[OMDP_STATS_HOPS];
+    uint32_t dirty_hi[OMDP_STATS_HOPS];
+} hop_scratch_t;
+
+static hop_scratch_t *scratch_new(void)
 {
+    hop_scratch_t *t = calloc(1, sizeof *t);
+    if (t)
+        for (int h = 0; h < OMDP_STATS_HOPS; h++)
+            t->dirty_lo[h] = 1;
+    return t;
+}
+
+/* An empty histogram in t->h[h], whose buckets scratch_clear already zeroed. */
+static void scratch_empty(hop_scratch_t *t)
+{
+    for (int h = 0; h < OMDP_STATS_HOPS; h++) {
+        memset(&t->h[h], 0, offsetof(omdp_hist_t, buckets));
+        t->h[h].min = OMDP_HIST_MAX_VALUE;
+    }
+}
+
+static void scratch_clear(hop_scratch_t *t)
+{
+    for (int h = 0; h < OMDP_STATS_HOPS; h++) {
+        if (t->dirty_lo[h] <= t->dirty_hi[h])
+            memset(&t->h[h].buckets[t->dirty_lo[h]], 0,
+                   (size_t)(t->dirty_hi[h] - t->dirty_lo[h] + 1) * sizeof(uint64_t));
+        t->dirty_lo[h] = 1;
+        t->dirty_hi[h] = 0;
+    }
+}
+
+/* Inside a seqlock read: header and bucket range of each hop. The range comes from the
+ * copied header, clamped, so even a torn header cannot take the copy out of bounds. */
+static void scratch_copy(hop_scratch_t *t, const omdp_hist_t *src)
+{
+    for (int h = 0; h < OMDP_STATS_HOPS; h++) {
+        memcpy(&t->h[h], &src[h], offsetof(omdp_hist_t, buckets));
+        uint32_t lo, hi;
+        omdp_hist_range(&t->h[h], &lo, &hi);
+        if (lo > hi)
+            continue;
+        memcpy(&t->h[h].buckets[lo], &src[h].buckets[lo], (size_t)(hi - lo + 1) * sizeof(uint64_t));
+        t->dirty_lo[h] = lo;
+        t->dirty_hi[h] = hi;
+    }
+}
+
+/* One consistent copy of the slot holding `second` into t; 1 when the slot holds it, 0 when
+ * it holds another second (t left empty), or an error. */
+static int read_slot(const omdp_stats_t *s, int64_t second, hop_scratch_t *t)
+{
+    const omdp_stats_latency_slot_t *slot = &s->seg->ring[slot_of(second)];
     _Atomic uint64_t *q = (_Atomic uint64_t *)&slot->seq;
     int64_t start = 0;
     int saw_even = 0;
@@ -87,12 +144,17 @@ static int read_slot(const omdp_stats_latency_slot_t *slot, int64_t *second, omd
         uint64_t s1 = atomic_load_explicit(q, memory_order_acquire);
         if (!(s1 & 1u)) {
             saw_even = 1;
-            int64_t sec = slot->second;
-            memcpy(out, slot->hist, HOPS_BYTES);
+            scratch_clear(t);
+            int64_t held = slot->second;
+            if (held == second)
+                scratch_copy(t, slot->hist);
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(q, memory_order_relaxed) == s1) {
-                *second = sec;
-                return 0;
+                if (held != second) {
+                    scratch_empty(t);
+                    return 0;
+                }
+                return 1;
             }
         }
         if (omdp_stats_backoff(i, &start) != 0)
@@ -110,26 +172,24 @@ int omdp_stats_latency_read_second(const omdp_stats_t *s, int64_t second, omdp_h
 {
     if (!s || !hist || second <= 0)
         return OMDP_STATS_EINVAL;
-    int64_t held;
-    int rc = read_slot(&s->seg->ring[slot_of(second)], &held, hist);
-    if (rc != 0)
-        return rc;
-    if (held != second) {
-        empty_hops(hist);
-        return 0;
-    }
-    for (int h = 0; h < OMDP_STATS_HOPS; h++)
-        if (omdp_hist_check(&hist[h]) != 0)
-            return OMDP_STATS_ELAYOUT;
-    return 1;
+    hop_scratch_t *t = scratch_new();
+    if (!t)
+        return -ENOMEM;
+    int rc = read_slot(s, second, t);
+    empty_hops(hist);
+    for (int h = 0; h < OMDP_STATS_HOPS && rc == 1; h++)
+        if (omdp_hist_merge(&hist[h], &t->h[h]) != 0)
+            rc = OMDP_STATS_ELAYOUT;
+    free(t);
+    return rc;
 }
 
 int omdp_stats_latency_read_window(const omdp_stats_t *s, int64_t now_ns, uint32_t seconds, omdp_hist_t *hist)
 {
     if (!s || !hist || now_ns <= 0 || seconds == 0 || seconds > OMDP_STATS_RING_SECONDS)
         return OMDP_STATS_EINVAL;
-    omdp_hist_t *tmp = malloc(HOPS_BYTES);
-    if (!tmp)
+    hop_scratch_t *t = scratch_new();
+    if (!t)
         return -ENOMEM;
     empty_hops(hist);
     int64_t now_s = now_ns / 1000000000LL;
@@ -137,14 +197,15 @@ int omdp_stats_latency_read_window(const omdp_stats_t *s, int64_t now_ns, uint32
     for (int64_t sec = now_s - (int64_t)seconds + 1; sec <= now_s && rc >= 0; sec++) {
         if (sec <= 0)
             continue;
-        rc = omdp_stats_latency_read_second(s, sec, tmp);
-        if (rc == 1) {
-            for (int h = 0; h < OMDP_STATS_HOPS; h++)
-                omdp_hist_merge(&hist[h], &tmp[h]);
-            found++;
-        }
+        rc = read_slot(s, sec, t);
+        if (rc != 1)
+            continue;
+        for (int h = 0; h < OMDP_STATS_HOPS; h++)
+            if (omdp_hist_merge(&hist[h], &t->h[h]) != 0)
+                rc = OMDP_STATS_ELAYOUT;
+        found++;
     }
-    free(tmp);
+    free(t);
     return rc < 0 ? rc : found;
 }
 
@@ -153,20 +214,24 @@ int omdp_stats_latency_history(const omdp_stats_t *s, int64_t now_ns, uint32_t s
 {
     if (!s || !out || (nq > 0 && !qs) || now_ns <= 0 || seconds == 0 || seconds > OMDP_STATS_RING_SECONDS)
         return OMDP_STATS_EINVAL;
-    omdp_hist_t *tmp = malloc(HOPS_BYTES);
-    if (!tmp)
+    hop_scratch_t *t = scratch_new();
+    if (!t)
         return -ENOMEM;
     int64_t now_s = now_ns / 1000000000LL;
     size_t stride = 4 + (size_t)nq;
     int rc = 0;
     for (uint32_t i = 0; i < seconds && rc >= 0; i++) {
         int64_t sec = now_s - (int64_t)seconds + 1 + (int64_t)i;
-        rc = sec > 0 ? omdp_stats_latency_read_second(s, sec, tmp) : 0;
-        if (rc == 0)
-            empty_hops(tmp);
+        if (sec > 0) {
+            rc = read_slot(s, sec, t);
+        } else {
+            scratch_clear(t);
+            scratch_empty(t);
+            rc = 0;
+        }
         for (int h = 0; h < OMDP_STATS_HOPS && rc >= 0; h++) {
             int64_t *row = out + ((size_t)i * OMDP_STATS_HOPS + (size_t)h) * stride;
-            const omdp_hist_t *hh = &tmp[h];
+            const omdp_hist_t *hh = &t->h[h];
             row[0] = sec;
             row[1] = (int64_t)hh->count;
             row[2] = hh->sum;
@@ -174,6 +239,6 @@ int omdp_stats_latency_history(const omdp_stats_t *s, int64_t now_ns, uint32_t s
             omdp_hist_quantiles(hh, qs, nq, row + 4);
         }
     }
-    free(tmp);
+    free(t);
     return rc < 0 ? rc : (int)seconds;
 }

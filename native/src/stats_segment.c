@@ -220,23 +220,46 @@ int omdp_stats_heartbeat(omdp_stats_t *s, int64_t now_ns)
     return 0;
 }
 
-int omdp_stats_run_info_write(omdp_stats_t *s, const omdp_stats_run_info_t *info)
+int omdp_stats_run_info_update(omdp_stats_t *s, const omdp_stats_run_info_t *info, uint32_t mask)
 {
-    if (!s || !info || info->knobs_len >= OMDP_STATS_KNOBS_LEN || info->state > OMDP_RUN_FAILED)
+    if (!s || !info || (mask & ~OMDP_RUN_ALL) || info->knobs_len >= OMDP_STATS_KNOBS_LEN ||
+        info->state > OMDP_RUN_FAILED)
         return OMDP_STATS_EINVAL;
     if (!s->writable)
         return OMDP_STATS_EROFS;
     omdp_stats_run_block_t *b = &s->seg->run;
+    omdp_stats_run_info_t *t = &b->info;
     uint64_t seq;
     int rc = omdp_seq_write_begin(&b->seq, &seq);
     if (rc != 0)
         return rc;
-    b->info = *info;
+    if (mask & OMDP_RUN_TARGET_PPS)
+        t->target_pps = info->target_pps;
+    if (mask & OMDP_RUN_ACHIEVED_PPS)
+        t->achieved_pps = info->achieved_pps;
+    if (mask & OMDP_RUN_SAMPLE_EVERY)
+        t->sample_every = info->sample_every;
+    if (mask & OMDP_RUN_STATE)
+        t->state = info->state;
     /* Text fields always end in NUL whatever the caller handed in. */
-    b->info.topology[OMDP_STATS_TEXT_LEN - 1] = 0;
-    b->info.config[OMDP_STATS_TEXT_LEN - 1] = 0;
-    b->info.run_dir[OMDP_STATS_PATH_LEN - 1] = 0;
-    b->info.knobs_json[info->knobs_len] = 0;
+    if (mask & OMDP_RUN_TOPOLOGY) {
+        memcpy(t->topology, info->topology, sizeof t->topology);
+        t->topology[OMDP_STATS_TEXT_LEN - 1] = 0;
+    }
+    if (mask & OMDP_RUN_CONFIG) {
+        memcpy(t->config, info->config, sizeof t->config);
+        t->config[OMDP_STATS_TEXT_LEN - 1] = 0;
+    }
+    if (mask & OMDP_RUN_DIR) {
+        memcpy(t->run_dir, info->run_dir, sizeof t->run_dir);
+        t->run_dir[OMDP_STATS_PATH_LEN - 1] = 0;
+    }
+    if (mask & OMDP_RUN_KNOBS) {
+        memcpy(t->knobs_json, info->knobs_json, info->knobs_len);
+        t->knobs_json[info->knobs_len] = 0;
+        t->knobs_len = info->knobs_len;
+    }
+    t->updated_ns = info->updated_ns;
     omdp_seq_write_end(&b->seq, seq);
     return 0;
 }

@@ -42,6 +42,11 @@ LINE_COUNTER_NAMES: tuple[str, ...] = (
 """Per-line ingest counters, cumulative since the run started (the ingest.parquet columns)."""
 
 RUN_STATES: tuple[str, ...] = ("unset", "starting", "running", "stopping", "done", "failed")
+_RUN_FIELDS = {
+    "target_pps": "OMDP_RUN_TARGET_PPS", "achieved_pps": "OMDP_RUN_ACHIEVED_PPS", "sample_every": "OMDP_RUN_SAMPLE_EVERY",
+    "state": "OMDP_RUN_STATE", "topology": "OMDP_RUN_TOPOLOGY", "config": "OMDP_RUN_CONFIG", "run_dir": "OMDP_RUN_DIR",
+    "knobs": "OMDP_RUN_KNOBS",
+}
 _ENTRY_STATES = {int(lib.OMDP_STATS_LIVE): "live", int(lib.OMDP_STATS_CLOSED): "closed"}
 
 _ERRORS = {
@@ -169,10 +174,6 @@ class StatsWriter:
     def __init__(self, handle: _Handle, owner: bool) -> None:
         self._handle = handle
         self.owner = owner
-        self._run_info: dict[str, Any] = {
-            "state": "starting", "topology": "", "config": "", "run_dir": "", "knobs": {},
-            "target_pps": 0.0, "achieved_pps": 0.0, "sample_every": 0,
-        }
 
     @classmethod
     def create(cls, run_id: str) -> StatsWriter:
@@ -205,32 +206,35 @@ class StatsWriter:
         _check(lib.omdp_stats_heartbeat(self.c_handle, ts_ns or now_ns()), self.run_id, "heartbeat")
 
     def set_run_info(self, **fields: Any) -> None:
-        """Update run info: state (one of ``RUN_STATES``), topology, config, run_dir, knobs
-        (a dict or JSON text), target_pps, achieved_pps, sample_every. Fields not given keep
-        their last value."""
-        unknown = set(fields) - set(self._run_info)
+        """Update run info fields as one update: state (one of ``RUN_STATES``), topology,
+        config, run_dir, knobs (a dict or JSON text), target_pps, achieved_pps, sample_every.
+        Fields not given keep what any process last wrote."""
+        unknown = set(fields) - set(_RUN_FIELDS)
         if unknown:
-            raise KeyError(f"unknown run info fields {sorted(unknown)}; known: {sorted(self._run_info)}")
-        merged = {**self._run_info, **fields}
-        if merged["state"] not in RUN_STATES:
-            raise ValueError(f"run state must be one of {RUN_STATES}, got {merged['state']!r}")
-        knobs = merged["knobs"] if isinstance(merged["knobs"], str) else json.dumps(merged["knobs"], sort_keys=True)
-        raw = knobs.encode()
-        if len(raw) > KNOBS_MAX_BYTES:
-            raise ValueError(f"knobs JSON is {len(raw)} bytes; at most {KNOBS_MAX_BYTES} fit in the stats segment")
+            raise KeyError(f"unknown run info fields {sorted(unknown)}; known: {sorted(_RUN_FIELDS)}")
         info = ffi.new("omdp_stats_run_info_t *")
-        info.target_pps = float(merged["target_pps"])
-        info.achieved_pps = float(merged["achieved_pps"])
-        info.sample_every = int(merged["sample_every"])
+        mask = 0
+        for name, value in fields.items():
+            mask |= int(getattr(lib, _RUN_FIELDS[name]))
+            if name == "state":
+                if value not in RUN_STATES:
+                    raise ValueError(f"run state must be one of {RUN_STATES}, got {value!r}")
+                info.state = RUN_STATES.index(value)
+            elif name == "knobs":
+                knobs = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+                raw = knobs.encode()
+                if len(raw) > KNOBS_MAX_BYTES:
+                    raise ValueError(f"knobs JSON is {len(raw)} bytes; at most {KNOBS_MAX_BYTES} fit in the stats segment")
+                info.knobs_len = len(raw)
+                _put_text(info.knobs_json, knobs, "knobs")
+            elif name in ("topology", "config", "run_dir"):
+                _put_text(getattr(info, name), str(value), name)
+            elif name == "sample_every":
+                info.sample_every = int(value)
+            else:
+                setattr(info, name, float(value))
         info.updated_ns = now_ns()
-        info.state = RUN_STATES.index(merged["state"])
-        info.knobs_len = len(raw)
-        _put_text(info.topology, str(merged["topology"]), "topology")
-        _put_text(info.config, str(merged["config"]), "config")
-        _put_text(info.run_dir, str(merged["run_dir"]), "run_dir")
-        _put_text(info.knobs_json, knobs, "knobs")
-        _check(lib.omdp_stats_run_info_write(self.c_handle, info), self.run_id, "write run info")
-        self._run_info = merged
+        _check(lib.omdp_stats_run_info_update(self.c_handle, info, mask), self.run_id, "write run info")
 
     def register_operator(self, name: str, kind: str, counters: Sequence[str], cpu: int = -1) -> OperatorCounters:
         """Register an operator or channel with up to 8 named int64 counters."""
@@ -393,18 +397,18 @@ class StatsReader:
         out = np.empty(seconds * len(HOP_KEYS) * stride, dtype=np.int64)
         _check(lib.omdp_stats_latency_history(self._ptr, ts_ns or now_ns(), seconds, ffi.from_buffer("double[]", qs),
                                               len(qs), ffi.from_buffer("int64_t[]", out)), self.run_id, "read history")
-        rows = out.reshape(seconds, len(HOP_KEYS), stride)
+        rows = out.reshape(seconds, len(HOP_KEYS), stride).tolist()
+        fields = [(percentile_field(name), min_samples(p)) for name, p in PERCENTILES]
         history = []
-        for i in range(seconds):
+        for per_second in rows:
             hops = {}
-            for h, key in enumerate(HOP_KEYS):
-                _, count, total, mx, *qv = (int(x) for x in rows[i, h])
+            for key, (_, count, total, mx, *qv) in zip(HOP_KEYS, per_second):
                 summary: dict[str, Any] = {"count": count, "mean_us": total / count / 1e3 if count else None}
-                for (name, p), v in zip(PERCENTILES, qv):
-                    summary[percentile_field(name)] = v / 1e3 if count >= min_samples(p) and v >= 0 else None
+                for (field, need), v in zip(fields, qv):
+                    summary[field] = v / 1e3 if count >= need and v >= 0 else None
                 summary["max_us"] = mx / 1e3 if count else None
                 hops[key] = summary
-            history.append({"second": int(rows[i, 0, 0]), "hops": hops})
+            history.append({"second": per_second[0][0], "hops": hops})
         return history
 
     def ingest(self) -> list[dict[str, Any]]:

@@ -75,13 +75,30 @@ static inline void omdp_hist_add(omdp_hist_t *h, int64_t v)
         h->max = v;
 }
 
+/* The buckets [*lo, *hi] that can hold counts: those of min and max (lo > hi when empty).
+ * Every recorded value lies in [min, max], so merging, copying and quantile walks touch
+ * only this range. Safe on unverified bytes: min and max are clamped first. */
+static inline void omdp_hist_range(const omdp_hist_t *h, uint32_t *lo, uint32_t *hi)
+{
+    if (h->count == 0) {
+        *lo = 1;
+        *hi = 0;
+        return;
+    }
+    int64_t mn = h->min < 0 ? 0 : (h->min > OMDP_HIST_MAX_VALUE ? OMDP_HIST_MAX_VALUE : h->min);
+    int64_t mx = h->max < 0 ? 0 : (h->max > OMDP_HIST_MAX_VALUE ? OMDP_HIST_MAX_VALUE : h->max);
+    *lo = omdp_hist_index(mn);
+    *hi = omdp_hist_index(mx);
+}
+
 /* Empty the histogram (min = OMDP_HIST_MAX_VALUE, everything else 0). */
 void omdp_hist_init(omdp_hist_t *h);
 /* Record one value (the exported twin of omdp_hist_add). */
 void omdp_hist_record(omdp_hist_t *h, int64_t v);
 /* Record n values; 0, or OMDP_METRICS_EINVAL for a NULL pointer with n > 0. */
 int omdp_hist_record_array(omdp_hist_t *h, const int64_t *values, size_t n);
-/* dst += src. 0, or OMDP_METRICS_EINVAL when a pointer is NULL or src fails omdp_hist_check. */
+/* dst += src, over src's bucket range. 0, or OMDP_METRICS_EINVAL when a pointer is NULL or
+ * src is inconsistent (its range does not hold its count, min > max, values out of range). */
 int omdp_hist_merge(omdp_hist_t *dst, const omdp_hist_t *src);
 /* 0 when the histogram is self-consistent (bucket counts sum to count, min <= max when not
  * empty, values in range); OMDP_METRICS_EINVAL otherwise. Used on copies read from shared

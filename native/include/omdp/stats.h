@@ -254,7 +254,22 @@ int omdp_stats_read_info(const omdp_stats_t *s, omdp_stats_info_t *out);
 int omdp_stats_heartbeat(omdp_stats_t *s, int64_t now_ns);
 
 /* ---- run info ---- */
-int omdp_stats_run_info_write(omdp_stats_t *s, const omdp_stats_run_info_t *info);
+
+/* Fields of omdp_stats_run_info_update's mask. */
+#define OMDP_RUN_TARGET_PPS 0x01u
+#define OMDP_RUN_ACHIEVED_PPS 0x02u
+#define OMDP_RUN_SAMPLE_EVERY 0x04u
+#define OMDP_RUN_STATE 0x08u
+#define OMDP_RUN_TOPOLOGY 0x10u
+#define OMDP_RUN_CONFIG 0x20u
+#define OMDP_RUN_DIR 0x40u
+#define OMDP_RUN_KNOBS 0x80u
+#define OMDP_RUN_ALL 0xFFu
+
+/* Copy the fields of info that mask names into the run block, as one update (several
+ * processes may each own some fields: the supervisor its topology, the replayer its rate);
+ * updated_ns is set from info. */
+int omdp_stats_run_info_update(omdp_stats_t *s, const omdp_stats_run_info_t *info, uint32_t mask);
 int omdp_stats_run_info_read(const omdp_stats_t *s, omdp_stats_run_info_t *out);
 
 /* ---- latency ---- */
