@@ -13,7 +13,7 @@ built-in path is native.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
@@ -37,7 +37,6 @@ class OperatorContext:
     outputs: tuple[str, ...]
     partition: str = ""
     run_dir: Path | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class PollResult(IntEnum):

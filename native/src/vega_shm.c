@@ -141,37 +141,78 @@ void omdp_vega_stats(const void *base, omdp_vega_stats_t *out)
     out->total_size = ctl->layout.total_size;
 }
 
-/* ---- in-process pair over caller-owned memory ---- */
+/* ---- rings in caller-owned memory: the in-process pair, and a mirror's two copies ---- */
+
+int omdp_vega_region_create(void *base, uint64_t size, uint32_t queue_size, uint32_t max_message, uint32_t mutex,
+                            uint32_t wait, uint32_t on_full)
+{
+    if (base && size >= sizeof(omdp_vega_ctl_t))
+        memset(base, 0, sizeof(omdp_vega_ctl_t));
+    int rc = omdp_vega_region_init(base, size, queue_size, max_message, mutex, wait, on_full);
+    if (rc)
+        return rc;
+    atomic_store_explicit(&((omdp_vega_ctl_t *)base)->layout.magic, OMDP_VEGA_MAGIC, memory_order_release);
+    return OMDP_VEGA_OK;
+}
+
+static int magic_ok(const void *base, uint64_t size)
+{
+    return base && size >= sizeof(omdp_vega_ctl_t) &&
+           atomic_load_explicit(&((const omdp_vega_ctl_t *)base)->layout.magic, memory_order_acquire) == OMDP_VEGA_MAGIC;
+}
+
+int omdp_vega_sender_open_local(void *base, uint64_t size, omdp_vega_sender_t **out)
+{
+    if (!magic_ok(base, size))
+        return OMDP_VEGA_E_LAYOUT;
+    omdp_vega_sender_t *tx = malloc(sizeof *tx);
+    if (!tx)
+        return OMDP_VEGA_E_SYS;
+    int rc = omdp_vega_sender_init(tx, base, size);
+    if (rc) {
+        free(tx);
+        return rc;
+    }
+    tx->kind = OMDP_VEGA_REGION_LOCAL;
+    tx->map_size = size;
+    *out = tx;
+    return OMDP_VEGA_OK;
+}
+
+int omdp_vega_receiver_open_local(void *base, uint64_t size, omdp_vega_receiver_t **out)
+{
+    if (!magic_ok(base, size))
+        return OMDP_VEGA_E_LAYOUT;
+    omdp_vega_receiver_t *rx = malloc(sizeof *rx);
+    if (!rx)
+        return OMDP_VEGA_E_SYS;
+    int rc = omdp_vega_receiver_init(rx, base, size);
+    if (rc) {
+        free(rx);
+        return rc;
+    }
+    rx->kind = OMDP_VEGA_REGION_LOCAL;
+    rx->map_size = size;
+    *out = rx;
+    return OMDP_VEGA_OK;
+}
 
 int omdp_vega_local_pair(void *base, uint64_t size, uint32_t queue_size, uint32_t max_message,
                          uint32_t mutex, uint32_t wait, uint32_t on_full,
                          omdp_vega_sender_t **tx_out, omdp_vega_receiver_t **rx_out)
 {
-    if (size >= sizeof(omdp_vega_ctl_t))
-        memset(base, 0, sizeof(omdp_vega_ctl_t));
-    int rc = omdp_vega_region_init(base, size, queue_size, max_message, mutex, wait, on_full);
+    int rc = omdp_vega_region_create(base, size, queue_size, max_message, mutex, wait, on_full);
     if (rc)
         return rc;
     omdp_vega_ctl_t *ctl = base;
     claim_side(&ctl->tx);
     claim_side(&ctl->rx);
-    atomic_store_explicit(&ctl->layout.magic, OMDP_VEGA_MAGIC, memory_order_release);
-    omdp_vega_sender_t *tx = malloc(sizeof *tx);
-    omdp_vega_receiver_t *rx = malloc(sizeof *rx);
-    if (!tx || !rx) {
-        free(tx);
-        free(rx);
-        return OMDP_VEGA_E_SYS;
-    }
-    if ((rc = omdp_vega_sender_init(tx, base, size)) || (rc = omdp_vega_receiver_init(rx, base, size))) {
-        free(tx);
-        free(rx);
+    if ((rc = omdp_vega_sender_open_local(base, size, tx_out)))
+        return rc;
+    if ((rc = omdp_vega_receiver_open_local(base, size, rx_out))) {
+        omdp_vega_sender_close(*tx_out);
         return rc;
     }
-    tx->kind = rx->kind = OMDP_VEGA_REGION_LOCAL;
-    tx->map_size = rx->map_size = size;
-    *tx_out = tx;
-    *rx_out = rx;
     return OMDP_VEGA_OK;
 }
 

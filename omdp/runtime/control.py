@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import threading
 import time
 from typing import Any, BinaryIO
@@ -66,8 +67,6 @@ class LineReader:
     def wait_for(self, key: str, wanted: set[str], timeout: float) -> dict[str, Any]:
         """Block until a message whose ``key`` is in ``wanted`` arrives (others are skipped),
         or raise ControlError on timeout / end of file."""
-        import select
-
         deadline = time.monotonic() + timeout
         pending: list[dict[str, Any]] = []
         while True:

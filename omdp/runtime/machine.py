@@ -31,7 +31,7 @@ def is_local_address(address: str) -> bool:
     return False
 
 
-def _host_problem(plan: Plan, host: PlanHost) -> str | None:
+def _host_problem(host: PlanHost) -> str | None:
     if host.netns:
         if not (NETNS_DIR / host.netns).exists():
             return f"network namespace {host.netns!r} of host {host.name} does not exist (ip netns add {host.netns})"
@@ -56,7 +56,7 @@ def check_machine(plan: Plan) -> list[tuple[str, str]]:
     for p in plan.partitions:
         host = plan.hosts[p.host]
         if host.name not in seen_hosts:
-            seen_hosts[host.name] = _host_problem(plan, host)
+            seen_hosts[host.name] = _host_problem(host)
             if seen_hosts[host.name]:
                 problems.append((f"partitions.{p.group}.host", seen_hosts[host.name] or ""))
         bad = [c for c in p.cpus if c not in allowed]

@@ -13,6 +13,7 @@ from omdp.runtime.machine import check_machine
 from omdp.runtime.rundir import DEFAULT_DATA_DIR, new_run_id, run_dir
 from omdp.runtime.supervisor import RunResult, Supervisor
 from omdp.topology.load import TopologyError
+from omdp.transport.shm_names import shm_name
 
 
 def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | None = None,
@@ -20,8 +21,15 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
     """Run ``plan`` to its end, for ``duration`` seconds, or until a stop signal. Raises
     TopologyError (naming the field) when this machine cannot run it; a run that fails
     returns a failed result with the reason."""
+    if not plan.registry:
+        raise TopologyError(plan.source, [("", "the plan names no registry (build it with a Registry that has a ref, "
+                                           "e.g. ops.pipeline.registry.build_registry)")])
     problems = check_machine(plan)
     if problems:
         raise TopologyError(plan.source, problems)
     run_id = run_id or new_run_id()
+    try:
+        shm_name(run_id, "c0")
+    except ValueError as e:
+        raise TopologyError(plan.source, [("--run-id", str(e))]) from None
     return Supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)

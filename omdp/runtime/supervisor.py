@@ -58,6 +58,10 @@ class _Abort(Exception):
     """The run cannot go on; the message says why."""
 
 
+class _Interrupted(Exception):
+    """A stop signal arrived before the loops started."""
+
+
 @dataclass
 class RunResult:
     """How a run went: ``status`` is ended (sources finished, all drained), stopped (on
@@ -214,8 +218,9 @@ class Supervisor:
             if event == "failed":
                 c.error = m.get("error", "failed")
 
-    def _dead(self, expected_stop: bool) -> _Child | None:
-        """The first child that died, failed or fell silent, if any."""
+    def _dead(self, expected_stop: bool, running: bool = True) -> _Child | None:
+        """The first child that died, failed or (once ``running``: heartbeats flow) fell
+        silent, if any."""
         now = time.monotonic()
         for c in self.children:
             if c.state == "failed":
@@ -223,7 +228,7 @@ class Supervisor:
             code = c.proc.returncode
             if code is not None and code != EXIT_ENDED and not (expected_stop and code == EXIT_STOPPED):
                 return c
-            if c.alive and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
+            if running and c.alive and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
                 c.error = f"no heartbeat for {now - c.last_seen:.1f} s"
                 c.proc.kill()
                 c.proc.wait()
@@ -239,6 +244,9 @@ class Supervisor:
                 pass
         code = c.proc.returncode
         lines = [f"partition {c.spec.name} died: {exit_description(code)}" + (f" ({c.error})" if c.error else "")]
+        if c.heartbeat:
+            st = c.heartbeat.get("stats") or {}
+            lines.append("last heartbeat: " + ", ".join(f"{k}={st.get(k)}" for k in ("state", "loops", "frames_in", "frames_out")))
         last = tail(c.log_path, self.plan.run.log_tail_lines)
         if last:
             lines.append(f"last lines of {c.log_path}:")
@@ -250,14 +258,14 @@ class Supervisor:
         deadline = time.monotonic() + timeout
         while any(c.state != state for c in self.children):
             self._pump(0.05)
-            dead = self._dead(expected_stop=False)
+            dead = self._dead(expected_stop=False, running=False)
             if dead:
                 raise _Abort(self._failure(dead))
             if not all(c.alive for c in self.children):
                 gone = next(c for c in self.children if not c.alive)
                 raise _Abort(self._failure(gone))
             if self._signals:
-                raise _Abort("interrupted while starting")
+                raise _Interrupted()
             if time.monotonic() > deadline:
                 late = [c.spec.name for c in self.children if c.state != state]
                 raise _Abort(f"partitions {', '.join(late)} did not report {state} within {timeout:.0f} s")
@@ -284,12 +292,15 @@ class Supervisor:
             self._phase("connected", self.plan.run.start_timeout_s)
             for c in self.children:
                 c.state = "running"
+                c.last_seen = time.monotonic()
                 self._send(c, cmd="start")
             self.echo(f"run {self.run_id}: running")
             status = self._watch(duration)
+        except _Interrupted:
+            status = "stopped-hard"
+            self.echo(f"run {self.run_id}: interrupted while starting; stopping now")
         except _Abort as e:
             failure = str(e)
-            self._hard_stop()
         finally:
             self._hard_stop()
             for s, h in old.items():

@@ -23,6 +23,7 @@ def _register() -> None:
     import ops.cli.plan  # noqa: F401
     import ops.cli.run  # noqa: F401
     import ops.cli.runs  # noqa: F401
+    import ops.cli.shm  # noqa: F401
 
 
 def main() -> None:

@@ -270,6 +270,14 @@ int omdp_vega_receiver_init(omdp_vega_receiver_t *rx, void *base, uint64_t size)
 void omdp_vega_sender_set_mirror(omdp_vega_sender_t *tx, omdp_vega_mirror_fn fn, void *ctx);
 void omdp_vega_receiver_set_mirror(omdp_vega_receiver_t *rx, omdp_vega_mirror_fn fn, void *ctx);
 
+/* Rings in memory the caller owns (zeroed, 128-byte aligned, omdp_vega_region_size bytes):
+ * create lays out and publishes a region; open_local binds one side to a region (or to a
+ * mirror's copy of it: copy the created region to the peer's memory first, then give each
+ * side a mirror function). close frees only the side's own state. */
+int omdp_vega_region_create(void *base, uint64_t size, uint32_t queue_size, uint32_t max_message, uint32_t mutex,
+                            uint32_t wait, uint32_t on_full);
+int omdp_vega_sender_open_local(void *base, uint64_t size, omdp_vega_sender_t **tx);
+int omdp_vega_receiver_open_local(void *base, uint64_t size, omdp_vega_receiver_t **rx);
 int omdp_vega_local_pair(void *base, uint64_t size, uint32_t queue_size, uint32_t max_message,
                          uint32_t mutex, uint32_t wait, uint32_t on_full,
                          omdp_vega_sender_t **tx, omdp_vega_receiver_t **rx);
