@@ -1,0 +1,1 @@
+"""Benchmarks behind ``omdp bench ...``: each module adds one command to the ``bench`` group."""
