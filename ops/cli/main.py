@@ -18,6 +18,9 @@ def cli() -> None:
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
     import ops.cli.native_info  # noqa: F401
+    import ops.cli.synth  # noqa: F401
+    import ops.cli.capture  # noqa: F401
+    import ops.cli.demo  # noqa: F401
 
 
 def main() -> None:
