@@ -17,6 +17,9 @@ def cli() -> None:
 
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
+    import ops.bench.decode  # noqa: F401
+    import ops.cli.bench  # noqa: F401
+    import ops.cli.decode  # noqa: F401
     import ops.cli.native_info  # noqa: F401
     import ops.cli.synth  # noqa: F401
     import ops.cli.capture  # noqa: F401
