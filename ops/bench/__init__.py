@@ -1,1 +1,2 @@
-"""Benchmarks behind ``omdp bench ...``: each module adds one command to the ``bench`` group."""
+"""Benchmarks behind ``omdp bench ...``: each measures one part and reports medians with the
+machine and the command."""
