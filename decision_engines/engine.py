@@ -38,8 +38,8 @@ class EngineOutput:
 
 
 def _check_batch(msgs: np.ndarray) -> None:
-    if msgs.dtype != OPRA_MSG_DTYPE or msgs.ndim != 1 or not msgs.flags.c_contiguous or not msgs.flags.writeable:
-        raise TypeError("msgs must be a writeable, contiguous 1-d array of OPRA_MSG_DTYPE")
+    if msgs.dtype != OPRA_MSG_DTYPE or msgs.ndim != 1 or not msgs.flags.c_contiguous:
+        raise TypeError("msgs must be a contiguous 1-d array of OPRA_MSG_DTYPE")
 
 
 def split_output(buf: np.ndarray, length: int) -> EngineOutput:
@@ -98,7 +98,7 @@ class DecisionEngine:
             self._ptr = None
 
     def process_batch(self, msgs: np.ndarray, out: np.ndarray, out_len: int = 0) -> tuple[int, int]:
-        """Process ``msgs`` in place, appending output records to ``out`` (uint8) at ``out_len``.
+        """Process ``msgs`` (not modified), appending output records to ``out`` (uint8) at ``out_len``.
 
         Returns ``(consumed, new_out_len)``; consumed < len(msgs) means the output is full:
         hand it on and call again with ``msgs[consumed:]``.
@@ -108,7 +108,7 @@ class DecisionEngine:
             raise TypeError("out must be a contiguous uint8 array")
         self._out_len[0] = out_len
         rc = lib.omdp_engine_process_batch(
-            self._ptr, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(msgs)), len(msgs),
+            self._ptr, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(msgs, require_writable=False)), len(msgs),
             ffi.from_buffer("uint8_t[]", out), len(out), self._out_len,
         )
         if rc < 0:

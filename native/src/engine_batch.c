@@ -1,11 +1,12 @@
 /* The decision engine's hot path: one batch of OPRA message records, per message in C.
  *
- * Per message: stamp de_in (the batch's arrival time, read once), count, and for a 'k' quote
+ * The batch is read-only (operator.h lends it): what the engine says about a message goes
+ * into the records it appends. Per message: count, and for a 'k' quote
  * find or insert its series, store the exchange's quote, recompute the NBBO over the six
  * exchanges, check it against the feed's BBO indicator and appendages, check the quote
  * against its price band, the NBBO for crossed/locked and the call/put pair for parity;
- * forward 1 in N messages and every signal. de_out is read once when the batch is done and
- * written into every record it appended.
+ * forward 1 in N messages and every signal. de_in (the batch's arrival, read once) and
+ * de_out (read once when the batch is done) are written into every record it appended.
  *
  * Signal policy (one anomaly, one signal): a quote outside its band raises OFF_SMILE and no
  * crossed/locked signal for the NBBO it distorts; otherwise the NBBO raises CROSSED or
@@ -29,6 +30,8 @@ typedef struct batch {
     const omdp_series_ref_t *refs;
     uint8_t *out;
     uint32_t pos;
+    int64_t t_in;        /* de_in of every record of this batch */
+    uint32_t signaled;   /* signals raised by the current message */
     uint64_t c[C_COUNT];
 } batch_t;
 
@@ -236,7 +239,7 @@ static void check_bbo(batch_t *b, const omdp_opra_msg_t *m, int x, int64_t bid, 
         b->c[C_BBO_OFFER_MISMATCH]++;
 }
 
-static void emit_signal(batch_t *b, omdp_opra_msg_t *m, uint8_t kind, int64_t bid, int64_t ask, int64_t lo,
+static void emit_signal(batch_t *b, const omdp_opra_msg_t *m, uint8_t kind, int64_t bid, int64_t ask, int64_t lo,
                         int64_t hi, int64_t beyond, uint8_t bid_part, uint8_t offer_part)
 {
     omdp_signal_t *sg = (omdp_signal_t *)(void *)(b->out + b->pos);
@@ -245,6 +248,7 @@ static void emit_signal(batch_t *b, omdp_opra_msg_t *m, uint8_t kind, int64_t bi
     sg->hdr.length = OMDP_SIGNAL_SIZE;
     sg->hdr.flags = OMDP_RF_SIGNAL;
     sg->hdr.stamps = m->hdr.stamps;
+    sg->hdr.stamps.de_in = b->t_in;
     sg->block_seq = m->block_seq;
     sg->msg_seq = m->msg_seq;
     sg->strike_px = m->strike_px;
@@ -266,7 +270,7 @@ static void emit_signal(batch_t *b, omdp_opra_msg_t *m, uint8_t kind, int64_t bi
     sg->bid_part = bid_part;
     sg->offer_part = offer_part;
     b->pos += OMDP_SIGNAL_SIZE;
-    m->hdr.flags |= OMDP_RF_SIGNAL;
+    b->signaled++;
     b->c[C_SIGNALS]++;
     b->c[kind == OMDP_SIG_CROSSED ? C_SIG_CROSSED : kind == OMDP_SIG_LOCKED ? C_SIG_LOCKED
          : kind == OMDP_SIG_OFF_SMILE ? C_SIG_OFF_SMILE : C_SIG_PARITY]++;
@@ -277,7 +281,7 @@ static inline uint8_t code_of(uint8_t ex)
     return ex < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[ex] : 0;
 }
 
-static void check_parity(batch_t *b, omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot)
+static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot)
 {
     struct omdp_engine *e = b->e;
     uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
@@ -308,7 +312,7 @@ static void check_parity(batch_t *b, omdp_opra_msg_t *m, eng_series_t *s, uint32
     emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
 }
 
-static void process_quote(batch_t *b, omdp_opra_msg_t *m)
+static void process_quote(batch_t *b, const omdp_opra_msg_t *m)
 {
     struct omdp_engine *e = b->e;
     int x = EXCH_OF[m->participant] - 1;
@@ -385,7 +389,7 @@ static void process_quote(batch_t *b, omdp_opra_msg_t *m)
     check_parity(b, m, s, slot);
 }
 
-int32_t omdp_engine_process_batch(omdp_engine_t *e, omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
+int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
                                   uint32_t out_cap, uint32_t *out_len)
 {
     if (!e || (!msgs && n) || !out || !out_len || *out_len > out_cap || ((uintptr_t)msgs & 7u) ||
@@ -398,6 +402,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, omdp_opra_msg_t *msgs, uint3
     batch_t b;
     memset(b.c, 0, sizeof b.c);
     b.e = e;
+    b.t_in = t_in;
     b.out = out;
     b.pos = *out_len;
     uint32_t front = atomic_load_explicit(&e->refs_front, memory_order_acquire);
@@ -416,21 +421,23 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, omdp_opra_msg_t *msgs, uint3
             b.c[C_OUT_FULL_STOPS]++;
             break;
         }
-        omdp_opra_msg_t *m = &msgs[i];
+        const omdp_opra_msg_t *m = &msgs[i];
         if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
             b.c[C_BAD_RECORD]++;
             continue;
         }
-        m->hdr.stamps.de_in = t_in;
         b.c[C_PROCESSED]++;
+        b.signaled = 0;
         if (m->category == 'k')
             process_quote(&b, m);
         else
             b.c[C_OTHER]++;
         if (every && --e->sample_left == 0) {
             e->sample_left = every;
-            m->hdr.flags |= OMDP_RF_SAMPLED;
-            memcpy(out + b.pos, m, OMDP_OPRA_MSG_SIZE);
+            omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
+            memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
+            copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
+            copy->hdr.stamps.de_in = t_in;
             b.pos += OMDP_OPRA_MSG_SIZE;
             b.c[C_SAMPLED]++;
         }

@@ -8,8 +8,8 @@
  *     against the feed's BBO indicator and appendages (disagreements counted);
  *   - checks the quote against the series' price band (off the smile), the NBBO for crossed
  *     or locked, and the call/put pair for a put-call parity break;
- *   - stamps de_in in place, forwards 1 in `sample_every` messages (flag OMDP_RF_SAMPLED)
- *     and appends a signal record (signal.h) for every anomaly, de_out stamped on the way out.
+ *   - forwards 1 in `sample_every` messages (a copy, flag OMDP_RF_SAMPLED) and appends a
+ *     signal record (signal.h) for every anomaly, de_in and de_out stamped in what it appends.
  *
  * Pricing runs off the hot path: it reads NBBOs with omdp_engine_snapshot_series (safe from
  * another thread: per-series seqlock), computes bands and parity limits, writes them into
@@ -130,13 +130,14 @@ typedef struct omdp_engine omdp_engine_t;
 omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err);
 void omdp_engine_destroy(omdp_engine_t *engine);
 
-/* Process msgs[0..n) in place (de_in stamped, OMDP_RF_SAMPLED / OMDP_RF_SIGNAL flags set)
- * and append output records - sampled copies of messages and signal records, back to back,
- * de_out stamped - to out at *out_len (updated). Returns how many messages were consumed:
+/* Process msgs[0..n) (read only; 8-byte aligned) and append output records - sampled
+ * copies of messages (flag OMDP_RF_SAMPLED, plus OMDP_RF_SIGNAL when the message raised a
+ * signal) and signal records, back to back, de_in and de_out stamped - to out (8-byte
+ * aligned) at *out_len (updated). Returns how many messages were consumed:
  * fewer than n when the output had less than OMDP_ENGINE_MAX_OUT_PER_MSG bytes left (hand
  * the output on and call again with the rest); negative on a bad argument
  * (OMDP_ENGINE_EINVAL, or OMDP_ENGINE_EOUTSMALL when out_cap can never hold one message). */
-int32_t omdp_engine_process_batch(omdp_engine_t *engine, omdp_opra_msg_t *msgs, uint32_t n,
+int32_t omdp_engine_process_batch(omdp_engine_t *engine, const omdp_opra_msg_t *msgs, uint32_t n,
                                   uint8_t *out, uint32_t out_cap, uint32_t *out_len);
 
 /* Copy the counters (relaxed atomic reads; safe from any thread). */
