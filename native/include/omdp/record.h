@@ -15,6 +15,7 @@
 #define OMDP_RT_OPRA_MSG 1   /* feedhandlers: one decoded OPRA message (opra_msg.h) */
 #define OMDP_RT_SIGNAL 2     /* decision_engines: a signal raised by an engine */
 #define OMDP_RT_BENCH 3      /* transports' microbenchmarks: opaque payload */
+#define OMDP_RT_SEQ 4        /* omdp runtime tests/benchmarks: numbered, checksummed (seq_ops.h) */
 
 /* Record flags. */
 #define OMDP_RF_SAMPLED 0x1u        /* forwarded to the latency collector as a sample */

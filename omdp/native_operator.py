@@ -1,0 +1,32 @@
+"""What a native operator's factory returns: its C vtable and its packed parameters.
+
+The partition runtime hands both to ``omdp_partition_init_op``, which calls the vtable's
+``init`` in C; nothing of the operator runs in Python after that.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from omdp.native import ffi
+
+
+@dataclass(frozen=True)
+class NativeOperator:
+    """A native operator ready to be placed: ``vtable`` is a ``const
+    omdp_operator_vtable_t *`` and ``params`` a cffi pointer to the operator's own parameter
+    struct (None when it takes none)."""
+
+    vtable: Any
+    params: Any = None
+
+    @property
+    def kind(self) -> str:
+        """The kind the C side names itself."""
+        return ffi.string(self.vtable.kind).decode()
+
+    def params_bytes(self) -> tuple[Any, int]:
+        """(pointer, size) of the parameter struct, as ``omdp_op_init_t`` wants them."""
+        if self.params is None:
+            return ffi.NULL, 0
+        return self.params, ffi.sizeof(self.params[0])

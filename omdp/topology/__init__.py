@@ -1,0 +1,1 @@
+"""Topology files: the schema (``schema``), reading and errors (``load``), references (``refs``)."""

@@ -1,0 +1,128 @@
+"""The topology file: operators, partitions, hosts, edges and their channels (TOML).
+
+Every default of a topology lives in this module (the channel knobs' defaults live in
+``omdp.transport.spec.ChannelSpec`` and are only referenced here). docs/topology.md
+describes the format with an example; ``omdp plan --schema`` prints this schema as JSON.
+
+Replicas. An operator, partition or host may be replicated (``replicas = N``); its
+instances are named ``name[0]`` .. ``name[N-1]`` (a single one is just ``name``). A
+reference to ``name`` means all its instances, ``name[3]`` one, ``name[2:5]`` a slice. A
+replicated partition deals the operator instances it lists to its replicas in equal
+consecutive blocks, its ``cpus`` in equal consecutive chunks, and its hosts in blocks.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from omdp.transport.spec import ChannelSpec, WaitStrategy
+
+NAME_RE = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+"""Names of operators, partitions and hosts: no dots or brackets (those address ports and
+replicas)."""
+
+REF_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<sel>\d+|\d*:\d*)\])?$")
+ENDPOINT_RE = re.compile(r"^(?P<ref>[A-Za-z_][A-Za-z0-9_-]*(?:\[(?:\d+|\d*:\d*)\])?)\.(?P<port>[A-Za-z_][A-Za-z0-9_]*)$")
+
+LOCAL_HOST = "local"
+"""The host every partition is on unless it says otherwise: this machine, loopback."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class HostSpec(_Strict):
+    """A machine (or, for tests on one machine, a network namespace). ``address`` is where
+    its partitions' receivers listen for network transports; with replicas, ``{i}`` in
+    ``address`` or ``netns`` becomes the replica index."""
+
+    address: str = Field("127.0.0.1", min_length=1, description="IP address of the host for network transports")
+    netns: str | None = Field(None, description="run this host's partitions in this network namespace")
+    replicas: int = Field(1, ge=1, le=4096)
+
+
+class OperatorSpec(_Strict):
+    """An operator instance (or ``replicas`` of them) of a registered kind."""
+
+    kind: str = Field(min_length=1, description="registered operator kind")
+    params: dict[str, Any] = Field(default_factory=dict, description="validated by the kind's parameter model")
+    replicas: int = Field(1, ge=1, le=4096)
+
+
+class PartitionSpec(_Strict):
+    """A process: the operators fused in it, the CPUs it is pinned to, its host."""
+
+    operators: list[str] = Field(min_length=1, description="operator references: name, name[k], name[a:b]")
+    replicas: int = Field(1, ge=1, le=4096)
+    cpus: list[int] | str | None = Field(None, description="CPU ids, or a list like '0-3,8'; none = not pinned")
+    host: str | list[str] = Field(LOCAL_HOST, description="host reference(s); several are dealt to replicas")
+    wait: WaitStrategy | None = Field(
+        None, description="how the idle loop waits; default: the most eager wait of its channels, spin-yield without any"
+    )
+
+    @field_validator("operators")
+    @classmethod
+    def _refs(cls, v: list[str]) -> list[str]:
+        for r in v:
+            if not REF_RE.match(r):
+                raise ValueError(f"{r!r} is not an operator reference (name, name[k] or name[a:b])")
+        return v
+
+
+class EdgeSpec(_Strict):
+    """A stream from an output port to an input port. Between replicated operators the
+    pattern says how instances pair up; ``channel`` sets the transport and knobs used when
+    the edge crosses partitions (over the file's ``[channel]`` defaults)."""
+
+    source: str = Field(alias="from", description="output port: operator.port, operator[k].port, operator[a:b].port")
+    target: str = Field(alias="to", description="input port, same forms")
+    pattern: Literal["all-to-all", "one-to-one"] | None = Field(
+        None, description="required when both ends have several instances"
+    )
+    channel: dict[str, Any] = Field(default_factory=dict, description="ChannelSpec fields over the file's [channel]")
+
+    @field_validator("source", "target")
+    @classmethod
+    def _endpoint(cls, v: str) -> str:
+        if not ENDPOINT_RE.match(v):
+            raise ValueError(f"{v!r} is not a port (operator.port, operator[k].port or operator[a:b].port)")
+        return v
+
+
+class RunSettings(_Strict):
+    """How ``omdp run`` supervises the partitions."""
+
+    heartbeat_s: float = Field(0.5, gt=0, le=60, description="a partition reports this often")
+    heartbeat_timeout_s: float = Field(10.0, gt=0, le=3600, description="silence after which a partition is dead")
+    start_timeout_s: float = Field(30.0, gt=0, le=3600, description="time for every partition to open its channels")
+    drain_timeout_s: float = Field(30.0, gt=0, le=3600, description="after stop: time for queues to drain to sinks")
+    kill_timeout_s: float = Field(5.0, gt=0, le=600, description="after a hard stop: time before SIGKILL")
+    log_tail_lines: int = Field(20, ge=0, le=10000, description="log lines shown for a failed partition")
+
+
+class Topology(_Strict):
+    """A whole topology file."""
+
+    name: str = Field(pattern=NAME_RE)
+    description: str = ""
+    hosts: dict[str, HostSpec] = Field(default_factory=lambda: {LOCAL_HOST: HostSpec()})
+    channel: ChannelSpec = Field(default_factory=ChannelSpec, description="defaults for every edge's channel")
+    operators: dict[str, OperatorSpec] = Field(min_length=1)
+    partitions: dict[str, PartitionSpec] = Field(min_length=1)
+    edges: list[EdgeSpec] = Field(default_factory=list)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    @field_validator("hosts", "operators", "partitions")
+    @classmethod
+    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            if not re.match(NAME_RE, name):
+                raise ValueError(f"{name!r} is not a valid name (letters, digits, '_' and '-')")
+        return v
+
+    def edge_channel(self, index: int) -> ChannelSpec:
+        """The channel of edge ``index``: its own fields over the file's defaults."""
+        return ChannelSpec(**{**self.channel.model_dump(), **self.edges[index].channel})

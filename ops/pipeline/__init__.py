@@ -1,0 +1,1 @@
+"""Pipeline assembly: the operator registry the command line and partitions use."""
