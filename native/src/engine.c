@@ -3,6 +3,9 @@
 #include <stdlib.h>
 
 #include "engine_internal.h"
+#include "omdp/engine_op.h"
+
+static void engine_free(struct omdp_engine *e);
 
 static uint32_t pow2_at_least(uint64_t v)
 {
@@ -59,7 +62,7 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->refs[0] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
     e->refs[1] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
     if (!e->series || !e->meta || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1]) {
-        omdp_engine_destroy(e);
+        engine_free(e);
         *err = OMDP_ENGINE_ENOMEM;
         return NULL;
     }
@@ -69,14 +72,13 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     atomic_init(&e->refs_front, 0);
     atomic_init(&e->refs_seen, 0);
     e->refs_in_use = 0;
+    atomic_init(&e->owners, 1);
     *err = OMDP_ENGINE_OK;
     return e;
 }
 
-void omdp_engine_destroy(omdp_engine_t *e)
+static void engine_free(struct omdp_engine *e)
 {
-    if (!e)
-        return;
     free(e->series);
     free(e->meta);
     free((void *)e->table);
@@ -85,6 +87,23 @@ void omdp_engine_destroy(omdp_engine_t *e)
     free(e->refs[0]);
     free(e->refs[1]);
     free(e);
+}
+
+void omdp_engine_retain(omdp_engine_t *e)
+{
+    if (e)
+        atomic_fetch_add_explicit(&e->owners, 1, memory_order_relaxed);
+}
+
+void omdp_engine_release(omdp_engine_t *e)
+{
+    if (e && atomic_fetch_sub_explicit(&e->owners, 1, memory_order_acq_rel) == 1)
+        engine_free(e);
+}
+
+void omdp_engine_destroy(omdp_engine_t *e)
+{
+    omdp_engine_release(e);
 }
 
 void omdp_engine_read_counters(const omdp_engine_t *e, omdp_engine_counters_t *out)

@@ -91,6 +91,7 @@ struct omdp_engine {
     alignas(64) _Atomic uint32_t refs_front;
     alignas(64) _Atomic uint32_t refs_seen;
     int refs_begun;              /* refresher side only: a begin awaits its publish */
+    _Atomic uint32_t owners;     /* omdp_engine_retain / release */
     alignas(64) _Atomic uint64_t counters[C_COUNT];
 };
 

@@ -128,6 +128,7 @@ typedef struct omdp_engine omdp_engine_t;
 /* Create an engine; NULL on error with *err set (OMDP_ENGINE_EINVAL, OMDP_ENGINE_ENOMEM).
  * Memory is allocated and touched here, never on the hot path. */
 omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err);
+/* Let go of the engine: freed when its last owner lets go (engine_op.h: retain/release). */
 void omdp_engine_destroy(omdp_engine_t *engine);
 
 /* Process msgs[0..n) (read only; 8-byte aligned) and append output records - sampled
