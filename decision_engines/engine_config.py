@@ -37,7 +37,7 @@ class PricingConfig(BaseModel):
         4.0, gt=0, le=24, description="time to expiry is days + this many hours (no option is at T = 0)"
     )
     rate: float = Field(0.03, ge=-0.1, le=0.5, description="prior rate for the discount factor where too few pairs fit one")
-    min_pairs_for_discount: int = Field(4, ge=2, description="call/put pairs needed to fit the discount factor of a group")
+    min_pairs_for_discount: int = Field(6, ge=2, description="call/put pairs needed to fit the discount factor of a group")
     min_smile_points: int = Field(3, ge=1, description="out-of-the-money mids needed to fit a smile")
     outlier_mads: float = Field(4.0, gt=0, description="robust fits drop residuals beyond this many scaled MADs")
     outlier_floor_vol: float = Field(0.01, ge=0, description="smile residuals below this are never outliers")

@@ -4,8 +4,8 @@ For every strike with both legs quoted, C - P = D (F - K): a line in K with slop
 intercept D F. Each group's line is fitted by weighted least squares, weights 1 / (call
 spread + put spread)^2 so the tight, near-the-money pairs lead, then refitted twice without
 the pairs beyond a few scaled MADs - a parity break or a stale quote does not move it.
-Groups with too few pairs, or a fitted D that is not a discount factor, take D from the prior
-rate and fit only F.
+Groups with too few pairs, a fitted D that is not a discount factor, or one whose standard
+error is too large, take D from the prior rate and fit only F.
 """
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ MAD_SCALE = 1.4826
 MIN_RESIDUAL_CUT = 0.02
 """Pairs within this many dollars of the line are never outliers (quotes are in cents)."""
 MIN_SPREAD = 0.01
+MAX_DISCOUNT_SE = 0.002
+"""A fitted discount factor is used only when its standard error is below this: a narrow
+strike range cannot pin the slope, and the prior rate is then the better guess."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,9 @@ def _weighted_fit(g: np.ndarray, k: np.ndarray, y: np.ndarray, w: np.ndarray, n_
     sky = group_sum(w * dk * (y - my[g]), g, n_groups)
     with np.errstate(divide="ignore", invalid="ignore"):
         slope_d = -sky / skk
-    fitted = (kept >= min_pairs) & (skk > 0) & (slope_d > 0.5) & (slope_d < 1.1)
+        resid = (y - my[g]) + slope_d[g] * dk
+        se = np.sqrt(group_sum(w * resid * resid, g, n_groups) / np.maximum(kept - 2, 1) / skk)
+    fitted = (kept >= min_pairs) & (skk > 0) & (slope_d > 0.5) & (slope_d < 1.1) & (se < MAX_DISCOUNT_SE)
     discount = np.where(fitted, slope_d, prior)
     forward = np.where(kept > 0, (my + discount * mk) / discount, np.nan)  # D F = mean(y) + D mean(K)
     return forward, discount, fitted, kept

@@ -61,7 +61,9 @@ def fit_smiles(k: np.ndarray, vol: np.ndarray, group: np.ndarray, n_groups: int,
     if kept.any():
         k_min = _group_extreme(k[kept], group[kept], n_groups, np.minimum, np.inf)
         k_max = _group_extreme(k[kept], group[kept], n_groups, np.maximum, -np.inf)
-    coef[points == 0] = np.nan
+    no_smile = ~np.isfinite(coef[:, 0])
+    coef[no_smile | (points == 0)] = np.nan
+    points[no_smile] = 0
     return Smiles(coef, points, k_min, k_max)
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``omdp bench ...``: each writes JSON and prints what it measured."""
