@@ -4,7 +4,8 @@
  * into the records it appends. Per message: count, and for a 'k' quote
  * find or insert its series, store the exchange's quote, recompute the NBBO over the six
  * exchanges, check it against the feed's BBO indicator and appendages, check the quote
- * against its price band, the NBBO for crossed/locked and the call/put pair for parity;
+ * against its price band, the NBBO for crossed/locked and - when the quote moved the NBBO, or
+ * new limits arrived with this batch - the call/put pair for parity;
  * forward 1 in N messages and every signal. de_in (the batch's arrival, read once) and
  * de_out (read once when the batch is done) are written into every record it appended.
  *
@@ -16,6 +17,8 @@
 #include "engine_internal.h"
 
 #include "omdp/clock.h"
+
+#define CHUNK 16 /* messages whose memory accesses are overlapped (prefetched together) */
 
 /* participant byte -> exchange index + 1 (0: not one of the six) */
 static const uint8_t EXCH_OF[256] = {['A'] = 1, ['B'] = 2, ['C'] = 3, ['I'] = 4, ['P'] = 5, ['X'] = 6};
@@ -32,6 +35,7 @@ typedef struct batch {
     uint32_t pos;
     int64_t t_in;        /* de_in of every record of this batch */
     uint32_t signaled;   /* signals raised by the current message */
+    int refs_changed;    /* this batch took a new publish: re-check pairs whose NBBO stands */
     uint64_t c[C_COUNT];
 } batch_t;
 
@@ -129,34 +133,35 @@ static inline void read_nbbo(const eng_series_t *s, nbbo_t *o)
 }
 
 /* Best bid: highest price, then largest size, then first exchange in A B C I P X order;
- * best offer: lowest price, same ties. */
+ * best offer: lowest price, same ties. Branch-free over the 8 lanes (the two padding lanes
+ * hold no quote), so the compiler turns it into vector max/compare: the outcome of each
+ * comparison is as random as the quotes, and a branch per comparison would mispredict. */
 static inline void compute_nbbo(const eng_series_t *s, nbbo_t *o)
 {
-    int64_t bb = ENG_NONE_BID, ba = ENG_NONE_ASK;
-    uint32_t bbs = 0, bas = 0;
-    uint8_t bbx = ENG_NO_EXCH, bax = ENG_NO_EXCH;
-    for (int x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
-        int64_t p = s->bid[x];
-        uint32_t z = s->bid_sz[x];
-        if (p > bb || (p == bb && z > bbs)) {
-            bb = p;
-            bbs = z;
-            bbx = (uint8_t)x;
-        }
-        int64_t q = s->ask[x];
-        uint32_t y = s->ask_sz[x];
-        if (q < ba || (q == ba && y > bas)) {
-            ba = q;
-            bas = y;
-            bax = (uint8_t)x;
-        }
+    int64_t bb = s->bid[0], ba = s->ask[0];
+    for (int x = 1; x < ENG_LANES; x++) {
+        bb = s->bid[x] > bb ? s->bid[x] : bb;
+        ba = s->ask[x] < ba ? s->ask[x] : ba;
     }
+    uint32_t bbs = 0, bas = 0;
+    for (int x = 0; x < ENG_LANES; x++) {
+        uint32_t zb = s->bid[x] == bb ? s->bid_sz[x] : 0u;
+        uint32_t za = s->ask[x] == ba ? s->ask_sz[x] : 0u;
+        bbs = zb > bbs ? zb : bbs;
+        bas = za > bas ? za : bas;
+    }
+    uint32_t mb = 0, ma = 0;
+    for (int x = 0; x < ENG_LANES; x++) {
+        mb |= (uint32_t)(s->bid[x] == bb && s->bid_sz[x] == bbs) << x;
+        ma |= (uint32_t)(s->ask[x] == ba && s->ask_sz[x] == bas) << x;
+    }
+    int has_bid = bb != ENG_NONE_BID, has_ask = ba != ENG_NONE_ASK;
     o->bid = bb;
     o->ask = ba;
-    o->bid_sz = bb == ENG_NONE_BID ? 0 : bbs;
-    o->ask_sz = ba == ENG_NONE_ASK ? 0 : bas;
-    o->bid_ex = bb == ENG_NONE_BID ? ENG_NO_EXCH : bbx;
-    o->ask_ex = ba == ENG_NONE_ASK ? ENG_NO_EXCH : bax;
+    o->bid_sz = has_bid ? bbs : 0;
+    o->ask_sz = has_ask ? bas : 0;
+    o->bid_ex = has_bid ? (uint8_t)__builtin_ctz(mb | 0x100u) : ENG_NO_EXCH;
+    o->ask_ex = has_ask ? (uint8_t)__builtin_ctz(ma | 0x100u) : ENG_NO_EXCH;
 }
 
 static inline int nbbo_bid_equal(const nbbo_t *a, const nbbo_t *b)
@@ -312,33 +317,73 @@ static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, 
     emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
 }
 
-static void process_quote(batch_t *b, const omdp_opra_msg_t *m)
+/* What a quote's series key needs, computed ahead of processing so the table entry and the
+ * series' lines can be prefetched for a whole chunk of messages at once. */
+typedef struct pending {
+    uint64_t k0, k1, h;
+    uint32_t slot;       /* OMDP_ENGINE_NO_SLOT until looked up / inserted */
+    int8_t x;            /* exchange index */
+    uint8_t verdict;     /* V_* */
+} pending_t;
+
+enum { V_NOT_QUOTE, V_QUOTE, V_BAD_PARTICIPANT, V_UNROUTED, V_BAD_SERIES };
+
+static inline void key_of(const omdp_opra_msg_t *m, pending_t *q)
 {
-    struct omdp_engine *e = b->e;
-    int x = EXCH_OF[m->participant] - 1;
-    if (x < 0) {
-        b->c[C_BAD_PARTICIPANT]++;
+    q->slot = OMDP_ENGINE_NO_SLOT;
+    if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE || m->category != 'k') {
+        q->verdict = V_NOT_QUOTE;
+        return;
+    }
+    q->x = (int8_t)(EXCH_OF[m->participant] - 1);
+    if (q->x < 0) {
+        q->verdict = V_BAD_PARTICIPANT;
         return;
     }
     if (m->underlying_id == OMDP_NO_UNDERLYING) {
-        b->c[C_UNROUTED]++;
+        q->verdict = V_UNROUTED;
         return;
     }
     uint8_t pc = m->put_call;
     int32_t code = eng_expiry_code(m->expiry);
     if ((pc != 'C' && pc != 'P') || m->strike_px <= 0 || code < 0) {
-        b->c[C_BAD_SERIES]++;
+        q->verdict = V_BAD_SERIES;
         return;
     }
-    uint64_t k0 = eng_root_bits(m->root) | ((uint64_t)code << 48);
-    uint64_t k1 = (uint64_t)m->strike_px | ((uint64_t)(pc == 'P') << 63);
-    uint64_t h = eng_hash(k0, k1);
-    uint32_t pos = 0;
-    uint32_t slot = eng_lookup(e, k0, k1, h, &pos);
-    if (slot == OMDP_ENGINE_NO_SLOT) {
-        slot = insert_series(b, m, k0, k1, h, pos);
-        if (slot == OMDP_ENGINE_NO_SLOT)
-            return;
+    q->k0 = eng_root_bits(m->root) | ((uint64_t)code << 48);
+    q->k1 = (uint64_t)m->strike_px | ((uint64_t)(pc == 'P') << 63);
+    q->h = eng_hash(q->k0, q->k1);
+    q->verdict = V_QUOTE;
+}
+
+static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
+{
+    struct omdp_engine *e = b->e;
+    switch (q->verdict) {
+    case V_BAD_PARTICIPANT:
+        b->c[C_BAD_PARTICIPANT]++;
+        return;
+    case V_UNROUTED:
+        b->c[C_UNROUTED]++;
+        return;
+    case V_BAD_SERIES:
+        b->c[C_BAD_SERIES]++;
+        return;
+    default:
+        break;
+    }
+    int x = q->x;
+    uint32_t slot = q->slot;
+    if (slot == OMDP_ENGINE_NO_SLOT || e->series[slot].k0 != q->k0 || e->series[slot].k1 != q->k1) {
+        /* the guess missed (another key, not yet inserted, or inserted since by an earlier
+         * message of the chunk): the full lookup */
+        uint32_t pos = 0;
+        slot = eng_lookup(e, q->k0, q->k1, q->h, &pos);
+        if (slot == OMDP_ENGINE_NO_SLOT) {
+            slot = insert_series(b, m, q->k0, q->k1, q->h, pos);
+            if (slot == OMDP_ENGINE_NO_SLOT)
+                return;
+        }
     }
     b->c[C_QUOTES]++;
     eng_series_t *s = &e->series[slot];
@@ -363,7 +408,8 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m)
     nbbo_t before, now;
     read_nbbo(s, &before);
     compute_nbbo(s, &now);
-    if (!nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now))
+    int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
+    if (changed)
         write_nbbo(s, &now);
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
 
@@ -386,7 +432,8 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m)
         emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
                     now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
     }
-    check_parity(b, m, s, slot);
+    if (changed || b->refs_changed)
+        check_parity(b, m, s, slot);
 }
 
 int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
@@ -406,7 +453,8 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     b.out = out;
     b.pos = *out_len;
     uint32_t front = atomic_load_explicit(&e->refs_front, memory_order_acquire);
-    if (front != e->refs_in_use) {
+    b.refs_changed = front != e->refs_in_use;
+    if (b.refs_changed) {
         e->refs_in_use = front;
         atomic_store_explicit(&e->refs_seen, front, memory_order_release);
         b.c[C_REFS_PUBLISHED]++;
@@ -415,31 +463,68 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     uint32_t start = b.pos;
     uint32_t every = e->cfg.sample_every;
 
-    uint32_t i;
-    for (i = 0; i < n; i++) {
-        if (out_cap - b.pos < OMDP_ENGINE_MAX_OUT_PER_MSG) {
-            b.c[C_OUT_FULL_STOPS]++;
-            break;
+    /* Chunks of CHUNK messages: keys and table prefetches first, then lookups and series
+     * prefetches, then the processing proper - so the cache misses of a chunk overlap. */
+    pending_t q[CHUNK];
+    uint32_t i = 0;
+    int full = 0;
+    while (i < n && !full) {
+        uint32_t len = n - i < CHUNK ? n - i : CHUNK;
+        uint32_t ahead = n - i - len < CHUNK ? n - i - len : CHUNK;
+        for (uint32_t k = 0; k < ahead; k++) { /* the next chunk's records, while this one works */
+            const char *r = (const char *)&msgs[i + len + k];
+            __builtin_prefetch(r, 0, 3);
+            __builtin_prefetch(r + 128, 0, 3);
+            __builtin_prefetch(r + 192, 0, 3);
         }
-        const omdp_opra_msg_t *m = &msgs[i];
-        if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
-            b.c[C_BAD_RECORD]++;
-            continue;
+        for (uint32_t k = 0; k < len; k++) {
+            key_of(&msgs[i + k], &q[k]);
+            if (q[k].verdict == V_QUOTE)
+                __builtin_prefetch((const void *)&e->table[(uint32_t)q[k].h & e->table_mask], 0, 3);
         }
-        b.c[C_PROCESSED]++;
-        b.signaled = 0;
-        if (m->category == 'k')
-            process_quote(&b, m);
-        else
-            b.c[C_OTHER]++;
-        if (every && --e->sample_left == 0) {
-            e->sample_left = every;
-            omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
-            memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
-            copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
-            copy->hdr.stamps.de_in = t_in;
-            b.pos += OMDP_OPRA_MSG_SIZE;
-            b.c[C_SAMPLED]++;
+        for (uint32_t k = 0; k < len; k++) {
+            if (q[k].verdict != V_QUOTE)
+                continue;
+            /* the home entry's slot is a guess (verified against the key when processing):
+             * the key compare would be a cache miss here, the prefetch hides it */
+            uint64_t ent = atomic_load_explicit(&e->table[(uint32_t)q[k].h & e->table_mask], memory_order_acquire);
+            if (ent == 0 || (uint32_t)(ent >> 32) != (uint32_t)(q[k].h >> 32))
+                continue;
+            uint32_t slot = (uint32_t)ent - 1u;
+            q[k].slot = slot;
+            const char *sp = (const char *)&e->series[slot];
+            __builtin_prefetch(sp, 1, 3);
+            __builtin_prefetch(sp + 64, 1, 3);
+            __builtin_prefetch(sp + 128, 1, 3);
+            __builtin_prefetch(sp + 192, 1, 3);
+            __builtin_prefetch((const void *)&b.refs[slot], 0, 3);
+        }
+        for (uint32_t k = 0; k < len; k++, i++) {
+            if (out_cap - b.pos < OMDP_ENGINE_MAX_OUT_PER_MSG) {
+                b.c[C_OUT_FULL_STOPS]++;
+                full = 1;
+                break;
+            }
+            const omdp_opra_msg_t *m = &msgs[i];
+            if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
+                b.c[C_BAD_RECORD]++;
+                continue;
+            }
+            b.c[C_PROCESSED]++;
+            b.signaled = 0;
+            if (m->category == 'k')
+                process_quote(&b, m, &q[k]);
+            else
+                b.c[C_OTHER]++;
+            if (every && --e->sample_left == 0) {
+                e->sample_left = every;
+                omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
+                memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
+                copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
+                copy->hdr.stamps.de_in = t_in;
+                b.pos += OMDP_OPRA_MSG_SIZE;
+                b.c[C_SAMPLED]++;
+            }
         }
     }
     if (b.pos != start) {
