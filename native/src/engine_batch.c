@@ -11,7 +11,8 @@
  *
  * Signal policy (one anomaly, one signal): a quote outside its band raises OFF_SMILE and no
  * crossed/locked signal for the NBBO it distorts; otherwise the NBBO raises CROSSED or
- * LOCKED when it enters that state. A pair raises PARITY when it enters a break. States are
+ * LOCKED when it leaves the normal state (a locked market that then crosses, or the reverse,
+ * is the same condition going on). A pair raises PARITY when it enters a break. States are
  * kept per series so a persisting condition is reported once.
  */
 #include "engine_internal.h"
@@ -428,7 +429,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
         int64_t beyond_ask = off_ask ? r->band_lo - ask : 0;
         emit_signal(b, m, OMDP_SIG_OFF_SMILE, bid == ENG_NONE_BID ? 0 : bid, ask == ENG_NONE_ASK ? 0 : ask,
                     r->band_lo, r->band_hi, beyond_bid > beyond_ask ? beyond_bid : beyond_ask, 0, 0);
-    } else if (book && book != was) {
+    } else if (book && !was) {
         emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
                     now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
     }

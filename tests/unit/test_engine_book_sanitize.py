@@ -103,7 +103,7 @@ def test_nbbo_matches_reference_on_random_streams(quotes: list[tuple[int, ...]],
         new = 0
         if ref[0] and ref[3]:
             new = SIG_CROSSED if ref[0] > ref[3] else SIG_LOCKED if ref[0] == ref[3] else 0
-        if new and new != state.get(s, 0):
+        if new and not state.get(s, 0):
             expected_book_signals.append((i + 1, new))
         state[s] = new
     for s, book in books.items():
@@ -117,24 +117,27 @@ def test_nbbo_matches_reference_on_random_streams(quotes: list[tuple[int, ...]],
     assert c["series"] == len(books)
 
 
-def test_crossed_and_locked_signal_on_entering_only() -> None:
+def test_crossed_and_locked_signal_when_leaving_the_normal_state() -> None:
     e = engine()
     msgs = stream(
         quote(b"A", 1.00, 1.10),
         quote(b"C", 1.05, 1.20),   # normal
         quote(b"C", 1.10, 1.20),   # locked: C bid 1.10 = A offer 1.10
         quote(b"X", 1.00, 1.30),   # still locked: no new signal
-        quote(b"C", 1.15, 1.20),   # crossed: 1.15 > 1.10
-        quote(b"A", 1.00, 1.25),   # uncrossed
-        quote(b"A", 1.00, 1.10),   # crossed again: a new signal
+        quote(b"C", 1.15, 1.20),   # now crossed: the same condition going on, no new signal
+        quote(b"A", 1.00, 1.25),   # normal again
+        quote(b"A", 1.00, 1.10),   # crossed (C 1.15 > A 1.10): a new signal
+        quote(b"C", 1.05, 1.20),   # normal
+        quote(b"I", 1.12, 1.30),   # crossed by I
     )
     out = e.process(msgs)
     sig = out.signals
     assert list(sig["kind"]) == [SIG_LOCKED, SIG_CROSSED, SIG_CROSSED]
-    assert list(sig["msg_seq"]) == [3, 5, 7]
+    assert list(sig["msg_seq"]) == [3, 7, 9]
     assert sig["bid_px"][1] == 115 * CENT and sig["offer_px"][1] == 110 * CENT
     assert sig["value"][1] == pytest.approx(0.05)
     assert bytes(sig["bid_part"][1:2]) == b"C" and bytes(sig["offer_part"][1:2]) == b"A"
+    assert bytes(sig["bid_part"][2:3]) == b"I" and sig["participant"][2] == ord("I")
     assert sig["participant"][0] == ord("C") and sig["root"][0] == b"JPM  "
     assert all(sig["hdr"]["type"] == RT_SIGNAL) and all(sig["hdr"]["flags"] & RF_SIGNAL)
     c = e.counters()

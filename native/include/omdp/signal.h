@@ -14,8 +14,8 @@
 #include "omdp/record.h"
 
 /* Signal kinds. Built-in engines use 1..4; custom engines use OMDP_SIG_CUSTOM and up. */
-#define OMDP_SIG_CROSSED 1    /* NBBO bid > NBBO offer (entered crossed) */
-#define OMDP_SIG_LOCKED 2     /* NBBO bid == NBBO offer (entered locked) */
+#define OMDP_SIG_CROSSED 1    /* NBBO bid > NBBO offer (was neither crossed nor locked) */
+#define OMDP_SIG_LOCKED 2     /* NBBO bid == NBBO offer (was neither crossed nor locked) */
 #define OMDP_SIG_OFF_SMILE 3  /* a quote outside its series' price band from the smile */
 #define OMDP_SIG_PARITY 4     /* call - put outside D(F - K) +- tolerance (entered broken) */
 #define OMDP_SIG_CUSTOM 128   /* first kind free for custom engines */
