@@ -18,6 +18,7 @@ from enum import IntEnum
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel
 
 from omdp.native import ffi, lib
 
@@ -48,9 +49,12 @@ class PollResult(IntEnum):
 
 
 class OperatorBase(abc.ABC):
-    """What every Python operator has: its context, ``emit``, and the optional hooks."""
+    """What every Python operator has: its validated parameters, its context, ``emit``,
+    and the optional hooks. The class is its own factory: the runtime calls
+    ``cls(params, ctx)`` with the kind's parameter model instance."""
 
-    def __init__(self, ctx: OperatorContext) -> None:
+    def __init__(self, params: BaseModel, ctx: OperatorContext) -> None:
+        self.params = params
         self.ctx = ctx
         self._out_index = {name: i for i, name in enumerate(ctx.outputs)}
         self._emitter = ffi.NULL

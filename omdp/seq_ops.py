@@ -85,7 +85,7 @@ class PySeqSource(SourceOperator):
     """Python twin of seq_source (same records, built with numpy, unpaced when rate is 0)."""
 
     def __init__(self, p: SeqSourceParams, ctx: OperatorContext) -> None:
-        super().__init__(ctx)
+        super().__init__(p, ctx)
         self.p = p
         self.source = p.source_base + ctx.replica
         self.emitted = 0
@@ -133,7 +133,7 @@ class PyRelay(Operator):
     """Python twin of relay: forwards each batch unchanged, counting records."""
 
     def __init__(self, p: BaseModel, ctx: OperatorContext) -> None:
-        super().__init__(ctx)
+        super().__init__(p, ctx)
         self.batches = 0
         self.records = 0
         self.bad_batches = 0

@@ -1,0 +1,1 @@
+"""The process runtime: partitions in C loops, their channels, the supervisor."""

@@ -1,0 +1,71 @@
+"""Checks of a plan against the machine ``omdp run`` is on: CPUs that exist and are
+allowed, hosts that are this machine (or one of its network namespaces), transports this
+build carries. Planning checks none of this, so a 32-core plan prints on a laptop."""
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from pathlib import Path
+
+from omdp.plan import Plan, PlanHost
+from omdp.runtime.channels import transport_unavailable
+
+NETNS_DIR = Path("/var/run/netns")
+
+
+def is_local_address(address: str) -> bool:
+    """True when this machine owns ``address`` (it can bind to it)."""
+    try:
+        infos = socket.getaddrinfo(address, 0, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    for family, type_, proto, _, sockaddr in infos:
+        with socket.socket(family, type_, proto) as s:
+            try:
+                s.bind(sockaddr)
+                return True
+            except OSError as e:
+                if e.errno != errno.EADDRNOTAVAIL:
+                    return True
+    return False
+
+
+def _host_problem(plan: Plan, host: PlanHost) -> str | None:
+    if host.netns:
+        if not (NETNS_DIR / host.netns).exists():
+            return f"network namespace {host.netns!r} of host {host.name} does not exist (ip netns add {host.netns})"
+        return None
+    if not is_local_address(host.address):
+        return (f"host {host.name} ({host.address}) is not this machine: omdp run starts partitions on this "
+                "machine or in its network namespaces")
+    return None
+
+
+def _cpu_list(cpus: set[int]) -> str:
+    from omdp.plan_text import cpu_ranges
+
+    return cpu_ranges(sorted(cpus))
+
+
+def check_machine(plan: Plan) -> list[tuple[str, str]]:
+    """(field, reason) for everything in ``plan`` this machine cannot do; empty when fine."""
+    problems: list[tuple[str, str]] = []
+    allowed = os.sched_getaffinity(0)
+    seen_hosts: dict[str, str | None] = {}
+    for p in plan.partitions:
+        host = plan.hosts[p.host]
+        if host.name not in seen_hosts:
+            seen_hosts[host.name] = _host_problem(plan, host)
+            if seen_hosts[host.name]:
+                problems.append((f"partitions.{p.group}.host", seen_hosts[host.name] or ""))
+        bad = [c for c in p.cpus if c not in allowed]
+        if bad:
+            problems.append((f"partitions.{p.group}.cpus",
+                             f"CPU {', '.join(map(str, bad))} of {p.name} is not available here "
+                             f"(this machine offers {_cpu_list(allowed)})"))
+    for c in plan.channels:
+        why = transport_unavailable(c.spec.transport)
+        if why:
+            problems.append((f"edges[{c.edges[0]}].channel.transport", why))
+    return problems

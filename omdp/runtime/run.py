@@ -1,0 +1,30 @@
+"""Running a plan on this machine: check it, make the run directory, supervise it.
+
+``run_plan`` is the one entry point; ``omdp run`` (ops/cli/run.py) builds the plan from a
+topology file and the registry and calls it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from omdp.plan import Plan
+from omdp.runtime.machine import check_machine
+from omdp.runtime.rundir import DEFAULT_DATA_DIR, new_run_id, run_dir
+from omdp.runtime.supervisor import RunResult, Supervisor
+from omdp.topology.load import TopologyError
+
+
+def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | None = None,
+             run_id: str | None = None, echo: Callable[[str], None] | None = None) -> RunResult:
+    """Run ``plan`` to its end, for ``duration`` seconds, or until a stop signal. Raises
+    TopologyError (naming the field) when this machine cannot run it; a run that fails
+    returns a failed result with the reason."""
+    if not plan.registry:
+        raise TopologyError(plan.source, [("", "the plan names no registry (build it with a Registry that has a ref, "
+                                           "e.g. ops.pipeline.registry.build_registry)")])
+    problems = check_machine(plan)
+    if problems:
+        raise TopologyError(plan.source, problems)
+    run_id = run_id or new_run_id()
+    return Supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)

@@ -1,0 +1,371 @@
+"""The supervisor: runs a plan as one process per partition and stops it cleanly.
+
+Order of a run: every partition process starts and opens its receivers (reporting their
+endpoints); only when all receivers exist are the senders told to connect; then all loops
+start. While they run the supervisor watches heartbeats and exits. A stop (Ctrl-C,
+SIGTERM, ``--duration``) tells the partitions to stop their sources; end-of-stream frames
+then drain every queue in topological order, so sinks end last. A second Ctrl-C, or a
+drain that overruns ``drain_timeout_s``, stops everything at once.
+
+A partition that dies (non-zero exit, a ``failed`` report, or silence beyond
+``heartbeat_timeout_s``) fails the run: the supervisor reports its exit status and the
+last lines of its log, stops the others and returns a failed result. Whatever happens, it
+waits for every child, kills those that overstay, and removes the run's shared memory.
+
+The run directory gets plan.json first, processes.json (pid, host, CPUs and log of each
+partition) once they started, run.json (status and every partition's final report) last.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omdp.plan import Plan, PlanPartition
+from omdp.runtime.channels import cleanup_run
+from omdp.runtime.control import EXIT_ENDED, EXIT_STOPPED, ControlError, LineReader, LineWriter
+from omdp.runtime.rundir import log_name
+
+
+@dataclass
+class _Child:
+    spec: PlanPartition
+    proc: subprocess.Popen
+    log_path: Path
+    reader: LineReader
+    writer: LineWriter
+    state: str = "starting"
+    endpoints: dict[str, str] = field(default_factory=dict)
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+    heartbeat: dict[str, Any] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None
+
+
+class _Abort(Exception):
+    """The run cannot go on; the message says why."""
+
+
+class _Interrupted(Exception):
+    """A stop signal arrived before the loops started."""
+
+
+@dataclass
+class RunResult:
+    """How a run went: ``status`` is ended (sources finished, all drained), stopped (on
+    request, drained), stopped-hard (on request, not drained) or failed."""
+
+    run_id: str
+    run_dir: Path
+    status: str
+    failure: str | None
+    partitions: dict[str, dict[str, Any]]
+    started_at: float
+    ended_at: float
+
+    @property
+    def ok(self) -> bool:
+        """True unless the run failed."""
+        return self.status != "failed"
+
+    def operators(self) -> dict[str, dict[str, int]]:
+        """Every operator's final counters, from the partitions' reports."""
+        out: dict[str, dict[str, int]] = {}
+        for p in self.partitions.values():
+            out.update(((p.get("report") or {}).get("operators")) or {})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """What run.json holds."""
+        return {"run_id": self.run_id, "status": self.status, "failure": self.failure,
+                "started_at": self.started_at, "ended_at": self.ended_at, "partitions": self.partitions}
+
+
+def exit_description(code: int | None) -> str:
+    """'exit status 1', 'killed by SIGKILL', 'still running'."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a log file."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            text = f.read().decode(errors="replace")
+    except OSError as e:
+        return f"(no log: {e})"
+    return "\n".join(text.splitlines()[-lines:]) if lines else ""
+
+
+class Supervisor:
+    """Runs one plan. ``echo`` receives progress lines (the CLI prints them)."""
+
+    def __init__(self, plan: Plan, run_dir: Path, run_id: str, echo: Callable[[str], None] | None = None,
+                 python: str = sys.executable) -> None:
+        self.plan = plan
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id
+        self.echo = echo or (lambda line: None)
+        self.python = python
+        self.children: list[_Child] = []
+        self._signals = 0
+        self._sel = selectors.DefaultSelector()
+
+    # ---- processes ----------------------------------------------------------------------
+
+    def argv(self, p: PlanPartition) -> list[str]:
+        """The command line of partition ``p``, inside its host's namespace if it has one."""
+        cmd = [self.python, "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
+               "--partition", p.name, "--run-id", self.run_id, "--run-dir", str(self.run_dir)]
+        netns = self.plan.hosts[p.host].netns
+        return ["ip", "netns", "exec", netns, *cmd] if netns else cmd
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        paths = [p for p in sys.path if p and Path(p).is_dir()]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]))
+        return env
+
+    def _start(self) -> None:
+        env = self._env()
+        for p in self.plan.partitions:
+            log_path = self.run_dir / "logs" / log_name(p.name)
+            with log_path.open("ab") as log:
+                proc = subprocess.Popen(self.argv(p), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                        env=env, start_new_session=True, close_fds=True)
+            assert proc.stdin is not None and proc.stdout is not None
+            child = _Child(p, proc, log_path, LineReader(proc.stdout.fileno()), LineWriter(proc.stdin))
+            self.children.append(child)
+            self._sel.register(proc.stdout.fileno(), selectors.EVENT_READ, child)
+        (self.run_dir / "processes.json").write_text(json.dumps({
+            c.spec.name: {"pid": c.proc.pid, "host": c.spec.host, "cpus": c.spec.cpus, "log": str(c.log_path)}
+            for c in self.children}, indent=2))
+
+    def _send(self, child: _Child, **msg: Any) -> None:
+        if child.alive:
+            try:
+                child.writer.send(**msg)
+            except ControlError:
+                pass  # it is exiting; its exit status tells the rest
+
+    # ---- events -------------------------------------------------------------------------
+
+    def _pump(self, timeout: float) -> None:
+        """Read whatever the children said within ``timeout``; reap those that exited."""
+        if self._sel.get_map():
+            for key, _ in self._sel.select(timeout):
+                child: _Child = key.data
+                try:
+                    msgs = child.reader.feed()
+                except ControlError as e:
+                    child.error = str(e)
+                    msgs = []
+                for m in msgs:
+                    self._on_event(child, m)
+                if child.reader.eof:
+                    self._sel.unregister(key.fd)
+        else:
+            time.sleep(timeout)
+        for c in self.children:
+            if c.alive and c.proc.poll() is not None:
+                self._close_pipes(c)
+
+    def _close_pipes(self, c: _Child) -> None:
+        for stream in (c.proc.stdin, c.proc.stdout):
+            if stream is not None and not stream.closed:
+                if stream is c.proc.stdout and stream.fileno() in self._sel.get_map():
+                    # drain what it wrote before exiting (its final report)
+                    while not c.reader.eof:
+                        for m in c.reader.feed():
+                            self._on_event(c, m)
+                    self._sel.unregister(stream.fileno())
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def _on_event(self, c: _Child, m: dict[str, Any]) -> None:
+        c.last_seen = time.monotonic()
+        event = m.get("event")
+        if event == "listening":
+            c.state, c.endpoints = "listening", dict(m.get("endpoints") or {})
+        elif event == "connected":
+            c.state = "connected"
+        elif event == "heartbeat":
+            c.heartbeat = m
+        elif event in ("ended", "stopped", "failed"):
+            c.state, c.report = event, m.get("report")
+            if event == "failed":
+                c.error = m.get("error", "failed")
+
+    def _dead(self, expected_stop: bool, running: bool = True) -> _Child | None:
+        """The first child that died, failed or (once ``running``: heartbeats flow) fell
+        silent, if any."""
+        now = time.monotonic()
+        for c in self.children:
+            if c.state == "failed":
+                return c
+            code = c.proc.returncode
+            if code is not None and code != EXIT_ENDED and not (expected_stop and code == EXIT_STOPPED):
+                return c
+            if running and c.alive and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
+                c.error = f"no heartbeat for {now - c.last_seen:.1f} s"
+                c.proc.kill()
+                c.proc.wait()
+                self._close_pipes(c)
+                return c
+        return None
+
+    def _failure(self, c: _Child) -> str:
+        if c.alive:
+            try:
+                c.proc.wait(timeout=self.plan.run.kill_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        code = c.proc.returncode
+        lines = [f"partition {c.spec.name} died: {exit_description(code)}" + (f" ({c.error})" if c.error else "")]
+        if c.heartbeat:
+            st = c.heartbeat.get("stats") or {}
+            lines.append("last heartbeat: " + ", ".join(f"{k}={st.get(k)}" for k in ("state", "loops", "frames_in", "frames_out")))
+        last = tail(c.log_path, self.plan.run.log_tail_lines)
+        if last:
+            lines.append(f"last lines of {c.log_path}:")
+            lines += [f"  | {ln}" for ln in last.splitlines()]
+        return "\n".join(lines)
+
+    def _phase(self, state: str, timeout: float) -> None:
+        """Wait until every child reached ``state``."""
+        deadline = time.monotonic() + timeout
+        while any(c.state != state for c in self.children):
+            self._pump(0.05)
+            dead = self._dead(expected_stop=False, running=False)
+            if dead:
+                raise _Abort(self._failure(dead))
+            if not all(c.alive for c in self.children):
+                gone = next(c for c in self.children if not c.alive)
+                raise _Abort(self._failure(gone))
+            if self._signals:
+                raise _Interrupted()
+            if time.monotonic() > deadline:
+                late = [c.spec.name for c in self.children if c.state != state]
+                raise _Abort(f"partitions {', '.join(late)} did not report {state} within {timeout:.0f} s")
+
+    # ---- the run ------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signals += 1
+
+    def run(self, duration: float | None = None) -> RunResult:
+        """Run the plan to its end (or ``duration`` seconds, or a stop signal)."""
+        started = time.time()
+        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "plan.json").write_text(self.plan.model_dump_json(indent=2))
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        status, failure = "failed", None
+        try:
+            self._start()
+            self.echo(f"run {self.run_id}: {len(self.children)} partitions starting; logs in {self.run_dir / 'logs'}")
+            self._phase("listening", self.plan.run.start_timeout_s)
+            endpoints = {k: v for c in self.children for k, v in c.endpoints.items()}
+            for c in self.children:
+                self._send(c, cmd="connect", endpoints={str(cid): endpoints[str(cid)] for cid in c.spec.outputs})
+            self._phase("connected", self.plan.run.start_timeout_s)
+            for c in self.children:
+                c.state = "running"
+                c.last_seen = time.monotonic()
+                self._send(c, cmd="start")
+            self.echo(f"run {self.run_id}: running")
+            status = self._watch(duration)
+        except _Interrupted:
+            status = "stopped-hard"
+            self.echo(f"run {self.run_id}: interrupted while starting; stopping now")
+        except _Abort as e:
+            failure = str(e)
+        finally:
+            self._hard_stop()
+            for s, h in old.items():
+                signal.signal(s, h)
+            removed = cleanup_run(self.plan, self.run_id)
+            if removed:
+                self.echo(f"removed {len(removed)} shared memory segment(s) left by partitions: {', '.join(removed)}")
+        result = RunResult(
+            run_id=self.run_id, run_dir=self.run_dir, status=status if failure is None else "failed", failure=failure,
+            partitions={c.spec.name: {"pid": c.proc.pid, "state": c.state, "exit": c.proc.returncode, "exit_description":
+                                      exit_description(c.proc.returncode), "error": c.error, "report": c.report,
+                                      "log": str(c.log_path)} for c in self.children},
+            started_at=started, ended_at=time.time(),
+        )
+        (self.run_dir / "run.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
+        return result
+
+    def _watch(self, duration: float | None) -> str:
+        run = self.plan.run
+        t_end = time.monotonic() + duration if duration else None
+        stop_at: float | None = None
+        hard_at: float | None = None
+        while any(c.alive for c in self.children):
+            self._pump(0.1)
+            dead = self._dead(expected_stop=hard_at is not None)
+            if dead:
+                raise _Abort(self._failure(dead))
+            now = time.monotonic()
+            if stop_at is None and (self._signals >= 1 or (t_end is not None and now >= t_end)):
+                why = "signal" if self._signals else f"duration {duration:g} s"
+                self.echo(f"run {self.run_id}: stopping ({why}): sources stop, queues drain")
+                for c in self.children:
+                    self._send(c, cmd="stop")
+                stop_at = now
+            if stop_at is not None and hard_at is None and (self._signals >= 2 or now - stop_at > run.drain_timeout_s):
+                self.echo(f"run {self.run_id}: stopping now (" +
+                          ("second signal" if self._signals >= 2 else f"not drained in {run.drain_timeout_s:g} s") + ")")
+                for c in self.children:
+                    self._send(c, cmd="stop-now")
+                hard_at = now
+            if hard_at is not None and now - hard_at > run.kill_timeout_s:
+                self._kill_all()
+        if hard_at is not None:
+            return "stopped-hard"
+        return "stopped" if stop_at is not None else "ended"
+
+    def _hard_stop(self) -> None:
+        """Stop every child still alive: stop-now, then SIGKILL after kill_timeout_s."""
+        alive = [c for c in self.children if c.alive]
+        if not alive:
+            return
+        for c in alive:
+            self._send(c, cmd="stop-now")
+        deadline = time.monotonic() + self.plan.run.kill_timeout_s
+        while any(c.alive for c in self.children) and time.monotonic() < deadline:
+            self._pump(0.05)
+        self._kill_all()
+
+    def _kill_all(self) -> None:
+        for c in self.children:
+            if c.alive:
+                c.error = c.error or "killed after the stop timeout"
+                try:
+                    os.killpg(c.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                c.proc.wait()
+                self._close_pipes(c)
