@@ -129,8 +129,8 @@ class CustomEngineOperator(Operator):
     """Runs a :class:`CustomEngine` as a pipeline operator: input ``quotes``, outputs
     ``samples`` and ``signals``, like the built-in ``decision_engine``."""
 
-    def __init__(self, ctx: OperatorContext, engine: CustomEngine) -> None:
-        super().__init__(ctx)
+    def __init__(self, params: BaseModel, ctx: OperatorContext, engine: CustomEngine) -> None:
+        super().__init__(params, ctx)
         self.engine = engine
         self.batches = 0
 
@@ -158,7 +158,7 @@ def register_custom_engine(registry: Registry, name: str,
             registry.add_record_type(rt)
 
     def factory(p: BaseModel, ctx: OperatorContext) -> CustomEngineOperator:
-        return CustomEngineOperator(ctx, make(p, ctx))
+        return CustomEngineOperator(p, ctx, make(p, ctx))
 
     registry.add(OperatorKind(name, (Port("quotes", OPRA_MSG.name),),
                               (Port("samples", OPRA_MSG.name), Port("signals", SIGNAL.name)),
