@@ -45,8 +45,11 @@ def build_quotes(
     ``root`` is the 6-byte record root (e.g. b"JPM  "); single characters (put_call,
     participant, bbo_ind, *_part) are bytes of length 1 or uint8 columns.
     """
-    cols = [np.asarray(v) for v in (root, expiry, strike_px, bid_px, participant) if np.ndim(v) > 0]
-    size = n if n is not None else (len(cols[0]) if cols else 1)
+    given = dict(locals())
+    lengths = {len(v) for k, v in given.items() if k != "n" and isinstance(v, np.ndarray) and v.ndim > 0}
+    if len(lengths) > 1:
+        raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+    size = n if n is not None else (lengths.pop() if lengths else 1)
     rec = np.zeros(size, dtype=OPRA_MSG_DTYPE)
     rec["hdr"]["type"] = RT_OPRA_MSG
     rec["hdr"]["length"] = OPRA_MSG_DTYPE.itemsize

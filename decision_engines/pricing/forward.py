@@ -76,10 +76,15 @@ def implied_forwards(pairs: ParityPairs, n_groups: int, prior_discount: np.ndarr
                         np.zeros(n_groups, dtype=bool))
     w = pairs.weight
     for r in range(rounds):
-        forward, discount, fitted, kept = _weighted_fit(g, k, y, w, n_groups, prior, min_pairs)
+        forward, discount, fitted, kept, free_slope, free_icpt = _weighted_fit(g, k, y, w, n_groups, prior, min_pairs)
         if r == rounds - 1:
             break
-        resid = y - discount[g] * (forward[g] - k)
+        # Outliers are judged against the free line (its own slope) where three pairs or more
+        # give one, so a discount factor not yet trusted does not make good pairs look bad.
+        free = np.isfinite(free_slope) & (kept >= 3)
+        line_slope = np.where(free, free_slope, discount)
+        line_icpt = np.where(free, free_icpt, discount * forward)
+        resid = y - (line_icpt[g] - line_slope[g] * k)
         inl = w > 0
         mad = group_median(np.abs(resid[inl]), g[inl], n_groups)
         cut = np.maximum(outlier_mads * MAD_SCALE * np.nan_to_num(mad, nan=np.inf), MIN_RESIDUAL_CUT)
@@ -87,8 +92,9 @@ def implied_forwards(pairs: ParityPairs, n_groups: int, prior_discount: np.ndarr
     return Forwards(forward, discount, kept, fitted)
 
 
-def _weighted_fit(g: np.ndarray, k: np.ndarray, y: np.ndarray, w: np.ndarray, n_groups: int,
-                  prior: np.ndarray, min_pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _weighted_fit(g: np.ndarray, k: np.ndarray, y: np.ndarray, w: np.ndarray, n_groups: int, prior: np.ndarray,
+                  min_pairs: int) -> tuple[np.ndarray, ...]:
+    """(forward, discount, discount fitted?, pairs kept, free slope, free intercept) per group."""
     sw = group_sum(w, g, n_groups)
     kept = group_count(g[w > 0], n_groups)
     safe = np.where(sw > 0, sw, 1.0)
@@ -104,4 +110,4 @@ def _weighted_fit(g: np.ndarray, k: np.ndarray, y: np.ndarray, w: np.ndarray, n_
     fitted = (kept >= min_pairs) & (skk > 0) & (slope_d > 0.5) & (slope_d < 1.1) & (se < MAX_DISCOUNT_SE)
     discount = np.where(fitted, slope_d, prior)
     forward = np.where(kept > 0, (my + discount * mk) / discount, np.nan)  # D F = mean(y) + D mean(K)
-    return forward, discount, fitted, kept
+    return forward, discount, fitted, kept, slope_d, my + slope_d * mk

@@ -101,6 +101,7 @@ class PricingRefresher:
         self.published = 0
         self.busy = 0
         self.failures = 0
+        self.last_error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -139,5 +140,7 @@ class PricingRefresher:
         while not self._stop.wait(self.config.period_s):
             try:
                 self.refresh()
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+                # a bad snapshot must not kill pricing: counted, kept for the report, retried
                 self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
