@@ -1,0 +1,745 @@
+/* OPRA FAST V2 decoder (spec sections 2-6): packets -> omdp_opra_msg_t records.
+ *
+ * The dictionary is an array indexed by slot (the root keeps its bytes and, in the top
+ * byte, its length), so COPY is "keep the entry" and INCREMENT "add one"; `have` is the set
+ * of slots given a value since the packet began, checked once per message, not per field.
+ * A message is decoded into the dictionary, then the record is written from it.
+ *
+ * Two paths give the same result. Quotes ('k', >= 99.9% of the feed) take a fast path:
+ * the message (<= 64 bytes) is scanned once for stop bits, which mark the end of every
+ * field, so field boundaries come from bit operations instead of a chain of dependent
+ * varint reads, and values are read with one unaligned load and a bit compaction each.
+ * Anything the fast path does not accept - other categories, long messages, any
+ * irregularity - goes to the field-by-field path, which is also the one that reports
+ * errors with their exact offset and slot. Nothing reads outside the packet.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "opra_fast_internal.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the OPRA decoder's word loads assume a little-endian machine"
+#endif
+
+#define STOPS 0x8080808080808080ULL
+#define S_K_ANY (S_HDR | S_SERIES | SLOT(15) | SLOT(25) | SLOT(26) | SLOT(27) | SLOT(28) | SLOT(29) | SLOT(30) | \
+                 S_BEST_BID | S_BEST_OFFER)
+
+static const uint64_t lowmask[9] = {
+    0, 0xFFULL, 0xFFFFULL, 0xFFFFFFULL, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL,
+    0xFFFFFFFFFFFFFFULL, ~0ULL,
+};
+
+/* A short string of the 'Y' dictionary: up to 8 bytes, zero padded. */
+typedef struct ystr {
+    uint64_t b;
+    uint8_t len;
+} ystr_t;
+
+typedef struct dec {
+    uint64_t dv[64];         /* dictionary: slot -> value (slot 6: root bytes | length << 56) */
+    uint64_t have;           /* slots given a value since the packet began */
+    uint32_t text_off, text_len; /* slot 48, as stored in side */
+    uint32_t def_off, def_len;   /* slot 49 */
+    ystr_t ys[5];            /* string slots 41..45 */
+    const uint8_t *pkt;      /* packet start: error offsets are relative to it */
+    const uint8_t *pe;       /* one past the packet's last byte */
+    uint8_t *side;
+    uint32_t side_cap, side_pos;
+    uint64_t block_seq;
+    uint64_t packet_index;
+    int32_t msg_index;
+    omdp_opra_error_t *err;
+} dec_t;
+
+static int fail(dec_t *D, int code, int slot, const uint8_t *at) {
+    if (D->err) {
+        D->err->packet_index = D->packet_index;
+        D->err->code = code;
+        D->err->offset = (uint32_t)(at - D->pkt);
+        D->err->message_index = D->msg_index;
+        D->err->slot = slot;
+    }
+    return code;
+}
+
+static inline uint64_t load8(const uint8_t *p, const uint8_t *pe) {
+    uint64_t x = 0;
+    if (LIKELY(pe - p >= 8)) memcpy(&x, p, 8);
+    else memcpy(&x, p, (size_t)(pe - p));
+    return x;
+}
+
+static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+/* An unsigned integer at p of a message ending at me: bytes used (1..5) or an error. */
+static inline int rd_uint(const uint8_t *p, const uint8_t *me, const uint8_t *pe, uint64_t *v) {
+    uint64_t x = load8(p, pe);
+    size_t avail = (size_t)(me - p);
+    uint64_t stops = x & STOPS & lowmask[min_sz(avail, 5)];
+    if (UNLIKELY(!stops)) return avail >= 5 ? OMDP_OPRA_E_OVERLONG_INT : OMDP_OPRA_E_FIELD_PAST_MSG;
+    int n = (__builtin_ctzll(stops) >> 3) + 1;
+    /* byte 0 holds the most significant group: reverse, keep n bytes, compact 7-bit groups */
+    uint64_t y = (__builtin_bswap64(x) >> (64 - 8 * n)) & 0x7F7F7F7F7FULL;
+#ifdef __BMI2__
+    *v = _pext_u64(y, 0x7F7F7F7F7FULL);
+#else
+    *v = (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
+         ((y >> 4) & 0x7F0000000ULL);
+#endif
+    return n;
+}
+
+/* A string of at most cap (<= 8) bytes: bytes used, or an error; s gets it zero padded. */
+static inline int rd_sstr(const uint8_t *p, const uint8_t *me, const uint8_t *pe, unsigned cap, ystr_t *s) {
+    uint64_t x = load8(p, pe);
+    size_t avail = (size_t)(me - p);
+    uint64_t stops = x & STOPS & lowmask[min_sz(avail, 8)];
+    if (UNLIKELY(!stops)) return avail > cap ? OMDP_OPRA_E_STRING_TOO_LONG : OMDP_OPRA_E_FIELD_PAST_MSG;
+    unsigned n = (unsigned)(__builtin_ctzll(stops) >> 3) + 1;
+    if (UNLIKELY(n > cap)) return OMDP_OPRA_E_STRING_TOO_LONG;
+    s->b = x & lowmask[n] & ~(0x80ULL << (8 * (n - 1)));
+    s->len = (uint8_t)n;
+    return (int)n;
+}
+
+/* Slot 48 or 49: up to 450 bytes copied to side with the stop bit cleared. */
+static int rd_text(dec_t *D, const uint8_t *p, const uint8_t *me, int slot, uint32_t *off, uint32_t *len) {
+    size_t avail = (size_t)(me - p);
+    size_t lim = min_sz(avail, OMDP_OPRA_TEXT_MAX);
+    size_t n = 0;
+    while (n < lim && !(p[n] & 0x80)) n++;
+    if (n == lim) return fail(D, avail > OMDP_OPRA_TEXT_MAX ? OMDP_OPRA_E_STRING_TOO_LONG : OMDP_OPRA_E_FIELD_PAST_MSG, slot, p);
+    n++;
+    if ((uint64_t)D->side_pos + n > D->side_cap) return fail(D, OMDP_OPRA_E_CAPACITY, slot, p);
+    memcpy(D->side + D->side_pos, p, n);
+    D->side[D->side_pos + n - 1] &= 0x7F;
+    *off = D->side_pos;
+    *len = (uint32_t)n;
+    D->side_pos += (uint32_t)n;
+    return (int)n;
+}
+
+/* Slots absent from the pmap whose dictionary entry is unset, or pmap bits outside the
+ * layout: the first such slot is the error. */
+static inline int check_slots(dec_t *D, uint64_t pm, uint64_t need, uint64_t allowed, const uint8_t *at) {
+    uint64_t unused = pm & ~allowed;
+    if (UNLIKELY(unused)) return fail(D, OMDP_OPRA_E_UNUSED_SLOT, __builtin_ctzll(unused), at);
+    uint64_t missing = need & ~S_STRINGS & ~pm & ~D->have;
+    if (UNLIKELY(missing)) {
+        int s = __builtin_ctzll(missing);
+        return fail(D, s == 4 ? OMDP_OPRA_E_NO_PREVIOUS : OMDP_OPRA_E_NO_DICT_VALUE, s, at);
+    }
+    return 0;
+}
+
+#define READ_INT(slot, max, store)                                                         \
+    do {                                                                                   \
+        if (pm & SLOT(slot)) {                                                             \
+            uint64_t v_;                                                                   \
+            int n_ = rd_uint(p, me, pe, &v_);                                              \
+            if (UNLIKELY(n_ < 0)) return fail(D, n_, slot, p);                             \
+            if (UNLIKELY(v_ > (max))) return fail(D, OMDP_OPRA_E_VALUE_RANGE, slot, p);    \
+            store;                                                                         \
+            p += n_;                                                                       \
+        }                                                                                  \
+    } while (0)
+#define U8(slot) READ_INT(slot, 0xFFu, dv[slot] = v_)
+#define U32(slot) READ_INT(slot, 0xFFFFFFFFu, dv[slot] = v_)
+#define U64(slot) READ_INT(slot, ~0ULL, dv[slot] = v_)
+
+static inline int64_t px(uint64_t den, uint64_t v) {
+    int64_t m = omdp_opra_den_mult[den & 0xFF];
+    return m ? (int64_t)v * m : OMDP_UNDEF_PRICE;
+}
+
+/* ---- writing a record from the dictionary ------------------------------------------- */
+
+static inline void emit_start(const dec_t *D, omdp_opra_msg_t *o, uint64_t fields) {
+    memset(o, 0, sizeof *o);
+    o->hdr.type = OMDP_RT_OPRA_MSG;
+    o->hdr.length = OMDP_OPRA_MSG_SIZE;
+    o->block_seq = D->block_seq;
+    o->fields = fields;
+    o->underlying_id = OMDP_NO_UNDERLYING;
+    o->index = (uint16_t)D->msg_index;
+    o->category = (uint8_t)D->dv[0];
+}
+
+static inline void emit_header(const uint64_t *dv, omdp_opra_msg_t *o) {
+    o->msg_type = (uint8_t)dv[1];
+    o->participant = (uint8_t)dv[2];
+    o->retrans = (uint8_t)dv[3];
+    o->msg_seq = dv[4];
+    o->time = (uint32_t)dv[5];
+}
+
+static inline void emit_series(const uint64_t *dv, omdp_opra_msg_t *o) {
+    memcpy(o->root, &dv[6], OMDP_OPRA_ROOT_MAX);
+    o->root_len = (uint8_t)(dv[6] >> 56);
+    uint8_t mc = (uint8_t)dv[7], day = (uint8_t)dv[8], year = (uint8_t)dv[9];
+    o->month_code = mc;
+    o->expiry_day = day;
+    o->expiry_year = year;
+    o->strike_den = (uint8_t)dv[10];
+    o->strike = (uint32_t)dv[11];
+    o->strike_code = (uint8_t)dv[12];
+    o->strike_px = px(dv[10], dv[11]);
+    uint32_t mo = omdp_opra_month[mc];
+    o->put_call = omdp_opra_put_call[mc];
+    if (mo && day >= 1 && day <= 31 && year <= 99) o->expiry = (2000u + year) * 10000u + mo * 100u + day;
+}
+
+static inline void emit_k(const uint64_t *dv, omdp_opra_msg_t *o, int kind) {
+    o->premium_den = (uint8_t)dv[15];
+    o->bid = (uint32_t)dv[25];
+    o->bid_size = (uint32_t)dv[26];
+    o->offer = (uint32_t)dv[27];
+    o->offer_size = (uint32_t)dv[28];
+    o->session = (uint8_t)dv[29];
+    o->bbo_ind = (uint8_t)dv[30];
+    o->bid_px = px(dv[15], dv[25]);
+    o->offer_px = px(dv[15], dv[27]);
+    if (kind & 1) {
+        o->best_bid_part = (uint8_t)dv[31];
+        o->best_bid_den = (uint8_t)dv[32];
+        o->best_bid = (uint32_t)dv[33];
+        o->best_bid_size = (uint32_t)dv[34];
+        o->best_bid_px = px(dv[32], dv[33]);
+    }
+    if (kind & 2) {
+        o->best_offer_part = (uint8_t)dv[35];
+        o->best_offer_den = (uint8_t)dv[36];
+        o->best_offer = (uint32_t)dv[37];
+        o->best_offer_size = (uint32_t)dv[38];
+        o->best_offer_px = px(dv[36], dv[37]);
+    }
+}
+
+static void emit_body(const uint64_t *dv, omdp_opra_msg_t *o, int L) {
+    switch (L) {
+    case L_A:
+        o->volume = (uint32_t)dv[13];
+        o->premium_den = (uint8_t)dv[15];
+        o->premium = (uint32_t)dv[16];
+        o->session = (uint8_t)dv[29];
+        o->premium_px = px(dv[15], dv[16]);
+        break;
+    case L_D:
+        o->open_interest = (uint32_t)dv[14];
+        break;
+    case L_F:
+        o->volume = (uint32_t)dv[13];
+        o->open_interest = (uint32_t)dv[14];
+        o->premium_den = (uint8_t)dv[15];
+        o->open = (uint32_t)dv[17];
+        o->high = (uint32_t)dv[18];
+        o->low = (uint32_t)dv[19];
+        o->last = (uint32_t)dv[20];
+        o->net_change_ind = (uint8_t)dv[21];
+        o->net_change = (uint32_t)dv[22];
+        o->underlying_den = (uint8_t)dv[23];
+        o->underlying_raw = dv[24];
+        o->bid = (uint32_t)dv[25];
+        o->offer = (uint32_t)dv[27];
+        o->bid_px = px(dv[15], dv[25]);
+        o->offer_px = px(dv[15], dv[27]);
+        break;
+    default:
+        emit_k(dv, o, L - L_K);
+        break;
+    }
+}
+
+/* Bit k of the result = slot k, from the pmap bytes in x (already cut to their length). */
+static inline uint64_t pmap_bits(uint64_t x) {
+#if defined(__GFNI__) && defined(__BMI2__)
+    /* reverse the bits of every byte, drop the stop bits, squeeze out the gaps */
+    __m128i v = _mm_gf2p8affine_epi64_epi8(_mm_cvtsi64_si128((long long)x), _mm_set1_epi64x(0x8040201008040201LL), 0);
+    return _pext_u64(((uint64_t)_mm_cvtsi128_si64(v) >> 1) & 0x7F7F7F7F7F7F7F7FULL, 0x7F7F7F7F7F7F7F7FULL);
+#else
+    uint64_t pm = 0;
+    for (int i = 0; i < 8; i++) pm |= (uint64_t)omdp_opra_rev7[(x >> (8 * i)) & 0x7F] << (7 * i);
+    return pm;
+#endif
+}
+
+static inline unsigned tz64(uint64_t m) {
+#ifdef __BMI__
+    return (unsigned)_tzcnt_u64(m);
+#else
+    return m ? (unsigned)__builtin_ctzll(m) : 64u;
+#endif
+}
+
+/* ---- the field-by-field path: every category, every error ---------------------------- */
+
+/* Decode one message [p, me) into o. Returns 0 or a negative code. */
+static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+    const uint8_t *pe = D->pe;
+    uint64_t *dv = D->dv;
+
+    /* presence map */
+    uint64_t x = load8(p, pe);
+    size_t avail = (size_t)(me - p);
+    uint64_t stops = x & STOPS & lowmask[min_sz(avail, 8)];
+    if (UNLIKELY(!stops)) return fail(D, avail >= 8 ? OMDP_OPRA_E_PMAP_TOO_LONG : OMDP_OPRA_E_FIELD_PAST_MSG, -1, p);
+    int nb = (__builtin_ctzll(stops) >> 3) + 1;
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    p += nb;
+    const uint8_t *fields_at = p;
+
+    U8(0);
+    if (UNLIKELY(!((pm | D->have) & SLOT(0)))) return fail(D, OMDP_OPRA_E_NO_DICT_VALUE, 0, p);
+
+    int L;
+    uint64_t allowed;
+    switch (dv[0]) {
+    case 'k': L = L_K; allowed = S_K_ANY; break;
+    case 'a': L = L_A; allowed = omdp_opra_layout_slots[L_A]; break;
+    case 'd': L = L_D; allowed = omdp_opra_layout_slots[L_D]; break;
+    case 'f': L = L_F; allowed = omdp_opra_layout_slots[L_F]; break;
+    case 'C':
+    case 'H': L = L_TEXT; allowed = omdp_opra_layout_slots[L_TEXT]; break;
+    case 'Y': L = L_Y_SPACE; allowed = S_HDR | SLOT(39) | SLOT(40) | S_Y_ENTRY; break;
+    case '?': L = L_DEFAULT; allowed = omdp_opra_layout_slots[L_DEFAULT]; break;
+    default: return fail(D, OMDP_OPRA_E_UNKNOWN_CATEGORY, 0, fields_at);
+    }
+    uint64_t need = dv[0] == 'Y' ? S_HDR : omdp_opra_layout_slots[L];
+    int rc = check_slots(D, pm, need, allowed, p);
+    if (UNLIKELY(rc)) return rc;
+
+    uint64_t fields = omdp_opra_layout_slots[L];
+    uint32_t var_off = 0, var_len = 0, y_count = 0;
+
+    if (LIKELY(L != L_DEFAULT)) {
+        U8(1);
+        U8(2);
+        U8(3);
+        if (pm & SLOT(4)) {
+            U64(4);
+        } else {
+            dv[4] += 1;
+        }
+        U32(5);
+    }
+
+    switch (L) {
+    case L_K:
+    case L_A:
+    case L_D:
+    case L_F:
+        if (pm & SLOT(6)) {
+            ystr_t r;
+            int n = rd_sstr(p, me, pe, OMDP_OPRA_ROOT_MAX, &r);
+            if (UNLIKELY(n < 0)) return fail(D, n, 6, p);
+            dv[6] = r.b | (uint64_t)r.len << 56;
+            p += n;
+        }
+        U8(7);
+        U8(8);
+        U8(9);
+        U8(10);
+        U32(11);
+        U8(12);
+        if (L == L_K) {
+            U8(15);
+            U32(25);
+            U32(26);
+            U32(27);
+            U32(28);
+            U8(29);
+            U8(30);
+            int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
+            L = L_K + kind;
+            fields = omdp_opra_layout_slots[L];
+            rc = check_slots(D, pm, fields, fields, p);
+            if (UNLIKELY(rc)) return rc;
+            if (kind & 1) {
+                U8(31);
+                U8(32);
+                U32(33);
+                U32(34);
+            }
+            if (kind & 2) {
+                U8(35);
+                U8(36);
+                U32(37);
+                U32(38);
+            }
+        } else if (L == L_A) {
+            U32(13);
+            U8(15);
+            U32(16);
+            U8(29);
+        } else if (L == L_D) {
+            U32(14);
+        } else {
+            U32(13);
+            U32(14);
+            U8(15);
+            U32(17);
+            U32(18);
+            U32(19);
+            U32(20);
+            U8(21);
+            U32(22);
+            U8(23);
+            U64(24);
+            U32(25);
+            U32(27);
+        }
+        break;
+    case L_TEXT:
+        if (pm & SLOT(48)) {
+            int n = rd_text(D, p, me, 48, &D->text_off, &D->text_len);
+            if (n < 0) return n;
+            p += n;
+        }
+        var_off = D->text_len ? D->text_off : 0;
+        var_len = D->text_len;
+        break;
+    case L_DEFAULT:
+        if (pm & SLOT(49)) {
+            int n = rd_text(D, p, me, 49, &D->def_off, &D->def_len);
+            if (n < 0) return n;
+            p += n;
+        }
+        var_off = D->def_len ? D->def_off : 0;
+        var_len = D->def_len;
+        break;
+    default: { /* 'Y' */
+        int yl = y_layout((uint8_t)dv[1]);
+        if (yl < 0) return fail(D, OMDP_OPRA_E_Y_TYPE, 1, p);
+        L = yl;
+        fields = omdp_opra_layout_slots[L];
+        int cslot = L == L_Y_FC ? 40 : 39;
+        rc = check_slots(D, pm, fields & ~S_Y_ENTRY, fields, p);
+        if (UNLIKELY(rc)) return rc;
+        READ_INT(cslot, OMDP_OPRA_Y_MAX, dv[cslot] = v_);
+        y_count = (uint32_t)dv[cslot];
+        if (y_count == 0) {
+            fields &= ~S_Y_ENTRY;
+            break;
+        }
+        rc = check_slots(D, pm, fields, fields, p);
+        if (UNLIKELY(rc)) return rc;
+        uint32_t start = (D->side_pos + 7u) & ~7u;
+        uint32_t bytes = y_count * (uint32_t)sizeof(omdp_opra_y_entry_t);
+        if ((uint64_t)start + bytes > D->side_cap) return fail(D, OMDP_OPRA_E_CAPACITY, cslot, p);
+        static const uint8_t y_slots[3][3] = {{41, 42, 0}, {41, 43, 44}, {45, 46, 47}};
+        const uint8_t *slots = y_slots[L - L_Y_SPACE];
+        for (uint32_t e = 0; e < y_count; e++) {
+            omdp_opra_y_entry_t en;
+            memset(&en, 0, sizeof en);
+            for (int k = 0; k < 3 && slots[k]; k++) {
+                int s = slots[k];
+                if (s == 46 || s == 47) {
+                    READ_INT(s, s == 46 ? 0xFFu : 0xFFFFFFFFu, dv[s] = v_);
+                    if (s == 46) en.decimals = (uint8_t)dv[46];
+                    else en.spot = (uint32_t)dv[47];
+                    continue;
+                }
+                ystr_t *ys = &D->ys[s - 41];
+                if (pm & SLOT(s)) {
+                    int n = rd_sstr(p, me, pe, omdp_opra_slots[s].cap, ys);
+                    if (UNLIKELY(n < 0)) return fail(D, n, s, p);
+                    p += n;
+                }
+                if (s == 41 || s == 45) {
+                    memcpy(en.symbol, &ys->b, 4);
+                    en.symbol_len = ys->len;
+                } else if (s == 44) {
+                    memcpy(en.offer, &ys->b, 8);
+                    en.offer_len = ys->len;
+                } else {
+                    memcpy(en.value, &ys->b, 8);
+                    en.value_len = ys->len;
+                }
+            }
+            memcpy(D->side + start + e * sizeof en, &en, sizeof en);
+        }
+        D->side_pos = start + bytes;
+        var_off = start;
+        var_len = bytes;
+        break;
+    }
+    }
+    if (UNLIKELY(p != me)) return fail(D, OMDP_OPRA_E_TRAILING_BYTES, -1, p);
+    D->have |= fields;
+
+    emit_start(D, o, fields);
+    if (L == L_DEFAULT) {
+        o->category = '?';
+    } else {
+        emit_header(dv, o);
+    }
+    if (fields & SLOT(11)) {
+        emit_series(dv, o);
+        emit_body(dv, o, L);
+    }
+    o->var_off = var_off;
+    o->var_len = (uint16_t)var_len;
+    o->y_count = (uint16_t)y_count;
+    return 0;
+}
+
+/* ---- the quote fast path -------------------------------------------------------------- */
+
+/* Bits a 'k' slot's value must not have to fit its record field (the root is a string). */
+#define HI8 (~0xFFULL)
+#define HI32 (~0xFFFFFFFFULL)
+static const uint64_t k_high[40] = {
+    HI8, HI8, HI8, HI8, 0, HI32, 0, HI8, HI8, HI8, HI8, HI32, HI8, 0, 0, HI8, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, HI32, HI32, HI32, HI32, HI8, HI8, HI8, HI8, HI32, HI32, HI8, HI8, HI32, HI32, 0,
+};
+
+/* Bit i set when byte i of the 64 at b has its top (stop) bit set. */
+static inline uint64_t stop_bits64(const uint8_t *b) {
+#if defined(__AVX512BW__)
+    return _mm512_movepi8_mask(_mm512_loadu_si512((const void *)b));
+#elif defined(__AVX2__)
+    uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)b));
+    uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32)));
+    return lo | hi << 32;
+#elif defined(__SSE2__)
+    uint64_t m = 0;
+    for (int i = 0; i < 4; i++)
+        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 * i))) << (16 * i);
+    return m;
+#else
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++) m |= (uint64_t)(b[i] >> 7) << i;
+    return m;
+#endif
+}
+
+static inline uint64_t compact5(uint64_t y) {
+#ifdef __BMI2__
+    return _pext_u64(y, 0x7F7F7F7F7FULL);
+#else
+    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
+           ((y >> 4) & 0x7F0000000ULL);
+#endif
+}
+
+#include <stdatomic.h>
+static atomic_int fast_path_enabled = 1;
+
+int omdp_opra_set_fast_path(int enabled) {
+    return atomic_exchange_explicit(&fast_path_enabled, enabled ? 1 : 0, memory_order_relaxed);
+}
+
+#define FAST_WINDOW 80 /* bytes the fast path may load from a message's start */
+
+/* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
+ * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
+ * turned out malformed after the dictionary was written (the packet is decoded again by
+ * the field-by-field path alone, which then reports the error). Every field ends at a stop
+ * bit, so the stop bits of the whole message give all field boundaries at once. */
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+    size_t len = (size_t)(me - p);
+    if (UNLIKELY(len > 64 || len == 0)) return 1;
+    uint8_t lb[FAST_WINDOW];
+    const uint8_t *b = p;
+    if (UNLIKELY((size_t)(D->pe - p) < FAST_WINDOW)) { /* near the packet's end: work on a copy */
+        memset(lb, 0, sizeof lb);
+        memcpy(lb, p, (size_t)(D->pe - p));
+        b = lb;
+    }
+    uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
+    uint64_t M = stop_bits64(b) & in_msg;
+    unsigned nb = tz64(M) + 1;
+    if (UNLIKELY(nb > 8)) return 1;
+    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
+    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
+    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 1;
+    uint64_t x;
+    memcpy(&x, b, 8);
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    M &= M - 1;
+    uint64_t *dv = D->dv;
+    uint64_t cat = dv[0];
+    if (pm & 1) {
+        if (!(b[nb] & 0x80)) return 1;
+        cat = b[nb] & 0x7F;
+    } else if (!(D->have & 1)) {
+        return 1;
+    }
+    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
+
+    unsigned start = nb;
+    uint64_t bad = 0;
+    for (uint64_t bits = pm; bits; bits &= bits - 1) {
+        unsigned s = (unsigned)__builtin_ctzll(bits);
+        unsigned end = tz64(M); /* 64 once the stops run out: then start != len below */
+        M &= M - 1;
+        unsigned n = end - start + 1; /* <= 5 by the run check, unless the stops ran out */
+        uint64_t w;
+        memcpy(&w, b + start, 8); /* start <= 65: inside the 80-byte window */
+        if (UNLIKELY(s == 6)) {
+            n = n > 8 ? 8 : n;
+            dv[6] = (w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56;
+        } else {
+            uint64_t v = compact5((__builtin_bswap64(w) >> ((64 - 8 * n) & 63)) & 0x7F7F7F7F7FULL);
+            bad |= v & k_high[s];
+            dv[s] = v;
+        }
+        start = end + 1;
+    }
+    int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
+    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+    if (UNLIKELY(bad | M | (uint64_t)(start != len) | (pm & ~fields) | (fields & ~S_STRINGS & ~pm & ~D->have)))
+        return 2; /* the dictionary now holds a bad message: the packet must be decoded again */
+    if (!(pm & SLOT(4))) dv[4] += 1;
+    D->have |= fields;
+    emit_start(D, o, fields);
+    emit_header(dv, o);
+    emit_series(dv, o);
+    emit_k(dv, o, kind);
+    return 0;
+}
+
+static uint64_t parse_block_seq(const uint8_t *s) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    return v;
+}
+
+/* Decode the packet [pkt, pkt+len) into out; D->side/side_cap/side_pos set by the caller. */
+static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t *out, uint64_t out_cap) {
+    D->pkt = pkt;
+    D->pe = pkt + len;
+    D->msg_index = -1;
+    if (len < OMDP_OPRA_HEADER_SIZE + 1) return fail(D, OMDP_OPRA_E_TRUNCATED, -1, pkt + len);
+    if (pkt[0] != 0x01) return fail(D, OMDP_OPRA_E_BAD_SOH, -1, pkt);
+    if (pkt[1] != OMDP_OPRA_VERSION) return fail(D, OMDP_OPRA_E_BAD_VERSION, -1, pkt + 1);
+    if (pkt[len - 1] != 0x03) return fail(D, OMDP_OPRA_E_BAD_ETX, -1, pkt + len - 1);
+    uint32_t count = 0;
+    for (int i = 12; i < 15; i++) {
+        if (pkt[i] < '0' || pkt[i] > '9') return fail(D, OMDP_OPRA_E_BAD_COUNT, -1, pkt + i);
+        count = count * 10 + (uint32_t)(pkt[i] - '0');
+    }
+    if (count > out_cap) return fail(D, OMDP_OPRA_E_CAPACITY, -1, pkt + 12);
+    D->block_seq = parse_block_seq(pkt + 2);
+
+    uint32_t side_start = D->side_pos;
+    int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
+restart:
+    /* the per-packet dictionary reset */
+    memset(D->dv, 0, sizeof D->dv);
+    D->have = 0;
+    D->text_len = D->def_len = 0;
+    D->text_off = D->def_off = 0;
+    memset(D->ys, 0, sizeof D->ys);
+
+    const uint8_t *p = pkt + OMDP_OPRA_HEADER_SIZE;
+    const uint8_t *etx = pkt + len - 1;
+    uint32_t i = 0;
+    while (p < etx) {
+        D->msg_index = (int32_t)i;
+        if (UNLIKELY(i >= count)) return fail(D, OMDP_OPRA_E_COUNT_MISMATCH, -1, p);
+        unsigned ml = *p++;
+        const uint8_t *me;
+        if (ml == 0xFF) {
+            me = etx;
+        } else {
+            if (UNLIKELY(ml > (size_t)(etx - p))) return fail(D, OMDP_OPRA_E_MSG_PAST_PACKET, -1, p - 1);
+            me = p + ml;
+        }
+        int how = fast ? decode_quote_fast(D, p, me, &out[i]) : 1;
+        if (UNLIKELY(how == 2)) {
+            fast = 0;
+            D->side_pos = side_start;
+            goto restart;
+        }
+        if (how) {
+            int rc = decode_message(D, p, me, &out[i]);
+            if (UNLIKELY(rc)) return rc;
+        }
+        p = me;
+        i++;
+    }
+    D->msg_index = -1;
+    if (UNLIKELY(i != count)) return fail(D, OMDP_OPRA_E_COUNT_MISMATCH, -1, p);
+    if (i) out[i - 1].hdr.flags = OMDP_RF_LAST_IN_PACKET;
+    return (int)i;
+}
+
+int omdp_opra_decode_packet(const uint8_t *pkt, size_t len, uint64_t packet_index,
+                            omdp_opra_msg_t *out, uint32_t out_cap,
+                            uint8_t *side, uint32_t side_cap, uint32_t *side_used,
+                            omdp_opra_error_t *err) {
+    dec_t D;
+    D.side = side;
+    D.side_cap = side_cap;
+    D.side_pos = *side_used;
+    D.packet_index = packet_index;
+    D.err = err;
+    int rc = decode_one(&D, pkt, len, out, out_cap);
+    if (rc >= 0) *side_used = D.side_pos;
+    return rc;
+}
+
+int omdp_opra_decode_batch(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
+                           uint64_t npkts, uint64_t first_packet_index,
+                           omdp_opra_msg_t *out, uint64_t out_cap,
+                           uint8_t *side, uint64_t side_cap,
+                           uint32_t *pkt_first, uint32_t *pkt_count,
+                           omdp_opra_error_t *errs, uint32_t err_cap,
+                           omdp_opra_counters_t *counters, omdp_opra_batch_result_t *res) {
+    dec_t D;
+    omdp_opra_error_t e;
+    D.side = side;
+    D.side_cap = side_cap > UINT32_MAX ? UINT32_MAX : (uint32_t)side_cap;
+    D.err = &e;
+    uint64_t nout = 0, nerr = 0, good = 0, bad = 0;
+    uint32_t side_pos = 0;
+    int status = 0;
+    uint64_t i;
+    if (out_cap > UINT32_MAX) out_cap = UINT32_MAX; /* pkt_first is 32-bit */
+    for (i = 0; i < npkts; i++) {
+        D.side_pos = side_pos;
+        D.packet_index = first_packet_index + i;
+        int rc = decode_one(&D, buf + offsets[i], lengths[i], out + nout, out_cap - nout);
+        if (UNLIKELY(rc < 0)) {
+            if (rc == OMDP_OPRA_E_CAPACITY) {
+                status = rc;
+                break;
+            }
+            pkt_first[i] = (uint32_t)nout;
+            pkt_count[i] = 0;
+            if (nerr < err_cap) errs[nerr] = e;
+            nerr++;
+            bad++;
+            if (counters) counters->errors[-rc]++;
+            continue;
+        }
+        pkt_first[i] = (uint32_t)nout;
+        pkt_count[i] = (uint32_t)rc;
+        nout += (uint64_t)rc;
+        side_pos = D.side_pos;
+        good++;
+    }
+    if (counters) {
+        counters->packets += good + bad;
+        counters->packets_ok += good;
+        counters->packets_bad += bad;
+        counters->messages += nout;
+    }
+    if (res) {
+        res->packets_done = i;
+        res->messages = nout;
+        res->side_used = side_pos;
+        res->errors = nerr;
+    }
+    return status;
+}
