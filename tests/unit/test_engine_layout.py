@@ -47,3 +47,19 @@ def test_defaults_agree_with_c() -> None:
 def test_counter_names_are_the_struct_fields() -> None:
     assert ffi.sizeof("omdp_engine_counters_t") == 8 * len(COUNTER_NAMES)
     assert "processed" in COUNTER_NAMES and "bbo_bid_mismatch" in COUNTER_NAMES
+
+
+def test_signals_table_matches_the_run_schema() -> None:
+    from decision_engines.signal_table import signals_table
+    from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
+
+    sig = np.zeros(3, dtype=SIGNAL_DTYPE)
+    sig["kind"] = [SIG_CROSSED, SIG_PARITY, SIG_CUSTOM + 1]
+    sig["root"] = [b"JPM  ", b"Q", b"IBM"]
+    sig["put_call"] = [ord("C"), ord("P"), ord("C")]
+    sig["hdr"]["stamps"]["de_out"] = [10, 20, 30]
+    t = signals_table(sig)
+    assert t.schema == RUN_SIGNALS_SCHEMA
+    assert t.column("kind").to_pylist() == ["crossed", "parity", "custom1"]
+    assert t.column("root").to_pylist() == ["JPM", "Q", "IBM"]
+    assert t.column("ts_ns").to_pylist() == [10, 20, 30]
