@@ -86,7 +86,8 @@ def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg
     otm = has_fwd & np.where(is_call, k >= 0, k < 0)
     smiles = fit_smiles(k[otm], mid_iv[otm], group[otm], n_groups, cfg.min_smile_points, cfg.outlier_mads,
                         cfg.outlier_floor_vol)
-    refs, value = build_refs(max_series, strike, is_call, twin, group, years, fwd, smiles, cfg)
+    mid = np.where(usable, 0.5 * (bid + offer), np.nan)
+    refs, value = build_refs(max_series, strike, is_call, twin, group, years, mid, fwd, smiles, cfg)
     return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, time.perf_counter() - t0)
 
 

@@ -10,6 +10,10 @@ ground truth (one row per anomalous quote, by line and message sequence number):
   compatible kind: crossed/locked for a lock or cross; off_smile, parity or - if that quote
   left the market locked or crossed - crossed/locked for the quotes of an off-smile or
   parity event (a parity event moves a call on every exchange: each move is off the smile);
+- a crossed/locked signal on a message that is not itself anomalous is also a true positive
+  while an anomalous quote of that series is standing (it stands until its exchange next
+  quotes the series): the market is locked or crossed against that quote - the generator
+  promises no lock or cross that an anomaly does not explain;
 - an event is detected when at least one of its quotes raised a compatible signal.
 
 precision = true positive signals / signals; recall = detected events / events.
@@ -41,14 +45,19 @@ COMPATIBLE: dict[str, set[str]] = {
 }
 
 
+QUOTE_KEY_DTYPE = np.dtype([("line", "<u2"), ("msg_seq", "<u8"), ("root", "S6"), ("expiry", "<u4"),
+                            ("strike_px", "<i8"), ("put_call", "u1"), ("participant", "u1")])
+
+
 @dataclass
 class CaptureRun:
-    """What the engine produced over a capture."""
+    """What the engine produced over a capture, and who quoted what (for standing anomalies)."""
 
     signals: np.ndarray
     counters: dict[str, int]
     messages: int
     refreshes: int
+    quotes: np.ndarray  # QUOTE_KEY_DTYPE, one row per decoded message
 
 
 @dataclass
@@ -119,28 +128,70 @@ def run_capture(capture_dir: Path, engine_config: EngineConfig | None = None,
             if refresher.refresh() is not None:
                 refreshes += 1
     signals = np.concatenate(out_signals) if out_signals else np.zeros(0)
-    return CaptureRun(signals, engine.counters(), len(records), refreshes)
+    quotes = np.empty(len(records), dtype=QUOTE_KEY_DTYPE)
+    for name in QUOTE_KEY_DTYPE.names:
+        quotes[name] = records[name]
+    return CaptureRun(signals, engine.counters(), len(records), refreshes, quotes)
 
 
-def score(signals: np.ndarray, truth_path: Path) -> Score:
-    """Match signals to the ground truth Parquet file (see the module docstring)."""
+def _series_key(root: object, expiry: object, strike_px: object, put_call: object) -> tuple:
+    r = root if isinstance(root, bytes) else str(root).encode()
+    pc = put_call if isinstance(put_call, int) else ord(str(put_call))
+    return (r.rstrip(b" \0"), int(expiry), int(strike_px), pc)
+
+
+def standing_windows(gt: dict[str, list], quotes: np.ndarray) -> dict[tuple, list[tuple[int, int, int]]]:
+    """(line, series key) -> [(first seq, end seq, event)]: an anomalous quote stands from its
+    message until its exchange's next quote of the series on that line."""
+    wanted = {}
+    for i in range(len(gt["seq"])):
+        key = (int(gt["line"][i]), _series_key(gt["root"][i], gt["expiry"][i], gt["strike_px"][i], gt["put_call"][i]))
+        wanted.setdefault((key, ord(gt["participant"][i])), []).append((int(gt["seq"][i]), int(gt["event"][i])))
+    roots = {k[0][1][0] for k in wanted}
+    sel = np.isin(np.char.rstrip(quotes["root"], b" \0"), list(roots)) if roots else np.zeros(len(quotes), bool)
+    later: dict[tuple, list[int]] = {}
+    for q in quotes[sel]:
+        key = ((int(q["line"]), _series_key(q["root"], q["expiry"], q["strike_px"], int(q["put_call"]))), int(q["participant"]))
+        if key in wanted:
+            later.setdefault(key, []).append(int(q["msg_seq"]))
+    windows: dict[tuple, list[tuple[int, int, int]]] = {}
+    for key, rows in wanted.items():
+        seqs = np.sort(np.array(later.get(key, []), dtype=np.int64))
+        for seq, event in rows:
+            nxt = seqs[np.searchsorted(seqs, seq, side="right")] if seqs.size and seqs[-1] > seq else np.iinfo(np.int64).max
+            windows.setdefault(key[0], []).append((seq, int(nxt), event))
+    return windows
+
+
+def score(run: CaptureRun, truth_path: Path) -> Score:
+    """Match a run's signals to the ground truth Parquet file (see the module docstring)."""
     gt = pq.read_table(truth_path).to_pydict()
+    signals = run.signals
     key = {(int(l), int(s)): i for i, (l, s) in enumerate(zip(gt["line"], gt["seq"]))}
+    windows = standing_windows(gt, run.quotes)
     kinds = [SIGNAL_KIND_NAMES.get(int(k), f"kind{int(k)}") for k in signals["kind"]]
     detected: set[int] = set()
     tp = 0
     fp_kinds: dict[str, int] = {}
-    for line, seq, kind in zip(signals["line"], signals["msg_seq"], kinds):
-        i = key.get((int(line), int(seq)))
-        ok = False
+    for sig, kind in zip(signals, kinds):
+        line, seq = int(sig["line"]), int(sig["msg_seq"])
+        i = key.get((line, seq))
+        event = None
         if i is not None:
             want = set(COMPATIBLE.get(gt["kind"][i], set()))
             if gt["nbbo_state"][i] in ("locked", "crossed"):
                 want |= {"locked", "crossed"}
-            ok = kind in want
-        if ok:
+            if kind in want:
+                event = int(gt["event"][i])
+        if event is None and kind in ("locked", "crossed"):
+            series = (line, _series_key(sig["root"], sig["expiry"], sig["strike_px"], int(sig["put_call"])))
+            for first, end, ev in windows.get(series, []):
+                if first <= seq < end:
+                    event = ev
+                    break
+        if event is not None:
             tp += 1
-            detected.add(int(gt["event"][i]))
+            detected.add(event)
         else:
             fp_kinds[kind] = fp_kinds.get(kind, 0) + 1
     events: dict[int, str] = {int(e): k for e, k in zip(gt["event"], gt["kind"])}
