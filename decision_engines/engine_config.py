@@ -46,6 +46,6 @@ class PricingConfig(BaseModel):
     band_vol: float = Field(0.05, ge=0, description="band half-width, at least this vol move times vega")
     band_residual: float = Field(1.0, ge=0, description="plus this times |NBBO mid - model value| (the smile's misfit there)")
     band_k_margin: float = Field(0.02, ge=0, description="no band beyond the fitted log-moneyness range by more than this")
-    parity_abs: float = Field(0.25, ge=0, description="parity tolerance in dollars (costs), at least")
-    parity_rel: float = Field(0.002, ge=0, description="parity tolerance as a fraction of the discounted forward")
+    parity_abs: float = Field(0.10, ge=0, description="parity tolerance in dollars (costs), at least")
+    parity_rel: float = Field(0.0005, ge=0, description="parity tolerance as a fraction of the discounted forward")
     period_s: float = Field(0.1, gt=0, description="background refresh period")

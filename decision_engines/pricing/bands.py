@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from decision_engines.engine_config import PricingConfig
-from decision_engines.engine_records import REF_DISABLED_HI, REF_DISABLED_LO, SERIES_REF_DTYPE
+from decision_engines.engine_records import GROUP_REF_DTYPE, REF_DISABLED_HI, REF_DISABLED_LO, SERIES_REF_DTYPE
 from decision_engines.pricing.black import black_price, black_vega
 from decision_engines.pricing.forward import Forwards
 from decision_engines.pricing.smile import Smiles
@@ -91,3 +91,25 @@ def build_refs(max_series: int, strike: np.ndarray, is_call: np.ndarray, twin: n
     refs["parity_lo"][calls] = _to_px(expected - tol, round_up=False)
     refs["parity_hi"][calls] = _to_px(expected + tol, round_up=True)
     return refs, value
+
+
+def build_group_refs(max_groups: int, T: np.ndarray, fwd: Forwards, smiles: Smiles, cfg: PricingConfig) -> np.ndarray:
+    """GROUP_REF_DTYPE models for groups 0..max_groups-1 (zero, i.e. disabled, where a group
+    has no forward): what the hot path prices a new series with until the next refresh."""
+    out = np.zeros(max_groups, dtype=GROUP_REF_DTYPE)
+    n = min(len(fwd.forward), max_groups)
+    ok = np.isfinite(fwd.forward[:n]) & (fwd.pairs[:n] > 0) & np.isfinite(T[:n]) & (T[:n] > 0)
+    idx = np.nonzero(ok)[0]
+    out["forward"][idx] = fwd.forward[idx]
+    out["discount"][idx] = fwd.discount[idx]
+    out["years"][idx] = T[idx]
+    out["parity_tol"][idx] = np.maximum(cfg.parity_abs, cfg.parity_rel * fwd.discount[idx] * fwd.forward[idx])
+    smile = idx[(smiles.points[idx] > 0) & np.isfinite(smiles.coef[idx, 0])]
+    out["has_smile"][smile] = 1
+    out["smile_a"][smile], out["smile_b"][smile], out["smile_c"][smile] = smiles.coef[smile].T
+    out["k_min"][smile] = smiles.k_min[smile] - cfg.band_k_margin
+    out["k_max"][smile] = smiles.k_max[smile] + cfg.band_k_margin
+    out["band_abs"][smile] = cfg.band_abs
+    out["band_rel"][smile] = cfg.band_rel
+    out["band_vol"][smile] = cfg.band_vol
+    return out
