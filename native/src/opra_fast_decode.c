@@ -27,6 +27,7 @@
 #endif
 
 #define STOPS 0x8080808080808080ULL
+#define FAST_WINDOW 80 /* bytes the quote fast path may load from a message's start */
 #define S_K_ANY (S_HDR | S_SERIES | SLOT(15) | SLOT(25) | SLOT(26) | SLOT(27) | SLOT(28) | SLOT(29) | SLOT(30) | \
                  S_BEST_BID | S_BEST_OFFER)
 
@@ -47,6 +48,8 @@ typedef struct dec {
     uint32_t text_off, text_len; /* slot 48, as stored in side */
     uint32_t def_off, def_len;   /* slot 49 */
     ystr_t ys[5];            /* string slots 41..45 */
+    const uint8_t *tail_at;  /* the packet's last FAST_WINDOW bytes (or all, if shorter) ... */
+    uint8_t tail[2 * FAST_WINDOW]; /* ... copied here, zeros after */
     const uint8_t *pkt;      /* packet start: error offsets are relative to it */
     const uint8_t *pe;       /* one past the packet's last byte */
     uint8_t *side;
@@ -160,13 +163,16 @@ static inline int64_t px(uint64_t den, uint64_t v) {
 
 /* ---- writing a record from the dictionary ------------------------------------------- */
 
+/* A record with everything but the message's own fields: copied whole, then filled in. */
+static const omdp_opra_msg_t blank_record = {
+    .hdr = {.type = OMDP_RT_OPRA_MSG, .length = OMDP_OPRA_MSG_SIZE},
+    .underlying_id = OMDP_NO_UNDERLYING,
+};
+
 static inline void emit_start(const dec_t *D, omdp_opra_msg_t *o, uint64_t fields) {
-    memset(o, 0, sizeof *o);
-    o->hdr.type = OMDP_RT_OPRA_MSG;
-    o->hdr.length = OMDP_OPRA_MSG_SIZE;
+    *o = blank_record;
     o->block_seq = D->block_seq;
     o->fields = fields;
-    o->underlying_id = OMDP_NO_UNDERLYING;
     o->index = (uint16_t)D->msg_index;
     o->category = (uint8_t)D->dv[0];
 }
@@ -535,7 +541,6 @@ int omdp_opra_set_fast_path(int enabled) {
     return atomic_exchange_explicit(&fast_path_enabled, enabled ? 1 : 0, memory_order_relaxed);
 }
 
-#define FAST_WINDOW 80 /* bytes the fast path may load from a message's start */
 
 /* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
  * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
@@ -545,13 +550,8 @@ int omdp_opra_set_fast_path(int enabled) {
 static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
     size_t len = (size_t)(me - p);
     if (UNLIKELY(len > 64 || len == 0)) return 1;
-    uint8_t lb[FAST_WINDOW];
     const uint8_t *b = p;
-    if (UNLIKELY((size_t)(D->pe - p) < FAST_WINDOW)) { /* near the packet's end: work on a copy */
-        memset(lb, 0, sizeof lb);
-        memcpy(lb, p, (size_t)(D->pe - p));
-        b = lb;
-    }
+    if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
     uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
     uint64_t M = stop_bits64(b) & in_msg;
     unsigned nb = tz64(M) + 1;
@@ -633,6 +633,12 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
 
     uint32_t side_start = D->side_pos;
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
+    /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
+     * reads a zero-padded copy of the packet's tail, made once here. */
+    size_t tail_len = len < FAST_WINDOW ? len : FAST_WINDOW;
+    D->tail_at = pkt + len - tail_len;
+    memcpy(D->tail, D->tail_at, tail_len);
+    memset(D->tail + tail_len, 0, sizeof D->tail - tail_len);
 restart:
     /* the per-packet dictionary reset */
     memset(D->dv, 0, sizeof D->dv);

@@ -1,1 +1,2 @@
-"""Benchmarks behind ``omdp bench ...``: each writes JSON and prints what it measured."""
+"""Benchmarks behind ``omdp bench ...``: each measures one part and reports medians with the
+machine and the command."""
