@@ -20,6 +20,8 @@ def _register() -> None:
     import ops.cli.bench  # noqa: F401
     import ops.bench.collector  # noqa: F401
     import ops.bench.decode  # noqa: F401
+    import ops.bench.synth  # noqa: F401
+    import ops.cli.bench_engine  # noqa: F401
     import ops.cli.capture  # noqa: F401
     import ops.cli.decode  # noqa: F401
     import ops.cli.demo  # noqa: F401
