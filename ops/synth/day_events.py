@@ -137,7 +137,8 @@ class DayEvents:
     def trades(self, rows: QuoteRows, builder: SeriesRecords) -> Messages:
         """Last sales hitting the NBBO just after some of ``rows`` (quote messages)."""
         rng = self.rng
-        pick = np.flatnonzero(rng.random(len(rows)) < TRADE_SHARE)
+        n_rows = len(rows)
+        pick = np.unique(rng.integers(0, n_rows, rng.binomial(n_rows, TRADE_SHARE))) if n_rows else np.zeros(0, np.int64)
         buy = rng.random(pick.size) < 0.5
         bid_px, _, bid_ex = bid_of(rows.best_bid[pick])
         offer_px, _, offer_ex = offer_of(rows.best_offer[pick])
