@@ -119,8 +119,9 @@ class Generator:
         t_setup = wallclock.perf_counter()
         self.timer = StageTimer()
         self.cfg = cfg
+        # Independent random streams: quote book, walk, market, events, lines, anomaly counts.
         seeds = np.random.SeedSequence(cfg.seed).spawn(6)
-        rng_book, rng_walk, rng_market, rng_events, rng_lines, self.rng_misc = (np.random.default_rng(s) for s in seeds)
+        rng_book, rng_walk, rng_market, rng_events, self.rng_misc = (np.random.default_rng(seeds[i]) for i in (0, 1, 2, 3, 5))
         self.line_seeds = seeds[4].spawn(cfg.num_lines)
         self.clock = CaptureClock(cfg.date, cfg.start, cfg.seconds)
         self.uni: Universe = (listed_universe(cfg.universe, cfg.date.year) if cfg.universe is not None
