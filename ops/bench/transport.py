@@ -150,6 +150,35 @@ def run_alone(fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any], cpu: in
         proc.join(5)
 
 
+def pingpong(n: int) -> dict[str, Any]:
+    """Cache-line ping-pong between the sender's and the receiver's CPU: one-way time (half
+    the round trip, one clock: the floor of any hop) and the two CPUs' clock offset. (Each
+    latency run measures its own offset the same way, in its own two processes.)"""
+    shared = mmap.mmap(-1, 4096)
+    resp_parent, resp_child = CTX.Pipe(duplex=False)
+    responder = CTX.Process(target=_child, args=(RECEIVER_CPU, w.pingpong,
+                                                 {"shared": shared, "n": n, "initiator": False}, resp_child, False))
+    responder.start()
+    resp_child.close()
+    mine = run_alone(w.pingpong, {"shared": shared, "n": n, "initiator": True})
+    theirs = _wait(resp_parent, responder, 30, "ping-pong responder")[1]
+    responder.join(10)
+    k = min(mine["done"], theirs["done"])
+    rtt = mine["t_b"][:k] - mine["t_a"][:k]
+    return {"one_way": percentiles(rtt / 2), "rtt": percentiles(rtt), "clock_offset_ns": clock_offset(mine, theirs)}
+
+
+def clock_offset(initiator: dict[str, Any], responder: dict[str, Any]) -> float:
+    """Responder CPU clock minus initiator CPU clock from one ping-pong: the responder's
+    stamp minus the midpoint of the initiator's send and answer, median over the fastest
+    tenth of the round trips (where the two directions are most nearly equal)."""
+    k = min(initiator["done"], responder["done"])
+    sent, answered, seen = initiator["t_a"][:k], initiator["t_b"][:k], responder["t_a"][:k]
+    rtt = answered - sent
+    fastest = rtt <= np.percentile(rtt, 10)
+    return float(np.median((seen - (sent + answered) / 2)[fastest]))
+
+
 def percentiles(samples: np.ndarray) -> dict[str, Any]:
     """p50/p99/p99.9/max in ns, after dropping the warm-up tenth; a tail percentile with
     fewer than 10/(1-p) samples is None (printed n/a)."""
@@ -238,18 +267,9 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
         report.memcpy.append({"size": size, "bytes_per_s": bps, "footprint": _settings_text(knobs)})
         say(f"memcpy {size:>6} B: {bps / 1e9:8.2f} GB/s")
 
-    shared = mmap.mmap(-1, 4096)
-    resp_parent, resp_child = CTX.Pipe(duplex=False)
-    responder = CTX.Process(target=_child, args=(RECEIVER_CPU, w.pingpong,
-                                                 {"shared": shared, "n": plan.pingpong_n, "initiator": False},
-                                                 resp_child, False))
-    responder.start()
-    resp_child.close()
-    r = run_alone(w.pingpong, {"shared": shared, "n": plan.pingpong_n, "initiator": True})
-    _wait(resp_parent, responder, 30, "ping-pong responder")
-    responder.join(10)
-    report.pingpong = {"one_way": percentiles(r["rtt"] / 2), "rtt": percentiles(r["rtt"])}
-    say(f"ping-pong one-way p50 {report.pingpong['one_way']['p50_ns']:.0f} ns")
+    report.pingpong = pingpong(plan.pingpong_n)
+    say(f"ping-pong one-way p50 {report.pingpong['one_way']['p50_ns']:.0f} ns; receiver CPU clock - sender CPU "
+        f"clock {report.pingpong['clock_offset_ns']:+.0f} ns")
 
     for size in plan.lat_sizes:
         r = run_alone(w.fused_lat, {"n": plan.lat_n["c"], "size": size})
@@ -265,9 +285,15 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
             got, sent = run_pair(getattr(w, worker + "_recv"), getattr(w, worker + "_send"),
                                  {"spec": spec, "endpoint": endpoint, "n": n, "size": size})
             _check(f"{medium} latency {size} B", got, sent, n)
-            row = {"medium": medium, "size": size, "settings": _settings_text(knobs), **percentiles(got["lat"])}
+            offsets = [clock_offset(s_cal, r_cal) for s_cal, r_cal in zip(sent["cal"], got["cal"])]
+            offset = sum(offsets) / 2
+            floor = float(np.median(np.concatenate([(c["t_b"] - c["t_a"]) / 2 for c in sent["cal"]])))
+            row = {"medium": medium, "size": size, "settings": _settings_text(knobs),
+                   **percentiles(got["lat"] - offset), "raw_p50_ns": percentiles(got["lat"])["p50_ns"],
+                   "clock_offset_ns": offsets, "floor_p50_ns": floor}
             report.latency.append(row)
-            say(f"latency {medium:24} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  p99 {row['p99_ns'] or float('nan'):>10.0f} ns")
+            say(f"latency {medium:24} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  p99 {row['p99_ns'] or float('nan'):>10.0f} ns"
+                f"  (ping-pong floor in this run {floor:.0f} ns)")
 
     for size in plan.tput_sizes:
         n = plan.tput_n["c"]
