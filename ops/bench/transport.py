@@ -72,6 +72,9 @@ MEDIA: dict[str, dict[str, Any]] = {
     "vega-shm C": {"transport": "vega-shm", "lat": ("vega_c_lat", "c"), "tput": ("vega_c_tput", "c")},
     "vega-shm Python": {"transport": "vega-shm", "lat": ("py_lat", "py"), "tput": ("py_tput", "py")},
     "vega-shm Python batched": {"transport": "vega-shm", "lat": None, "tput": ("py_batch_tput", "batch")},
+    # beside the spinning row: what a box whose CPUs are shared with other work gives
+    "vega-shm C spin-yield": {"transport": "vega-shm", "lat": None, "tput": ("vega_c_tput", "c"),
+                              "knobs": {"wait": "spin-yield"}},
     "tcp": {"transport": "tcp", "lat": ("py_lat", "slow"), "tput": ("py_tput", "slow")},
     "zmq": {"transport": "zmq", "lat": ("py_lat", "slow"), "tput": ("py_tput", "slow")},
     "mpqueue": {"transport": "mpqueue", "lat": ("py_lat", "slow"), "tput": ("py_tput", "slow")},
@@ -190,8 +193,8 @@ def percentiles(samples: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _spec(transport: str, size: int) -> tuple[ChannelSpec, dict[str, Any]]:
-    knobs = dict(BASE, max_message=max(BASE["max_message"], size))
+def _spec(transport: str, size: int, **override: Any) -> tuple[ChannelSpec, dict[str, Any]]:
+    knobs = dict(BASE, max_message=max(BASE["max_message"], size), **override)
     return ChannelSpec(transport=transport, **knobs), knobs
 
 
@@ -303,7 +306,7 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
                                   "bytes_per_s": rate * size, "settings": "one process, direct call"})
         for medium, how in MEDIA.items():
             worker, cls = how["tput"]
-            spec, knobs = _spec(how["transport"], size)
+            spec, knobs = _spec(how["transport"], size, **how.get("knobs", {}))
             n = plan.tput_n[cls] if size <= 1024 else max(plan.tput_n[cls] * 1024 // size, 2_000)
             endpoint = _endpoint(how["transport"], f"tput{size}", tmpdir, spec)
             got, sent = run_pair(getattr(w, worker + "_recv"), getattr(w, worker + "_send"),
@@ -312,7 +315,7 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
             rate = (n - 1) / max(got["t_last"] - got["t_first"], 1) * 1e9
             report.throughput.append({"medium": medium, "size": size, "n": n, "messages_per_s": rate,
                                       "bytes_per_s": rate * size, "settings": _settings_text(knobs),
-                                      **({"receiver_batch": w.RECV_BATCH} if medium == "vega-shm C" else {}),
+                                      **({"receiver_batch": w.RECV_BATCH} if worker == "vega_c_tput" else {}),
                                       **({"sender_batch": w.SEND_BATCH} if "batched" in medium else {})})
             say(f"throughput {medium:24} {size:>6} B: {rate / 1e6:9.3f} M msg/s  {rate * size / 1e9:7.2f} GB/s")
     report.targets = judge(report)

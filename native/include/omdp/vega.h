@@ -21,6 +21,22 @@
  *
  * Status codes: 0 ok, positive = try again (FULL, EMPTY, TIMEOUT), negative = error.
  * Counters are single-writer relaxed stores, readable by anyone mapping the region.
+ *
+ * From a C loop (Python hands over the ends as VegaSender/VegaReceiver.c_handle):
+ *
+ *   omdp_vega_msg_t m;                                  // receive side, never blocks
+ *   while (omdp_vega_try_get(rx, &m) == OMDP_VEGA_OK) {
+ *       process(m.data, m.size);                        // zero copy, valid until release
+ *       omdp_vega_release(rx, m.slot_id);               // the credit
+ *   }
+ *   uint8_t *p = omdp_vega_claim(tx);                   // send side, in place ...
+ *   if (p) { n = build(p, tx->max_message); omdp_vega_commit(tx, n); }
+ *   rc = omdp_vega_put(tx, buf, n, timeout_ns);         // ... or by copy; <0 timeout: wait
+ *
+ * A mirrored ring (vega-tcp, vega-ib): omdp_vega_region_create() on the sender's memory,
+ * copy those bytes to the receiver's memory, omdp_vega_sender_open_local() and
+ * omdp_vega_receiver_open_local() on the two copies, and give each side a mirror function
+ * that carries (offset, bytes) to the other copy in order, landing the last 8 bytes last.
  */
 #ifndef OMDP_VEGA_H
 #define OMDP_VEGA_H
