@@ -318,60 +318,48 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
                                       **({"receiver_batch": w.RECV_BATCH} if worker == "vega_c_tput" else {}),
                                       **({"sender_batch": w.SEND_BATCH} if "batched" in medium else {})})
             say(f"throughput {medium:24} {size:>6} B: {rate / 1e6:9.3f} M msg/s  {rate * size / 1e9:7.2f} GB/s")
-    report.targets = judge(report)
+    report.targets = judge(report.as_dict())
     return report
 
 
-def _lat(report: Report, medium: str, size: int, key: str = "p50_ns") -> float | None:
-    for row in report.latency:
-        if row["medium"] == medium and row["size"] == size:
-            return row[key]
-    return None
+def _row(rows: list[dict[str, Any]], medium: str, size: int) -> dict[str, Any] | None:
+    return next((r for r in rows if r["medium"] == medium and r["size"] == size), None)
 
 
-def _tput(report: Report, medium: str, size: int, key: str = "messages_per_s") -> float | None:
-    for row in report.throughput:
-        if row["medium"] == medium and row["size"] == size:
-            return row[key]
-    return None
-
-
-def judge(report: Report) -> list[dict[str, Any]]:
-    """Issue 3's targets, each with the value this run measured (None: size not run)."""
+def judge(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 3's targets from a report dict, each with the value this run measured (None:
+    size not run) and the settings, latency ones with the ping-pong floor the run had."""
     out: list[dict[str, Any]] = []
 
-    def target(name: str, value: float | None, goal: str, met: bool | None, settings: str) -> None:
-        out.append({"target": name, "value": value, "goal": goal, "met": met, "settings": settings})
+    def target(name: str, value: float | None, goal: str, ok: Callable[[float], bool], settings: str) -> None:
+        out.append({"target": name, "value": value, "goal": goal, "met": None if value is None else ok(value),
+                    "settings": settings})
 
     base = _settings_text(BASE)
-    small = [s for s in report.plan["lat_sizes"] if 8 <= s <= 64]
-    p50s = [_lat(report, "vega-shm C", s) for s in small]
-    p99s = [_lat(report, "vega-shm C", s, "p99_ns") for s in small]
-    worst50 = max((v for v in p50s if v is not None), default=None)
-    worst99 = max((v for v in p99s if v is not None), default=None)
-    target("vega-shm C one-way p50, 8..64 B (worst size)", worst50, "<= 250 ns",
-           None if worst50 is None else worst50 <= 250, base)
-    target("vega-shm C one-way p99, 8..64 B (worst size)", worst99, "<= 1000 ns",
-           None if worst99 is None else worst99 <= 1000, base)
-    r32 = _tput(report, "vega-shm C", 32)
-    target("vega-shm C throughput at 32 B", r32, ">= 20 M msg/s", None if r32 is None else r32 >= 20e6,
-           base + f", receiver credits every {w.RECV_BATCH}")
-    b16 = _tput(report, "vega-shm C", 16384, "bytes_per_s")
-    m16 = next((m["bytes_per_s"] for m in report.memcpy if m["size"] == 16384), None)
-    ratio16 = None if b16 is None or m16 is None else b16 / m16
-    target("vega-shm C bytes/s at 16 KB over memcpy bytes/s (same footprint)", ratio16, ">= 0.5",
-           None if ratio16 is None else ratio16 >= 0.5, "queue 128 x 16384 B, mutex off, wait spin")
-    p32 = _tput(report, "vega-shm Python batched", 32)
-    target("vega-shm Python batched throughput at 32 B", p32, ">= 5 M msg/s", None if p32 is None else p32 >= 5e6,
-           base + f", put_batch of {w.SEND_BATCH}, get_batch")
+    lat, tput = rep["latency"], rep["throughput"]
+    small = [r for s in rep["plan"]["lat_sizes"] if 8 <= s <= 64 if (r := _row(lat, "vega-shm C", s))]
+    for key, goal, limit in (("p50_ns", "<= 250 ns", 250), ("p99_ns", "<= 1000 ns", 1000)):
+        worst = max((r for r in small if r[key] is not None), key=lambda r: r[key], default=None)
+        floor = f"; worst at {worst['size']} B, ping-pong floor of that run {worst.get('floor_p50_ns', 0):.0f} ns" \
+            if worst else ""
+        target(f"vega-shm C one-way {key[:-3]}, 8..64 B (worst size)", worst[key] if worst else None, goal,
+               lambda v, limit=limit: v <= limit, base + floor)
+    r32 = _row(tput, "vega-shm C", 32)
+    target("vega-shm C throughput at 32 B", r32["messages_per_s"] if r32 else None, ">= 20 M msg/s",
+           lambda v: v >= 20e6, base + f", receiver credits every {w.RECV_BATCH}")
+    b16 = _row(tput, "vega-shm C", 16384)
+    m16 = next((m["bytes_per_s"] for m in rep["memcpy"] if m["size"] == 16384), None)
+    target("vega-shm C bytes/s at 16 KB over memcpy bytes/s (same footprint)",
+           b16["bytes_per_s"] / m16 if b16 and m16 else None, ">= 0.5", lambda v: v >= 0.5,
+           "queue 128 x 16384 B, mutex off, wait spin")
+    p32 = _row(tput, "vega-shm Python batched", 32)
+    target("vega-shm Python batched throughput at 32 B", p32["messages_per_s"] if p32 else None, ">= 5 M msg/s",
+           lambda v: v >= 5e6, base + f", put_batch of {w.SEND_BATCH}, get_batch")
     for medium, factor in (("vega-shm C", 100), ("vega-shm Python", 30)):
         for other in ("zmq", "mpqueue"):
-            ratios = []
-            for s in report.plan["lat_sizes"]:
-                mine, theirs = _lat(report, medium, s), _lat(report, other, s)
-                if mine and theirs:
-                    ratios.append(theirs / mine)
-            worst = min(ratios) if ratios else None
-            target(f"p50 of {other} over p50 of {medium} (worst size)", worst, f">= {factor}x",
-                   None if worst is None else worst >= factor, base)
+            ratios = [(t["p50_ns"] / m["p50_ns"], s) for s in rep["plan"]["lat_sizes"]
+                      if (m := _row(lat, medium, s)) and (t := _row(lat, other, s)) and m["p50_ns"] and t["p50_ns"]]
+            worst = min(ratios, default=None)
+            target(f"p50 of {other} over p50 of {medium} (worst size)", worst[0] if worst else None, f">= {factor}x",
+                   lambda v, f=factor: v >= f, base + (f"; worst at {worst[1]} B" if worst else ""))
     return out

@@ -523,8 +523,15 @@ static inline int omdp_vega_peek(omdp_vega_receiver_t *rx, uint64_t seq, omdp_ve
 {
     const uint8_t *slot = omdp_vega_rx_slot(rx, seq);
     uint64_t begin = atomic_load_explicit((_Atomic uint64_t *)slot, memory_order_acquire);
-    if ((uint32_t)(begin >> 32) != omdp_vega_tag(seq, rx->log2_queue))
+    if ((uint32_t)(begin >> 32) != omdp_vega_tag(seq, rx->log2_queue)) {
+        /* ask for the next lines too while waiting, so a small message's end word arrives
+         * with its begin word instead of one transfer later */
+        if (rx->stride > 64)
+            __builtin_prefetch(slot + 64);
+        if (rx->stride > 128)
+            __builtin_prefetch(slot + 128);
         return OMDP_VEGA_EMPTY;
+    }
     uint32_t size = (uint32_t)begin;
     if (size > rx->max_message)
         return OMDP_VEGA_E_CORRUPT;
