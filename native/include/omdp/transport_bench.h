@@ -35,18 +35,20 @@ int64_t omdp_tbench_vega_recv(omdp_vega_receiver_t *rx, uint64_t n, uint32_t bat
                               int64_t *t_first, int64_t *t_last);
 
 /* Latency: n messages of `size` (>= 8) bytes, the send time in the first 8 bytes; after
- * each the sender waits for *ack to reach its count, then `gap_ns`. */
+ * each the sender waits for *ack to reach its count, then `gap_ns`. *checksum: sum of the
+ * checksums sent. */
 int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *ack_word,
-                                  int64_t gap_ns);
+                                  int64_t gap_ns, uint64_t *checksum);
 /* Receive n latency messages: lat[i] = arrival - send time; checksums every payload. */
 int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t *lat, uint64_t *ack_word,
                                   uint64_t *checksum);
 
-/* Cache-line ping-pong between two processes: the floor of any one-way hop. `ping` and
- * `pong` are on different cache lines of shared memory; the initiator stores i to ping,
- * the responder answers i on pong. rtt[i] filled by the initiator. */
-int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator,
-                             int64_t *rtt);
+/* Cache-line ping-pong between two processes: the floor of any one-way hop, and the
+ * offset between the two CPUs' clocks. `ping` and `pong` are on different cache lines of
+ * shared memory; the initiator stores i to ping, the responder answers i on pong. The
+ * initiator fills t_a (sent) and t_b (answer seen), the responder t_a (ping seen). */
+int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator, int64_t *t_a,
+                             int64_t *t_b);
 
 /* memcpy of `size`-byte messages into nslots slots `stride` apart, the way a sender fills
  * a ring (same footprint): returns elapsed ns for `iters` copies. */
