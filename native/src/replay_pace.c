@@ -82,9 +82,9 @@ static uint64_t ascii_field(const uint8_t *p, int n)
     return v;
 }
 
-static void fail(omdp_replay_sender_status_t *st, const char *msg)
+void omdp_replay_status_fail(omdp_replay_sender_status_t *st, const char *msg)
 {
-    snprintf(st->error, sizeof st->error, "%s", msg);
+    snprintf(st->error, sizeof st->error, "%s", msg ? msg : "failed");
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_FAILED);
 }
 
@@ -106,7 +106,7 @@ static int check_args(const omdp_replay_run_args_t *a)
     else if (a->intended && (a->intended->capacity == 0 || (a->intended->capacity & (a->intended->capacity - 1))))
         why = "intended table capacity must be a power of two";
     if (why) {
-        fail(a->status, why);
+        omdp_replay_status_fail(a->status, why);
         return -1;
     }
     return 0;
@@ -236,13 +236,14 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
 
             const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
             if (n_out && omdp_replay_udp_send(a->sink, out, n_out, sink_err, sizeof sink_err) != 0) {
-                fail(st, sink_err);
+                omdp_replay_status_fail(st, sink_err);
                 return OMDP_REPLAY_ESINK;
             }
             if (sink_err[0] && st->error[0] == 0)
                 snprintf(st->error, sizeof st->error, "%s", sink_err);
 
             int any_sent = 0;
+            int64_t last_intended = 0;
             uint64_t log_tail = a->log ? LOAD_ACQ(&a->log->tail) : 0;
             for (int k = 0; k < n_pend; k++) {
                 pending_t *q = &pend[k];
@@ -269,6 +270,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 if (!sent_copies)
                     continue;
                 any_sent = 1;
+                last_intended = q->intended_ns;
                 const int64_t err = sent_ns - q->intended_ns;
                 BUMP(&st->pacing_hist[omdp_replay_hist_index(err)], 1);
                 BUMP(&st->pacing_count, 1);
@@ -291,8 +293,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 BUMP(&st->behind_batches, 1);
             BUMP(&st->packets_done, data_done);
             BUMP(&st->control_done, control_done);
-            if (any_sent)
+            if (any_sent) {
+                STORE_RLX(&st->last_intended_ns, last_intended);
                 STORE_RLX(&st->last_sent_ns, sent_ns);
+            }
             STORE_RLX(&st->position, j);
             STORE_RLX(&st->heartbeat_ns, sent_ns);
             i = j;

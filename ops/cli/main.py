@@ -18,6 +18,7 @@ def cli() -> None:
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
     import ops.cli.native_info  # noqa: F401
+    import ops.cli.replay  # noqa: F401
 
 
 def main() -> None:

@@ -129,7 +129,8 @@ typedef struct omdp_replay_sender_status {
     uint64_t packets_done;      /* scheduled packets handled (sent or dropped on purpose) */
     uint64_t control_done;      /* control packets handled */
     int64_t next_intended_ns;   /* intended time of the next packet (lag = now - this) */
-    int64_t last_sent_ns;
+    int64_t last_sent_ns;       /* hand-off time of the last batch */
+    int64_t last_intended_ns;   /* intended time of the last packet of that batch */
     int64_t heartbeat_ns;
     uint64_t batches;           /* sendmmsg calls or ring bursts */
     uint64_t behind_batches;    /* batches of more than one packet: the loop was behind */
@@ -138,6 +139,7 @@ typedef struct omdp_replay_sender_status {
     int64_t pacing_max_ns;
     uint64_t pacing_sum_ns;
     uint64_t log_overruns;      /* sent-log entries lost because the service did not drain */
+    uint8_t pad[120];
     char error[OMDP_REPLAY_ERROR_LEN];
     uint64_t pacing_hist[OMDP_REPLAY_HIST_BUCKETS];  /* sent - intended, first copy sent */
 } omdp_replay_sender_status_t;
@@ -273,6 +275,9 @@ void omdp_replay_control_set_map(omdp_replay_control_t *c, int64_t anchor_ns, in
 void omdp_replay_control_get_map(const omdp_replay_control_t *c, int64_t *anchor_ns, int64_t *anchor_off, double *scale);
 void omdp_replay_control_start(omdp_replay_control_t *c, int64_t start_ns, int64_t end_ns);
 void omdp_replay_control_stop(omdp_replay_control_t *c);
+
+/* Marks a sender failed with `msg` (the message is visible before the state). */
+void omdp_replay_status_fail(omdp_replay_sender_status_t *status, const char *msg);
 
 /* Copies up to `max` entries of a sender's log into `out` and frees them. Returns the count. */
 uint64_t omdp_replay_log_drain(omdp_replay_log_t *log, omdp_replay_sent_t *out, uint64_t max);
