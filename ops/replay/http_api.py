@@ -87,7 +87,7 @@ def replay_router(service: ReplayService, token: str) -> APIRouter:
         except ReplayStateError as e:
             raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from None
         except (RateError, CaptureInputError, ReplayConfigError) as e:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(e)) from None
+            raise HTTPException(422, str(e)) from None
         except ReplaySenderError as e:
             raise HTTPException(status.HTTP_500_INTERNAL_SERVER_ERROR, str(e)) from None
 
@@ -102,7 +102,7 @@ def replay_router(service: ReplayService, token: str) -> APIRouter:
         try:
             return service.set_rate(body.spec())
         except RateError as e:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(e)) from None
+            raise HTTPException(422, str(e)) from None
         except ReplayStateError as e:
             raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from None
 
