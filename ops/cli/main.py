@@ -19,6 +19,8 @@ def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
     import ops.cli.native_info  # noqa: F401
     import ops.cli.replay  # noqa: F401
+    import ops.cli.bench  # noqa: F401
+    import ops.cli.bench_replay  # noqa: F401
 
 
 def main() -> None:

@@ -1,0 +1,163 @@
+"""``omdp bench replay``: how fast the replayer sends, and how well it keeps its schedule.
+
+Measures, through the real service (sender process, C pacing loop):
+- the most packets/s it hands to the kernel over loopback multicast, A only and A+B (a
+  schedule far faster than possible, so the loop is always behind and sends in batches);
+- the pacing error (sent - intended) at 1x, 5x and 10x, A only, on a bursty recorded capture;
+- a sweep of rates that finds where multicast stops keeping up (below 99.99% of the schedule,
+  DESIGN.md "sustainable").
+
+Without ``--capture`` it writes a 24-line capture of its own (random recorded gaps at 1x,
+1..27 messages per packet, about 330 bytes per packet) to a temporary directory.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+import numpy as np
+
+from feedhandlers.captures import PcapWriter
+from ops.bench.machine import machine_info
+from ops.replay.config import ReplayConfig
+from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.report import fmt_ns
+from ops.replay.service import ReplayService
+from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus
+
+BENCH_LINES = 24
+MAX_RATE_PPS = 50_000_000
+"""A schedule no sender can keep: measures the send loop flat out."""
+
+
+def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0) -> Path:
+    """A 24-line capture at 1x (24,000 packets/s in all, Poisson gaps) with OPRA headers
+    and filler bodies; returns the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    entries = []
+    t0 = 1_202_135_400_000_000_000
+    for line in range(1, BENCH_LINES + 1):
+        n = packets_per_line
+        msgs = rng.integers(1, 28, n)
+        lengths = (16 + 22 * msgs + rng.integers(0, 20, n)).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int64)
+        buf = np.full(int(lengths.sum()), 0x80, dtype=np.uint8)
+        seqs = 1 + np.concatenate([[0], np.cumsum(msgs[:-1])])
+        buf[offsets] = 0x01
+        buf[offsets + 1] = 0x02
+        for k, p in enumerate(10 ** np.arange(9, -1, -1)):
+            buf[offsets + 2 + k] = 48 + (seqs // p) % 10
+        for k, p in enumerate((100, 10, 1)):
+            buf[offsets + 12 + k] = 48 + (msgs // p) % 10
+        buf[offsets + lengths - 1] = 0x03
+        gaps = rng.exponential(BENCH_LINES * 1e9 / PAPER_1X_PPS, n).astype(np.int64)
+        ts = t0 + line * 1000 + np.cumsum(gaps)
+        group, port = f"239.255.77.{line}", 47000 + line
+        with PcapWriter(directory / f"line{line:02d}.pcap", dst_ip=group, dst_port=port) as w:
+            w.write(buf, offsets, lengths, ts)
+        entries.append({"line": line, "a": {"group": group, "port": port},
+                        "b": {"group": f"239.255.78.{line}", "port": 48000 + line}})
+    (directory / "manifest.json").write_text(json.dumps({"date": "2008-02-04", "lines": entries}))
+    return directory
+
+
+def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float | None,
+         cpus: tuple[int, ...]) -> ReplayStatus:
+    cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus,
+                       run_dir=run_dir, write_intended=False)
+    with ReplayService(cfg) as svc:
+        svc.start()
+        svc.wait()
+        return svc.status()
+
+
+def _row(kind: str, target: str, copies: str, st: ReplayStatus) -> dict[str, object]:
+    datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
+    return {
+        "kind": kind,
+        "target": target,
+        "copies": copies,
+        "rate": st.rate,
+        "target_pps": st.target_pps,
+        "achieved_pps": st.achieved_pps,
+        "achieved_fraction": st.achieved_fraction,
+        "datagrams_per_s": datagrams / st.elapsed_s if st.elapsed_s else None,
+        "messages_per_packet": st.messages_per_packet,
+        "messages_per_s": (st.achieved_pps or 0) * (st.messages_per_packet or 0),
+        "packets": st.packets_sent,
+        "seconds": st.elapsed_s,
+        "pacing_count": st.pacing.count,
+        "pacing_p50_ns": st.pacing.p50_ns,
+        "pacing_p99_ns": st.pacing.p99_ns,
+        "pacing_p999_ns": st.pacing.p999_ns,
+        "pacing_max_ns": st.pacing.max_ns,
+        "behind_batches": sum(s.behind_batches for s in st.senders),
+        "send_errors": sum(sum(ln.send_errors.values()) for ln in st.lines),
+    }
+
+
+def run_replay_bench(capture: Path | None, *, packets_per_line: int, seconds: float, cpus: tuple[int, ...],
+                     sweep: tuple[float, ...], log: bool = True) -> dict[str, object]:
+    """Every measurement of this benchmark; returns the JSON document."""
+    tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
+    rows: list[dict[str, object]] = []
+
+    def note(msg: str) -> None:
+        if log:
+            click.echo(msg, err=True)
+
+    try:
+        if capture is None:
+            note(f"writing a {BENCH_LINES}-line capture of {packets_per_line:,} packets per line")
+            capture = write_bench_capture(tmp / "capture", packets_per_line=packets_per_line)
+        for copies in ("A", "A,B"):
+            st = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds, cpus=cpus)
+            rows.append(_row("max_rate", "multicast", copies, st))
+            note(f"max rate multicast {copies}: {st.achieved_pps:,.0f} packets/s")
+        for x in (1.0, 5.0, 10.0):
+            st = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
+            rows.append(_row("pacing", "multicast", "A", st))
+            note(f"pacing multicast A {x:g}x: p99 {fmt_ns(st.pacing.p99_ns)}, {st.achieved_fraction:.5f} of schedule")
+        keeps, fails = None, None
+        for x in sweep:
+            st = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
+            rows.append(_row("sweep", "multicast", "A", st))
+            ok = (st.achieved_fraction or 0) >= SUSTAINED_FRACTION
+            note(f"sweep multicast A {x:g}x: {st.achieved_fraction:.5f} of schedule -> {'keeps up' if ok else 'behind'}")
+            if ok:
+                keeps = x
+            else:
+                fails = x
+                break
+        return {
+            "benchmark": "replay",
+            "command": " ".join(["omdp", "bench", "replay", *sys.argv[sys.argv.index("replay") + 1:]]) if "replay" in sys.argv else "omdp bench replay",
+            "machine": machine_info(),
+            "seconds_per_run": seconds,
+            "cpus": list(cpus),
+            "rows": rows,
+            "multicast_keeps_up_to_x": keeps,
+            "multicast_behind_at_x": fails,
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render_table(doc: dict[str, object]) -> str:
+    """The markdown table of docs/benchmarks.md."""
+    lines = ["| measurement | target | copies | rate | packets/s | messages/s | of schedule | pacing p50 | p99 | p99.9 | max | n |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:  # type: ignore[union-attr]
+        frac = f"{r['achieved_fraction'] * 100:.3f}%" if r["achieved_fraction"] is not None else "n/a"
+        rate = "max" if r["kind"] == "max_rate" else r["rate"]
+        lines.append(
+            f"| {r['kind']} | {r['target']} | {r['copies']} | {rate} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} "
+            f"| {frac if r['kind'] != 'max_rate' else '-'} | {fmt_ns(r['pacing_p50_ns'])} | {fmt_ns(r['pacing_p99_ns'])} "
+            f"| {fmt_ns(r['pacing_p999_ns'])} | {fmt_ns(r['pacing_max_ns'])} | {r['pacing_count']:,} |"
+        )
+    return "\n".join(lines)
