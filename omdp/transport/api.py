@@ -54,3 +54,24 @@ class TransportError(RuntimeError):
 
 class PeerGoneError(TransportError):
     """The other end of the channel died or closed (detected by pid / heartbeat)."""
+
+
+class PeerClosedError(PeerGoneError):
+    """The other end closed the channel in order (and, at a receiver, all was read)."""
+
+
+class PeerDeadError(PeerGoneError):
+    """The other end's process is gone without closing (crash, SIGKILL)."""
+
+
+class MessageTooLargeError(TransportError, ValueError):
+    """A message longer than the channel's ``max_message``."""
+
+
+class ChannelExistsError(TransportError):
+    """A receiver tried to create a channel whose name is taken (a stale segment of a dead
+    run: ``omdp shm clean`` removes those)."""
+
+
+class ChannelNotFoundError(TransportError):
+    """A sender found no channel at its endpoint within its connect timeout."""

@@ -21,6 +21,7 @@ def _register() -> None:
     import ops.cli.replay  # noqa: F401
     import ops.cli.bench  # noqa: F401
     import ops.cli.bench_replay  # noqa: F401
+    import ops.cli.shm  # noqa: F401
 
 
 def main() -> None:

@@ -1,0 +1,126 @@
+"""Names of Vega shared-memory segments, and finding the stale ones.
+
+Every segment is ``omdp-<run>-<channel>`` (POSIX shm, mode 0600): ``run`` is one run's id
+(no dashes), ``channel`` names the edge. A segment is stale when no live process holds
+either side of it (both sides closed, dead or never there); ``omdp shm clean`` removes
+those, and never a segment with a live side.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from omdp.native import ffi, lib
+from omdp.transport.vega_status import PEER_STATES
+
+PREFIX = "omdp-"
+SHM_DIR = Path("/dev/shm")
+_RUN = re.compile(r"[A-Za-z0-9_.]{1,64}")
+_CHANNEL = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+_NAME = re.compile(r"omdp-([A-Za-z0-9_.]{1,64})-([A-Za-z0-9_.-]{1,120})")
+HALF_MADE_GRACE_S = 60.0
+"""A segment without a published layout is left alone this long (its creator may be
+between ``shm_open`` and the first store)."""
+
+
+def new_run_id() -> str:
+    """A fresh run id for segment names: time and pid, unique on this host."""
+    return f"{time.strftime('%Y%m%dT%H%M%S')}p{os.getpid()}{secrets.token_hex(2)}"
+
+
+def shm_name(run: str, channel: str) -> str:
+    """The segment name of ``channel`` in ``run``; raises ValueError naming the bad part."""
+    if not _RUN.fullmatch(run):
+        raise ValueError(f"run id {run!r}: 1-64 characters of [A-Za-z0-9_.] (no dashes)")
+    if not _CHANNEL.fullmatch(channel):
+        raise ValueError(f"channel {channel!r}: 1-120 characters of [A-Za-z0-9_.-]")
+    return f"{PREFIX}{run}-{channel}"
+
+
+def check_endpoint(name: str) -> str:
+    """Validate a vega-shm endpoint (``omdp-<run>-<channel>``) and return it."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"vega-shm endpoint {name!r}: expected omdp-<run>-<channel> (run without dashes)")
+    return name
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One ``omdp-*`` segment as found in /dev/shm, with its channel's state."""
+
+    name: str
+    size: int
+    age_s: float
+    stats: dict[str, int | str] | None  # None: no published layout (half made or foreign)
+
+    @property
+    def run(self) -> str:
+        m = _NAME.fullmatch(self.name)
+        return m.group(1) if m else ""
+
+    @property
+    def channel(self) -> str:
+        m = _NAME.fullmatch(self.name)
+        return m.group(2) if m else ""
+
+    @property
+    def stale(self) -> bool:
+        """No live process on either side (or a layout never published after the grace)."""
+        if self.stats is None:
+            return self.age_s > HALF_MADE_GRACE_S
+        return self.stats["tx_state"] != "attached" and self.stats["rx_state"] != "attached"
+
+
+def stats_dict(st: object) -> dict[str, int | str]:
+    """A ``omdp_vega_stats_t`` as a plain dict, peer states spelled out."""
+    out: dict[str, int | str] = {}
+    for field, _ in ffi.typeof("omdp_vega_stats_t").fields:
+        value = getattr(st, field)
+        out[field] = PEER_STATES.get(value, str(value)) if field in ("tx_state", "rx_state") else int(value)
+    return out
+
+
+def read_stats(name: str) -> dict[str, int | str] | None:
+    """Counters and peer states of segment ``name``, read through a read-only mapping
+    (the data path is not touched); None when it has no published Vega layout."""
+    st = ffi.new("omdp_vega_stats_t *")
+    rc = lib.omdp_vega_stats_shm(name.encode(), st)
+    if rc != lib.OMDP_VEGA_OK:
+        return None
+    return stats_dict(st)
+
+
+def list_segments(shm_dir: Path = SHM_DIR) -> list[Segment]:
+    """Every ``omdp-*`` segment on this host, sorted by name."""
+    found = []
+    now = time.time()
+    for path in sorted(shm_dir.glob(f"{PREFIX}*")):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        found.append(Segment(path.name, st.st_size, now - st.st_mtime, read_stats(path.name)))
+    return found
+
+
+def unlink(name: str) -> bool:
+    """Remove segment ``name``; False when it was already gone."""
+    rc = lib.omdp_vega_unlink_shm(name.encode())
+    if rc == lib.OMDP_VEGA_E_NOT_FOUND:
+        return False
+    if rc != lib.OMDP_VEGA_OK:
+        raise OSError(f"cannot unlink shm segment {name!r}: status {rc}, errno {ffi.errno}")
+    return True
+
+
+def clean_stale(run: str | None = None, shm_dir: Path = SHM_DIR) -> list[str]:
+    """Remove stale segments (of one run when ``run`` is given); returns their names."""
+    removed = []
+    for seg in list_segments(shm_dir):
+        if (run is None or seg.run == run) and seg.stale and unlink(seg.name):
+            removed.append(seg.name)
+    return removed
