@@ -179,3 +179,43 @@ class MulticastReceiver:
 
     def of(self, line: int, copy: str) -> list[bytes]:
         return [r.data for r in self.received if r.line == line and r.copy == copy]
+
+
+class RingDrain:
+    """Reads every frame of a Vega ring in a thread (batch get/release), until its sender
+    closes: the consumer side of a ``ring:NAME`` replay."""
+
+    def __init__(self, receiver: object) -> None:
+        self.rx = receiver
+        self.frames: list[tuple[np.ndarray, bytes]] = []
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from omdp.transport.api import PeerGoneError
+        from ops.replay.native_layout import FRAME_DTYPE
+
+        while True:
+            try:
+                batch = self.rx.get_batch(timeout=0.05)
+            except PeerGoneError:
+                return
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                self.error = e
+                return
+            if batch is None:
+                if self.rx.peer_state() in ("closed", "dead"):
+                    return
+                continue
+            for i in range(len(batch)):
+                raw = bytes(batch.payload(i))
+                head = np.frombuffer(raw[: FRAME_DTYPE.itemsize], dtype=FRAME_DTYPE)[0]
+                self.frames.append((head, raw[FRAME_DTYPE.itemsize : FRAME_DTYPE.itemsize + int(head["length"])]))
+            self.rx.release_batch(batch)
+
+    def __enter__(self) -> "RingDrain":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join(10.0)

@@ -99,7 +99,7 @@ static int check_args(const omdp_replay_run_args_t *a)
         why = "copies_mask must name A, B or both";
     else if (a->loop && a->lap_span <= 0)
         why = "a looping schedule needs a positive lap span";
-    else if (a->sink_kind != OMDP_REPLAY_SINK_UDP || !a->sink)
+    else if ((a->sink_kind != OMDP_REPLAY_SINK_UDP && a->sink_kind != OMDP_REPLAY_SINK_RING) || !a->sink)
         why = "unknown or missing sink";
     else if (a->log && (a->log->capacity == 0 || (a->log->capacity & (a->log->capacity - 1))))
         why = "sent log capacity must be a power of two";
@@ -235,7 +235,11 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             }
 
             const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
-            if (n_out && omdp_replay_udp_send(a->sink, out, n_out, sink_err, sizeof sink_err) != 0) {
+            const int sink_rc = n_out == 0 ? 0
+                                : a->sink_kind == OMDP_REPLAY_SINK_UDP
+                                    ? omdp_replay_udp_send(a->sink, out, n_out, sink_err, sizeof sink_err)
+                                    : omdp_replay_ring_send(a->sink, out, n_out, sent_ns, sink_err, sizeof sink_err);
+            if (sink_rc != 0) {
                 omdp_replay_status_fail(st, sink_err);
                 return OMDP_REPLAY_ESINK;
             }

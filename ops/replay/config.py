@@ -157,6 +157,12 @@ class ReplayConfig(BaseModel):
             raise ValueError(f"--drop names copy {', '.join(missing)} which is not sent (--copies {','.join(self.copies_sent)})")
         return self
 
+    @model_validator(mode="after")
+    def _one_sender_per_ring(self) -> "ReplayConfig":
+        if self.ring_name and self.senders != 1:
+            raise ValueError("a Vega ring has one sender: use --senders 1 with a ring target")
+        return self
+
     @property
     def ring_name(self) -> str | None:
         """NAME of a ``ring:NAME`` target, None for multicast."""

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from omdp.native import ffi, lib
+from omdp.transport.vega import VegaSender
 from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_table import IntendedTable
+from ops.replay.ring_target import attach_ring
 
 _PR_SET_PDEATHSIG = 1
 
@@ -27,6 +29,14 @@ class UdpTarget:
     interface: str
     ttl: int
     dests: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RingTarget:
+    """A Vega ring made by its consumer (``ring:NAME``)."""
+
+    name: str
+    connect_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class SenderPlan:
     drop_seed: int
     spin_ns: int
     cpu: int | None
-    target: UdpTarget
+    target: UdpTarget | RingTarget
     parent_pid: int
 
 
@@ -70,6 +80,14 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     for (line, copy), (group, port) in target.dests.items():
         if lib.omdp_replay_udp_set_dest(sink, line, copy, group.encode(), port) != 0:
             raise ValueError(f"line {line} copy {'AB'[copy]}: bad destination {group}:{port}")
+    return sink
+
+
+def _ring_sink(tx: VegaSender, ctl: CtlSegment, keep: list) -> object:
+    sink = ffi.new("omdp_replay_ring_sink_t *")
+    sink.tx = tx.c_handle
+    sink.command = ffi.addressof(ctl.control, "command")
+    keep.append(sink)
     return sink
 
 
@@ -99,7 +117,8 @@ def run_sender(plan: SenderPlan) -> int:
     status = ctl.sender_ptr(plan.index)
     status.pid = os.getpid()
     keep: list = []
-    sink = None
+    udp = None
+    ring: VegaSender | None = None
     table = None
     try:
         if plan.cpu is not None:
@@ -110,7 +129,12 @@ def run_sender(plan: SenderPlan) -> int:
         srcs = _map_sources(plan, keep)
         if plan.intended_name:
             table = IntendedTable.open(plan.intended_name, writable=True)
-        sink = _open_udp(plan.target, keep)
+        if isinstance(plan.target, RingTarget):
+            largest = int(pkts["len"].max()) if pkts.shape[0] else 0
+            ring = attach_ring(plan.target.name, largest, plan.target.connect_timeout)
+            sink = _ring_sink(ring, ctl, keep)
+        else:
+            sink = udp = _open_udp(plan.target, keep)
         args = ffi.new("omdp_replay_run_args_t *")
         args.control = ctl.control
         args.status = status
@@ -124,7 +148,7 @@ def run_sender(plan: SenderPlan) -> int:
         args.copies_mask = plan.copies_mask
         args.lap_span = plan.lap_span
         args.loop = 1 if plan.loop else 0
-        args.sink_kind = lib.OMDP_REPLAY_SINK_UDP
+        args.sink_kind = lib.OMDP_REPLAY_SINK_RING if isinstance(plan.target, RingTarget) else lib.OMDP_REPLAY_SINK_UDP
         args.sink = sink
         args.drop_threshold = list(plan.drop_thresholds)
         args.drop_seed = plan.drop_seed
@@ -134,8 +158,10 @@ def run_sender(plan: SenderPlan) -> int:
         lib.omdp_replay_status_fail(status, f"sender {plan.index}: {e}".encode(errors="replace")[:255])
         return int(lib.OMDP_REPLAY_EINVAL)
     finally:
-        if sink is not None:
-            lib.omdp_replay_udp_close(sink)
+        if udp is not None:
+            lib.omdp_replay_udp_close(udp)
+        if ring is not None:
+            ring.close()
         if table is not None:
             table.close()
         ctl.close()

@@ -24,13 +24,14 @@ import numpy as np
 from omdp.clock import now_ns
 from ops.replay.capture_set import CaptureSet
 from ops.replay.config import COPY_INDEX, ReplayConfig
+from ops.replay.control_packets import reset_packets
 from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_parquet import IntendedParquetWriter
 from ops.replay.intended_table import IntendedTable
 from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
-from ops.replay.sender import SenderPlan, UdpTarget, sender_main
+from ops.replay.sender import RingTarget, SenderPlan, UdpTarget, sender_main
 from ops.replay.shm_segments import ctl_name, intended_name, reap_stale_segments
 from ops.replay.status import (
     LAG_WARN_NS,
@@ -153,14 +154,8 @@ class ReplayService:
             if rate is not None:
                 self._config = self._config.model_copy(update={"rate": rate})
             cfg = self._config
-            if cfg.ring_name:
-                raise ReplayStateError("ring targets need the Vega transport, which this build lacks")
             captures = self._captures.read()
-            control = None
-            if cfg.loop:
-                from ops.replay.control_packets import reset_packets
-
-                control = reset_packets(captures)
+            control = reset_packets(captures) if cfg.loop else None
             schedule = build_schedule(captures, self._captures.files, recorded_timing=cfg.rate.recorded_timing,
                                       control_packets=control)
             scale = schedule.scale_for(cfg.rate)
@@ -213,7 +208,7 @@ class ReplayService:
             sources = [
                 (str(p), sizes[p]) if any(p in captures.files[ln] for ln in mine) else ("", 0) for p in sched.sources
             ]
-            dests = {
+            dests = {} if cfg.ring_name else {
                 (ln, COPY_INDEX[c]): captures.endpoints[ln].groups[c] for ln in lines for c in cfg.copies_sent
             }
             plan = SenderPlan(
@@ -230,7 +225,7 @@ class ReplayService:
                 drop_seed=cfg.seed,
                 spin_ns=int(cfg.spin_us * 1000),
                 cpu=cfg.cpus[i % len(cfg.cpus)] if cfg.cpus else None,
-                target=UdpTarget(interface=cfg.interface, ttl=cfg.ttl, dests=dests),
+                target=RingTarget(cfg.ring_name) if cfg.ring_name else UdpTarget(cfg.interface, cfg.ttl, dests),
                 parent_pid=os.getpid(),
             )
             proc = ctx.Process(target=sender_main, args=(plan,), name=f"omdp-replay-sender-{i}", daemon=True)

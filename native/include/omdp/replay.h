@@ -82,6 +82,7 @@
 
 /* Sink kinds */
 #define OMDP_REPLAY_SINK_UDP 1
+#define OMDP_REPLAY_SINK_RING 2
 
 /* One packet of a sender's lap (numpy twin: ops.replay.native_layout.PKT_DTYPE). */
 typedef struct omdp_replay_pkt {
@@ -212,6 +213,14 @@ typedef struct omdp_replay_udp_sink {
     uint32_t dest_ip[OMDP_REPLAY_MAX_LINE + 1][OMDP_REPLAY_COPIES];    /* network order; 0: none */
     uint16_t dest_port[OMDP_REPLAY_MAX_LINE + 1][OMDP_REPLAY_COPIES];  /* host order */
 } omdp_replay_udp_sink_t;
+
+/* Ring sink: frames go into a Vega ring (vega.h) the replay attached to as its sender. A full
+ * ring waits (on_full=block: back-pressure, seen as pacing error) or counts a send error
+ * (on_full=drop); a receiver that is gone ends the run. */
+typedef struct omdp_replay_ring_sink {
+    void *tx;                   /* omdp_vega_sender_t * */
+    const uint32_t *command;    /* the control block's command: a stop ends a wait for room */
+} omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
 typedef struct omdp_replay_run_args {
