@@ -1,9 +1,12 @@
 """``omdp bench replay``: how fast the replayer sends, and how well it keeps its schedule.
 
-Measures, through the real service (sender process, C pacing loop):
-- the most packets/s it hands to the kernel over loopback multicast, A only and A+B (a
-  schedule far faster than possible, so the loop is always behind and sends in batches);
-- the pacing error (sent - intended) at 1x, 5x and 10x, A only, on a bursty recorded capture;
+Measures, through the real service (sender process, C pacing loop, ``--loop`` over the
+capture for a fixed time):
+- the most packets/s it hands to the kernel over loopback multicast, A only and A+B, and
+  into a Vega ring drained by a consumer thread (a schedule far faster than possible, so the
+  loop is always behind and sends in batches);
+- the pacing error (sent - intended) at 1x, 5x and 10x, A only, over multicast and into a
+  ring, on a bursty recorded capture;
 - a sweep of rates that finds where multicast stops keeping up (below 99.99% of the schedule,
   DESIGN.md "sustainable").
 
@@ -16,12 +19,17 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import click
 import numpy as np
 
 from feedhandlers.captures import PcapWriter
+from omdp.transport.api import PeerGoneError
+from omdp.transport.shm_names import new_run_id, shm_name
+from omdp.transport.spec import ChannelSpec
+from omdp.transport.vega import VegaReceiver
 from ops.bench.machine import machine_info
 from ops.replay.config import ReplayConfig
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
@@ -32,6 +40,8 @@ from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus
 BENCH_LINES = 24
 MAX_RATE_PPS = 50_000_000
 """A schedule no sender can keep: measures the send loop flat out."""
+RING_SPEC = ChannelSpec(transport="vega-shm", queue_size=1024, max_message=2048, mutex=False, wait="spin")
+"""The ring the benchmark's consumer makes: a packet per slot, the tuned knobs (no mutex)."""
 
 
 def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0) -> Path:
@@ -66,17 +76,54 @@ def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0
     return directory
 
 
-def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float | None,
-         cpus: tuple[int, ...]) -> ReplayStatus:
-    cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus,
-                       run_dir=run_dir, write_intended=False)
-    with ReplayService(cfg) as svc:
-        svc.start()
-        svc.wait()
-        return svc.status()
+class _RingConsumer:
+    """Drains a ring in a thread, a batch per C call, until the replay closes its end."""
+
+    def __init__(self) -> None:
+        self.name = shm_name(new_run_id(), "bench")
+        self.rx = VegaReceiver.create(RING_SPEC, self.name)
+        self.frames = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                batch = self.rx.get_batch(timeout=0.01)
+            except PeerGoneError:
+                return
+            if batch is None:
+                if self.rx.peer_state() in ("closed", "dead"):
+                    return
+                continue
+            self.frames += len(batch)
+            self.rx.release_batch(batch)
+
+    def close(self) -> None:
+        self._thread.join(10.0)
+        self.rx.close()
 
 
-def _row(kind: str, target: str, copies: str, st: ReplayStatus) -> dict[str, object]:
+def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
+         ring: bool = False) -> tuple[ReplayStatus, int | None]:
+    """One replay; with ``ring`` also the frames its consumer received."""
+    consumer = _RingConsumer() if ring else None
+    try:
+        cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
+                           target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,
+                           write_intended=False)
+        with ReplayService(cfg) as svc:
+            svc.start()
+            svc.wait()
+            st = svc.status()
+    finally:
+        if consumer is not None:
+            consumer.close()
+    return st, consumer.frames if consumer is not None else None
+
+
+def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None]) -> dict[str, object]:
+    st, frames_received = result
     datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
     return {
         "kind": kind,
@@ -98,6 +145,8 @@ def _row(kind: str, target: str, copies: str, st: ReplayStatus) -> dict[str, obj
         "pacing_max_ns": st.pacing.max_ns,
         "behind_batches": sum(s.behind_batches for s in st.senders),
         "send_errors": sum(sum(ln.send_errors.values()) for ln in st.lines),
+        "sent": datagrams,
+        "received_by_ring_consumer": frames_received,
     }
 
 
@@ -115,18 +164,23 @@ def run_replay_bench(capture: Path | None, *, packets_per_line: int, seconds: fl
         if capture is None:
             note(f"writing a {BENCH_LINES}-line capture of {packets_per_line:,} packets per line")
             capture = write_bench_capture(tmp / "capture", packets_per_line=packets_per_line)
-        for copies in ("A", "A,B"):
-            st = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds, cpus=cpus)
-            rows.append(_row("max_rate", "multicast", copies, st))
-            note(f"max rate multicast {copies}: {st.achieved_pps:,.0f} packets/s")
-        for x in (1.0, 5.0, 10.0):
-            st = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
-            rows.append(_row("pacing", "multicast", "A", st))
-            note(f"pacing multicast A {x:g}x: p99 {fmt_ns(st.pacing.p99_ns)}, {st.achieved_fraction:.5f} of schedule")
+        for target, copies in (("multicast", "A"), ("multicast", "A,B"), ("ring", "A")):
+            res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
+                       cpus=cpus, ring=target == "ring")
+            rows.append(_row("max_rate", target, copies, res))
+            note(f"max rate {target} {copies}: {res[0].achieved_pps:,.0f} packets/s")
+        for target in ("multicast", "ring"):
+            for x in (1.0, 5.0, 10.0):
+                res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus,
+                           ring=target == "ring")
+                rows.append(_row("pacing", target, "A", res))
+                note(f"pacing {target} A {x:g}x: p99 {fmt_ns(res[0].pacing.p99_ns)}, "
+                     f"{res[0].achieved_fraction:.5f} of schedule")
         keeps, fails = None, None
         for x in sweep:
-            st = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
-            rows.append(_row("sweep", "multicast", "A", st))
+            res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
+            rows.append(_row("sweep", "multicast", "A", res))
+            st = res[0]
             ok = (st.achieved_fraction or 0) >= SUSTAINED_FRACTION
             note(f"sweep multicast A {x:g}x: {st.achieved_fraction:.5f} of schedule -> {'keeps up' if ok else 'behind'}")
             if ok:
@@ -154,10 +208,14 @@ def render_table(doc: dict[str, object]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:  # type: ignore[union-attr]
         frac = f"{r['achieved_fraction'] * 100:.3f}%" if r["achieved_fraction"] is not None else "n/a"
-        rate = "max" if r["kind"] == "max_rate" else r["rate"]
+        head = f"| {r['kind']} | {r['target']} | {r['copies']} "
+        if r["kind"] == "max_rate":
+            lines.append(head + f"| max | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | - | - | - | - | - "
+                         f"| {r['packets']:,} |")
+            continue
         lines.append(
-            f"| {r['kind']} | {r['target']} | {r['copies']} | {rate} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} "
-            f"| {frac if r['kind'] != 'max_rate' else '-'} | {fmt_ns(r['pacing_p50_ns'])} | {fmt_ns(r['pacing_p99_ns'])} "
-            f"| {fmt_ns(r['pacing_p999_ns'])} | {fmt_ns(r['pacing_max_ns'])} | {r['pacing_count']:,} |"
+            head + f"| {r['rate']} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {frac} "
+            f"| {fmt_ns(r['pacing_p50_ns'])} | {fmt_ns(r['pacing_p99_ns'])} | {fmt_ns(r['pacing_p999_ns'])} "
+            f"| {fmt_ns(r['pacing_max_ns'])} | {r['pacing_count']:,} |"
         )
     return "\n".join(lines)

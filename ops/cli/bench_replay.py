@@ -13,7 +13,7 @@ from ops.cli.bench import bench
 @bench.command("replay")
 @click.option("--capture", type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="capture directory to replay (default: a generated 24-line one)")
-@click.option("--packets-per-line", type=int, default=10_000, show_default=True, help="size of the generated capture")
+@click.option("--packets-per-line", type=int, default=5_000, show_default=True, help="size of the generated capture")
 @click.option("--seconds", type=float, default=3.0, show_default=True, help="longest run of each measurement")
 @click.option("--cpus", default="", help="pin the sender to this CPU, e.g. 0")
 @click.option("--sweep", default="15,20,25,30,40", show_default=True, help="rates (x) tried to find where multicast falls behind")

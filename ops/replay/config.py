@@ -17,7 +17,7 @@ from ops.replay.rates import RateSpec
 
 Copy = Literal["A", "B"]
 COPY_INDEX: dict[str, int] = {"A": 0, "B": 1}
-MAX_LINE = 64
+MAX_LINE = 99
 """Highest OPRA line number the replay handles (OMDP_REPLAY_MAX_LINE)."""
 
 

@@ -86,7 +86,7 @@ def test_missing_directory_and_absent_line(tmp_path: Path) -> None:
         ([], "exactly one of"),
         (["--rate", "1x", "--pps", "100"], "exactly one of"),
         (["--speed", "-1"], "above 0"),
-        (["--rate", "1x", "--lines", "1-99"], "within 1-64"),
+        (["--rate", "1x", "--lines", "1-100"], "within 1-99"),
         (["--rate", "1x", "--lines", "3"], "line 3 not in the manifest"),
         (["--rate", "1x", "--target", "udp"], "ring:NAME"),
         (["--rate", "1x", "--drop", "A:2"], "probability"),

@@ -8,6 +8,7 @@ from replay_support import drop_hash
 
 from omdp.native import ffi, lib
 from ops.replay import native_layout as L
+from ops.replay.config import MAX_LINE
 
 PAIRS = [
     ("omdp_replay_pkt_t", L.PKT_DTYPE),
@@ -37,6 +38,7 @@ def test_constants_agree() -> None:
     assert lib.OMDP_REPLAY_COPIES == L.COPIES
     assert lib.OMDP_REPLAY_PKT_CONTROL == L.PKT_CONTROL
     assert lib.OMDP_REPLAY_SENDER_FAILED == L.SENDER_FAILED
+    assert lib.OMDP_REPLAY_MAX_LINE == MAX_LINE
     assert ffi.sizeof("omdp_replay_sender_status_t") % 128 == 0
 
 

@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OMDP_REPLAY_MAX_LINE 64        /* OPRA lines 1..64 */
+#define OMDP_REPLAY_MAX_LINE 99        /* OPRA lines 1..99 */
 #define OMDP_REPLAY_COPIES 2           /* copy 0 = A, copy 1 = B */
 #define OMDP_REPLAY_BATCH_MAX 64       /* datagrams per sendmmsg */
 #define OMDP_REPLAY_ERROR_LEN 256
