@@ -75,31 +75,28 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     except ValidationError as e:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
+    if paused and no_http:
+        raise click.UsageError("--paused waits for POST /api/v1/replay/start: it needs the HTTP API (drop --no-http)")
     service = ReplayService()
     try:
         service.configure(config)
     except (CaptureInputError, ReplayConfigError) as e:
         raise click.ClickException(f"nothing sent: {e}") from None
 
-    server = None
-    if not no_http:
-        server = _serve(service, token, http_port)
+    server = _serve(service, token, http_port) if not no_http else None
+    started = False
     try:
         if not paused:
             try:
                 st = service.start()
             except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError) as e:
                 raise click.ClickException(f"nothing sent: {e}") from None
+            started = True
             click.echo(f"replay {st.run_id}: {st.rate} ({st.target_pps:,.0f} pps) of {capture_dir} -> {config.target}, "
                        f"copies {','.join(st.copies)}; run directory {st.run_dir}", err=True)
             if st.intended_table:
                 click.echo(f"intended-time table (shared memory): {st.intended_table}", err=True)
             _follow(service)
-            final = service.status()
-            click.echo(_summary(final))
-            if json_out is not None:
-                json_out.parent.mkdir(parents=True, exist_ok=True)
-                json_out.write_text(final.model_dump_json(indent=2))
         if server is not None and (hold or paused):
             click.echo("holding the HTTP API; Ctrl-C to quit", err=True)
             while True:
@@ -110,6 +107,11 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         final = service.stop()
         if server is not None:
             server.stop()
+    if started or final.state != "idle":
+        click.echo(_summary(final))
+        if json_out is not None:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_text(final.model_dump_json(indent=2))
     if final.state == "failed":
         sys.exit(1)
 

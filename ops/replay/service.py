@@ -104,6 +104,7 @@ class ReplayService:
         self._config: ReplayConfig | None = None
         self._captures: CaptureSet | None = None
         self._run: _Run | None = None
+        self._starting = False
         atexit.register(self.close)
         if config is not None:
             self.configure(config)
@@ -128,7 +129,7 @@ class ReplayService:
     def running(self) -> bool:
         """True from ``start`` until every sender has ended."""
         run = self._run
-        return run is not None and run.state in ("starting", "running")
+        return self._starting or (run is not None and run.state in ("starting", "running"))
 
     @property
     def intended_table_name(self) -> str | None:
@@ -145,7 +146,8 @@ class ReplayService:
     def start(self, *, run_id: str | None = None, run_dir: Path | None = None, rate: RateSpec | None = None) -> ReplayStatus:
         """Read and check the captures, build the schedule, spawn the senders and start them
         together. ``run_id``/``run_dir`` default to a new id under ``<data>/runs/<date>/``.
-        Nothing is sent if any check fails."""
+        Nothing is sent if any check fails. The captures are read without holding the
+        service's lock, so ``status`` answers (state "starting") meanwhile."""
         with self._lock:
             if self.running:
                 raise ReplayStateError("a replay is already running")
@@ -154,45 +156,55 @@ class ReplayService:
             if rate is not None:
                 self._config = self._config.model_copy(update={"rate": rate})
             cfg = self._config
-            captures = self._captures.read()
+            capture_set = self._captures
+            self._starting = True
+        try:
+            captures = capture_set.read()
             control = reset_packets(captures) if cfg.loop else None
-            schedule = build_schedule(captures, self._captures.files, recorded_timing=cfg.rate.recorded_timing,
+            schedule = build_schedule(captures, capture_set.files, recorded_timing=cfg.rate.recorded_timing,
                                       control_packets=control)
-            scale = schedule.scale_for(cfg.rate)
-            lines_of = assign_lines(schedule.line_packets, cfg.senders)
-            reap_stale_segments()
-            run_id = run_id or new_run_id()
-            run_dir = Path(run_dir or cfg.run_dir or cfg.data_root() / "runs" / time.strftime("%Y-%m-%d") / run_id)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            ctl = CtlSegment.create(ctl_name(run_id), n_senders=len(lines_of), log_capacity=cfg.log_capacity,
-                                    creator_pid=os.getpid())
-            run = _Run(run_id=run_id, run_dir=run_dir, config=cfg, schedule=schedule, rate=cfg.rate,
-                       target_pps=cfg.rate.target_pps(schedule.recorded_pps), ctl=ctl, table=None, writer=None,
-                       lines_of=lines_of)
-            self._run = run
-            try:
-                max_line = max(schedule.line_packets)
-                run.table = IntendedTable.create(intended_name(run_id), max_line=max_line, capacity=cfg.intended_capacity,
-                                                 run_id=run_id, creator_pid=os.getpid())
-                if cfg.write_intended:
-                    run.writer = IntendedParquetWriter(run_dir / "intended.parquet")
-                self._spawn_senders(run, self._captures)
-                self._wait_ready(run)
-            except BaseException:
-                self._abort(run)
-                raise
-            if run.tmpdir is not None:
-                shutil.rmtree(run.tmpdir, ignore_errors=True)
-                run.tmpdir = None
-            start = now_ns() + START_LEAD_NS
-            run.start_ns = start
-            run.end_ns = start + int(cfg.seconds * 1e9) if cfg.seconds else INT64_MAX
-            ctl.set_map(start, 0, scale)
-            ctl.start(start, run.end_ns)
-            run.state = "running"
-            run.thread = threading.Thread(target=self._supervise, args=(run,), name=f"omdp-replay-{run_id}", daemon=True)
-            run.thread.start()
-            return self._status_of(run)
+            del captures
+            with self._lock:
+                return self._launch(cfg, capture_set, schedule, run_id, run_dir)
+        finally:
+            self._starting = False
+
+    def _launch(self, cfg: ReplayConfig, capture_set: CaptureSet, schedule: Schedule, run_id: str | None,
+                run_dir: Path | None) -> ReplayStatus:
+        scale = schedule.scale_for(cfg.rate)
+        lines_of = assign_lines(schedule.line_packets, cfg.senders)
+        reap_stale_segments()
+        run_id = run_id or new_run_id()
+        run_dir = Path(run_dir or cfg.run_dir or cfg.data_root() / "runs" / time.strftime("%Y-%m-%d") / run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ctl = CtlSegment.create(ctl_name(run_id), n_senders=len(lines_of), log_capacity=cfg.log_capacity,
+                                creator_pid=os.getpid())
+        run = _Run(run_id=run_id, run_dir=run_dir, config=cfg, schedule=schedule, rate=cfg.rate,
+                   target_pps=cfg.rate.target_pps(schedule.recorded_pps), ctl=ctl, table=None, writer=None,
+                   lines_of=lines_of)
+        self._run = run
+        try:
+            run.table = IntendedTable.create(intended_name(run_id), max_line=max(schedule.line_packets),
+                                             capacity=cfg.intended_capacity, run_id=run_id, creator_pid=os.getpid())
+            if cfg.write_intended:
+                run.writer = IntendedParquetWriter(run_dir / "intended.parquet")
+            self._spawn_senders(run, capture_set)
+            self._wait_ready(run)
+        except BaseException:
+            self._abort(run)
+            raise
+        if run.tmpdir is not None:
+            shutil.rmtree(run.tmpdir, ignore_errors=True)
+            run.tmpdir = None
+        start = now_ns() + START_LEAD_NS
+        run.start_ns = start
+        run.end_ns = start + int(cfg.seconds * 1e9) if cfg.seconds else INT64_MAX
+        ctl.set_map(start, 0, scale)
+        ctl.start(start, run.end_ns)
+        run.state = "running"
+        run.thread = threading.Thread(target=self._supervise, args=(run,), name=f"omdp-replay-{run_id}", daemon=True)
+        run.thread.start()
+        return self._status_of(run)
 
     def _spawn_senders(self, run: _Run, captures: CaptureSet) -> None:
         cfg = run.config
@@ -259,7 +271,9 @@ class ReplayService:
         Recorded timing (rate, speed) and fixed pps cannot be swapped while running."""
         with self._lock:
             run = self._run
-            if not self.running or run is None:
+            if self._starting:
+                raise ReplayStateError("the replay is starting; set the rate once it runs")
+            if run is None or run.state not in ("starting", "running"):
                 if self._config is None:
                     raise ReplayStateError("configure the replay before setting its rate")
                 self._config = self._config.model_copy(update={"rate": rate})
@@ -283,7 +297,7 @@ class ReplayService:
             run = self._run
             if run is None:
                 return self.status()
-            if self.running and not run.stop_requested:
+            if run.state in ("starting", "running") and not run.stop_requested:
                 run.stop_requested = True
                 run.stopped_ns = now_ns()
                 run.stop_deadline = time.monotonic() + timeout
@@ -396,10 +410,10 @@ class ReplayService:
         """The replay's state, counts, rates and pacing error (the last run's, once ended)."""
         with self._lock:
             run = self._run
-            if run is None:
+            if run is None or (self._starting and run.state not in ("starting", "running")):
                 cfg = self._config
                 return ReplayStatus(
-                    state="idle",
+                    state="starting" if self._starting else "idle",
                     capture_dir=str(cfg.capture_dir) if cfg else None,
                     target=cfg.target if cfg else None,
                     copies=list(cfg.copies_sent) if cfg else [],

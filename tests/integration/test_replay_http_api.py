@@ -61,6 +61,25 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
     assert (Path(st["run_dir"]) / "intended.parquet").exists()
 
 
+def test_served_over_tcp_on_loopback(client_and_service) -> None:
+    import httpx
+
+    from ops.replay.http_server import ThreadedServer
+
+    _, svc = client_and_service
+    app = FastAPI()
+    app.include_router(replay_router(svc, TOKEN))
+    server = ThreadedServer(app)
+    server.start()
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+        r = httpx.get(server.url + API_PREFIX, timeout=5)
+        assert r.status_code == 200 and r.json()["state"] == "idle"
+        assert httpx.post(server.url + API_PREFIX + "/stop", timeout=5).status_code == 401
+    finally:
+        server.stop()
+
+
 def test_router_refuses_an_empty_token(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         replay_router(ReplayService(), "")

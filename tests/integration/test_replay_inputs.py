@@ -90,6 +90,8 @@ def test_missing_directory_and_absent_line(tmp_path: Path) -> None:
         (["--rate", "1x", "--lines", "3"], "line 3 not in the manifest"),
         (["--rate", "1x", "--target", "udp"], "ring:NAME"),
         (["--rate", "1x", "--drop", "A:2"], "probability"),
+        (["--rate", "1x", "--paused"], "needs the HTTP API"),
+        (["--rate", "1x", "--target", "ring:omdp-x-y", "--senders", "2"], "one sender"),
     ],
 )
 def test_cli_rejects_bad_options(tmp_path: Path, args: list[str], message: str) -> None:
