@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "omdp/clock.h"
 #include "omdp/replay.h"
@@ -138,6 +141,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         return OMDP_REPLAY_EINVAL;
     omdp_replay_control_t *ctl = a->control;
     char sink_err[OMDP_REPLAY_ERROR_LEN] = {0};
+#ifdef __linux__
+    /* The default 50 us timer slack would push wake-ups past the spin window. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
 
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_READY);
     for (;;) {
