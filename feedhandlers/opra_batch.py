@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from feedhandlers.opra_errors import CAPACITY, CODES, OpraDecodeError
+from feedhandlers.opra_errors import CAPACITY, CODES, OPRA_ERROR_DTYPE, OpraDecodeError
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 
@@ -119,7 +119,9 @@ class BatchDecoder:
         for c in range(lib.OMDP_OPRA_ERROR_CODES):
             self._c_counters.errors[c] += call.errors[c]
         res = self._res
-        errors = [OpraDecodeError.from_c(self._errs[i]) for i in range(min(int(res.errors), self._max_errors))]
+        n_err = min(int(res.errors), self._max_errors)
+        arr = np.frombuffer(ffi.buffer(self._errs, n_err * OPRA_ERROR_DTYPE.itemsize), dtype=OPRA_ERROR_DTYPE)
+        errors = [OpraDecodeError(int(e["code"]), int(e["packet_index"]), int(e["offset"]), int(e["message_index"]), int(e["slot"])) for e in arr]
         return DecodedBatch(
             records=self._records[: res.messages],
             side=self._side[: res.side_used],

@@ -247,7 +247,8 @@ def build_packet(
 ) -> Packet:
     """Assemble a Packet from records plus their variable parts: ``texts[i]`` for 'C'/'H'/
     default messages, ``y_groups[i]`` (OPRA_Y_ENTRY_DTYPE) for 'Y' messages. Sets each
-    record's var_off/var_len (and y_count); the block sequence is what the encoder derives."""
+    record's var_off/var_len (and y_count); the block sequence is what the encoder derives
+    (characters 4..13 of the first message's ASCII rendering)."""
     records = records.copy()
     side = bytearray()
     for i, t in sorted((texts or {}).items()):
@@ -261,5 +262,6 @@ def build_packet(
         records[i]["var_len"] = g.nbytes
         records[i]["y_count"] = g.shape[0]
         side += g.tobytes()
-    wire = encode_records(records, bytes(side)) if records.shape[0] else b""
-    return Packet(block_seq=wire[2:12], count=int(records.shape[0]), records=records, side=bytes(side))
+    first = render_records(records[:1], bytes(side))
+    block_seq = first[0].ljust(14).encode("latin-1")[4:14] if first else b" " * 10
+    return Packet(block_seq=block_seq, count=int(records.shape[0]), records=records, side=bytes(side))
