@@ -16,6 +16,7 @@ Without ``--capture`` it writes a 24-line capture of its own (random recorded ga
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -77,16 +78,20 @@ def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0
 
 
 class _RingConsumer:
-    """Drains a ring in a thread, a batch per C call, until the replay closes its end."""
+    """Drains a ring in a thread (on ``cpu`` when given), a batch per C call, until the
+    replay closes its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpu: int | None) -> None:
         self.name = shm_name(new_run_id(), "bench")
         self.rx = VegaReceiver.create(RING_SPEC, self.name)
         self.frames = 0
+        self._cpu = cpu
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        if self._cpu is not None:
+            os.sched_setaffinity(threading.get_native_id(), {self._cpu})
         while True:
             try:
                 batch = self.rx.get_batch(timeout=0.01)
@@ -104,10 +109,16 @@ class _RingConsumer:
         self.rx.close()
 
 
+def _other_cpu(cpus: tuple[int, ...]) -> int | None:
+    """A usable CPU the sender is not pinned to, for the ring's consumer."""
+    free = sorted(os.sched_getaffinity(0) - set(cpus)) if cpus else []
+    return free[0] if free else None
+
+
 def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
          ring: bool = False) -> tuple[ReplayStatus, int | None]:
     """One replay; with ``ring`` also the frames its consumer received."""
-    consumer = _RingConsumer() if ring else None
+    consumer = _RingConsumer(_other_cpu(cpus)) if ring else None
     try:
         cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
                            target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,

@@ -15,7 +15,8 @@ from ops.cli.bench import bench
               help="capture directory to replay (default: a generated 24-line one)")
 @click.option("--packets-per-line", type=int, default=5_000, show_default=True, help="size of the generated capture")
 @click.option("--seconds", type=float, default=3.0, show_default=True, help="longest run of each measurement")
-@click.option("--cpus", default="", help="pin the sender to this CPU, e.g. 0")
+@click.option("--cpus", default="0", show_default=True,
+              help="pin the sender to this CPU ('' for none); a ring's consumer runs on another")
 @click.option("--sweep", default="15,20,25,30,40", show_default=True, help="rates (x) tried to find where multicast falls behind")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the results here")
 def bench_replay(capture: Path | None, packets_per_line: int, seconds: float, cpus: str, sweep: str,
