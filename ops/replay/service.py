@@ -179,6 +179,7 @@ class ReplayService:
         run_dir.mkdir(parents=True, exist_ok=True)
         ctl = CtlSegment.create(ctl_name(run_id), n_senders=len(lines_of), log_capacity=cfg.log_capacity,
                                 creator_pid=os.getpid())
+        ctl.segment.prefault()
         run = _Run(run_id=run_id, run_dir=run_dir, config=cfg, schedule=schedule, rate=cfg.rate,
                    target_pps=cfg.rate.target_pps(schedule.recorded_pps), ctl=ctl, table=None, writer=None,
                    lines_of=lines_of)
@@ -186,6 +187,7 @@ class ReplayService:
         try:
             run.table = IntendedTable.create(intended_name(run_id), max_line=max(schedule.line_packets),
                                              capacity=cfg.intended_capacity, run_id=run_id, creator_pid=os.getpid())
+            run.table.segment.prefault()
             if cfg.write_intended:
                 run.writer = IntendedParquetWriter(run_dir / "intended.parquet")
             self._spawn_senders(run, capture_set)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from omdp.native import ffi, lib
 
 SHM_PREFIX = "omdp-replay-"
@@ -57,6 +59,12 @@ class Segment:
     def buffer(self) -> object:
         """The whole segment as a writable buffer (numpy views go through it)."""
         return ffi.buffer(self.base, self.size)
+
+    def prefault(self) -> None:
+        """Touch every page now (each page's first byte written back), so the senders' first pass over
+        the segment takes no page faults in the middle of a paced send."""
+        pages = np.frombuffer(self.buffer(), dtype=np.uint8)[::4096]
+        pages[:] = pages
 
     def close(self) -> None:
         if self.base is not None:
