@@ -17,9 +17,12 @@ def cli() -> None:
 
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
+    import ops.cli.bench  # noqa: F401
     import ops.cli.native_info  # noqa: F401
     import ops.cli.plan  # noqa: F401
     import ops.cli.run  # noqa: F401
+    import ops.cli.bench_replay  # noqa: F401
+    import ops.cli.replay  # noqa: F401
     import ops.cli.shm  # noqa: F401
 
 

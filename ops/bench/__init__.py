@@ -1,0 +1,1 @@
+"""Benchmarks behind ``omdp bench ...``: each measures, judges its targets and writes JSON."""
