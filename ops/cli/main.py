@@ -17,6 +17,7 @@ def cli() -> None:
 
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
+    import ops.bench.collector  # noqa: F401
     import ops.cli.bench  # noqa: F401
     import ops.cli.native_info  # noqa: F401
     import ops.cli.plan  # noqa: F401
@@ -24,6 +25,7 @@ def _register() -> None:
     import ops.cli.bench_replay  # noqa: F401
     import ops.cli.replay  # noqa: F401
     import ops.cli.shm  # noqa: F401
+    import ops.cli.runs  # noqa: F401
 
 
 def main() -> None:
