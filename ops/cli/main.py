@@ -26,6 +26,7 @@ def _register() -> None:
     import ops.cli.replay  # noqa: F401
     import ops.cli.shm  # noqa: F401
     import ops.cli.runs  # noqa: F401
+    import ops.cli.bench_engine  # noqa: F401
 
 
 def main() -> None:
