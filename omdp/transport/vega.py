@@ -133,7 +133,8 @@ class VegaSender(_End):
     def put(self, data: Buffer, timeout: float | None = None) -> bool:
         """Copy one message into the ring. False when dropped (on_full=drop) or when no
         slot freed within ``timeout``; raises MessageTooLargeError, PeerGoneError."""
-        buf = ffi.from_buffer(data)
+        # bytes go to C as they are; other buffers through a cffi view
+        buf = data if data.__class__ is bytes else ffi.from_buffer(data)
         rc = lib.omdp_vega_put(self._tx, buf, len(buf), -1 if timeout is None else timeout_ns(timeout))
         if rc == 0:
             return True

@@ -78,7 +78,7 @@ class ZmqSender:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.SNDHWM, spec.queue_size)
-        self._sock.setsockopt(zmq.LINGER, 2000)
+        self._sock.setsockopt(zmq.LINGER, -1)  # close delivers everything queued
         self._sock.connect(self.name)
         self.drops = 0
 
@@ -100,6 +100,6 @@ class ZmqSender:
         return True
 
     def close(self) -> None:
-        """Close the socket (lingering until queued messages are out) and its context."""
+        """Close the socket (waiting until queued messages are out) and its context."""
         self._sock.close()
         self._ctx.term()

@@ -1,1 +1,1 @@
-"""Benchmarks behind ``omdp bench ...``: each module adds one command to the ``bench`` group."""
+"""Benchmarks behind ``omdp bench ...``: each measures, judges its targets and writes JSON."""

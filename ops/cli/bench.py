@@ -1,9 +1,42 @@
-"""``omdp bench ...``: benchmarks that write JSON; each lives in ``ops.bench``."""
+"""``omdp bench ...``: benchmarks that measure, judge their targets and write JSON."""
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
 
 from ops.cli.main import cli
 
 
 @cli.group("bench")
 def bench() -> None:
-    """Run a benchmark and print (and optionally write as JSON) its figures."""
+    """Benchmarks (results and commands: docs/benchmarks.md)."""
+
+
+@bench.command("transport")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the full report here")
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the tables (as in docs/benchmarks.md) here")
+@click.option("--quick", is_flag=True, help="two sizes each and few samples: a smoke run for tests")
+def transport(json_out: Path | None, md_out: Path | None, quick: bool) -> None:
+    """Figure 7 of the paper on this machine: one-way latency (8..512 B) and throughput
+    (32 B..16 KB) of vega-shm (C loop, Python, Python batched), fused, tcp, zmq and
+    mpqueue, with memcpy and a cache-line ping-pong as ceiling and floor. Sender on CPU 0,
+    receiver on CPU 1; every payload checksummed."""
+    from ops.bench.transport import Plan, measure
+    from ops.bench.transport_report import markdown
+
+    report = measure(Plan.quick() if quick else Plan.full(), say=lambda line: click.echo(line, err=True))
+    data = report.as_dict()
+    command = "omdp bench transport" + (" --quick" if quick else "") + " ".join(
+        f" {a}" for a in sys.argv[3:] if a not in ("--quick",))
+    data["command"] = command.strip()
+    if json_out:
+        json_out.write_text(json.dumps(data, indent=1, default=float))
+    text = markdown(data, data["command"])
+    if md_out:
+        md_out.write_text(text)
+    click.echo(text)

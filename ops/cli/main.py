@@ -22,6 +22,9 @@ def _register() -> None:
     import ops.cli.native_info  # noqa: F401
     import ops.cli.plan  # noqa: F401
     import ops.cli.run  # noqa: F401
+    import ops.cli.bench_engine  # noqa: F401
+    import ops.cli.bench_replay  # noqa: F401
+    import ops.cli.replay  # noqa: F401
     import ops.cli.runs  # noqa: F401
     import ops.cli.shm  # noqa: F401
 

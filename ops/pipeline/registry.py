@@ -5,6 +5,7 @@ calls it to find its operators by kind. Operator packages add themselves here.
 """
 from __future__ import annotations
 
+from decision_engines.operator import register_decision_engines
 from omdp.registry import Registry
 from omdp.seq_ops import register_seq_ops
 
@@ -15,4 +16,5 @@ def build_registry() -> Registry:
     """All registered operator kinds and record types."""
     registry = Registry(ref=REGISTRY_REF)
     register_seq_ops(registry)
+    register_decision_engines(registry)
     return registry

@@ -1,0 +1,41 @@
+"""numpy twins of the engine's exchange structs with pricing (engine.h): series snapshots,
+groups and the per-series limits the hot path reads. Pinned by tests/unit/test_engine_layout.py."""
+from __future__ import annotations
+
+import numpy as np
+
+NO_SLOT = 0xFFFFFFFF
+"""``twin`` / ``group`` of a series without one."""
+
+EXCHANGES = b"ABCIPX"
+"""The six exchanges of February 2008, in the engine's lane order."""
+
+SERIES_INFO_DTYPE = np.dtype(
+    [
+        ("strike_px", "<i8"),
+        ("bid_px", "<i8"),
+        ("offer_px", "<i8"),
+        ("bid_size", "<u4"),
+        ("offer_size", "<u4"),
+        ("expiry", "<u4"),
+        ("underlying_id", "<u4"),
+        ("group", "<u4"),
+        ("twin", "<u4"),
+        ("put_call", "u1"),
+        ("bid_part", "u1"),
+        ("offer_part", "u1"),
+        ("root_len", "u1"),
+        ("root", "S6"),
+        ("reserved", "u1", (6,)),
+    ],
+    align=True,
+)
+
+GROUP_INFO_DTYPE = np.dtype([("underlying_id", "<u4"), ("expiry", "<u4")], align=True)
+
+SERIES_REF_DTYPE = np.dtype(
+    [("band_lo", "<i8"), ("band_hi", "<i8"), ("parity_lo", "<i8"), ("parity_hi", "<i8")], align=True
+)
+REF_DISABLED_LO = np.iinfo(np.int64).min
+REF_DISABLED_HI = np.iinfo(np.int64).max
+"""A limit at these values disables its check."""

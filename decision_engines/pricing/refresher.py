@@ -1,0 +1,146 @@
+"""The pricing refresh: engine snapshot -> forwards -> implied vols -> smiles -> limits ->
+publish, every ``period_s`` in a background thread or on demand.
+
+Nothing here blocks the hot path: the snapshot reads each series under its seqlock, and the
+limits go into the engine's back buffer, which the hot path takes at its next batch. When the
+hot path has not yet taken the previous publish (no batch since), a refresh computes nothing
+and reports it; the next one publishes.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from decision_engines.engine import DecisionEngine
+from decision_engines.engine_config import PricingConfig
+from decision_engines.engine_records import NO_SLOT
+from decision_engines.pricing.bands import build_refs
+from decision_engines.pricing.forward import Forwards, implied_forwards, parity_pairs
+from decision_engines.pricing.implied_vol import implied_vol
+from decision_engines.pricing.smile import Smiles, fit_smiles
+from feedhandlers.opra_record import PRICE_SCALE
+
+
+@dataclass(frozen=True)
+class PricingState:
+    """Everything one refresh computed, indexed by series slot or group id."""
+
+    series: np.ndarray        # SERIES_INFO_DTYPE snapshot
+    groups: np.ndarray        # GROUP_INFO_DTYPE
+    years: np.ndarray         # time to expiry per group (NaN: bad expiry)
+    forwards: Forwards
+    mid_iv: np.ndarray        # implied vol of each series' NBBO mid (NaN where none)
+    smiles: Smiles
+    value: np.ndarray         # smile model value per series (NaN where none)
+    refs: np.ndarray          # SERIES_REF_DTYPE, max_series entries
+    seconds: float            # wall time of the computation
+
+
+def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np.ndarray:
+    """(expiry date - as_of) in years of 365 days plus ``hours_left`` hours; NaN for a date
+    that is not one, and for an expiry before as_of."""
+    e = np.asarray(expiry, dtype=np.int64)
+    y, m, d = e // 10000, (e // 100) % 100, e % 100
+    valid = (m >= 1) & (m <= 12) & (d >= 1) & (d <= 31) & (y >= 1970)
+    months = np.where(valid, (y - 1970) * 12 + (m - 1), 0).astype("datetime64[M]")
+    days = months.astype("datetime64[D]") + np.where(valid, d - 1, 0).astype("timedelta64[D]")
+    delta = (days - np.datetime64(as_of, "D")).astype(np.int64)
+    years = (delta + hours_left / 24.0) / 365.0
+    return np.where(valid & (delta >= 0), years, np.nan)
+
+
+def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig) -> PricingState:
+    """The whole off-hot-path computation from one snapshot: a pure function of its inputs."""
+    t0 = time.perf_counter()
+    n_groups = len(groups)
+    years = years_to_expiry(groups["expiry"], cfg.as_of, cfg.hours_left_on_expiry_day)
+    strike = series["strike_px"] / PRICE_SCALE
+    bid = series["bid_px"] / PRICE_SCALE
+    offer = series["offer_px"] / PRICE_SCALE
+    is_call = series["put_call"] == ord("C")
+    group = np.where(series["group"] == NO_SLOT, -1, series["group"]).astype(np.int64)
+    twin = series["twin"].astype(np.int64)
+    in_group = group >= 0
+    usable = (series["bid_px"] > 0) & (series["offer_px"] > series["bid_px"]) & in_group
+    usable &= np.isfinite(years[np.where(in_group, group, 0)]) if n_groups else False
+
+    prior = np.exp(-cfg.rate * np.nan_to_num(years, nan=0.0))
+    pairs = parity_pairs(strike, bid, offer, is_call, twin, np.where(in_group, group, -1), usable)
+    fwd = implied_forwards(pairs, n_groups, prior, cfg.min_pairs_for_discount, cfg.outlier_mads)
+
+    gi = np.where(in_group, group, 0)
+    F = fwd.forward[gi] if n_groups else np.full(len(series), np.nan)
+    D = fwd.discount[gi] if n_groups else np.ones(len(series))
+    T = years[gi] if n_groups else np.full(len(series), np.nan)
+    has_fwd = usable & np.isfinite(F) & np.isfinite(T)
+    mid_iv = np.full(len(series), np.nan)
+    if has_fwd.any():
+        mid_iv[has_fwd] = implied_vol(0.5 * (bid + offer)[has_fwd], F[has_fwd], strike[has_fwd], T[has_fwd],
+                                      D[has_fwd], is_call[has_fwd])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.log(strike / F)
+    otm = has_fwd & np.where(is_call, k >= 0, k < 0)
+    smiles = fit_smiles(k[otm], mid_iv[otm], group[otm], n_groups, cfg.min_smile_points, cfg.outlier_mads,
+                        cfg.outlier_floor_vol)
+    refs, value = build_refs(max_series, strike, is_call, twin, group, years, fwd, smiles, cfg)
+    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, time.perf_counter() - t0)
+
+
+class PricingRefresher:
+    """Refreshes an engine's limits from its own NBBOs: ``refresh()`` on demand, or
+    ``start()`` a background thread that refreshes every ``config.period_s``."""
+
+    def __init__(self, engine: DecisionEngine, config: PricingConfig) -> None:
+        self.engine = engine
+        self.config = config
+        self.last: PricingState | None = None
+        self.published = 0
+        self.busy = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def refresh(self) -> PricingState | None:
+        """One refresh; None when the hot path has not yet taken the previous publish."""
+        with self._lock:
+            back = self.engine.begin_refs()
+            if back is None:
+                self.busy += 1
+                return None
+            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config)
+            back[:] = state.refs
+            self.engine.publish_refs()
+            self.published += 1
+            self.last = state
+            return state
+
+    def start(self) -> None:
+        """Refresh every ``period_s`` in a daemon thread until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="omdp-pricing", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the background thread and wait for it."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.config.period_s):
+            try:
+                self.refresh()
+            except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+                # a bad snapshot must not kill pricing: counted, kept for the report, retried
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"

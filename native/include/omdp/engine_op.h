@@ -1,0 +1,36 @@
+/* The decision engine as an omdp operator (operator.h): input port 0 takes batches of OPRA
+ * message records; output port 0 ("samples") gets the 1-in-N sampled copies, port 1
+ * ("signals") the signal records. Per batch it calls omdp_engine_process_batch and emits
+ * what that appended before returning (so a sample's de_out is its batch's end).
+ *
+ * The engine is either the operator's own (created from `engine` in init) or `shared`: one
+ * that Python created to price it (decision_engines.pricing), which the operator retains
+ * until close. Records of other types in the input are counted (skipped_records) and skipped.
+ */
+#ifndef OMDP_ENGINE_OP_H
+#define OMDP_ENGINE_OP_H
+
+#include <stdint.h>
+
+#include "omdp/engine.h"
+#include "omdp/operator.h"
+
+#define OMDP_ENGINE_OP_PORT_SAMPLES 0
+#define OMDP_ENGINE_OP_PORT_SIGNALS 1
+#define OMDP_ENGINE_OP_DEFAULT_OUT_BYTES 65536
+
+typedef struct omdp_engine_op_params {
+    omdp_engine_config_t engine; /* used when shared is NULL */
+    omdp_engine_t *shared;       /* use (and retain) this engine instead */
+    uint32_t out_bytes;          /* output buffer: >= OMDP_ENGINE_MAX_OUT_PER_MSG, multiple of 8 */
+    uint32_t reserved;           /* zero */
+} omdp_engine_op_params_t;
+
+const omdp_operator_vtable_t *omdp_engine_op_vtable(void);
+
+/* Reference counting, so an engine shared by Python and an operator is freed by the last
+ * one to let go. omdp_engine_destroy is omdp_engine_release. */
+void omdp_engine_retain(omdp_engine_t *engine);
+void omdp_engine_release(omdp_engine_t *engine);
+
+#endif /* OMDP_ENGINE_OP_H */

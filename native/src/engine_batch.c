@@ -1,0 +1,546 @@
+/* The decision engine's hot path: one batch of OPRA message records, per message in C.
+ *
+ * The batch is read-only (operator.h lends it): what the engine says about a message goes
+ * into the records it appends. Per message: count, and for a 'k' quote
+ * find or insert its series, store the exchange's quote, recompute the NBBO over the six
+ * exchanges, check it against the feed's BBO indicator and appendages, check the quote
+ * against its price band, the NBBO for crossed/locked and - when the quote moved the NBBO, or
+ * new limits arrived with this batch - the call/put pair for parity;
+ * forward 1 in N messages and every signal. de_in (the batch's arrival, read once) and
+ * de_out (read once when the batch is done) are written into every record it appended.
+ *
+ * Signal policy (one anomaly, one signal): a quote outside its band raises OFF_SMILE and no
+ * crossed/locked signal for the NBBO it distorts; otherwise the NBBO raises CROSSED or
+ * LOCKED when it leaves the normal state (a locked market that then crosses, or the reverse,
+ * is the same condition going on). A pair raises PARITY when it enters a break. States are
+ * kept per series so a persisting condition is reported once.
+ */
+#include "engine_internal.h"
+
+#include "omdp/clock.h"
+
+#define CHUNK 16 /* messages whose memory accesses are overlapped (prefetched together) */
+
+/* participant byte -> exchange index + 1 (0: not one of the six) */
+static const uint8_t EXCH_OF[256] = {['A'] = 1, ['B'] = 2, ['C'] = 3, ['I'] = 4, ['P'] = 5, ['X'] = 6};
+static const uint8_t EXCH_CODE[OMDP_ENGINE_EXCHANGES] = {'A', 'B', 'C', 'I', 'P', 'X'};
+
+/* BBO indicator: 'A'..'P' = 4 x 4 (bid part, offer part), OPRA's table. */
+enum { BID_NO_CHANGE, BID_CONTAINS, BID_NONE, BID_APPENDAGE };
+enum { OFFER_NO_CHANGE, OFFER_CONTAINS, OFFER_APPENDAGE, OFFER_NONE };
+
+typedef struct batch {
+    struct omdp_engine *e;
+    const omdp_series_ref_t *refs;
+    uint8_t *out;
+    uint32_t pos;
+    int64_t t_in;        /* de_in of every record of this batch */
+    uint32_t signaled;   /* signals raised by the current message */
+    int refs_changed;    /* this batch took a new publish: re-check pairs whose NBBO stands */
+    uint64_t c[C_COUNT];
+} batch_t;
+
+typedef struct nbbo {
+    int64_t bid, ask;
+    uint32_t bid_sz, ask_sz;
+    uint8_t bid_ex, ask_ex;
+} nbbo_t;
+
+static uint32_t find_or_add_group(batch_t *b, uint32_t underlying_id, uint32_t expiry)
+{
+    struct omdp_engine *e = b->e;
+    uint64_t key = ((uint64_t)underlying_id << 32) | expiry;
+    uint64_t h = eng_hash(key, 0);
+    uint32_t i = (uint32_t)h & e->gtable_mask;
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (;;) {
+        uint64_t ent = atomic_load_explicit(&e->gtable[i], memory_order_relaxed);
+        if (ent == 0)
+            break;
+        if ((uint32_t)(ent >> 32) == tag) {
+            uint32_t g = (uint32_t)ent - 1u;
+            if (e->groups[g].underlying_id == underlying_id && e->groups[g].expiry == expiry)
+                return g;
+        }
+        i = (i + 1u) & e->gtable_mask;
+    }
+    uint32_t g = atomic_load_explicit(&e->n_groups, memory_order_relaxed);
+    if (g >= e->cfg.max_groups) {
+        b->c[C_GROUPS_FULL]++;
+        return OMDP_ENGINE_NO_SLOT;
+    }
+    e->groups[g].underlying_id = underlying_id;
+    e->groups[g].expiry = expiry;
+    atomic_store_explicit(&e->gtable[i], ((uint64_t)tag << 32) | (g + 1u), memory_order_release);
+    atomic_store_explicit(&e->n_groups, g + 1u, memory_order_release);
+    return g;
+}
+
+static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0, uint64_t k1, uint64_t h,
+                              uint32_t pos)
+{
+    struct omdp_engine *e = b->e;
+    uint32_t slot = atomic_load_explicit(&e->n_series, memory_order_relaxed);
+    if (slot >= e->cfg.max_series) {
+        b->c[C_TABLE_FULL]++;
+        return OMDP_ENGINE_NO_SLOT;
+    }
+    eng_series_t *s = &e->series[slot];
+    s->k0 = k0;
+    s->k1 = k1;
+    atomic_store_explicit(&s->nb_px, ENG_NONE_BID, memory_order_relaxed);
+    atomic_store_explicit(&s->no_px, ENG_NONE_ASK, memory_order_relaxed);
+    atomic_store_explicit(&s->nb_sz, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->no_sz, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->nb_ex, ENG_NO_EXCH, memory_order_relaxed);
+    atomic_store_explicit(&s->no_ex, ENG_NO_EXCH, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+    s->state = 0;
+    s->is_put = (uint8_t)(k1 >> 63);
+    for (int x = 0; x < ENG_LANES; x++) {
+        s->bid[x] = ENG_NONE_BID;
+        s->ask[x] = ENG_NONE_ASK;
+        s->bid_sz[x] = 0;
+        s->ask_sz[x] = 0;
+    }
+    eng_series_meta_t *mt = &e->meta[slot];
+    mt->strike_px = m->strike_px;
+    mt->expiry = m->expiry;
+    mt->underlying_id = m->underlying_id;
+    mt->put_call = m->put_call;
+    mt->root_len = m->root_len <= 6 ? m->root_len : 6;
+    memcpy(mt->root, m->root, sizeof mt->root);
+    s->group = find_or_add_group(b, m->underlying_id, m->expiry);
+
+    uint64_t tk1 = k1 ^ (1ull << 63);
+    uint32_t tpos;
+    uint32_t twin = eng_lookup(e, k0, tk1, eng_hash(k0, tk1), &tpos);
+    atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
+    atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
+    if (twin != OMDP_ENGINE_NO_SLOT)
+        atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
+    atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
+    return slot;
+}
+
+static inline void read_nbbo(const eng_series_t *s, nbbo_t *o)
+{
+    o->bid = atomic_load_explicit(&s->nb_px, memory_order_relaxed);
+    o->ask = atomic_load_explicit(&s->no_px, memory_order_relaxed);
+    o->bid_sz = atomic_load_explicit(&s->nb_sz, memory_order_relaxed);
+    o->ask_sz = atomic_load_explicit(&s->no_sz, memory_order_relaxed);
+    o->bid_ex = atomic_load_explicit(&s->nb_ex, memory_order_relaxed);
+    o->ask_ex = atomic_load_explicit(&s->no_ex, memory_order_relaxed);
+}
+
+/* Best bid: highest price, then largest size, then first exchange in A B C I P X order;
+ * best offer: lowest price, same ties. Branch-free over the 8 lanes (the two padding lanes
+ * hold no quote), so the compiler turns it into vector max/compare: the outcome of each
+ * comparison is as random as the quotes, and a branch per comparison would mispredict. */
+static inline void compute_nbbo(const eng_series_t *s, nbbo_t *o)
+{
+    int64_t bb = s->bid[0], ba = s->ask[0];
+    for (int x = 1; x < ENG_LANES; x++) {
+        bb = s->bid[x] > bb ? s->bid[x] : bb;
+        ba = s->ask[x] < ba ? s->ask[x] : ba;
+    }
+    uint32_t bbs = 0, bas = 0;
+    for (int x = 0; x < ENG_LANES; x++) {
+        uint32_t zb = s->bid[x] == bb ? s->bid_sz[x] : 0u;
+        uint32_t za = s->ask[x] == ba ? s->ask_sz[x] : 0u;
+        bbs = zb > bbs ? zb : bbs;
+        bas = za > bas ? za : bas;
+    }
+    uint32_t mb = 0, ma = 0;
+    for (int x = 0; x < ENG_LANES; x++) {
+        mb |= (uint32_t)(s->bid[x] == bb && s->bid_sz[x] == bbs) << x;
+        ma |= (uint32_t)(s->ask[x] == ba && s->ask_sz[x] == bas) << x;
+    }
+    int has_bid = bb != ENG_NONE_BID, has_ask = ba != ENG_NONE_ASK;
+    o->bid = bb;
+    o->ask = ba;
+    o->bid_sz = has_bid ? bbs : 0;
+    o->ask_sz = has_ask ? bas : 0;
+    o->bid_ex = has_bid ? (uint8_t)__builtin_ctz(mb | 0x100u) : ENG_NO_EXCH;
+    o->ask_ex = has_ask ? (uint8_t)__builtin_ctz(ma | 0x100u) : ENG_NO_EXCH;
+}
+
+static inline int nbbo_bid_equal(const nbbo_t *a, const nbbo_t *b)
+{
+    return a->bid == b->bid && a->bid_sz == b->bid_sz && a->bid_ex == b->bid_ex;
+}
+
+static inline int nbbo_ask_equal(const nbbo_t *a, const nbbo_t *b)
+{
+    return a->ask == b->ask && a->ask_sz == b->ask_sz && a->ask_ex == b->ask_ex;
+}
+
+static inline void write_nbbo(eng_series_t *s, const nbbo_t *n)
+{
+    uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, q + 1u, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->nb_px, n->bid, memory_order_relaxed);
+    atomic_store_explicit(&s->no_px, n->ask, memory_order_relaxed);
+    atomic_store_explicit(&s->nb_sz, n->bid_sz, memory_order_relaxed);
+    atomic_store_explicit(&s->no_sz, n->ask_sz, memory_order_relaxed);
+    atomic_store_explicit(&s->nb_ex, n->bid_ex, memory_order_relaxed);
+    atomic_store_explicit(&s->no_ex, n->ask_ex, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, q + 2u, memory_order_release);
+}
+
+/* Does our NBBO agree with what the feed says about the best bid and offer after this quote? */
+static void check_bbo(batch_t *b, const omdp_opra_msg_t *m, int x, int64_t bid, uint32_t bsz, int64_t ask,
+                      uint32_t asz, const nbbo_t *before, const nbbo_t *now)
+{
+    uint8_t ind = m->bbo_ind;
+    if (ind == ' ' || ind == 0)
+        return;
+    if (ind < 'A' || ind > 'P') {
+        b->c[C_BBO_BAD_INDICATOR]++;
+        return;
+    }
+    b->c[C_BBO_CHECKED]++;
+    int bp = (ind - 'A') >> 2, op = (ind - 'A') & 3;
+    int ok;
+    switch (bp) {
+    case BID_NO_CHANGE:
+        ok = nbbo_bid_equal(before, now);
+        break;
+    case BID_CONTAINS:
+        ok = bid != ENG_NONE_BID && now->bid == bid && now->bid_sz == bsz && now->bid_ex == x;
+        break;
+    case BID_NONE:
+        ok = now->bid == ENG_NONE_BID;
+        break;
+    default: {
+        int px = EXCH_OF[m->best_bid_part] - 1;
+        if (px < 0)
+            b->c[C_BBO_BAD_INDICATOR]++;
+        ok = px >= 0 && now->bid == m->best_bid_px && now->bid_sz == m->best_bid_size && now->bid_ex == px;
+        break;
+    }
+    }
+    if (!ok)
+        b->c[C_BBO_BID_MISMATCH]++;
+    switch (op) {
+    case OFFER_NO_CHANGE:
+        ok = nbbo_ask_equal(before, now);
+        break;
+    case OFFER_CONTAINS:
+        ok = ask != ENG_NONE_ASK && now->ask == ask && now->ask_sz == asz && now->ask_ex == x;
+        break;
+    case OFFER_NONE:
+        ok = now->ask == ENG_NONE_ASK;
+        break;
+    default: {
+        int px = EXCH_OF[m->best_offer_part] - 1;
+        if (px < 0)
+            b->c[C_BBO_BAD_INDICATOR]++;
+        ok = px >= 0 && now->ask == m->best_offer_px && now->ask_sz == m->best_offer_size && now->ask_ex == px;
+        break;
+    }
+    }
+    if (!ok)
+        b->c[C_BBO_OFFER_MISMATCH]++;
+}
+
+static void emit_signal(batch_t *b, const omdp_opra_msg_t *m, uint8_t kind, int64_t bid, int64_t ask, int64_t lo,
+                        int64_t hi, int64_t beyond, uint8_t bid_part, uint8_t offer_part)
+{
+    omdp_signal_t *sg = (omdp_signal_t *)(void *)(b->out + b->pos);
+    memset(sg, 0, sizeof *sg);
+    sg->hdr.type = OMDP_RT_SIGNAL;
+    sg->hdr.length = OMDP_SIGNAL_SIZE;
+    sg->hdr.flags = OMDP_RF_SIGNAL;
+    sg->hdr.stamps = m->hdr.stamps;
+    sg->hdr.stamps.de_in = b->t_in;
+    sg->block_seq = m->block_seq;
+    sg->msg_seq = m->msg_seq;
+    sg->strike_px = m->strike_px;
+    sg->bid_px = bid;
+    sg->offer_px = ask;
+    sg->ref_lo = lo;
+    sg->ref_hi = hi;
+    sg->value = (double)beyond / (double)OMDP_PRICE_SCALE;
+    sg->time = m->time;
+    sg->expiry = m->expiry;
+    sg->underlying_id = m->underlying_id;
+    sg->line = m->line;
+    sg->engine = b->e->cfg.engine_id;
+    sg->kind = kind;
+    sg->put_call = m->put_call;
+    sg->participant = m->participant;
+    sg->root_len = m->root_len <= 6 ? m->root_len : 6;
+    memcpy(sg->root, m->root, sizeof sg->root);
+    sg->bid_part = bid_part;
+    sg->offer_part = offer_part;
+    b->pos += OMDP_SIGNAL_SIZE;
+    b->signaled++;
+    b->c[C_SIGNALS]++;
+    b->c[kind == OMDP_SIG_CROSSED ? C_SIG_CROSSED : kind == OMDP_SIG_LOCKED ? C_SIG_LOCKED
+         : kind == OMDP_SIG_OFF_SMILE ? C_SIG_OFF_SMILE : C_SIG_PARITY]++;
+}
+
+static inline uint8_t code_of(uint8_t ex)
+{
+    return ex < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[ex] : 0;
+}
+
+static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot)
+{
+    struct omdp_engine *e = b->e;
+    uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
+    if (tw == OMDP_ENGINE_NO_SLOT)
+        return;
+    uint32_t cslot = s->is_put ? tw : slot;
+    eng_series_t *c = &e->series[cslot];
+    eng_series_t *p = s->is_put ? s : &e->series[tw];
+    if ((c->state | p->state) & (ENG_ST_CROSSED | ENG_ST_LOCKED))
+        return;
+    int64_t cb = atomic_load_explicit(&c->nb_px, memory_order_relaxed);
+    int64_t ca = atomic_load_explicit(&c->no_px, memory_order_relaxed);
+    int64_t pb = atomic_load_explicit(&p->nb_px, memory_order_relaxed);
+    int64_t pa = atomic_load_explicit(&p->no_px, memory_order_relaxed);
+    if (cb == ENG_NONE_BID || pb == ENG_NONE_BID || ca == ENG_NONE_ASK || pa == ENG_NONE_ASK)
+        return;
+    const omdp_series_ref_t *r = &b->refs[cslot];
+    int64_t syn_bid = cb - pa, syn_ask = ca - pb;
+    int broken = syn_bid > r->parity_hi || syn_ask < r->parity_lo;
+    if (!broken) {
+        c->state &= (uint8_t)~ENG_ST_PARITY;
+        return;
+    }
+    if (c->state & ENG_ST_PARITY)
+        return;
+    c->state |= ENG_ST_PARITY;
+    int64_t beyond = syn_bid > r->parity_hi ? syn_bid - r->parity_hi : r->parity_lo - syn_ask;
+    emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
+}
+
+/* What a quote's series key needs, computed ahead of processing so the table entry and the
+ * series' lines can be prefetched for a whole chunk of messages at once. */
+typedef struct pending {
+    uint64_t k0, k1, h;
+    uint32_t slot;       /* OMDP_ENGINE_NO_SLOT until looked up / inserted */
+    int8_t x;            /* exchange index */
+    uint8_t verdict;     /* V_* */
+} pending_t;
+
+enum { V_NOT_QUOTE, V_QUOTE, V_BAD_PARTICIPANT, V_UNROUTED, V_BAD_SERIES };
+
+static inline void key_of(const omdp_opra_msg_t *m, pending_t *q)
+{
+    q->slot = OMDP_ENGINE_NO_SLOT;
+    if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE || m->category != 'k') {
+        q->verdict = V_NOT_QUOTE;
+        return;
+    }
+    q->x = (int8_t)(EXCH_OF[m->participant] - 1);
+    if (q->x < 0) {
+        q->verdict = V_BAD_PARTICIPANT;
+        return;
+    }
+    if (m->underlying_id == OMDP_NO_UNDERLYING) {
+        q->verdict = V_UNROUTED;
+        return;
+    }
+    uint8_t pc = m->put_call;
+    int32_t code = eng_expiry_code(m->expiry);
+    if ((pc != 'C' && pc != 'P') || m->strike_px <= 0 || code < 0) {
+        q->verdict = V_BAD_SERIES;
+        return;
+    }
+    q->k0 = eng_root_bits(m->root) | ((uint64_t)code << 48);
+    q->k1 = (uint64_t)m->strike_px | ((uint64_t)(pc == 'P') << 63);
+    q->h = eng_hash(q->k0, q->k1);
+    q->verdict = V_QUOTE;
+}
+
+static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
+{
+    struct omdp_engine *e = b->e;
+    switch (q->verdict) {
+    case V_BAD_PARTICIPANT:
+        b->c[C_BAD_PARTICIPANT]++;
+        return;
+    case V_UNROUTED:
+        b->c[C_UNROUTED]++;
+        return;
+    case V_BAD_SERIES:
+        b->c[C_BAD_SERIES]++;
+        return;
+    default:
+        break;
+    }
+    int x = q->x;
+    uint32_t slot = q->slot;
+    if (slot == OMDP_ENGINE_NO_SLOT || e->series[slot].k0 != q->k0 || e->series[slot].k1 != q->k1) {
+        /* the guess missed (another key, not yet inserted, or inserted since by an earlier
+         * message of the chunk): the full lookup */
+        uint32_t pos = 0;
+        slot = eng_lookup(e, q->k0, q->k1, q->h, &pos);
+        if (slot == OMDP_ENGINE_NO_SLOT) {
+            slot = insert_series(b, m, q->k0, q->k1, q->h, pos);
+            if (slot == OMDP_ENGINE_NO_SLOT)
+                return;
+        }
+    }
+    b->c[C_QUOTES]++;
+    eng_series_t *s = &e->series[slot];
+
+    int64_t bid = ENG_NONE_BID, ask = ENG_NONE_ASK;
+    uint32_t bsz = 0, asz = 0;
+    if (m->bid_px > OMDP_ENGINE_MAX_PX || m->offer_px > OMDP_ENGINE_MAX_PX)
+        b->c[C_BAD_PRICE]++;
+    if (m->bid_px > 0 && m->bid_px <= OMDP_ENGINE_MAX_PX && m->bid_size > 0) {
+        bid = m->bid_px;
+        bsz = m->bid_size;
+    }
+    if (m->offer_px > 0 && m->offer_px <= OMDP_ENGINE_MAX_PX && m->offer_size > 0) {
+        ask = m->offer_px;
+        asz = m->offer_size;
+    }
+    s->bid[x] = bid;
+    s->bid_sz[x] = bsz;
+    s->ask[x] = ask;
+    s->ask_sz[x] = asz;
+
+    nbbo_t before, now;
+    read_nbbo(s, &before);
+    compute_nbbo(s, &now);
+    int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
+    if (changed)
+        write_nbbo(s, &now);
+    check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
+
+    const omdp_series_ref_t *r = &b->refs[slot];
+    int off_bid = bid != ENG_NONE_BID && bid > r->band_hi;
+    int off_ask = ask != ENG_NONE_ASK && ask < r->band_lo;
+
+    uint8_t book = 0;
+    if (now.bid != ENG_NONE_BID && now.ask != ENG_NONE_ASK)
+        book = now.bid > now.ask ? ENG_ST_CROSSED : now.bid == now.ask ? ENG_ST_LOCKED : 0;
+    uint8_t was = s->state & (ENG_ST_CROSSED | ENG_ST_LOCKED);
+    s->state = (uint8_t)((s->state & ~(ENG_ST_CROSSED | ENG_ST_LOCKED)) | book);
+
+    if (off_bid || off_ask) {
+        int64_t beyond_bid = off_bid ? bid - r->band_hi : 0;
+        int64_t beyond_ask = off_ask ? r->band_lo - ask : 0;
+        emit_signal(b, m, OMDP_SIG_OFF_SMILE, bid == ENG_NONE_BID ? 0 : bid, ask == ENG_NONE_ASK ? 0 : ask,
+                    r->band_lo, r->band_hi, beyond_bid > beyond_ask ? beyond_bid : beyond_ask, 0, 0);
+    } else if (book && !was) {
+        emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
+                    now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
+    }
+    if (changed || b->refs_changed)
+        check_parity(b, m, s, slot);
+}
+
+int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
+                                  uint32_t out_cap, uint32_t *out_len)
+{
+    if (!e || (!msgs && n) || !out || !out_len || *out_len > out_cap || ((uintptr_t)msgs & 7u) ||
+        ((uintptr_t)out & 7u) || (*out_len & 7u) || n > INT32_MAX)
+        return OMDP_ENGINE_EINVAL;
+    if (out_cap < OMDP_ENGINE_MAX_OUT_PER_MSG)
+        return OMDP_ENGINE_EOUTSMALL;
+    int64_t t_in = omdp_now_ns();
+
+    batch_t b;
+    memset(b.c, 0, sizeof b.c);
+    b.e = e;
+    b.t_in = t_in;
+    b.out = out;
+    b.pos = *out_len;
+    uint32_t front = atomic_load_explicit(&e->refs_front, memory_order_acquire);
+    b.refs_changed = front != e->refs_in_use;
+    if (b.refs_changed) {
+        e->refs_in_use = front;
+        atomic_store_explicit(&e->refs_seen, front, memory_order_release);
+        b.c[C_REFS_PUBLISHED]++;
+    }
+    b.refs = e->refs[front];
+    uint32_t start = b.pos;
+    uint32_t every = e->cfg.sample_every;
+
+    /* Chunks of CHUNK messages: keys and table prefetches first, then lookups and series
+     * prefetches, then the processing proper - so the cache misses of a chunk overlap. */
+    pending_t q[CHUNK];
+    uint32_t i = 0;
+    int full = 0;
+    while (i < n && !full) {
+        uint32_t len = n - i < CHUNK ? n - i : CHUNK;
+        uint32_t ahead = n - i - len < CHUNK ? n - i - len : CHUNK;
+        for (uint32_t k = 0; k < ahead; k++) { /* the next chunk's records, while this one works */
+            const char *r = (const char *)&msgs[i + len + k];
+            __builtin_prefetch(r, 0, 3);
+            __builtin_prefetch(r + 128, 0, 3);
+            __builtin_prefetch(r + 192, 0, 3);
+        }
+        for (uint32_t k = 0; k < len; k++) {
+            key_of(&msgs[i + k], &q[k]);
+            if (q[k].verdict == V_QUOTE)
+                __builtin_prefetch((const void *)&e->table[(uint32_t)q[k].h & e->table_mask], 0, 3);
+        }
+        for (uint32_t k = 0; k < len; k++) {
+            if (q[k].verdict != V_QUOTE)
+                continue;
+            /* the home entry's slot is a guess (verified against the key when processing):
+             * the key compare would be a cache miss here, the prefetch hides it */
+            uint64_t ent = atomic_load_explicit(&e->table[(uint32_t)q[k].h & e->table_mask], memory_order_acquire);
+            if (ent == 0 || (uint32_t)(ent >> 32) != (uint32_t)(q[k].h >> 32))
+                continue;
+            uint32_t slot = (uint32_t)ent - 1u;
+            q[k].slot = slot;
+            const char *sp = (const char *)&e->series[slot];
+            __builtin_prefetch(sp, 1, 3);
+            __builtin_prefetch(sp + 64, 1, 3);
+            __builtin_prefetch(sp + 128, 1, 3);
+            __builtin_prefetch(sp + 192, 1, 3);
+            __builtin_prefetch((const void *)&b.refs[slot], 0, 3);
+        }
+        for (uint32_t k = 0; k < len; k++, i++) {
+            if (out_cap - b.pos < OMDP_ENGINE_MAX_OUT_PER_MSG) {
+                b.c[C_OUT_FULL_STOPS]++;
+                full = 1;
+                break;
+            }
+            const omdp_opra_msg_t *m = &msgs[i];
+            if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
+                b.c[C_BAD_RECORD]++;
+                continue;
+            }
+            b.c[C_PROCESSED]++;
+            b.signaled = 0;
+            if (m->category == 'k')
+                process_quote(&b, m, &q[k]);
+            else
+                b.c[C_OTHER]++;
+            if (every && --e->sample_left == 0) {
+                e->sample_left = every;
+                omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
+                memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
+                copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
+                copy->hdr.stamps.de_in = t_in;
+                b.pos += OMDP_OPRA_MSG_SIZE;
+                b.c[C_SAMPLED]++;
+            }
+        }
+    }
+    if (b.pos != start) {
+        int64_t t_out = omdp_now_ns();
+        for (uint32_t p = start; p < b.pos;) {
+            omdp_record_header_t *h = (omdp_record_header_t *)(void *)(out + p);
+            h->stamps.de_out = t_out;
+            p += h->length;
+        }
+    }
+    if (i)
+        b.c[C_BATCHES]++;
+    *out_len = b.pos;
+    for (int k = 0; k < C_COUNT; k++)
+        if (b.c[k])
+            eng_count(e, k, b.c[k]);
+    return (int32_t)i;
+}

@@ -1,0 +1,162 @@
+/* Private layout of the decision engine (engine.h is the contract; this is how it is kept).
+ *
+ * Series live in a preallocated array of 256-byte, cache-aligned books: line 0 holds the key,
+ * the links and the NBBO (what most messages touch), lines 1-3 the per-exchange quotes. The
+ * hash table maps a 128-bit series key to a slot: open addressing, linear probing, at most
+ * half full, entries (tag << 32 | slot + 1) so a probe compares a key only on a tag match.
+ *
+ * Fields another thread reads while the hot path runs (NBBO, twin links, table entries,
+ * counts, counters) are C11 atomics used with relaxed or acquire/release order: plain moves
+ * on x86, defined behaviour everywhere.
+ */
+#ifndef OMDP_ENGINE_INTERNAL_H
+#define OMDP_ENGINE_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "omdp/engine.h"
+
+#define ENG_NONE_BID INT64_MIN /* no bid on this exchange / in the NBBO */
+#define ENG_NONE_ASK INT64_MAX
+#define ENG_NO_EXCH 0xFFu
+#define ENG_LANES 8            /* 6 exchanges, 2 lanes of padding kept empty */
+
+/* series state bits */
+#define ENG_ST_CROSSED 0x1u
+#define ENG_ST_LOCKED 0x2u
+#define ENG_ST_PARITY 0x4u     /* on the call's slot: the pair is in a parity break */
+
+typedef struct eng_series {
+    /* cache line 0 */
+    uint64_t k0;                 /* root (48 bits) | expiry code << 48 */
+    uint64_t k1;                 /* strike_px | put << 63 */
+    _Atomic int64_t nb_px;       /* NBBO bid, ENG_NONE_BID if none */
+    _Atomic int64_t no_px;       /* NBBO offer, ENG_NONE_ASK if none */
+    _Atomic uint32_t nb_sz;
+    _Atomic uint32_t no_sz;
+    _Atomic uint32_t seq;        /* seqlock over the NBBO fields: odd while writing */
+    _Atomic uint32_t twin;       /* slot of the other leg, OMDP_ENGINE_NO_SLOT until seen */
+    uint32_t group;              /* (underlying, expiry) group or OMDP_ENGINE_NO_SLOT */
+    _Atomic uint8_t nb_ex;       /* exchange index of the NBBO bid, ENG_NO_EXCH if none */
+    _Atomic uint8_t no_ex;
+    uint8_t state;               /* ENG_ST_* */
+    uint8_t is_put;
+    uint8_t pad0[4];
+    /* cache lines 1-3 */
+    alignas(64) int64_t bid[ENG_LANES];
+    int64_t ask[ENG_LANES];
+    uint32_t bid_sz[ENG_LANES];
+    uint32_t ask_sz[ENG_LANES];
+} eng_series_t;
+
+/* Written once when the series is first seen, before it is published; read by snapshots. */
+typedef struct eng_series_meta {
+    int64_t strike_px;
+    uint32_t expiry;
+    uint32_t underlying_id;
+    uint8_t put_call;
+    uint8_t root_len;
+    char root[6];
+} eng_series_meta_t;
+
+/* Counter indices: the order of the fields of omdp_engine_counters_t. */
+enum {
+    C_BATCHES, C_PROCESSED, C_QUOTES, C_OTHER, C_BAD_RECORD, C_BAD_SERIES, C_BAD_PARTICIPANT,
+    C_BAD_PRICE, C_UNROUTED, C_TABLE_FULL, C_GROUPS_FULL, C_SERIES, C_GROUPS, C_SAMPLED, C_SIGNALS,
+    C_SIG_CROSSED, C_SIG_LOCKED, C_SIG_OFF_SMILE, C_SIG_PARITY, C_BBO_CHECKED,
+    C_BBO_BID_MISMATCH, C_BBO_OFFER_MISMATCH, C_BBO_BAD_INDICATOR, C_OUT_FULL_STOPS,
+    C_REFS_PUBLISHED, C_COUNT
+};
+
+struct omdp_engine {
+    omdp_engine_config_t cfg;
+    /* hot path */
+    eng_series_t *series;
+    eng_series_meta_t *meta;
+    _Atomic uint64_t *table;
+    uint32_t table_mask;
+    _Atomic uint32_t n_series;
+    uint32_t sample_left;        /* messages until the next sample */
+    uint32_t refs_in_use;        /* buffer the hot path reads (its copy of refs_seen) */
+    omdp_series_ref_t *refs[2];
+    /* groups */
+    _Atomic uint64_t *gtable;
+    uint32_t gtable_mask;
+    _Atomic uint32_t n_groups;
+    omdp_engine_group_info_t *groups;
+    /* pricing double buffer: front written by the refresher, seen by the hot path */
+    alignas(64) _Atomic uint32_t refs_front;
+    alignas(64) _Atomic uint32_t refs_seen;
+    int refs_begun;              /* refresher side only: a begin awaits its publish */
+    _Atomic uint32_t owners;     /* omdp_engine_retain / release */
+    alignas(64) _Atomic uint64_t counters[C_COUNT];
+};
+
+_Static_assert(sizeof(eng_series_t) == 256, "a series book is four cache lines");
+_Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "counter enum matches struct");
+_Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");
+_Static_assert(sizeof(omdp_engine_series_info_t) == 64, "series info size");
+_Static_assert(sizeof(omdp_series_ref_t) == 32, "series ref size");
+
+static inline uint64_t eng_hash(uint64_t k0, uint64_t k1)
+{
+    uint64_t h = (k0 ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    h ^= (k1 + 0x632BE59BD9B4E019ull) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 32;
+    return h;
+}
+
+/* The 6 root bytes of a record as the low 48 bits (NUL padding included, as received). */
+static inline uint64_t eng_root_bits(const char root[6])
+{
+    uint64_t v = 0;
+    memcpy(&v, root, 6);
+    return v;
+}
+
+/* 16-bit code of a YYYYMMDD date in 1970..2139, or -1 when it is not one. */
+static inline int32_t eng_expiry_code(uint32_t yyyymmdd)
+{
+    uint32_t y = yyyymmdd / 10000u;
+    uint32_t md = yyyymmdd - y * 10000u;
+    uint32_t m = md / 100u;
+    uint32_t d = md - m * 100u;
+    if (y < 1970u || y > 2139u || m < 1u || m > 12u || d < 1u || d > 31u)
+        return -1;
+    return (int32_t)(((y - 1970u) * 12u + (m - 1u)) * 32u + (d - 1u));
+}
+
+/* Slot of key (k0, k1), or OMDP_ENGINE_NO_SLOT; *pos is the probe position where it would go. */
+static inline uint32_t eng_lookup(const struct omdp_engine *e, uint64_t k0, uint64_t k1, uint64_t h,
+                                  uint32_t *pos)
+{
+    uint32_t i = (uint32_t)h & e->table_mask;
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (;;) {
+        uint64_t ent = atomic_load_explicit(&e->table[i], memory_order_acquire);
+        if (ent == 0) {
+            *pos = i;
+            return OMDP_ENGINE_NO_SLOT;
+        }
+        if ((uint32_t)(ent >> 32) == tag) {
+            uint32_t slot = (uint32_t)ent - 1u;
+            const eng_series_t *s = &e->series[slot];
+            if (s->k0 == k0 && s->k1 == k1)
+                return slot;
+        }
+        i = (i + 1u) & e->table_mask;
+    }
+}
+
+static inline void eng_count(struct omdp_engine *e, int which, uint64_t by)
+{
+    uint64_t v = atomic_load_explicit(&e->counters[which], memory_order_relaxed);
+    atomic_store_explicit(&e->counters[which], v + by, memory_order_relaxed);
+}
+
+#endif /* OMDP_ENGINE_INTERNAL_H */

@@ -1,0 +1,208 @@
+/* The decision engine operator (engine_op.h): frames the input batch into runs of OPRA
+ * message records, runs the engine over each, and emits what it appended - samples on port
+ * 0, signals on port 1 - before returning. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "omdp/engine_op.h"
+
+#define SCRATCH_RECORDS 64 /* misaligned input is copied through this many records at a time */
+
+typedef struct engine_op {
+    omdp_engine_t *engine;
+    uint8_t *out;
+    uint32_t out_bytes;
+    uint32_t out_len;
+    omdp_opra_msg_t *scratch;
+    uint64_t skipped_records; /* not OPRA message records */
+    uint64_t bad_batches;     /* batches whose framing broke: the rest of the batch skipped */
+    uint64_t copied_runs;     /* runs copied because the input was not 8-byte aligned */
+    uint64_t emits;
+} engine_op_t;
+
+static int op_error(const omdp_op_init_t *init, const char *msg)
+{
+    if (init->err && init->err_size)
+        snprintf(init->err, init->err_size, "%s", msg);
+    return OMDP_ERR_PARAMS;
+}
+
+static void op_close(void *state)
+{
+    engine_op_t *op = state;
+    if (!op)
+        return;
+    omdp_engine_release(op->engine);
+    free(op->out);
+    free(op->scratch);
+    free(op);
+}
+
+static int op_init(void **state, const omdp_op_init_t *init)
+{
+    if (!init->params || init->params_size != sizeof(omdp_engine_op_params_t))
+        return op_error(init, "params: expected omdp_engine_op_params_t");
+    omdp_engine_op_params_t prm;
+    memcpy(&prm, init->params, sizeof prm);
+    if (prm.out_bytes < OMDP_ENGINE_MAX_OUT_PER_MSG || prm.out_bytes % 8 || prm.out_bytes > (1u << 26))
+        return op_error(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
+    engine_op_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return OMDP_ERR_NOMEM;
+    if (prm.shared) {
+        omdp_engine_retain(prm.shared);
+        op->engine = prm.shared;
+    } else {
+        int err = 0;
+        op->engine = omdp_engine_create(&prm.engine, &err);
+        if (!op->engine) {
+            free(op);
+            if (err == OMDP_ENGINE_ENOMEM)
+                return OMDP_ERR_NOMEM;
+            return op_error(init, "engine: max_series and max_groups must be 1..2^24");
+        }
+    }
+    op->out_bytes = prm.out_bytes;
+    op->out = aligned_alloc(64, prm.out_bytes);
+    op->scratch = aligned_alloc(64, SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
+    if (!op->out || !op->scratch) {
+        op_close(op);
+        return OMDP_ERR_NOMEM;
+    }
+    *state = op;
+    return OMDP_OK;
+}
+
+/* Emit the output buffer: each run of consecutive records of one type to its port. */
+static int flush(engine_op_t *op, const omdp_emitter_t *em)
+{
+    uint32_t pos = 0, run = 0;
+    int run_port = -1;
+    while (pos < op->out_len) {
+        omdp_record_header_t h;
+        memcpy(&h, op->out + pos, sizeof h);
+        int port = h.type == OMDP_RT_SIGNAL ? OMDP_ENGINE_OP_PORT_SIGNALS : OMDP_ENGINE_OP_PORT_SAMPLES;
+        if (port != run_port && pos > run) {
+            int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
+            op->emits++;
+            if (rc < 0)
+                return rc;
+            run = pos;
+        }
+        run_port = port;
+        pos += h.length;
+    }
+    if (pos > run) {
+        int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
+        op->emits++;
+        if (rc < 0)
+            return rc;
+    }
+    op->out_len = 0;
+    return OMDP_OK;
+}
+
+static int run_engine(engine_op_t *op, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
+{
+    uint32_t done = 0;
+    while (done < n) {
+        int32_t got = omdp_engine_process_batch(op->engine, msgs + done, n - done, op->out, op->out_bytes, &op->out_len);
+        if (got < 0)
+            return OMDP_ERR_STATE;
+        done += (uint32_t)got;
+        if (op->out_len) {
+            int rc = flush(op, em);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return OMDP_OK;
+}
+
+static int run_records(engine_op_t *op, const uint8_t *first, uint32_t n, const omdp_emitter_t *em)
+{
+    if (n == 0)
+        return OMDP_OK;
+    if (((uintptr_t)first & 7u) == 0)
+        return run_engine(op, (const omdp_opra_msg_t *)(const void *)first, n, em);
+    op->copied_runs++;
+    for (uint32_t k = 0; k < n; k += SCRATCH_RECORDS) {
+        uint32_t m = n - k < SCRATCH_RECORDS ? n - k : SCRATCH_RECORDS;
+        memcpy(op->scratch, first + (size_t)k * OMDP_OPRA_MSG_SIZE, (size_t)m * OMDP_OPRA_MSG_SIZE);
+        int rc = run_engine(op, op->scratch, m, em);
+        if (rc < 0)
+            return rc;
+    }
+    return OMDP_OK;
+}
+
+static int op_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
+                      const omdp_emitter_t *em)
+{
+    engine_op_t *op = state;
+    uint32_t off = 0, run_n = 0;
+    const uint8_t *run_start = NULL, *rec = NULL;
+    int r;
+    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
+        omdp_record_header_t h;
+        memcpy(&h, rec, sizeof h);
+        if (h.type == OMDP_RT_OPRA_MSG && h.length == OMDP_OPRA_MSG_SIZE) {
+            if (run_n == 0)
+                run_start = rec;
+            run_n++;
+            continue;
+        }
+        op->skipped_records++;
+        int rc = run_records(op, run_start, run_n, em);
+        if (rc < 0)
+            return rc;
+        run_n = 0;
+    }
+    if (r < 0)
+        op->bad_batches++;
+    return run_records(op, run_start, run_n, em);
+}
+
+static const char *const ENGINE_COUNTER_NAMES[] = {
+    "batches", "processed", "quotes", "other", "bad_record", "bad_series", "bad_participant", "bad_price",
+    "unrouted", "table_full", "groups_full", "series", "groups", "sampled", "signals", "sig_crossed",
+    "sig_locked", "sig_off_smile", "sig_parity", "bbo_checked", "bbo_bid_mismatch", "bbo_offer_mismatch",
+    "bbo_bad_indicator", "out_full_stops", "refs_published",
+};
+_Static_assert(sizeof ENGINE_COUNTER_NAMES / sizeof ENGINE_COUNTER_NAMES[0] ==
+                   sizeof(omdp_engine_counters_t) / sizeof(uint64_t),
+               "a name for every engine counter");
+
+static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
+{
+    engine_op_t *op = state;
+    omdp_engine_counters_t c;
+    omdp_engine_read_counters(op->engine, &c);
+    uint64_t v[sizeof c / sizeof(uint64_t)];
+    memcpy(v, &c, sizeof c);
+    uint32_t n_engine = sizeof v / sizeof v[0];
+    omdp_counter_t own[] = {{"skipped_records", op->skipped_records},
+                            {"bad_batches", op->bad_batches},
+                            {"copied_runs", op->copied_runs},
+                            {"emits", op->emits}};
+    uint32_t n_own = sizeof own / sizeof own[0];
+    for (uint32_t i = 0; i < n_engine && i < max; i++)
+        out[i] = (omdp_counter_t){ENGINE_COUNTER_NAMES[i], v[i]};
+    for (uint32_t i = 0; i < n_own && n_engine + i < max; i++)
+        out[n_engine + i] = own[i];
+    return n_engine + n_own;
+}
+
+static const omdp_operator_vtable_t ENGINE_OP = {
+    .abi = OMDP_OPERATOR_ABI,
+    .kind = "decision_engine",
+    .n_inputs = 1,
+    .n_outputs = 2,
+    .init = op_init,
+    .process_batch = op_process,
+    .counters = op_counters,
+    .close = op_close,
+};
+
+const omdp_operator_vtable_t *omdp_engine_op_vtable(void) { return &ENGINE_OP; }

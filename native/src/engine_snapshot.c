@@ -1,0 +1,89 @@
+/* What pricing and tools read while the hot path runs: series (with a consistent NBBO per
+ * series, by seqlock), groups, and a series' slot by its key. */
+#include "engine_internal.h"
+
+static const uint8_t EXCH_CODE[OMDP_ENGINE_EXCHANGES] = {'A', 'B', 'C', 'I', 'P', 'X'};
+
+static uint8_t exch_code(uint8_t idx)
+{
+    return idx < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[idx] : 0;
+}
+
+uint32_t omdp_engine_snapshot_series(const omdp_engine_t *ce, uint32_t first, omdp_engine_series_info_t *out,
+                                     uint32_t cap)
+{
+    struct omdp_engine *e = (struct omdp_engine *)ce;
+    if (!e || !out)
+        return 0;
+    uint32_t n = atomic_load_explicit(&e->n_series, memory_order_acquire);
+    if (first >= n)
+        return 0;
+    uint32_t count = n - first < cap ? n - first : cap;
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t slot = first + k;
+        eng_series_t *s = &e->series[slot];
+        const eng_series_meta_t *m = &e->meta[slot];
+        omdp_engine_series_info_t *o = &out[k];
+        int64_t nb, no;
+        uint32_t nbs, nos;
+        uint8_t nbx, nox;
+        for (;;) {
+            uint32_t q0 = atomic_load_explicit(&s->seq, memory_order_acquire);
+            nb = atomic_load_explicit(&s->nb_px, memory_order_relaxed);
+            no = atomic_load_explicit(&s->no_px, memory_order_relaxed);
+            nbs = atomic_load_explicit(&s->nb_sz, memory_order_relaxed);
+            nos = atomic_load_explicit(&s->no_sz, memory_order_relaxed);
+            nbx = atomic_load_explicit(&s->nb_ex, memory_order_relaxed);
+            nox = atomic_load_explicit(&s->no_ex, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            uint32_t q1 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+            if (q0 == q1 && !(q0 & 1u))
+                break;
+        }
+        uint32_t twin = atomic_load_explicit(&s->twin, memory_order_relaxed);
+        memset(o, 0, sizeof *o);
+        o->strike_px = m->strike_px;
+        o->bid_px = nb == ENG_NONE_BID ? 0 : nb;
+        o->offer_px = no == ENG_NONE_ASK ? 0 : no;
+        o->bid_size = nb == ENG_NONE_BID ? 0 : nbs;
+        o->offer_size = no == ENG_NONE_ASK ? 0 : nos;
+        o->expiry = m->expiry;
+        o->underlying_id = m->underlying_id;
+        o->group = s->group;
+        o->twin = twin < n ? twin : OMDP_ENGINE_NO_SLOT;
+        o->put_call = m->put_call;
+        o->bid_part = nb == ENG_NONE_BID ? 0 : exch_code(nbx);
+        o->offer_part = no == ENG_NONE_ASK ? 0 : exch_code(nox);
+        o->root_len = m->root_len;
+        memcpy(o->root, m->root, sizeof o->root);
+    }
+    return count;
+}
+
+uint32_t omdp_engine_snapshot_groups(const omdp_engine_t *ce, omdp_engine_group_info_t *out, uint32_t cap)
+{
+    struct omdp_engine *e = (struct omdp_engine *)ce;
+    if (!e || !out)
+        return 0;
+    uint32_t n = atomic_load_explicit(&e->n_groups, memory_order_acquire);
+    uint32_t count = n < cap ? n : cap;
+    memcpy(out, e->groups, (size_t)count * sizeof *out);
+    return count;
+}
+
+uint32_t omdp_engine_find_series(const omdp_engine_t *ce, const char *root, uint8_t root_len, uint32_t expiry,
+                                 int64_t strike_px, uint8_t put_call)
+{
+    const struct omdp_engine *e = ce;
+    if (!e || !root || root_len > 6 || strike_px <= 0 || (put_call != 'C' && put_call != 'P'))
+        return OMDP_ENGINE_NO_SLOT;
+    int32_t code = eng_expiry_code(expiry);
+    if (code < 0)
+        return OMDP_ENGINE_NO_SLOT;
+    char r[6] = {0};
+    memcpy(r, root, root_len);
+    uint64_t k0 = eng_root_bits(r) | ((uint64_t)code << 48);
+    uint64_t k1 = (uint64_t)strike_px | ((uint64_t)(put_call == 'P') << 63);
+    uint32_t pos;
+    return eng_lookup(e, k0, k1, eng_hash(k0, k1), &pos);
+}

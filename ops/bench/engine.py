@@ -1,0 +1,154 @@
+"""``omdp bench engine``: nanoseconds per message of the C decision engine, the pricing
+refresh time, and the per-batch cost of a Python custom engine.
+
+The market is an engine's share of a February-2008-like feed (``model_market``): every series
+quoted on six exchanges, then re-quoted with a skew toward busy underlyings. The engine is
+warmed (every series seen), priced once (bands and parity limits live, as in a run), then
+timed over the re-quotes, several runs, median reported. As in the pipeline, where the
+decoder has just written them, the records are in cache when the engine reads them: each
+block of 1,024 is copied into a reused buffer before it is timed (series state is not: the
+re-quotes hit series at random, as the feed does). Batches of 1,024 messages show the
+engine's own cost per message (one Python->C call per 1,024); batches of 14 (OPRA's ~14
+messages per packet) add one call per packet, as a Python driver would pay it - the pipeline
+calls the engine from C and does not. Times are CPU time of the benchmark's thread (the engine
+runs in it), so other processes on a shared machine do not inflate them; wall time is
+reported beside.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from decision_engines.custom import CustomEngine
+from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
+from decision_engines.engine_config import EngineConfig, PricingConfig
+from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from ops.bench.model_market import model_market, quote_stream
+
+AS_OF = dt.date(2008, 2, 4)
+EXPIRIES = [20080216, 20080322, 20080419, 20080719]
+
+
+class WideSpreadEngine(CustomEngine):
+    """A custom engine of the kind docs/engines.md shows: flags quotes whose spread is wider
+    than ``max_spread`` dollars (and 20% of the offer)."""
+
+    def __init__(self, max_spread: float = 1.0, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.max_spread_px = int(max_spread * 1e9)
+
+    def process_batch(self, records: np.ndarray) -> None:
+        """One vectorized test over the batch."""
+        spread = records["offer_px"] - records["bid_px"]
+        wide = (records["bid_px"] > 0) & (spread > self.max_spread_px) & (spread * 5 > records["offer_px"])
+        self.signal(wide, value=spread / 1e9)
+
+
+def cpu_model() -> str:
+    """The CPU's model name, from /proc/cpuinfo where there is one."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+BLOCK = 1024
+"""Messages brought into cache (copied, untimed) before each timed stretch: the pipeline's
+engine reads records the decoder has just written, not a stream from DRAM."""
+
+
+def _time_engine(engine: DecisionEngine, msgs: np.ndarray, batch: int, out: np.ndarray) -> tuple[float, float]:
+    """(CPU seconds of this thread, wall seconds) to push msgs through the engine in batches
+    of ``batch``, output discarded. Each block of BLOCK messages is first copied into a
+    reused buffer (untimed), then timed through the engine. CPU time is what the engine
+    costs; wall time adds what other processes on a shared machine took from it."""
+    hot = np.empty(BLOCK, dtype=msgs.dtype)
+    step = max(batch, BLOCK // batch * batch)
+    cpu = wall = 0
+    for start in range(0, len(msgs), step):
+        block = msgs[start : start + step]
+        if len(block) > len(hot):
+            hot = np.empty(len(block), dtype=msgs.dtype)
+        buf = hot[: len(block)]
+        np.copyto(buf, block)
+        c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+        for b0 in range(0, len(buf), batch):
+            chunk = buf[b0 : b0 + batch]
+            done = 0
+            while done < len(chunk):
+                consumed, _ = engine.process_batch(chunk[done:], out, 0)
+                done += consumed
+        cpu += time.thread_time_ns() - c0
+        wall += time.perf_counter_ns() - w0
+    return cpu / 1e9, wall / 1e9
+
+
+def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
+                     batches: tuple[int, ...] = (1024, 14), custom_batches: tuple[int, ...] = (14, 256),
+                     seed: int = 1) -> dict[str, Any]:
+    """Run the benchmark; returns what ``omdp bench engine --json`` writes."""
+    market = model_market(n_underlyings, EXPIRIES, 8, AS_OF, seed=seed)
+    stream = quote_stream(market, n_messages, seed=seed + 1)
+    n_warm = len(stream) - n_messages
+    warm, requotes = stream[:n_warm], stream[n_warm:]
+
+    # Capacity as a deployment would size it: the market's series with room to grow.
+    capacity = 1 << int(np.ceil(np.log2(len(market.value) * 1.25)))
+    engine = DecisionEngine(EngineConfig(max_series=capacity, max_groups=1 << 12))
+    engine.process(warm, batch=1024)
+    pricing = PricingConfig(as_of=AS_OF)
+    refresher = PricingRefresher(engine, pricing)
+    refresher.refresh()
+    refresh_s = []
+    for _ in range(3):
+        refresh_s.append(compute_pricing(engine.snapshot(), engine.groups(), engine.config.max_series, pricing).seconds)
+
+    out = np.zeros(1 << 20, dtype=np.uint8)
+    assert len(out) >= MAX_OUT_PER_MSG
+    results: dict[str, Any] = {}
+    for b in batches:
+        timed = [_time_engine(engine, requotes, b, out) for _ in range(runs)]
+        cpu = [c / n_messages * 1e9 for c, _ in timed]
+        wall = [w / n_messages * 1e9 for _, w in timed]
+        results[f"batch_{b}"] = {
+            "batch": b, "runs": runs, "messages_per_run": n_messages,
+            "ns_per_message_median": statistics.median(cpu),
+            "ns_per_message_min": min(cpu), "ns_per_message_max": max(cpu),
+            "ns_per_message_runs": cpu,
+            "wall_ns_per_message_median": statistics.median(wall),
+        }
+    counters = engine.counters()
+
+    custom: dict[str, Any] = {}
+    for b in custom_batches:
+        ce = WideSpreadEngine()
+        chunks = [requotes[i : i + b] for i in range(0, min(len(requotes), 2000 * b), b)]
+        per_run = []
+        for _ in range(runs):
+            t0 = time.thread_time_ns()
+            for c in chunks:
+                ce.run(c)
+            per_run.append((time.thread_time_ns() - t0) / len(chunks) / 1e3)
+        custom[f"batch_{b}"] = {"batch": b, "batches_per_run": len(chunks), "us_per_batch_median": statistics.median(per_run),
+                                "ns_per_message_median": statistics.median(per_run) * 1e3 / b}
+
+    return {
+        "benchmark": "engine",
+        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES), "series": int(counters["series"]),
+                   "groups": int(counters["groups"]), "warm_messages": n_warm, "timed_messages": n_messages},
+        "engine": results,
+        "pricing_refresh_s_median": statistics.median(refresh_s),
+        "custom_python_engine": custom,
+        "counters": counters,
+    }

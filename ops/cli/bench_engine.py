@@ -1,0 +1,36 @@
+"""``omdp bench engine``: the decision engine's ns per message (ops/bench/engine.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ops.cli.bench import bench
+
+
+@bench.command("engine")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write results here")
+@click.option("--messages", default=1_000_000, show_default=True, help="re-quotes timed per run")
+@click.option("--underlyings", default=400, show_default=True, help="underlyings in the engine's share")
+@click.option("--runs", default=5, show_default=True, help="timed runs; the median is reported")
+def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int) -> None:
+    """Time the C decision engine per message, the pricing refresh, and a Python custom engine."""
+    from ops.bench.engine import run_engine_bench
+
+    r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs)
+    m = r["market"]
+    click.echo(f"machine: {r['machine']['cpu']} ({r['machine']['cpus']} CPUs)")
+    click.echo("times: CPU time of the benchmark thread, median of the runs")
+    click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} re-quotes per run, {runs} runs")
+    for e in r["engine"].values():
+        click.echo(f"C engine, batches of {e['batch']:>4}: {e['ns_per_message_median']:7.1f} ns/message median "
+                   f"(min {e['ns_per_message_min']:.1f}, max {e['ns_per_message_max']:.1f}; "
+                   f"wall {e['wall_ns_per_message_median']:.1f})")
+    click.echo(f"pricing refresh (snapshot excluded): {r['pricing_refresh_s_median'] * 1e3:.1f} ms median")
+    for c in r["custom_python_engine"].values():
+        click.echo(f"Python custom engine, batches of {c['batch']:>4}: {c['us_per_batch_median']:7.1f} us/batch "
+                   f"({c['ns_per_message_median']:.0f} ns/message)")
+    if json_out:
+        json_out.write_text(json.dumps(r, indent=2))
+        click.echo(f"wrote {json_out}")

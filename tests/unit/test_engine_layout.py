@@ -1,0 +1,49 @@
+"""Pins the decision engine's C structs to their numpy twins, and C defaults to Python's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from decision_engines.engine import COUNTER_NAMES
+from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY
+from decision_engines.engine_records import GROUP_INFO_DTYPE, NO_SLOT, SERIES_INFO_DTYPE, SERIES_REF_DTYPE
+from decision_engines.signal_record import (SIG_CROSSED, SIG_CUSTOM, SIG_LOCKED, SIG_OFF_SMILE, SIG_PARITY,
+                                            SIGNAL_DTYPE, SIGNAL_SIZE)
+from omdp.native import ffi, lib
+from omdp.record import RT_SIGNAL
+
+PAIRS = [
+    ("omdp_signal_t", SIGNAL_DTYPE),
+    ("omdp_engine_series_info_t", SERIES_INFO_DTYPE),
+    ("omdp_engine_group_info_t", GROUP_INFO_DTYPE),
+    ("omdp_series_ref_t", SERIES_REF_DTYPE),
+]
+
+
+@pytest.mark.parametrize("ctype,dtype", PAIRS, ids=[p[0] for p in PAIRS])
+def test_size_and_offsets_match(ctype: str, dtype: np.dtype) -> None:
+    fields = dict(ffi.typeof(ctype).fields)
+    assert ffi.sizeof(ctype) == dtype.itemsize
+    assert list(fields) == list(dtype.names)
+    for name in dtype.names:
+        assert ffi.offsetof(ctype, name) == dtype.fields[name][1], name
+        assert ffi.sizeof(fields[name].type) == dtype.fields[name][0].itemsize, name
+
+
+def test_signal_constants() -> None:
+    assert SIGNAL_SIZE == lib.OMDP_SIGNAL_SIZE == 152 and SIGNAL_SIZE % 8 == 0
+    assert ffi.alignof("omdp_signal_t") == 8
+    assert RT_SIGNAL == lib.OMDP_RT_SIGNAL
+    assert (SIG_CROSSED, SIG_LOCKED, SIG_OFF_SMILE, SIG_PARITY, SIG_CUSTOM) == (
+        lib.OMDP_SIG_CROSSED, lib.OMDP_SIG_LOCKED, lib.OMDP_SIG_OFF_SMILE, lib.OMDP_SIG_PARITY, lib.OMDP_SIG_CUSTOM)
+
+
+def test_defaults_agree_with_c() -> None:
+    assert DEFAULT_SAMPLE_EVERY == lib.OMDP_ENGINE_DEFAULT_SAMPLE_EVERY == 1600
+    assert NO_SLOT == lib.OMDP_ENGINE_NO_SLOT
+    assert lib.OMDP_ENGINE_MAX_OUT_PER_MSG == 256 + lib.OMDP_ENGINE_MAX_SIGNALS_PER_MSG * SIGNAL_SIZE
+
+
+def test_counter_names_are_the_struct_fields() -> None:
+    assert ffi.sizeof("omdp_engine_counters_t") == 8 * len(COUNTER_NAMES)
+    assert "processed" in COUNTER_NAMES and "bbo_bid_mismatch" in COUNTER_NAMES
