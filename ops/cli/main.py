@@ -24,6 +24,7 @@ def _register() -> None:
     import ops.cli.run  # noqa: F401
     import ops.cli.bench_engine  # noqa: F401
     import ops.cli.bench_replay  # noqa: F401
+    import ops.cli.dashboard  # noqa: F401
     import ops.cli.replay  # noqa: F401
     import ops.cli.runs  # noqa: F401
     import ops.cli.shm  # noqa: F401
