@@ -329,8 +329,10 @@ class Supervisor:
             if dead:
                 raise _Abort(self._failure(dead))
             now = time.monotonic()
-            if stop_at is None and (self._signals >= 1 or (t_end is not None and now >= t_end)):
-                why = "signal" if self._signals else f"duration {duration:g} s"
+            finished = stop_at is None and self._groups_ended(run.stop_after)
+            if stop_at is None and (self._signals >= 1 or (t_end is not None and now >= t_end) or finished):
+                why = ("signal" if self._signals else f"duration {duration:g} s" if not finished
+                       else f"{', '.join(run.stop_after)} ended")
                 self.echo(f"run {self.run_id}: stopping ({why}): sources stop, queues drain")
                 for c in self.children:
                     self._send(c, cmd="stop")
@@ -346,6 +348,11 @@ class Supervisor:
         if hard_at is not None:
             return "stopped-hard"
         return "stopped" if stop_at is not None else "ended"
+
+    def _groups_ended(self, groups: list[str]) -> bool:
+        """True when ``groups`` is not empty and every partition of those groups ended normally."""
+        mine = [c for c in self.children if c.spec.group in groups]
+        return bool(mine) and all(c.proc.returncode == EXIT_ENDED for c in mine)
 
     def _hard_stop(self) -> None:
         """Stop every child still alive: stop-now, then SIGKILL after kill_timeout_s."""
