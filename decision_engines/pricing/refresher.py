@@ -18,7 +18,7 @@ import numpy as np
 from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import PricingConfig
 from decision_engines.engine_records import NO_SLOT
-from decision_engines.pricing.bands import build_refs
+from decision_engines.pricing.bands import build_group_refs, build_refs
 from decision_engines.pricing.forward import Forwards, implied_forwards, parity_pairs
 from decision_engines.pricing.implied_vol import implied_vol
 from decision_engines.pricing.smile import Smiles, fit_smiles
@@ -37,6 +37,7 @@ class PricingState:
     smiles: Smiles
     value: np.ndarray         # smile model value per series (NaN where none)
     refs: np.ndarray          # SERIES_REF_DTYPE, max_series entries
+    group_refs: np.ndarray    # GROUP_REF_DTYPE, max_groups entries
     seconds: float            # wall time of the computation
 
 
@@ -53,7 +54,8 @@ def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np
     return np.where(valid & (delta >= 0), years, np.nan)
 
 
-def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig) -> PricingState:
+def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig,
+                    max_groups: int | None = None) -> PricingState:
     """The whole off-hot-path computation from one snapshot: a pure function of its inputs."""
     t0 = time.perf_counter()
     n_groups = len(groups)
@@ -86,8 +88,10 @@ def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg
     otm = has_fwd & np.where(is_call, k >= 0, k < 0)
     smiles = fit_smiles(k[otm], mid_iv[otm], group[otm], n_groups, cfg.min_smile_points, cfg.outlier_mads,
                         cfg.outlier_floor_vol)
-    refs, value = build_refs(max_series, strike, is_call, twin, group, years, fwd, smiles, cfg)
-    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, time.perf_counter() - t0)
+    mid = np.where(usable, 0.5 * (bid + offer), np.nan)
+    refs, value = build_refs(max_series, strike, is_call, twin, group, years, mid, fwd, smiles, cfg)
+    group_refs = build_group_refs(n_groups if max_groups is None else max_groups, years, fwd, smiles, cfg)
+    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, time.perf_counter() - t0)
 
 
 class PricingRefresher:
@@ -113,8 +117,10 @@ class PricingRefresher:
             if back is None:
                 self.busy += 1
                 return None
-            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config)
+            gback = self.engine.group_refs_back()
+            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config, len(gback))
             back[:] = state.refs
+            gback[:] = state.group_refs
             self.engine.publish_refs()
             self.published += 1
             self.last = state
