@@ -71,10 +71,6 @@ class LatencyHistogram:
         if lib.omdp_hist_merge(self._h, other._h) != 0:
             raise ValueError("cannot merge an inconsistent histogram")
 
-    def copy(self) -> LatencyHistogram:
-        """An independent copy."""
-        return LatencyHistogram(self._h)
-
     @property
     def count(self) -> int:
         """Values recorded."""

@@ -106,7 +106,8 @@ class LatencyCollector:
         method: "all" or "middle" (the paper's collect/report, see the module docstring).
         record_type: only records of this type are candidates (0 = any).
         identity: where line, sequences, key and category sit in the record (None: zeros).
-        stats: publish live figures there and register an operator entry called ``name``.
+        stats: publish live figures there and register an operator entry called ``name``
+            (close the collector before the segment: the C side holds its handle).
         max_rows: rows kept for samples.parquet in "all" mode (further samples still count).
         """
         if sample_every < 1:

@@ -91,10 +91,13 @@ def remove_stats_segment(run_id: str) -> bool:
     return True
 
 
-def clean_stats_segments(force: bool = False) -> list[StatsSegmentStatus]:
-    """Remove stale stats segments (every one with ``force``); returns those removed."""
+def clean_stats_segments(force: bool = False, run: str | None = None) -> list[StatsSegmentStatus]:
+    """Remove stale stats segments (every one with ``force``; only run ``run``'s when given);
+    returns those removed."""
     removed = []
     for st in list_stats_segments():
+        if run is not None and st.run_id != run:
+            continue
         if (st.stale or force) and remove_stats_segment(st.run_id):
             removed.append(st)
     return removed

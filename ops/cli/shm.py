@@ -48,12 +48,18 @@ def clean_cmd(run: str | None, dry_run: bool) -> None:
     """Remove segments that no live process holds (never one with a live side)."""
     from omdp.transport.shm_names import clean_stale, list_segments
 
+    from omdp.metrics.stats_cleanup import clean_stats_segments, list_stats_segments
+
     if dry_run:
         for seg in list_segments():
             if seg.stale and (run is None or seg.run == run):
                 click.echo(f"would remove {seg.name}")
+        for st in list_stats_segments():
+            if st.stale and (run is None or st.run_id == run):
+                click.echo(f"would remove {st.name} ({st.reason})")
         return
     removed = clean_stale(run)
+    removed += [st.name for st in clean_stats_segments(run=run)]
     for name in removed:
         click.echo(f"removed {name}")
     click.echo(f"{len(removed)} stale segment(s) removed")

@@ -1,6 +1,6 @@
 """The stats segment across processes: a reader in another process never sees a torn
 snapshot while a writer keeps updating every block, and no segment outlives its run
-(normal close, interpreter exit without close, SIGKILL of the writer + the clean function)."""
+(normal close, interpreter exit without close, SIGKILL of the writer + ``omdp shm clean``)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from omdp.metrics.latency_collector import LatencyCollector
 from omdp.metrics.latency_summary import HOP_KEYS
@@ -23,6 +24,7 @@ from omdp.metrics.stats_cleanup import clean_stats_segments, list_stats_segments
 from omdp.metrics.stats_segment import StatsReader, StatsWriter, stats_segment_name
 from omdp.native import lib
 from omdp.record import STAMPS_DTYPE
+from ops.cli.main import _register, cli
 
 CTX = mp.get_context("fork")
 HOP_NS = {"fh": 100, "to_de": 200, "de": 300, "to_mc": 400, "e2e": 1000, "e2e_intended": 1500}
@@ -136,8 +138,12 @@ def test_sigkill_leaves_a_segment_that_clean_removes(run_id: str) -> None:
     assert not pid_alive(proc.pid)
     status = {s.run_id: s for s in list_stats_segments()}[run_id]
     assert status.stale and "gone" in status.reason
-    removed = clean_stats_segments()
-    assert run_id in {s.run_id for s in removed}
+    assert clean_stats_segments(run="some-other-run") == []
+    _register()
+    dry = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id, "--dry-run"])
+    assert dry.exit_code == 0 and f"would remove {path.name}" in dry.output and path.exists()
+    res = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id])
+    assert res.exit_code == 0 and f"removed {path.name}" in res.output, res.output
     assert not path.exists()
 
 

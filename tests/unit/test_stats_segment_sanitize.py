@@ -49,6 +49,9 @@ def test_name_mode_and_unlink_on_close(run_id: str) -> None:
     r = StatsReader(run_id)
     info = r.info()
     assert info["run_id"] == run_id and info["pid"] == os.getpid() and info["closed_ns"] == 0
+    assert info["heartbeat_ns"] >= info["start_ns"] > 0
+    w.heartbeat(info["start_ns"] + 5)
+    assert r.info()["heartbeat_ns"] == info["start_ns"] + 5
     w.close()
     assert not path.exists()
     assert r.info()["closed_ns"] > 0  # a reader still mapped sees the run closed
