@@ -197,8 +197,7 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         return OMDP_OK;
     }
     omdp_fh_arb_observe_block(&l->arb, block_seq, fh->dec[0].msg_seq);
-    if (intended == 0 && l->table >= 0)
-        intended = omdp_fh_intended_lookup(fh, l, block_seq);
+    int need_intended = intended == 0 && l->table >= 0; /* looked up once the packet has news */
 
     uint32_t per_engine[OMDP_FH_MAX_ENGINES];
     memset(per_engine, 0, fh->n_engines * sizeof per_engine[0]);
@@ -209,6 +208,10 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE) {
             fh->msg_engine[i] = FH_SKIP;
             continue;
+        }
+        if (need_intended) {
+            intended = omdp_fh_intended_lookup(fh, l, block_seq);
+            need_intended = 0;
         }
         uint32_t uid, e = fh->default_engine;
         int found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);

@@ -189,3 +189,14 @@ def test_routes_find_every_root_and_hash_unknown_ones() -> None:
 def test_bad_routes_are_refused_with_the_reason(entries, why: str) -> None:
     t, err = routes(entries)
     assert t == ffi.NULL and why in err
+
+
+def test_roots_sent_padded_with_spaces_route_like_the_bare_root() -> None:
+    t, err = routes([(b"IBM", 7, 2), (b"SPXW", 9, 1)])
+    assert t != ffi.NULL, err
+    try:
+        assert lookup(t, b"IBM  ") == (1, 7, 2)
+        assert lookup(t, b"SPXW ") == (1, 9, 1)
+        assert lookup(t, b"     ")[0] == -1
+    finally:
+        lib.omdp_fh_routes_free(t)
