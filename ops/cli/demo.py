@@ -38,9 +38,28 @@ def demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed
         click.echo(str(e), err=True)
         sys.exit(2)
     click.echo(run.text())
+    if dashboard:
+        _serve_until_interrupted(dashboard, run.run_dir)
     if json_out:
         text = json.dumps(run.to_dict(), indent=2, default=str)
         click.echo(text) if json_out == "-" else Path(json_out).write_text(text + "\n")
     if run.result.failure:
         click.echo(run.result.failure, err=True)
     sys.exit(0 if run.result.ok else 1)
+
+
+def _serve_until_interrupted(address: str, run_dir: Path) -> None:
+    """With --dashboard the demo keeps serving the finished run until Ctrl-C."""
+    import signal
+
+    from ops.dashboard.serve import parse_address, start_dashboard
+
+    host, port = parse_address(address)
+    server = start_dashboard(Path(run_dir), host, port)
+    click.echo(f"dashboard: {server.url} (the finished run; Ctrl-C to leave)", err=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

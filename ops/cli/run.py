@@ -51,16 +51,24 @@ def latest_capture_date(data_dir: Path) -> str | None:
 
 
 def dashboard_hook(address: str) -> Any:
-    """The dashboard's hook for ``--dashboard HOST:PORT``: ``ops.dashboard.serve_run(run_id,
-    run_dir, host, port)`` returning a stop function (the dashboard is its own component)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise click.BadParameter(f"{address!r}: give HOST:PORT, e.g. 127.0.0.1:8080", param_hint="--dashboard")
+    """The hook ``--dashboard HOST:PORT`` gives a pipeline run: once the run's stats segment
+    exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
+    dashboard's own component) from this process; the hook returns the server's stop."""
     try:
-        from ops.dashboard import serve_run  # type: ignore[attr-defined]
+        from ops.dashboard.serve import parse_address, start_dashboard
     except ImportError:
-        raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard.serve_run)") from None
-    return lambda run_id, run_dir: serve_run(run_id, run_dir, host, int(port))
+        raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard)") from None
+    try:
+        host, port = parse_address(address)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--dashboard") from None
+
+    def serve(run_id: str, run_dir: Path) -> Any:
+        server = start_dashboard(run_id, host, port)
+        click.echo(f"dashboard: {server.url}", err=True)
+        return server.stop
+
+    return serve
 
 
 def pipeline_options(f: Any) -> Any:
