@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from decision_engines.engine_config import EngineConfig
-from decision_engines.engine_records import GROUP_INFO_DTYPE, SERIES_INFO_DTYPE, SERIES_REF_DTYPE
+from decision_engines.engine_records import GROUP_INFO_DTYPE, GROUP_REF_DTYPE, SERIES_INFO_DTYPE, SERIES_REF_DTYPE
 from decision_engines.signal_record import SIGNAL_DTYPE
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
@@ -186,6 +186,15 @@ class DecisionEngine:
         n = int(lib.omdp_engine_max_series(self._ptr))
         buf = ffi.buffer(ptr, n * SERIES_REF_DTYPE.itemsize)
         return np.frombuffer(buf, dtype=SERIES_REF_DTYPE)
+
+    def group_refs_back(self) -> np.ndarray:
+        """The back buffer of group models (GROUP_REF_DTYPE, max_groups entries, all to be
+        written) that goes with the limits of the current :meth:`begin_refs`."""
+        ptr = lib.omdp_engine_group_refs_back(self._ptr)
+        if ptr == ffi.NULL:
+            raise EngineError("omdp_engine_group_refs_back", lib.OMDP_ENGINE_ENOTBEGUN)
+        buf = ffi.buffer(ptr, self.config.max_groups * GROUP_REF_DTYPE.itemsize)
+        return np.frombuffer(buf, dtype=GROUP_REF_DTYPE)
 
     def publish_refs(self) -> None:
         """Make the buffer from :meth:`begin_refs` the one the next batch reads."""

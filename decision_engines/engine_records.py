@@ -36,6 +36,14 @@ GROUP_INFO_DTYPE = np.dtype([("underlying_id", "<u4"), ("expiry", "<u4")], align
 SERIES_REF_DTYPE = np.dtype(
     [("band_lo", "<i8"), ("band_hi", "<i8"), ("parity_lo", "<i8"), ("parity_hi", "<i8")], align=True
 )
+GROUP_REF_DTYPE = np.dtype(
+    [("forward", "<f8"), ("discount", "<f8"), ("years", "<f8"), ("smile_a", "<f8"), ("smile_b", "<f8"),
+     ("smile_c", "<f8"), ("k_min", "<f8"), ("k_max", "<f8"), ("band_abs", "<f8"), ("band_rel", "<f8"),
+     ("band_vol", "<f8"), ("parity_tol", "<f8"), ("has_smile", "<u4"), ("reserved", "<u4")],
+    align=True,
+)
+"""A group's model, with which the hot path prices a series first seen after a refresh."""
+
 REF_DISABLED_LO = np.iinfo(np.int64).min
 REF_DISABLED_HI = np.iinfo(np.int64).max
 """A limit at these values disables its check."""

@@ -9,8 +9,10 @@ and reports it; the next one publishes.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +20,7 @@ import numpy as np
 from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import PricingConfig
 from decision_engines.engine_records import NO_SLOT
-from decision_engines.pricing.bands import build_refs
+from decision_engines.pricing.bands import build_group_refs, build_refs
 from decision_engines.pricing.forward import Forwards, implied_forwards, parity_pairs
 from decision_engines.pricing.implied_vol import implied_vol
 from decision_engines.pricing.smile import Smiles, fit_smiles
@@ -37,6 +39,7 @@ class PricingState:
     smiles: Smiles
     value: np.ndarray         # smile model value per series (NaN where none)
     refs: np.ndarray          # SERIES_REF_DTYPE, max_series entries
+    group_refs: np.ndarray    # GROUP_REF_DTYPE, max_groups entries
     seconds: float            # wall time of the computation
 
 
@@ -53,7 +56,8 @@ def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np
     return np.where(valid & (delta >= 0), years, np.nan)
 
 
-def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig) -> PricingState:
+def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig,
+                    max_groups: int | None = None) -> PricingState:
     """The whole off-hot-path computation from one snapshot: a pure function of its inputs."""
     t0 = time.perf_counter()
     n_groups = len(groups)
@@ -86,8 +90,10 @@ def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg
     otm = has_fwd & np.where(is_call, k >= 0, k < 0)
     smiles = fit_smiles(k[otm], mid_iv[otm], group[otm], n_groups, cfg.min_smile_points, cfg.outlier_mads,
                         cfg.outlier_floor_vol)
-    refs, value = build_refs(max_series, strike, is_call, twin, group, years, fwd, smiles, cfg)
-    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, time.perf_counter() - t0)
+    mid = np.where(usable, 0.5 * (bid + offer), np.nan)
+    refs, value = build_refs(max_series, strike, is_call, twin, group, years, mid, fwd, smiles, cfg)
+    group_refs = build_group_refs(n_groups if max_groups is None else max_groups, years, fwd, smiles, cfg)
+    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, time.perf_counter() - t0)
 
 
 class PricingRefresher:
@@ -113,19 +119,23 @@ class PricingRefresher:
             if back is None:
                 self.busy += 1
                 return None
-            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config)
+            gback = self.engine.group_refs_back()
+            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config, len(gback))
             back[:] = state.refs
+            gback[:] = state.group_refs
             self.engine.publish_refs()
             self.published += 1
             self.last = state
             return state
 
-    def start(self) -> None:
-        """Refresh every ``period_s`` in a daemon thread until :meth:`stop`."""
+    def start(self, cpus: Collection[int] = (), nice: int = 0) -> None:
+        """Refresh every ``period_s`` in a daemon thread until :meth:`stop`. ``cpus``: the
+        thread runs on those CPUs only (not the one the engine's partition spins on);
+        ``nice``: its scheduling niceness (19: it only takes what others leave)."""
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="omdp-pricing", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(tuple(cpus), nice), name="omdp-pricing", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -136,7 +146,11 @@ class PricingRefresher:
         self._thread.join()
         self._thread = None
 
-    def _run(self) -> None:
+    def _run(self, cpus: tuple[int, ...], nice: int) -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)  # 0: this thread
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # Linux: this thread only
         while not self._stop.wait(self.config.period_s):
             try:
                 self.refresh()

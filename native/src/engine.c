@@ -61,7 +61,10 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->groups = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_engine_group_info_t));
     e->refs[0] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
     e->refs[1] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
-    if (!e->series || !e->meta || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1]) {
+    e->grefs[0] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t)); /* zero: disabled */
+    e->grefs[1] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t));
+    if (!e->series || !e->meta || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
+        !e->grefs[0] || !e->grefs[1]) {
         engine_free(e);
         *err = OMDP_ENGINE_ENOMEM;
         return NULL;
@@ -86,6 +89,8 @@ static void engine_free(struct omdp_engine *e)
     free(e->groups);
     free(e->refs[0]);
     free(e->refs[1]);
+    free(e->grefs[0]);
+    free(e->grefs[1]);
     free(e);
 }
 

@@ -37,6 +37,7 @@ typedef struct batch {
     int64_t t_in;        /* de_in of every record of this batch */
     uint32_t signaled;   /* signals raised by the current message */
     int refs_changed;    /* this batch took a new publish: re-check pairs whose NBBO stands */
+    uint32_t front;      /* pricing buffer this batch reads */
     uint64_t c[C_COUNT];
 } batch_t;
 
@@ -384,6 +385,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
             slot = insert_series(b, m, q->k0, q->k1, q->h, pos);
             if (slot == OMDP_ENGINE_NO_SLOT)
                 return;
+            eng_price_new_series(e, b->front, slot);
         }
     }
     b->c[C_QUOTES]++;
@@ -461,6 +463,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
         b.c[C_REFS_PUBLISHED]++;
     }
     b.refs = e->refs[front];
+    b.front = front;
     uint32_t start = b.pos;
     uint32_t every = e->cfg.sample_every;
 

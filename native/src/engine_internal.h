@@ -82,6 +82,7 @@ struct omdp_engine {
     uint32_t sample_left;        /* messages until the next sample */
     uint32_t refs_in_use;        /* buffer the hot path reads (its copy of refs_seen) */
     omdp_series_ref_t *refs[2];
+    omdp_group_ref_t *grefs[2];  /* with refs: the same front/back */
     /* groups */
     _Atomic uint64_t *gtable;
     uint32_t gtable_mask;
@@ -100,6 +101,7 @@ _Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "co
 _Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");
 _Static_assert(sizeof(omdp_engine_series_info_t) == 64, "series info size");
 _Static_assert(sizeof(omdp_series_ref_t) == 32, "series ref size");
+_Static_assert(sizeof(omdp_group_ref_t) == 104, "group ref size");
 
 static inline uint64_t eng_hash(uint64_t k0, uint64_t k1)
 {
@@ -152,6 +154,9 @@ static inline uint32_t eng_lookup(const struct omdp_engine *e, uint64_t k0, uint
         i = (i + 1u) & e->table_mask;
     }
 }
+
+/* engine_price.c: limits of a just-inserted series from its group's model (front buffer) */
+void eng_price_new_series(struct omdp_engine *e, uint32_t front, uint32_t slot);
 
 static inline void eng_count(struct omdp_engine *e, int which, uint64_t by)
 {

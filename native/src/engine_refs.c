@@ -1,7 +1,9 @@
 /* Pricing's double buffer of per-series limits. The refresher writes the back buffer and
  * publishes it with a release store of refs_front; the hot path takes it at its next batch
  * (acquire) and acknowledges with a release store of refs_seen, after which - and only then -
- * the old front may be rewritten. Neither side ever waits for the other. */
+ * the old front may be rewritten. Neither side ever waits for the other. The group models
+ * travel in the same buffers. The hot path writes into the front buffer only the limits of
+ * a series it has just inserted (engine_price.c): the refresher never touches the front. */
 #include "engine_internal.h"
 
 omdp_series_ref_t *omdp_engine_refs_begin(omdp_engine_t *e, int *err)
@@ -22,6 +24,13 @@ omdp_series_ref_t *omdp_engine_refs_begin(omdp_engine_t *e, int *err)
     e->refs_begun = 1;
     *err = OMDP_ENGINE_OK;
     return e->refs[front ^ 1u];
+}
+
+omdp_group_ref_t *omdp_engine_group_refs_back(omdp_engine_t *e)
+{
+    if (!e || !e->refs_begun)
+        return NULL;
+    return e->grefs[atomic_load_explicit(&e->refs_front, memory_order_relaxed) ^ 1u];
 }
 
 int omdp_engine_refs_publish(omdp_engine_t *e)

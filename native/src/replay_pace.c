@@ -221,6 +221,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                     control_done++;
                 else
                     data_done++;
+                /* Published before the send: a consumer on this host may look the packet up
+                 * the moment it arrives, before sendmmsg has even returned here. */
+                if (a->intended)
+                    omdp_replay_intended_publish(a->intended, q->line, q->block_seq, d);
                 for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
                     q->out[c] = -1;
                     if (!(a->copies_mask & (1u << c)))
@@ -288,8 +292,6 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 BUMP(&st->pacing_sum_ns, (uint64_t)(err > 0 ? err : 0));
                 if (err > LOAD_RLX(&st->pacing_max_ns))
                     STORE_RLX(&st->pacing_max_ns, err);
-                if (a->intended)
-                    omdp_replay_intended_publish(a->intended, q->line, q->block_seq, q->intended_ns);
                 if (a->log) {
                     if (log_head - log_tail < a->log->capacity)
                         log_entries[log_head++ & (a->log->capacity - 1)] = e;

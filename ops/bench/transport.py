@@ -111,7 +111,7 @@ def _wait(conn: Any, proc: Any, timeout: float, what: str) -> tuple[str, Any]:
 
 
 def run_pair(recv_fn: Callable[..., dict[str, Any]], send_fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any],
-             timeout: float = 300.0) -> tuple[dict[str, Any], dict[str, Any]]:
+             timeout: float = 120.0) -> tuple[dict[str, Any], dict[str, Any]]:
     """Receiver on CPU 1 (opens its end, says where), then sender on CPU 0; both results."""
     shared = mmap.mmap(-1, 4096)
     r_parent, r_child = CTX.Pipe(duplex=False)
@@ -267,7 +267,7 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
             _check(f"{medium} latency {size} B", got, sent, n)
             row = {"medium": medium, "size": size, "settings": _settings_text(knobs), **percentiles(got["lat"])}
             report.latency.append(row)
-            say(f"latency {medium:24} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  p99 {row['p99_ns'] or 0:>10.0f} ns")
+            say(f"latency {medium:24} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  p99 {row['p99_ns'] or float('nan'):>10.0f} ns")
 
     for size in plan.tput_sizes:
         n = plan.tput_n["c"]

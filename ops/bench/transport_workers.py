@@ -10,6 +10,7 @@ once their end is open; each function returns a small dict of results.
 from __future__ import annotations
 
 import mmap
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,15 @@ def _next(rx: Any) -> tuple[int, memoryview]:
 
 def _word(shared: mmap.mmap, offset: int = 0) -> Any:
     return ffi.cast("uint64_t *", ffi.from_buffer(shared)) + offset // 8
+
+
+def _await_receiver(shared: mmap.mmap, n: int) -> None:
+    """Close only once the receiver has everything: zmq discards what a closed peer's
+    connection still held, and every medium is treated alike."""
+    ack = np.frombuffer(shared, dtype=np.uint64, count=1)
+    deadline = time.monotonic() + RECV_TIMEOUT_S
+    while ack[0] < n and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 # ---- vega-shm, C loops ----
@@ -149,6 +159,7 @@ def py_tput_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mm
         total += checksum(from_buffer(view), len(view))
         rx.release_buffer(slot)
     t_last = now()
+    np.frombuffer(shared, dtype=np.uint64, count=1)[0] = n  # the sender may close now
     rx.close()
     return {"got": n, "checksum": total & MASK64, "t_first": t_first, "t_last": t_last}
 
@@ -159,6 +170,7 @@ def py_tput_send(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mm
     put = tx.put
     for i in range(n):
         put(payloads[i % POOL])
+    _await_receiver(shared, n)
     tx.close()
     return {"sent": n, "checksum": (n // POOL * sum(sums) + sum(sums[: n % POOL])) & MASK64}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from replay_support import LineData, MulticastReceiver, multicast_works, write_capture
 
@@ -74,3 +75,44 @@ def test_laps_start_with_sequence_resets(tmp_path: Path) -> None:
             expected += len(msgs)
         line_st = next(ln for ln in st.lines if ln.line == d.line)
         assert line_st.control_packets == len(resets)
+
+    # The schedule is absolute across laps: data packet j (counting every lap) is due at
+    # start + j / 4000 s exactly, however late any send was.
+    t = pq.read_table(tmp_path / "run" / "intended.parquet").to_pydict()
+    resets_seq = {(d.line, d.block_seqs[0] - 1) for d in data}
+    data_rows = sorted(i for ln, s, i in zip(t["line"], t["block_seq"], t["intended_ns"]) if (ln, s) not in resets_seq)
+    expect = st.started_ns + np.arange(len(data_rows)) * 250_000
+    assert len(data_rows) > 200 and np.array_equal(np.array(data_rows), expect)
+    ctrl = sorted(i for ln, s, i in zip(t["line"], t["block_seq"], t["intended_ns"]) if (ln, s) in resets_seq)
+    assert ctrl[:6] == [st.started_ns + lap * 20_000_000 for lap in range(3) for _ in range(2)]
+
+
+@pytest.mark.slow
+def test_no_drift_over_many_laps(tmp_path: Path) -> None:
+    """20 s at 10x over a 0.5 s lap (about 40 laps, up to 4.8 M packets): every intended time
+    is still start + (lap * span + offset) * scale, to the nanosecond, however the sends went."""
+    from replay_support import make_line
+
+    data = [make_line(ln, 300, seed=1, mean_gap_ns=20_000) for ln in (1, 2)]
+    write_capture(tmp_path / "cap", data)
+    cfg = ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(rate="10x"), copies="A", loop=True,
+                       seconds=20, run_dir=tmp_path / "run")
+    svc = ReplayService(cfg)
+    svc.start()
+    assert svc.wait(60.0)
+    st = svc.status()
+    t = pq.read_table(tmp_path / "run" / "intended.parquet", columns=["line", "block_seq", "intended_ns"])
+    ts = np.sort(np.concatenate([d.ts_ns for d in data]))
+    n = ts.size
+    span = round((ts[-1] - ts[0]) * n / (n - 1))
+    scale = (n * 1e9 / 240_000) / span
+    off = {(d.line, s): t_ - ts[0] for d in data for s, t_ in zip(d.block_seqs, d.ts_ns)}
+    lines = t["line"].to_numpy()
+    seqs = t["block_seq"].to_numpy()
+    got = t["intended_ns"].to_numpy()
+    is_data = np.array([(int(a), int(b)) in off for a, b in zip(lines, seqs)])
+    offs = np.array([off[(int(a), int(b))] for a, b in zip(lines[is_data], seqs[is_data])])
+    lap = np.floor((got[is_data] - st.started_ns) / (span * scale) + 1e-9).astype(np.int64)
+    expect = st.started_ns + np.round((lap * span + offs) * scale).astype(np.int64)
+    assert st.laps >= 30 and is_data.sum() > 1_000_000
+    assert np.abs(got[is_data] - expect).max() <= 1

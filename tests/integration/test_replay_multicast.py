@@ -2,6 +2,7 @@
 receiver joined on 127.0.0.1, intended.parquet and the shared-memory intended table."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -115,9 +116,11 @@ def test_two_senders_split_the_lines(tmp_path: Path) -> None:
     data = [make_line(ln, 150, seed=4) for ln in (1, 2, 3)]
     eps = write_capture(tmp_path / "cap", data)
     with MulticastReceiver(eps, copies=("A",)) as rx:
-        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(rate="1x"), copies="A", senders=2)
+        cpus = tuple(sorted(os.sched_getaffinity(0)))[:2]
+        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(rate="1x"), copies="A", senders=2, cpus=cpus)
         rx.drain()
     assert len(st.senders) == 2 and sorted(sum((s.lines for s in st.senders), [])) == [1, 2, 3]
+    assert [s.cpu for s in st.senders] == [cpus[i % len(cpus)] for i in range(2)], "each sender pinned as asked"
     assert {s.state for s in st.senders} == {"done"}
     for d in data:
         assert rx.of(d.line, "A") == d.packets

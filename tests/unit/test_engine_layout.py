@@ -6,7 +6,8 @@ import pytest
 
 from decision_engines.engine import COUNTER_NAMES
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY
-from decision_engines.engine_records import GROUP_INFO_DTYPE, NO_SLOT, SERIES_INFO_DTYPE, SERIES_REF_DTYPE
+from decision_engines.engine_records import (GROUP_INFO_DTYPE, GROUP_REF_DTYPE, NO_SLOT, SERIES_INFO_DTYPE,
+                                             SERIES_REF_DTYPE)
 from decision_engines.signal_record import (SIG_CROSSED, SIG_CUSTOM, SIG_LOCKED, SIG_OFF_SMILE, SIG_PARITY,
                                             SIGNAL_DTYPE, SIGNAL_SIZE)
 from omdp.native import ffi, lib
@@ -17,6 +18,7 @@ PAIRS = [
     ("omdp_engine_series_info_t", SERIES_INFO_DTYPE),
     ("omdp_engine_group_info_t", GROUP_INFO_DTYPE),
     ("omdp_series_ref_t", SERIES_REF_DTYPE),
+    ("omdp_group_ref_t", GROUP_REF_DTYPE),
 ]
 
 
@@ -47,3 +49,19 @@ def test_defaults_agree_with_c() -> None:
 def test_counter_names_are_the_struct_fields() -> None:
     assert ffi.sizeof("omdp_engine_counters_t") == 8 * len(COUNTER_NAMES)
     assert "processed" in COUNTER_NAMES and "bbo_bid_mismatch" in COUNTER_NAMES
+
+
+def test_signals_table_matches_the_run_schema() -> None:
+    from decision_engines.signal_table import signals_table
+    from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
+
+    sig = np.zeros(3, dtype=SIGNAL_DTYPE)
+    sig["kind"] = [SIG_CROSSED, SIG_PARITY, SIG_CUSTOM + 1]
+    sig["root"] = [b"JPM  ", b"Q", b"IBM"]
+    sig["put_call"] = [ord("C"), ord("P"), ord("C")]
+    sig["hdr"]["stamps"]["de_out"] = [10, 20, 30]
+    t = signals_table(sig)
+    assert t.schema == RUN_SIGNALS_SCHEMA
+    assert t.column("kind").to_pylist() == ["crossed", "parity", "custom1"]
+    assert t.column("root").to_pylist() == ["JPM", "Q", "IBM"]
+    assert t.column("ts_ns").to_pylist() == [10, 20, 30]

@@ -123,6 +123,26 @@ typedef struct omdp_series_ref {
     int64_t parity_hi;
 } omdp_series_ref_t;
 
+/* Pricing's model for one (underlying, expiry) group: 104 bytes. The hot path uses it to give
+ * a series first seen after the last refresh its limits at once (in the front buffer), so
+ * the first quote of a new series is checked too. forward <= 0 disables the group. */
+typedef struct omdp_group_ref {
+    double forward;      /* F */
+    double discount;     /* D */
+    double years;        /* T */
+    double smile_a;      /* sigma(k) = a + b k + c k^2, k = ln(K / F), clamped to [0.01, 5] */
+    double smile_b;
+    double smile_c;
+    double k_min;        /* no band for a strike with k outside [k_min, k_max] */
+    double k_max;
+    double band_abs;     /* half-width = max(band_abs, band_rel x value, band_vol x vega) */
+    double band_rel;
+    double band_vol;
+    double parity_tol;   /* parity band = D (F - K) +- parity_tol (dollars) */
+    uint32_t has_smile;  /* 0: parity limits only */
+    uint32_t reserved;
+} omdp_group_ref_t;
+
 typedef struct omdp_engine omdp_engine_t;
 
 /* Create an engine; NULL on error with *err set (OMDP_ENGINE_EINVAL, OMDP_ENGINE_ENOMEM).
@@ -165,6 +185,9 @@ uint32_t omdp_engine_find_series(const omdp_engine_t *engine, const char *root, 
  * to the previous publish (retry on the next refresh). publish makes it the front buffer;
  * the next batch uses it. At create both buffers disable every check. */
 omdp_series_ref_t *omdp_engine_refs_begin(omdp_engine_t *engine, int *err);
+/* The back buffer of group models (max_groups entries, every one to be written) that goes
+ * with the series limits of the current begin; NULL without a successful begin. */
+omdp_group_ref_t *omdp_engine_group_refs_back(omdp_engine_t *engine);
 int omdp_engine_refs_publish(omdp_engine_t *engine);
 
 /* Index an output buffer: offsets of its sampled messages and of its signals, in order.

@@ -1,0 +1,203 @@
+"""Score a decision engine's signals against a synthetic capture's ground truth.
+
+The capture is decoded (feedhandlers' batch decoder, the A copy of every line), each message
+routed to its underlying with the manifest's root -> underlying map, and fed to one engine in
+packet order across lines, 100 ms of capture time at a time; after each stretch the pricing
+refreshes, as the refresher thread would in a run. The signals are then matched to the
+ground truth (one row per anomalous quote, by line and message sequence number):
+
+- a signal is a true positive when the message that raised it is an anomalous quote of a
+  compatible kind: crossed/locked for a lock or cross; off_smile, parity or - if that quote
+  left the market locked or crossed - crossed/locked for the quotes of an off-smile or
+  parity event (a parity event moves a call on every exchange: each move is off the smile);
+- a crossed/locked signal on a message that is not itself anomalous is also a true positive
+  while an anomalous quote of that series is standing (it stands until its exchange next
+  quotes the series): the market is locked or crossed against that quote - the generator
+  promises no lock or cross that an anomaly does not explain;
+- an event is detected when at least one of its quotes raised a compatible signal.
+
+precision = true positive signals / signals; recall = detected events / events.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from decision_engines.engine import DecisionEngine
+from decision_engines.engine_config import EngineConfig, PricingConfig
+from decision_engines.pricing.refresher import PricingRefresher
+from decision_engines.signal_record import SIGNAL_KIND_NAMES
+from feedhandlers.captures import read_capture
+from feedhandlers.opra_batch import decode_batch
+from feedhandlers.opra_record import NO_UNDERLYING
+
+REFRESH_NS = 100_000_000
+
+COMPATIBLE: dict[str, set[str]] = {
+    "locked": {"locked", "crossed"},
+    "crossed": {"locked", "crossed"},
+    "off_smile": {"off_smile", "parity"},
+    "parity": {"off_smile", "parity"},
+}
+
+
+QUOTE_KEY_DTYPE = np.dtype([("line", "<u2"), ("msg_seq", "<u8"), ("root", "S6"), ("expiry", "<u4"),
+                            ("strike_px", "<i8"), ("put_call", "u1"), ("participant", "u1")])
+
+
+@dataclass
+class CaptureRun:
+    """What the engine produced over a capture, and who quoted what (for standing anomalies)."""
+
+    signals: np.ndarray
+    counters: dict[str, int]
+    messages: int
+    refreshes: int
+    quotes: np.ndarray  # QUOTE_KEY_DTYPE, one row per decoded message
+
+
+@dataclass
+class Score:
+    """Precision and recall, overall and per ground-truth kind."""
+
+    signals: int
+    true_positives: int
+    events: int
+    detected: int
+    per_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    false_positive_kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def precision(self) -> float:
+        return self.true_positives / self.signals if self.signals else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.detected / self.events if self.events else 1.0
+
+
+def root_router(manifest: dict) -> dict[bytes, int]:
+    """Option root (stripped) -> underlying id, from the manifest."""
+    ids = {u["symbol"]: int(u["id"]) for u in manifest["underlyings"]}
+    return {root.encode(): ids[sym] for root, sym in manifest["roots"].items() if sym in ids}
+
+
+def route(records: np.ndarray, router: dict[bytes, int]) -> None:
+    """Set ``underlying_id`` of every record from its root (per distinct root, not per message)."""
+    roots, inverse = np.unique(records["root"], return_inverse=True)
+    ids = np.array([router.get(bytes(r).rstrip(b" \0"), NO_UNDERLYING) for r in roots], dtype=np.uint32)
+    records["underlying_id"] = ids[inverse] if len(roots) else NO_UNDERLYING
+
+
+def run_capture(capture_dir: Path, engine_config: EngineConfig | None = None,
+                pricing_config: PricingConfig | None = None, refresh_ns: int = REFRESH_NS) -> CaptureRun:
+    """Decode, route and run one capture directory (manifest.json beside the pcaps)."""
+    manifest = json.loads((capture_dir / "manifest.json").read_text())
+    router = root_router(manifest)
+    parts, stamps = [], []
+    for line in manifest["lines"]:
+        for name in line["files"]["a"]:
+            cap = read_capture(capture_dir / name)
+            buf, offsets, lengths = cap.contiguous()
+            dec = decode_batch(buf, offsets, lengths)
+            recs = dec.records
+            recs["line"] = line["line"]
+            route(recs, router)
+            parts.append(recs)
+            stamps.append(np.repeat(cap.ts_ns, dec.pkt_count))
+    records = np.concatenate(parts)
+    ts = np.concatenate(stamps)
+    order = np.argsort(ts, kind="stable")
+    records, ts = records[order], ts[order]
+
+    engine = DecisionEngine(engine_config or EngineConfig())
+    refresher = PricingRefresher(engine, pricing_config or PricingConfig(as_of=manifest["date"]))
+    edges = np.searchsorted(ts, np.arange(ts[0], ts[-1] + refresh_ns, refresh_ns), side="left") if len(ts) else []
+    out_signals = []
+    refreshes = 0
+    bounds = list(edges[1:]) + [len(records)]
+    start = 0
+    for end in bounds:
+        if end > start:
+            out_signals.append(engine.process(records[start:end], batch=4096).signals)
+            start = end
+            if refresher.refresh() is not None:
+                refreshes += 1
+    signals = np.concatenate(out_signals) if out_signals else np.zeros(0)
+    quotes = np.empty(len(records), dtype=QUOTE_KEY_DTYPE)
+    for name in QUOTE_KEY_DTYPE.names:
+        quotes[name] = records[name]
+    return CaptureRun(signals, engine.counters(), len(records), refreshes, quotes)
+
+
+def _series_key(root: object, expiry: object, strike_px: object, put_call: object) -> tuple:
+    r = root if isinstance(root, bytes) else str(root).encode()
+    pc = put_call if isinstance(put_call, int) else ord(str(put_call))
+    return (r.rstrip(b" \0"), int(expiry), int(strike_px), pc)
+
+
+def standing_windows(gt: dict[str, list], quotes: np.ndarray) -> dict[tuple, list[tuple[int, int, int]]]:
+    """(line, series key) -> [(first seq, end seq, event)]: an anomalous quote stands from its
+    message until its exchange's next quote of the series on that line."""
+    wanted = {}
+    for i in range(len(gt["seq"])):
+        key = (int(gt["line"][i]), _series_key(gt["root"][i], gt["expiry"][i], gt["strike_px"][i], gt["put_call"][i]))
+        wanted.setdefault((key, ord(gt["participant"][i])), []).append((int(gt["seq"][i]), int(gt["event"][i])))
+    roots = {k[0][1][0] for k in wanted}
+    sel = np.isin(np.char.rstrip(quotes["root"], b" \0"), list(roots)) if roots else np.zeros(len(quotes), bool)
+    later: dict[tuple, list[int]] = {}
+    for q in quotes[sel]:
+        key = ((int(q["line"]), _series_key(q["root"], q["expiry"], q["strike_px"], int(q["put_call"]))), int(q["participant"]))
+        if key in wanted:
+            later.setdefault(key, []).append(int(q["msg_seq"]))
+    windows: dict[tuple, list[tuple[int, int, int]]] = {}
+    for key, rows in wanted.items():
+        seqs = np.sort(np.array(later.get(key, []), dtype=np.int64))
+        for seq, event in rows:
+            nxt = seqs[np.searchsorted(seqs, seq, side="right")] if seqs.size and seqs[-1] > seq else np.iinfo(np.int64).max
+            windows.setdefault(key[0], []).append((seq, int(nxt), event))
+    return windows
+
+
+def score(run: CaptureRun, truth_path: Path) -> Score:
+    """Match a run's signals to the ground truth Parquet file (see the module docstring)."""
+    gt = pq.read_table(truth_path).to_pydict()
+    signals = run.signals
+    key = {(int(l), int(s)): i for i, (l, s) in enumerate(zip(gt["line"], gt["seq"]))}
+    windows = standing_windows(gt, run.quotes)
+    kinds = [SIGNAL_KIND_NAMES.get(int(k), f"kind{int(k)}") for k in signals["kind"]]
+    detected: set[int] = set()
+    tp = 0
+    fp_kinds: dict[str, int] = {}
+    for sig, kind in zip(signals, kinds):
+        line, seq = int(sig["line"]), int(sig["msg_seq"])
+        i = key.get((line, seq))
+        event = None
+        if i is not None:
+            want = set(COMPATIBLE.get(gt["kind"][i], set()))
+            if gt["nbbo_state"][i] in ("locked", "crossed"):
+                want |= {"locked", "crossed"}
+            if kind in want:
+                event = int(gt["event"][i])
+        if event is None and kind in ("locked", "crossed"):
+            series = (line, _series_key(sig["root"], sig["expiry"], sig["strike_px"], int(sig["put_call"])))
+            for first, end, ev in windows.get(series, []):
+                if first <= seq < end:
+                    event = ev
+                    break
+        if event is not None:
+            tp += 1
+            detected.add(event)
+        else:
+            fp_kinds[kind] = fp_kinds.get(kind, 0) + 1
+    events: dict[int, str] = {int(e): k for e, k in zip(gt["event"], gt["kind"])}
+    per_kind: dict[str, dict[str, int]] = {}
+    for ev, k in events.items():
+        d = per_kind.setdefault(k, {"events": 0, "detected": 0})
+        d["events"] += 1
+        d["detected"] += ev in detected
+    return Score(len(kinds), tp, len(events), len(detected & set(events)), per_kind, fp_kinds)
