@@ -31,8 +31,10 @@ class LiveSource(DashboardSource):
 
     kind = "live"
 
-    def __init__(self, run_id: str, sample_s: float = 0.25) -> None:
+    def __init__(self, run_id: str, sample_s: float = 0.25, run_dir: Path | None = None) -> None:
+        """run_dir: where the run's plan.json is, until the run info names the directory."""
         self._run_id = run_id
+        self._run_dir = str(run_dir) if run_dir is not None else ""
         self._sample_s = sample_s
         self._reader: StatsReader | None = None
         self._open_lock = threading.Lock()
@@ -170,5 +172,5 @@ class LiveSource(DashboardSource):
             "messages_per_packet": messages / packets if packets else None,
             "started_ns": info["start_ns"], "ended_ns": info["closed_ns"] or None,
             "heartbeat_ns": info["heartbeat_ns"] or None, "pid": info["pid"],
-            "plan": self._plan_of(run["run_dir"]),
+            "plan": self._plan_of(run["run_dir"] or self._run_dir),
         }

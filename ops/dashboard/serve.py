@@ -100,18 +100,19 @@ class DashboardServer:
 
 
 def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                    replay_router: APIRouter | None = None) -> DashboardServer:
+                    replay_router: APIRouter | None = None, run_dir: Path | None = None) -> DashboardServer:
     """Serve a run's dashboard from a background thread and return its handle.
 
     run: a run id (str: the live run's stats segment on this host), a run directory
     (Path: a finished run's records), or a source. replay_router: the replay service's
     router (``ops.replay.http_api.replay_router(service, token)``), mounted at
-    /api/v1/replay with its own token check.
+    /api/v1/replay with its own token check. run_dir: a live run's directory, for its
+    plan.json before the run info names it.
     """
     if isinstance(run, DashboardSource):
         source, owns = run, False
     elif isinstance(run, Path):
         source, owns = FinishedRunSource(run), True
     else:
-        source, owns = LiveSource(run), True
+        source, owns = LiveSource(run, run_dir=run_dir), True
     return DashboardServer(source, host, port, replay_router, owns_source=owns).start()

@@ -35,7 +35,7 @@ function renderHeader(run) {
   const pill = $("#run-state");
   pill.textContent = run.state;
   pill.className = "pill " + run.state;
-  $("#run-what").textContent = [run.topology, run.config].filter(Boolean).join(" · ");
+  $("#run-what").textContent = [...new Set([run.topology, run.config].filter(Boolean))].join(" · ");
   const s = Math.round(run.uptime_s);
   $("#uptime").textContent = `${run.source === "finished" ? "ran" : "up"} ${Math.floor(s / 3600)}h ${String(Math.floor(s / 60) % 60).padStart(2, "0")}m ${String(s % 60).padStart(2, "0")}s`;
   st.source = run.source;
