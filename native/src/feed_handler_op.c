@@ -332,7 +332,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"unknown_line", fh->unknown_line},
         {"ring_closed", fh->ring_closed},
         {"publish_errors", fh->publish_errors},
-        {"last_error_code", (uint64_t)(int64_t)fh->last_error.code},
+        {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
     };
     uint32_t n = sizeof c / sizeof c[0];
     memcpy(out, c, (n < max ? n : max) * sizeof c[0]);

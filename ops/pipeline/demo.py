@@ -46,7 +46,7 @@ def machine_overrides() -> tuple[str, ...]:
     cpus = sorted(os.sched_getaffinity(0))
     replay, app = cpus[0], cpus[1] if len(cpus) > 1 else cpus[0]
     return (f"partitions.replay.cpus=[{replay}]", f"partitions.ingest.cpus=[{replay}]",
-            f"partitions.app.cpus=[{app}]", f"operators.fs.params.cpus=[{replay}]",
+            f"partitions.signals.cpus=[{replay}]", f"partitions.app.cpus=[{app}]", f"operators.fs.params.cpus=[{replay}]",
             f"operators.de.params.pricing_cpus=[{replay}]")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from omdp.metrics.breakdown import Breakdown, format_breakdown
 from omdp.metrics.stats_segment import StatsWriter
+from omdp.native import lib
 from omdp.plan import Plan, build_plan
 from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.run import run_plan
@@ -44,8 +45,8 @@ from ops.pipeline.run_report import (
     verdict,
     write_run_meta,
 )
+from ops.replay.rates import RateSpec
 from ops.replay.shm_segments import ctl_name, intended_name
-from ops.replay.shm_segments import Segment as ReplaySegment
 
 START_ALLOWANCE_S = 120.0
 """A run is stopped (drained) at most this long after its ``seconds``, should the replay
@@ -126,10 +127,7 @@ def _remove_replay_segments(run_id: str, senders: int) -> None:
     for k in range(senders):
         rid = replay_run_id(run_id, k)
         for name in (ctl_name(rid), intended_name(rid)):
-            try:
-                ReplaySegment(name, None, 0, owner=True).unlink()
-            except OSError:
-                pass
+            lib.omdp_replay_shm_unlink(name.encode())  # absent: nothing to do
 
 
 def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sweep_id: str = "",
@@ -167,10 +165,8 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
 
 
 def _target_pps(rate: str) -> float:
-    from ops.replay.rates import RateSpec
-
-    spec = RateSpec.parse(rate=rate)
-    return spec.target_pps(0.0)
+    """Packets/s of an Nx rate (it does not depend on the capture)."""
+    return RateSpec.parse(rate=rate).target_pps(0.0)
 
 
 def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: str, sweep_id: str,

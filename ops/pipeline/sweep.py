@@ -4,7 +4,7 @@ each, all runs sharing one ``sweep_id``; the sustainable rate of each configurat
 A configuration is a topology with a set of overrides: the knob set (``tuned``: the
 topology's own channel knobs; ``default``: the paper's Vega defaults, queue 128 of 64 KiB
 with the mutex on) and the feed handlers' input (``ring`` or ``multicast``). A topology
-without inserted transports (fused) has no knobs to vary and runs once per input.
+whose messages cross no channel (fused) has no knobs to vary and runs once per input.
 
 The sustainable rate of a configuration is the highest rate of the sweep that was
 sustainable (DESIGN.md, ``ops.pipeline.run_report.verdict``). Rates are run in ascending
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omdp.plan import build_plan
+from omdp.plan import Plan, build_plan
 from omdp.topology.load import load_topology
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
@@ -52,13 +52,25 @@ def configurations(topologies: list[str], knob_sets: list[str], inputs: list[str
     out = []
     for t in topologies:
         topo = load_topology(t, overrides)
-        has_channels = bool(build_plan(topo, build_registry(), t).channels)
+        has_channels = data_path_crosses(build_plan(topo, build_registry(), t))
         for knobs in (knob_sets if has_channels else ["-"]):
             for inp in inputs:
                 extra = (*KNOB_SETS.get(knobs, ()), f'operators.{_fh_group(topo)}.params.input="{inp}"')
                 label = f"{topo.name} {inp}" + (f" {knobs}" if knobs != "-" else "")
                 out.append(Config(t, knobs, inp, label, (*overrides, *extra)))
     return out
+
+
+def data_path_crosses(plan: Plan) -> bool:
+    """True when messages (handler -> engine, or samples -> collector) cross a channel: the
+    Vega knobs then matter. A fused pipeline's signal channel alone does not count."""
+    for c in plan.channels:
+        for r in c.routes:
+            op, _, port = r.source.rpartition(".")
+            kind = plan.operators[op].kind
+            if kind == "feed_handler" or (kind == "decision_engine" and port == "samples"):
+                return True
+    return False
 
 
 def _fh_group(topo: Any) -> str:
