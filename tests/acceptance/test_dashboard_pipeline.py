@@ -1,9 +1,10 @@
 """The dashboard on a real pipeline run (the demo's fused topology replaying a synthetic
 capture, with losses injected): started through the run's ``dashboard`` hook, read while
 the run goes, and read once more when the run has ended but its stats segment is still
-open - those final live figures must be the run's records (samples.parquet through
-``Breakdown.from_run_dir``, ingest.parquet, signals.parquet), and the finished-run source
-over the run directory must agree with them."""
+open - those final live figures must be the run's records (windows and per-second history
+against numpy over samples.parquet, the whole run against ``Breakdown.from_run_dir``,
+ingest.parquet, signals.parquet), and the finished-run source over the run directory must
+agree with them."""
 from __future__ import annotations
 
 import threading
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from dashboard_support import assert_hop_matches, expected_hop
 from pipeline_support import CAPTURE_DATE
 from prometheus_client.parser import text_string_to_metric_families
 
+from omdp.clock import now_ns
 from omdp.metrics.breakdown import Breakdown
 from omdp.metrics.run_files import read_run_file
 from ops.dashboard import figures
@@ -62,6 +65,9 @@ def test_dashboard_follows_a_pipeline_run(data_dir: Path) -> None:
         def stop() -> None:
             probe.join()
             # the run has ended, its segment is still open: the final live figures
+            seen["at"] = at = now_ns()
+            seen["final_window"] = get(server.url, "api/v1/latency", window="5s", at=at)
+            seen["final_history"] = get(server.url, "api/v1/latency/history", seconds=5, at=at)
             seen["final_latency"] = get(server.url, "api/v1/latency", window="all")
             seen["final_ingest"] = get(server.url, "api/v1/ingest")
             seen["final_signals"] = get(server.url, "api/v1/signals", limit=1)
@@ -90,6 +96,18 @@ def test_dashboard_follows_a_pipeline_run(data_dir: Path) -> None:
     b = Breakdown.from_run_dir(run.run_dir)
     for hop in seen["final_latency"]["hops"]:
         assert {k: hop[k] for k in b.hops[hop["hop"]]} == dict(b.hops[hop["hop"]]), hop["hop"]
+    samples = read_run_file(run.run_dir, "samples.parquet")
+    rows = {c: samples.column(c).to_numpy() for c in samples.column_names}
+    second = rows["mc_in"] // 1_000_000_000
+    at_s = seen["at"] // 1_000_000_000
+    window = (second > at_s - 5) & (second <= at_s)
+    assert window.sum() > 0
+    for hop in seen["final_window"]["hops"]:
+        assert_hop_matches(hop, expected_hop({c: v[window] for c, v in rows.items()}, hop["hop"]))
+    for point in seen["final_history"]["points"]:
+        one = second == point["second"]
+        for hop, figures_of_second in point["hops"].items():
+            assert_hop_matches(figures_of_second, expected_hop({c: v[one] for c, v in rows.items()}, hop))
     last = {}
     for row in read_run_file(run.run_dir, "ingest.parquet").to_pylist():
         last[row["line"]] = row
