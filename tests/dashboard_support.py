@@ -244,7 +244,8 @@ class LiveFeed:
         """Stop feeding, publish the final figures, write the run directory's records and
         close the ring and the stats segment (unlinked)."""
         self._stop.set()
-        self._thread.join(10.0)
+        if self._thread.ident is not None:
+            self._thread.join(10.0)
         ended = now_ns()
         self._publish_counters(0, 0)
         self.ingest.snapshot(ended)
