@@ -133,7 +133,8 @@ def check_charts_fill(driver: object) -> None:
     assert driver.execute_script("return document.getElementById('chart-ingest').data[0].y.length") == 4
     assert driver.execute_script("return document.getElementById('chart-rate').data[0].x.length") >= 2
     assert driver.execute_script("return document.querySelector('#live b').textContent") == "live"
-    assert driver.execute_script("return document.getElementById('run-state').textContent") == "running"
+    # normally mid-run; a machine slow to start the browser may see the run stopping already
+    assert driver.execute_script("return document.getElementById('run-state').textContent") in ("running", "stopping")
 
 
 def check_numbers(driver: object, url: str) -> None:
