@@ -43,6 +43,8 @@ class DecisionEngineParams(BaseModel):
     out_bytes: int = Field(DEFAULT_OUT_BYTES, ge=1024, le=1 << 26, multiple_of=8, description="output buffer")
     as_of: dt.date | None = Field(None, description="valuation date (the capture date); None: no pricing")
     pricing_period_s: float = Field(0.1, gt=0, description="pricing refresh period")
+    pricing_cpus: list[int] = Field(default_factory=list, description="CPUs of the pricing thread; empty: the partition's")
+    pricing_nice: int = Field(0, ge=0, le=19, description="niceness of the pricing thread (19: only spare CPU time)")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,11 @@ class EngineNativeOperator(NativeOperator):
     engine: DecisionEngine | None = None
     refresher: PricingRefresher | None = None
 
+    def close(self) -> None:
+        """After the C operator let go of the engine: stop pricing."""
+        if self.refresher is not None:
+            self.refresher.stop()
+
 
 def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> EngineNativeOperator:
     """Factory of ``decision_engine``: engine id = replica index."""
@@ -61,7 +68,7 @@ def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> Engin
     refresher = None
     if p.as_of is not None:
         refresher = PricingRefresher(engine, PricingConfig(as_of=p.as_of, period_s=p.pricing_period_s))
-        refresher.start()
+        refresher.start(p.pricing_cpus, p.pricing_nice)
     params = ffi.new("omdp_engine_op_params_t *")
     params.shared = engine.handle
     params.out_bytes = p.out_bytes

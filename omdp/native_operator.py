@@ -25,6 +25,11 @@ class NativeOperator:
         """The kind the C side names itself."""
         return ffi.string(self.vtable.kind).decode()
 
+    def close(self) -> None:
+        """Release what the Python side holds for the C operator (sockets, rings, threads),
+        once the C operator has closed. Default: nothing; subclasses that hold more
+        override it."""
+
     def params_bytes(self) -> tuple[Any, int]:
         """(pointer, size) of the parameter struct, as ``omdp_op_init_t`` wants them."""
         if self.params is None:

@@ -218,6 +218,10 @@ def _check_channel(edges: list[Edge], up: dict[str, Any], down: dict[str, Any], 
 def build_plan(topo: Topology, registry: Registry, source: str = "<topology>") -> Plan:
     """Plan ``topo``: the logical graph placed, fused and joined by inserted channels."""
     graph = build_graph(topo, registry, source)
+    unknown = [g for g in topo.run.stop_after if g not in topo.partitions]
+    if unknown:
+        raise TopologyError(source, [("run.stop_after", f"{', '.join(unknown)} is not a partition "
+                                      f"(partitions: {', '.join(topo.partitions)})")])
     hosts, host_groups = _hosts(topo, source)
     parts = _place(topo, graph, host_groups, source)
     part_of = {inst: p["name"] for p in parts for inst in p["operators"]}

@@ -9,8 +9,10 @@ and reports it; the next one publishes.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,12 +128,14 @@ class PricingRefresher:
             self.last = state
             return state
 
-    def start(self) -> None:
-        """Refresh every ``period_s`` in a daemon thread until :meth:`stop`."""
+    def start(self, cpus: Collection[int] = (), nice: int = 0) -> None:
+        """Refresh every ``period_s`` in a daemon thread until :meth:`stop`. ``cpus``: the
+        thread runs on those CPUs only (not the one the engine's partition spins on);
+        ``nice``: its scheduling niceness (19: it only takes what others leave)."""
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="omdp-pricing", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(tuple(cpus), nice), name="omdp-pricing", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -142,7 +146,11 @@ class PricingRefresher:
         self._thread.join()
         self._thread = None
 
-    def _run(self) -> None:
+    def _run(self, cpus: tuple[int, ...], nice: int) -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)  # 0: this thread
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # Linux: this thread only
         while not self._stop.wait(self.config.period_s):
             try:
                 self.refresh()

@@ -6,9 +6,9 @@ pipeline forwards (``omdp`` names no record body: the caller passes the record t
 ``LatencyCollector`` (publishing live into the run's stats segment when the run has one),
 and the C operator borrows it: the partition loop feeds batches straight into C.
 
-At the end of the run ``finish_latency_collectors`` (also registered with ``atexit``, so a
-partition process that exits normally runs it) publishes the final figures and writes
-``samples.parquet`` into the run directory.
+At the end of the run ``finish_latency_collectors`` publishes the final figures and writes
+``samples.parquet`` into the run directory: when the partition closes its operators
+(``LatencyNativeOperator.close``), and as a fallback at interpreter exit (``atexit``).
 """
 from __future__ import annotations
 
@@ -89,7 +89,19 @@ def make_latency_operator(p: LatencyCollectorParams, ctx: OperatorContext, recor
         atexit.register(finish_latency_collectors)
         _atexit_registered = True
     params = ffi.new("omdp_latency_op_params_t *", {"collector": collector.c_pointer})
-    return NativeOperator(lib.omdp_latency_collector_vtable(), params)
+    return LatencyNativeOperator(lib.omdp_latency_collector_vtable(), params, instance=ctx.name)
+
+
+@dataclass(frozen=True)
+class LatencyNativeOperator(NativeOperator):
+    """The C operator of one collector instance; closing it (when its partition closes,
+    before the interpreter shuts down) writes the instance's samples.parquet."""
+
+    instance: str = ""
+
+    def close(self) -> None:
+        """Final figures and samples.parquet of this instance."""
+        finish_latency_collectors(self.instance)
 
 
 def active_latency_collectors() -> dict[str, LatencyCollector]:
@@ -97,11 +109,14 @@ def active_latency_collectors() -> dict[str, LatencyCollector]:
     return {name: a.collector for name, a in _ACTIVE.items()}
 
 
-def finish_latency_collectors() -> list[Path]:
+def finish_latency_collectors(only: str | None = None) -> list[Path]:
     """After the partition loop ended: final live figures, the operator entries closed,
-    samples.parquet written to each run directory; returns the files written."""
+    samples.parquet written to each run directory (of every collector, or of instance
+    ``only``); returns the files written."""
     written = []
-    for name in list(_ACTIVE):
+    for name in [only] if only is not None else list(_ACTIVE):
+        if name not in _ACTIVE:
+            continue
         a = _ACTIVE.pop(name)
         a.collector.close()
         if a.run_dir is not None:

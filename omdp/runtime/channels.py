@@ -93,12 +93,16 @@ def open_output(channel: PlanChannel, run_id: str, endpoint: str, timeout: float
 
 def cleanup_run(plan: Plan, run_id: str, shm_dir: Path = SHM_DIR) -> list[str]:
     """Remove every shared memory segment of run ``run_id`` (call once no partition of it
-    is alive); returns the names it removed."""
+    is alive), except the run's stats segment while its owner (the process that started the
+    run) lives; returns the names it removed."""
+    from omdp.metrics.stats_cleanup import list_stats_segments
+
+    owned = {s.name for s in list_stats_segments(shm_dir) if not s.stale}
     removed = []
     for c in plan.channels:
         if c.spec.transport == "vega-shm" and unlink(name := shm_name(run_id, channel_key(c))):
             removed.append(name)
     for path in sorted(shm_dir.glob(f"{PREFIX}{run_id}-*")):
-        if unlink(path.name):
+        if path.name not in owned and unlink(path.name):
             removed.append(path.name)
     return removed

@@ -46,6 +46,7 @@ class Partition:
         self.name = name
         self._keep: list[Any] = []
         self.bindings: dict[str, PyOperatorBinding] = {}
+        self.natives: list[NativeOperator] = []
         self.index = {op: i for i, op in enumerate(self.spec.operators)}
         self.input_index = {cid: k for k, cid in enumerate(self.spec.inputs)}
         self.output_index = {cid: k for k, cid in enumerate(self.spec.outputs)}
@@ -85,6 +86,7 @@ class Partition:
                 init = ffi.new("omdp_op_init_t *", {"params": pbuf, "params_size": psize, "replica": op.replica,
                                                     "replicas": op.replicas, "name": cname, "err": err, "err_size": 256})
                 self._keep += [made, cname]
+                self.natives.append(made)
                 self._check(lib.omdp_partition_init_op(self.ptr, i, vt, init), f"init {name}")
             elif isinstance(made, OperatorBase):
                 dtypes = [registry.record_types[p.record_type].dtype or np.dtype(np.uint8) for p in kind.inputs]
@@ -200,3 +202,6 @@ class Partition:
         for b in self.bindings.values():
             b.op.close()
         self.bindings.clear()
+        for made in self.natives:
+            made.close()
+        self.natives.clear()

@@ -3,7 +3,8 @@
 Order of a run: every partition process starts and opens its receivers (reporting their
 endpoints); only when all receivers exist are the senders told to connect; then all loops
 start. While they run the supervisor watches heartbeats and exits. A stop (Ctrl-C,
-SIGTERM, ``--duration``) tells the partitions to stop their sources; end-of-stream frames
+SIGTERM, ``--duration``, or every partition of the ``run.stop_after`` groups having ended)
+tells the partitions to stop their sources; end-of-stream frames
 then drain every queue in topological order, so sinks end last. A second Ctrl-C, or a
 drain that overruns ``drain_timeout_s``, stops everything at once.
 
@@ -64,8 +65,9 @@ class _Interrupted(Exception):
 
 @dataclass
 class RunResult:
-    """How a run went: ``status`` is ended (sources finished, all drained), stopped (on
-    request, drained), stopped-hard (on request, not drained) or failed."""
+    """How a run went: ``status`` is ended (sources finished, or the ``run.stop_after``
+    partitions ended and the rest was stopped; all drained), stopped (on request, drained),
+    stopped-hard (on request, not drained) or failed."""
 
     run_id: str
     run_dir: Path
@@ -323,14 +325,18 @@ class Supervisor:
         t_end = time.monotonic() + duration if duration else None
         stop_at: float | None = None
         hard_at: float | None = None
+        by_stop_after = False  # the run ends as planned when its stop_after groups ended
         while any(c.alive for c in self.children):
             self._pump(0.1)
             dead = self._dead(expected_stop=hard_at is not None)
             if dead:
                 raise _Abort(self._failure(dead))
             now = time.monotonic()
-            if stop_at is None and (self._signals >= 1 or (t_end is not None and now >= t_end)):
-                why = "signal" if self._signals else f"duration {duration:g} s"
+            finished = stop_at is None and self._groups_ended(run.stop_after)
+            by_stop_after = by_stop_after or (finished and not self._signals)
+            if stop_at is None and (self._signals >= 1 or (t_end is not None and now >= t_end) or finished):
+                why = ("signal" if self._signals else f"duration {duration:g} s" if not finished
+                       else f"{', '.join(run.stop_after)} ended")
                 self.echo(f"run {self.run_id}: stopping ({why}): sources stop, queues drain")
                 for c in self.children:
                     self._send(c, cmd="stop")
@@ -345,7 +351,12 @@ class Supervisor:
                 self._kill_all()
         if hard_at is not None:
             return "stopped-hard"
-        return "stopped" if stop_at is not None else "ended"
+        return "stopped" if stop_at is not None and not by_stop_after else "ended"
+
+    def _groups_ended(self, groups: list[str]) -> bool:
+        """True when ``groups`` is not empty and every partition of those groups ended normally."""
+        mine = [c for c in self.children if c.spec.group in groups]
+        return bool(mine) and all(c.proc.returncode == EXIT_ENDED for c in mine)
 
     def _hard_stop(self) -> None:
         """Stop every child still alive: stop-now, then SIGKILL after kill_timeout_s."""

@@ -101,6 +101,11 @@ class RunSettings(_Strict):
     drain_timeout_s: float = Field(30.0, gt=0, le=3600, description="after stop: time for queues to drain to sinks")
     kill_timeout_s: float = Field(5.0, gt=0, le=600, description="after a hard stop: time before SIGKILL")
     log_tail_lines: int = Field(20, ge=0, le=10000, description="log lines shown for a failed partition")
+    stop_after: list[str] = Field(
+        default_factory=list,
+        description="partition groups whose end stops the run: once every partition of these groups has ended, "
+                    "the others are told to stop (sources stop, queues drain), e.g. a replayer's partitions",
+    )
 
 
 class Topology(_Strict):

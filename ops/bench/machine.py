@@ -32,6 +32,7 @@ def machine_info() -> dict[str, object]:
     return {
         "cpu_model": cpu_model(),
         "logical_cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "kernel": platform.release(),
         "python": platform.python_version(),
         "numpy": np.__version__,

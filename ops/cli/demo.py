@@ -1,9 +1,9 @@
-"""``omdp demo``: a short synthetic capture, decoded by the C batch decoder, with its
-statistics - the first thing to run after installing."""
+"""``omdp demo``: synthesize a short capture (unless there is one), run the fused pipeline on
+this machine for about 30 s and print the latency breakdown (ops/pipeline/demo.py)."""
 from __future__ import annotations
 
-import tempfile
-import time
+import json
+import sys
 from pathlib import Path
 
 import click
@@ -12,52 +12,54 @@ from ops.cli.main import cli
 
 
 @cli.command("demo")
-@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep the capture in this data directory (default: a temporary one, removed after).")
-@click.option("--seconds", type=float, default=2.0, show_default=True, help="Length of the capture.")
-@click.option("--rate", "rate_text", default="1x", show_default=True, help="Nx = N x 24,000 packets/s.")
-@click.option("--seed", type=int, default=0, show_default=True)
-def demo(data: Path | None, seconds: float, rate_text: str, seed: int) -> None:
-    """Synthesize a February-2008-like capture, decode every packet in C, print statistics."""
-    if data is not None:
-        _run(data, seconds, rate_text, seed)
-        return
-    with tempfile.TemporaryDirectory(prefix="omdp-demo-") as tmp:
-        _run(Path(tmp), seconds, rate_text, seed)
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+              show_default=True, help="data directory: the capture and the run are kept there")
+@click.option("--seconds", type=float, default=30.0, show_default=True, help="how long the pipeline runs")
+@click.option("--rate", default="1x", show_default=True, help="replay rate, Nx = N x 24,000 packets/s")
+@click.option("--capture-seconds", type=float, default=5.0, show_default=True,
+              help="length of the capture synthesized when there is none (it is replayed in a loop)")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the synthetic capture")
+@click.option("--dashboard", default=None, metavar="HOST:PORT", help="serve the live dashboard there")
+@click.option("--json", "json_out", default=None, metavar="OUT", help="also write the report as JSON to OUT")
+def demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed: int, dashboard: str | None,
+         json_out: str | None) -> None:
+    """Synthesize a February-2008-like capture, replay it through feed handler -> decision
+    engines -> collectors on this machine, print the latency breakdown."""
+    from omdp.topology.load import TopologyError
+    from ops.cli.run import dashboard_hook
+    from ops.pipeline.capture_info import CaptureInputError
+    from ops.pipeline.demo import run_demo
+
+    hook = dashboard_hook(dashboard) if dashboard else None
+    try:
+        run = run_demo(data_dir, seconds, rate, capture_seconds, seed, say=lambda line: click.echo(line, err=True),
+                       dashboard=hook)
+    except (TopologyError, CaptureInputError) as e:
+        click.echo(str(e), err=True)
+        sys.exit(2)
+    click.echo(run.text())
+    if dashboard:
+        _serve_until_interrupted(dashboard, run.run_dir)
+    if json_out:
+        text = json.dumps(run.to_dict(), indent=2, default=str)
+        click.echo(text) if json_out == "-" else Path(json_out).write_text(text + "\n")
+    if run.result.failure:
+        click.echo(run.result.failure, err=True)
+    sys.exit(0 if run.result.ok else 1)
 
 
-def _run(data: Path, seconds: float, rate_text: str, seed: int) -> None:
-    from feedhandlers.captures import read_pcap
-    from feedhandlers.opra_batch import BatchDecoder
-    from ops.capture.locate import capture_lines
-    from ops.capture.stats import capture_stats, format_stats
-    from ops.synth.generator import SynthConfig, parse_rate, synthesize
+def _serve_until_interrupted(address: str, run_dir: Path) -> None:
+    """With --dashboard the demo keeps serving the finished run until Ctrl-C."""
+    import signal
 
-    click.echo(f"1/3 synthesizing {seconds:g} s at {rate_text} into {data} ...")
-    res = synthesize(SynthConfig(data=data, seconds=seconds, rate=parse_rate(rate_text), seed=seed, progress=False))
-    m = res.manifest
-    gen = res.setup_s + res.elapsed_s
-    click.echo(f"    {m.rate.packets:,} packets, {m.rate.messages:,} messages on {len(m.lines)} lines in {gen:.1f} s "
-               f"({m.universe.underlyings:,} underlyings, {m.universe.roots:,} roots, {m.universe.series:,} series)")
+    from ops.dashboard.serve import parse_address, start_dashboard
 
-    click.echo("2/3 decoding every packet with the C batch decoder ...")
-    decoder = BatchDecoder()
-    n_msgs = n_pkts = 0
-    spent = 0.0
-    for files in capture_lines(res.directory).values():
-        for f in files:
-            cap = read_pcap(f)
-            buf, off, ln = cap.contiguous()
-            t = time.perf_counter()
-            out = decoder.decode(buf, off, ln)
-            spent += time.perf_counter() - t
-            n_msgs += out.records.shape[0]
-            n_pkts += len(cap)
-    bad = decoder.counters.get("packets_bad", 0)
-    click.echo(f"    {n_pkts:,} packets -> {n_msgs:,} records, {bad} malformed, in {spent * 1e3:.0f} ms "
-               f"({n_msgs / max(spent, 1e-9) / 1e6:.1f} M messages/s)")
-
-    click.echo("3/3 capture statistics")
-    click.echo(format_stats(capture_stats(res.directory)))
-    gt = m.ground_truth
-    click.echo(f"ground truth: {gt.rows} anomalous quotes ({gt.kinds}) in {res.directory / gt.file}")
+    host, port = parse_address(address)
+    server = start_dashboard(Path(run_dir), host, port)
+    click.echo(f"dashboard: {server.url} (the finished run; Ctrl-C to leave)", err=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

@@ -4,11 +4,16 @@ Shows partitions, their operators and CPUs, the transport pairs the runtime inse
 per upstream -> downstream partition, with the streams multiplexed on it) and the fused
 edges. Checks the file against the registry but not against this machine: a 32-core or
 39-host plan prints anywhere; ``omdp run`` checks CPUs and hosts.
+
+For a pipeline topology, ``--data``/``--capture-date`` assemble it with a capture first
+(as ``omdp run`` does), and the plan gains the lines of each feed handler and the routing
+table of underlyings to engines, both stored in plan.json (``--json``).
 """
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -21,13 +26,23 @@ from ops.cli.main import cli
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--schema", is_flag=True, help="print the topology file's JSON schema (fields, defaults) and exit")
-def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...], schema: bool) -> None:
-    """Plan TOPOLOGY: partitions, operators, inserted transports, CPUs."""
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+              show_default=True, help="data directory holding captures/ (pipeline topologies)")
+@click.option("--capture-date", default=None, help="assemble a pipeline with <data>/captures/<date>")
+@click.option("--rate", default="1x", show_default=True, help="replay rate written into the plan (pipelines)")
+@click.option("--seconds", type=float, default=30.0, show_default=True, help="replay length written into the plan")
+def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...], schema: bool, data_dir: Path,
+                 capture_date: str | None, rate: str, seconds: float) -> None:
+    """Plan TOPOLOGY: partitions, operators, inserted transports, CPUs (and a pipeline's routing)."""
     from omdp.plan import build_plan
     from omdp.plan_text import format_plan
     from omdp.topology.load import TopologyError, load_topology
     from omdp.topology.schema import Topology
+    from ops.pipeline.assemble import RunOptions, check_engine_edges, pipeline_groups
+    from ops.pipeline.capture_info import CaptureInputError
+    from ops.pipeline.plan_section import format_pipeline, format_unassembled
     from ops.pipeline.registry import build_registry
+    from ops.pipeline.run_pipeline import plan_pipeline
 
     if schema:
         click.echo(json.dumps(Topology.model_json_schema(by_alias=True), indent=2))
@@ -35,8 +50,19 @@ def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...]
     if topology is None:
         raise click.UsageError("TOPOLOGY is required (or --schema)")
     try:
-        plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
-    except TopologyError as e:
+        topo = load_topology(topology, overrides)
+        is_pipeline = any(op.kind == "feed_handler" for op in topo.operators.values())
+        if is_pipeline and capture_date:
+            pp = plan_pipeline(topology, data_dir, capture_date, RunOptions(rate=rate, seconds=seconds), overrides)
+            plan, extra = pp.plan, format_pipeline(pp.assembly)
+        else:
+            plan = build_plan(topo, build_registry(), topology)
+            extra = ""
+            if is_pipeline:
+                groups = pipeline_groups(topo, topology)
+                check_engine_edges(plan, groups, groups.replicas[groups.engines])
+                extra = format_unassembled(groups)
+    except (TopologyError, CaptureInputError) as e:
         click.echo(str(e), err=True)
         sys.exit(2)
-    click.echo(plan.model_dump_json(indent=2) if as_json else format_plan(plan))
+    click.echo(plan.model_dump_json(indent=2) if as_json else format_plan(plan) + extra)

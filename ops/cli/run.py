@@ -1,26 +1,32 @@
-"""``omdp run TOPOLOGY``: run a topology, one process per partition, until its sources end,
-``--duration`` passes or Ctrl-C (once: sources stop and queues drain; twice: stop now).
+"""``omdp run TOPOLOGY``: run a topology, one process per partition.
 
-Writes ``<data>/runs/<date>/<run_id>/``: plan.json, run.json (status, every operator's
-counters) and logs/<partition>.log. Exit status: 0 when the run ended or was stopped
-cleanly, 1 when a partition died, 2 when the topology cannot run here.
+A pipeline topology (one with a ``feed_handler``) runs with a capture: ``--capture-date``
+picks ``<data>/captures/<date>/``, ``--rate``/``--seconds`` (and ``--no-loop``, ``--drop``)
+set the replay, and the run prints the latency breakdown (the paper's Figure 6) with the
+feed's rate, ingest and accounting, then writes ``runs/<date>/<run_id>/`` (plan.json,
+meta, samples, ingest, intended and signals Parquet, run.json, logs). The run ends when
+the replay does.
 
-Options that set values of the topology (a pipeline's ``--rate``, ``--speed`` ...) are
-``--set`` overrides under another name: add them here as click options that extend
-``overrides``.
+Any other topology runs until its sources end, ``--duration`` passes or Ctrl-C (once:
+sources stop and queues drain; twice: stop now) and prints its operators' counters.
+
+Exit status: 0 when the run ended or was stopped cleanly, 1 when a partition died, 2 when
+the topology or the capture cannot run here. Options that set values of the topology are
+``--set`` overrides under another name.
 """
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ops.cli.main import cli
 
 
-def _summary(result) -> list[str]:  # noqa: ANN001 - omdp.runtime.supervisor.RunResult, imported lazily
+def _summary(result: Any) -> list[str]:
     lines = [f"run {result.run_id}: {result.status} in {result.ended_at - result.started_at:.1f} s; {result.run_dir}"]
     for name, p in result.partitions.items():
         lines.append(f"  {name}: {p['state']} ({p['exit_description']})" + (f" - {p['error']}" if p.get("error") else ""))
@@ -30,17 +36,111 @@ def _summary(result) -> list[str]:  # noqa: ANN001 - omdp.runtime.supervisor.Run
     return lines
 
 
+def _write_json(out: str, data: Any) -> None:
+    text = json.dumps(data, indent=2, default=str)
+    if out == "-":
+        click.echo(text)
+    else:
+        Path(out).write_text(text + "\n")
+
+
+def latest_capture_date(data_dir: Path) -> str | None:
+    """The newest ``captures/<YYYY-MM-DD>`` holding a manifest, if any."""
+    found = sorted(p.parent.name for p in (data_dir / "captures").glob("*/manifest.json"))
+    return found[-1] if found else None
+
+
+def dashboard_hook(address: str) -> Any:
+    """The hook ``--dashboard HOST:PORT`` gives a pipeline run: once the run's stats segment
+    exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
+    dashboard's own component) from this process; the hook returns the server's stop."""
+    try:
+        from ops.dashboard.serve import parse_address, start_dashboard
+    except ImportError:
+        raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard)") from None
+    try:
+        host, port = parse_address(address)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--dashboard") from None
+
+    def serve(run_id: str, run_dir: Path) -> Any:
+        server = start_dashboard(run_id, host, port)
+        click.echo(f"dashboard: {server.url}", err=True)
+        return server.stop
+
+    return serve
+
+
+def pipeline_options(f: Any) -> Any:
+    """The options a pipeline run takes (shared by ``omdp run`` and ``omdp demo``)."""
+    for opt in reversed([
+        click.option("--capture-date", default=None, help="replay <data>/captures/<date> (default: the newest capture)"),
+        click.option("--rate", default="1x", show_default=True, help="Nx = N x 24,000 packets/s over all lines"),
+        click.option("--seconds", type=float, default=30.0, show_default=True, help="replay this long"),
+        click.option("--no-loop", is_flag=True, help="replay the capture once (the run ends with it)"),
+        click.option("--drop", "drops", default="", help="inject losses at the replayer, e.g. A:0.001"),
+        click.option("--seed", type=int, default=0, show_default=True, help="seed of the injected losses"),
+        click.option("--sample-every", type=int, default=None, help="engines forward 1 in N messages (default 1,600)"),
+        click.option("--config", "config_label", default="", help="label of this configuration in meta.parquet"),
+        click.option("--dashboard", default=None, metavar="HOST:PORT", help="serve the live dashboard there"),
+    ]):
+        f = opt(f)
+    return f
+
+
+def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ...], capture_date: str | None,
+                         rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
+                         sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
+                         run_id: str | None = None, sweep_id: str = "") -> int:
+    """Assemble, run and report a pipeline; returns the exit status."""
+    from omdp.topology.load import TopologyError
+    from ops.pipeline.assemble import RunOptions
+    from ops.pipeline.capture_info import CaptureInputError
+    from ops.pipeline.run_pipeline import plan_pipeline, run_pipeline
+
+    date = capture_date or latest_capture_date(data_dir)
+    if date is None:
+        click.echo(f"no capture under {data_dir / 'captures'}: make one with `omdp synth` or give --capture-date", err=True)
+        return 2
+    hook = dashboard_hook(dashboard) if dashboard else None
+    options = RunOptions(rate=rate, seconds=None if no_loop else seconds, loop=not no_loop, drops=drops, seed=seed,
+                         sample_every=sample_every)
+    try:
+        pp = plan_pipeline(topology, data_dir, date, options, overrides)
+        run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
+                           echo=lambda line: click.echo(line, err=True))
+    except (TopologyError, CaptureInputError) as e:
+        click.echo(str(e), err=True)
+        return 2
+    click.echo(run.text())
+    if json_out:
+        _write_json(json_out, run.to_dict())
+    if run.result.failure:
+        click.echo(run.result.failure, err=True)
+    return 0 if run.result.ok else 1
+
+
+def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
+    """True when the topology has a feed handler (it then runs with a capture)."""
+    from omdp.topology.load import load_topology
+
+    return any(op.kind == "feed_handler" for op in load_topology(topology, overrides).operators.values())
+
+
 @cli.command("run")
 @click.argument("topology", type=click.Path(dir_okay=False))
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
-              show_default=True, help="data directory (runs go to runs/<date>/<run_id>/)")
-@click.option("--duration", type=float, default=None, help="stop after this many seconds (sources stop, queues drain)")
+              show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")
+@click.option("--duration", type=float, default=None, help="stop after this many seconds (not a pipeline: it "
+              "ends with its replay, --seconds)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
-@click.option("--json", "as_json", is_flag=True, help="print run.json instead of the summary")
-def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...],
-                run_id: str | None, as_json: bool) -> None:
+@click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@pipeline_options
+def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
+                json_out: str | None, capture_date: str | None, rate: str, seconds: float, no_loop: bool, drops: str,
+                seed: int, sample_every: int | None, config_label: str, dashboard: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
     from omdp.plan import build_plan
     from omdp.runtime.run import run_plan
@@ -48,12 +148,27 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
     from ops.pipeline.registry import build_registry
 
     try:
+        pipeline = is_pipeline(topology, overrides)
+    except TopologyError as e:
+        click.echo(str(e), err=True)
+        sys.exit(2)
+    if pipeline:
+        if duration is not None:
+            raise click.UsageError("--duration: a pipeline runs as long as its replay (--seconds)")
+        sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate, seconds, no_loop, drops, seed,
+                                      sample_every, config_label, dashboard, json_out, run_id))
+    try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
         result = run_plan(plan, data_dir, duration, run_id, echo=lambda line: click.echo(line, err=True))
     except TopologyError as e:
         click.echo(str(e), err=True)
         sys.exit(2)
-    click.echo(json.dumps(result.to_json(), indent=2, default=str) if as_json else "\n".join(_summary(result)))
+    if json_out == "-":
+        _write_json("-", result.to_json())
+    else:
+        click.echo("\n".join(_summary(result)))
+        if json_out:
+            _write_json(json_out, result.to_json())
     if result.failure:
         click.echo(result.failure, err=True)
     sys.exit(0 if result.ok else 1)

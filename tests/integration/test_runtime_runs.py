@@ -21,7 +21,7 @@ SOURCES = ("a", "b", "c")
 
 
 def omdp_run(data: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, "run", str(TOPOLOGY), "--data", str(data), "--json", *args],
+    return subprocess.Popen([*CLI, "run", str(TOPOLOGY), "--data", str(data), "--json", "-", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -35,10 +35,3 @@ def test_bad_options_are_reported(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "KIND=N" in res.output
     res = CliRunner().invoke(cli, ["capture", "stats", str(tmp_path)])
     assert res.exit_code != 0 and "no line" in res.output
-
-
-def test_demo_runs_small(tmp_path: Path) -> None:
-    res = CliRunner().invoke(cli, ["demo", "--seconds", "0.3", "--rate", "0.1x", "--data", str(tmp_path)])
-    assert res.exit_code == 0, res.output
-    assert "0 malformed" in res.output and "ground truth" in res.output
-    assert (tmp_path / "captures" / "2008-02-04" / "manifest.json").exists()

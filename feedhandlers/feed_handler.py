@@ -1,0 +1,212 @@
+"""The feed handler operator (``feed_handler``), its parameters and its factory.
+
+The per-packet work is C (``native/include/omdp/feed_handler.h``); this module is the
+control plane around it: it validates the parameters, opens what the C side reads - the
+multicast sockets of the lines (bound to each group, joined on the interface, non-blocking)
+or the Vega ring the replayer writes into - attaches the run's stats segment for live
+per-line counters, packs the lines and the routing table into C arrays, and releases all
+of it when the partition closes.
+
+Which instance serves which line is data: every ``FeedLine`` names its handler (the
+replica index of the ``feed_handler`` instance) and its sender (the feed sender replaying
+it). The pipeline assembly (``ops.pipeline``) fills both from the capture's manifest.
+"""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from feedhandlers.routing import RoutingTable
+from omdp.metrics.stats_segment import StatsSegmentError, StatsWriter
+from omdp.native import ffi, lib
+from omdp.native_operator import NativeOperator
+from omdp.operator import OperatorContext
+from omdp.transport.shm_names import shm_name
+from omdp.transport.spec import ChannelSpec
+from omdp.transport.vega import VegaReceiver
+
+MAX_ENGINES = int(lib.OMDP_FH_MAX_ENGINES)
+ENGINE_PORTS: tuple[str, ...] = tuple(f"de{k}" for k in range(MAX_ENGINES))
+"""Output ports: ``de<k>`` carries the messages of engine k's underlyings."""
+RING_FRAME_HEADER = 24
+"""sizeof(omdp_replay_frame_t): what precedes a packet in a ring slot."""
+_INPUT_CODES = {"ring": lib.OMDP_FH_INPUT_RING, "multicast": lib.OMDP_FH_INPUT_MULTICAST}
+
+
+def feed_ring_name(run_id: str, handler: int) -> str:
+    """Shared-memory name of the ring feed handler ``handler`` of run ``run_id`` reads."""
+    return shm_name(run_id, f"feed{handler}")
+
+
+class Endpoint(BaseModel):
+    """A multicast group and UDP port."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: str
+    port: int = Field(ge=1, le=65535)
+
+
+class FeedLine(BaseModel):
+    """One OPRA line: who handles it, who sends it, where its copies are multicast."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: int = Field(ge=1, le=int(lib.OMDP_FH_MAX_LINE))
+    handler: int = Field(0, ge=0, description="replica index of the feed handler serving this line")
+    sender: int = Field(0, ge=0, description="replica index of the feed sender replaying this line")
+    a: Endpoint | None = None
+    b: Endpoint | None = None
+
+
+class FeedHandlerParams(BaseModel):
+    """``feed_handler`` parameters; the defaults live here. ``lines`` and ``routing`` come
+    from the capture (the pipeline assembly fills them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: Literal["ring", "multicast"] = Field("ring", description="packets from the replayer's ring, or multicast")
+    lines: list[FeedLine] = Field(default_factory=list, description="the lines of the feed, with handler and sender")
+    routing: RoutingTable = Field(default_factory=RoutingTable, description="root -> underlying, engine")
+    default_engine: int = Field(0, ge=0, lt=MAX_ENGINES, description="engine of messages without a root")
+    copies: Literal["A", "B", "A,B"] = Field("A,B", description="multicast copies to join")
+    interface: str = Field("127.0.0.1", description="multicast interface address")
+    rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
+    batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
+    ring: str = Field("", description="ring shm name; empty: omdp-<run_id>-feed<replica>")
+    ring_queue_size: int = Field(256, ge=2, le=1 << 16, description="ring slots, a power of two")
+    ring_max_message: int = Field(2048, ge=RING_FRAME_HEADER + 1456, le=1 << 16, description="ring slot payload")
+    intended_table: str = Field("", description="intended-time table name; {run_id} and {sender} are filled in")
+    stats_interval_ms: float = Field(100.0, gt=0, description="live per-line counters this often")
+
+    @field_validator("ring_queue_size")
+    @classmethod
+    def _pow2(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"ring_queue_size must be a power of two, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> FeedHandlerParams:
+        if self.default_engine >= self.routing.engines:
+            raise ValueError(f"default_engine {self.default_engine} of {self.routing.engines} engines")
+        seen: set[int] = set()
+        for ln in self.lines:
+            if ln.line in seen:
+                raise ValueError(f"line {ln.line} appears twice")
+            seen.add(ln.line)
+            if self.input == "multicast" and ln.a is None and ln.b is None:
+                raise ValueError(f"line {ln.line}: multicast input needs its A or B endpoint")
+        return self
+
+
+def _multicast_socket(ep: Endpoint, interface: str, rcvbuf: int) -> socket.socket:
+    """A non-blocking UDP socket bound to ``ep`` and joined to its group on ``interface``."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.bind((ep.group, ep.port))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(ep.group) + socket.inet_aton(interface))
+        s.setblocking(False)
+    except OSError as e:
+        s.close()
+        raise OSError(e.errno, f"multicast {ep.group}:{ep.port} on {interface}: {e.strerror}") from None
+    return s
+
+
+@dataclass(frozen=True)
+class FeedHandlerOperator(NativeOperator):
+    """The native operator and what its C side borrows: sockets, the ring, the stats
+    segment and the C arrays of lines and routes. ``close`` releases them."""
+
+    sockets: list[socket.socket] = field(default_factory=list)
+    ring: VegaReceiver | None = None
+    stats: StatsWriter | None = None
+    keep: list[Any] = field(default_factory=list)
+
+    def close(self) -> None:
+        """After the C operator closed: leave the ring, close the sockets, detach stats."""
+        for s in self.sockets:
+            s.close()
+        if self.ring is not None:
+            self.ring.close()
+        if self.stats is not None:
+            self.stats.close()
+
+
+def _attach_stats(run_dir: Path | None) -> StatsWriter | None:
+    if run_dir is None:
+        return None
+    try:
+        return StatsWriter.attach(Path(run_dir).name)
+    except (StatsSegmentError, ValueError):
+        return None
+
+
+def _routes(routing: RoutingTable) -> Any:
+    n = len(routing.roots)
+    arr = ffi.new("omdp_fh_route_t[]", max(n, 1))
+    for i, (root, uid, eng) in enumerate(zip(routing.roots, routing.underlying_ids, routing.root_engines)):
+        raw = root.encode()
+        ffi.memmove(arr[i].root, raw, len(raw))
+        arr[i].underlying_id = uid
+        arr[i].engine = eng
+    return arr
+
+
+def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandlerOperator:
+    """Factory of ``feed_handler``: the lines whose ``handler`` is this replica."""
+    mine = [ln for ln in p.lines if ln.handler == ctx.replica]
+    if not mine:
+        raise ValueError(f"{ctx.name}: no line is assigned to feed handler {ctx.replica} "
+                         f"(lines: {len(p.lines)}; the pipeline assembly fills them from the capture)")
+    run_id = Path(ctx.run_dir).name if ctx.run_dir is not None else None
+    sockets: list[socket.socket] = []
+    ring: VegaReceiver | None = None
+    stats: StatsWriter | None = None
+    try:
+        lines = ffi.new("omdp_fh_line_params_t[]", len(mine))
+        for i, ln in enumerate(mine):
+            lines[i].line = ln.line
+            lines[i].fd = [-1, -1]
+            if p.input == "multicast":
+                for c, ep in enumerate((ln.a, ln.b)):
+                    if ep is not None and "AB"[c] in p.copies:
+                        s = _multicast_socket(ep, p.interface, p.rcvbuf_bytes)
+                        sockets.append(s)
+                        lines[i].fd[c] = s.fileno()
+                if p.intended_table and run_id:
+                    name = p.intended_table.format(run_id=run_id, sender=ln.sender).encode()
+                    if len(name) >= int(lib.OMDP_FH_TABLE_NAME):
+                        raise ValueError(f"{ctx.name}: intended table name {name!r} is too long")
+                    ffi.memmove(lines[i].intended, name, len(name))
+        if p.input == "ring":
+            name = p.ring or (feed_ring_name(run_id, ctx.replica) if run_id else "")
+            if not name:
+                raise ValueError(f"{ctx.name}: ring input needs a ring name (param 'ring') outside a run")
+            spec = ChannelSpec(transport="vega-shm", queue_size=p.ring_queue_size, max_message=p.ring_max_message,
+                               mutex=False, wait="spin", on_full="block")
+            ring = VegaReceiver.create(spec, name)
+        stats = _attach_stats(ctx.run_dir)
+        routes = _routes(p.routing)
+        params = ffi.new("omdp_fh_params_t *", {
+            "input": _INPUT_CODES[p.input], "n_lines": len(mine), "lines": lines, "routes": routes,
+            "n_routes": len(p.routing.roots), "n_engines": p.routing.engines, "default_engine": p.default_engine,
+            "batch_packets": p.batch_packets, "ring": ring.c_handle if ring else ffi.NULL,
+            "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
+        })
+    except BaseException:
+        for s in sockets:
+            s.close()
+        if ring is not None:
+            ring.close()
+        if stats is not None:
+            stats.close()
+        raise
+    return FeedHandlerOperator(lib.omdp_feed_handler_vtable(), params, sockets=sockets, ring=ring, stats=stats,
+                               keep=[lines, routes])

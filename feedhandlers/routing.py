@@ -1,0 +1,147 @@
+"""Routing by underlying: which decision engine owns which underlying, and the table the
+feed handler's C code looks roots up in.
+
+An engine must see every quote of its underlyings from every exchange (it builds the NBBO
+of each series), so routing is by underlying across all lines. The table balances the
+engines' load by the capture's own symbol distribution: messages are counted per
+underlying over a prefix of every line's capture (one C batch decode per file) and the
+underlyings are packed greedily, heaviest first, onto the least loaded engine (the LPT
+rule: within 4/3 of the best possible maximum load).
+
+Nothing here reads a manifest: the caller (the pipeline assembly in ``ops``) passes the
+root -> underlying map and the capture files.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from feedhandlers.captures import read_capture
+from feedhandlers.opra_batch import BatchDecoder
+
+MAX_ENGINES = 64
+"""Output ports of the feed handler (OMDP_FH_MAX_ENGINES)."""
+DEFAULT_SAMPLE_MESSAGES = 200_000
+"""Messages counted per line to estimate the symbol distribution."""
+_PACKETS_PER_CALL = 8192
+
+
+class RoutingTable(BaseModel):
+    """Root -> (underlying id, engine), as parallel lists (compact in plan.json), with the
+    load estimate the balance came from. ``engines`` is how many engines share the load."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engines: int = Field(1, ge=1, le=MAX_ENGINES, description="decision engines the feed handlers route to")
+    roots: list[str] = Field(default_factory=list, description="option roots")
+    underlying_ids: list[int] = Field(default_factory=list, description="underlying id of each root")
+    root_engines: list[int] = Field(default_factory=list, description="engine of each root")
+    engine_messages: list[int] = Field(default_factory=list, description="messages per engine in the sample")
+    sampled_messages: int = Field(0, ge=0, description="messages the balance was computed from")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RoutingTable:
+        n = len(self.roots)
+        if len(self.underlying_ids) != n or len(self.root_engines) != n:
+            raise ValueError(f"roots, underlying_ids and root_engines must have one entry per root "
+                             f"({n}, {len(self.underlying_ids)}, {len(self.root_engines)})")
+        bad = [e for e in self.root_engines if not 0 <= e < self.engines]
+        if bad:
+            raise ValueError(f"engine {bad[0]} outside 0..{self.engines - 1}")
+        long = [r for r in self.roots if not 1 <= len(r.encode()) <= 6]
+        if long:
+            raise ValueError(f"root {long[0]!r}: 1 to 6 bytes")
+        if len(set(self.roots)) != n:
+            raise ValueError("a root appears twice")
+        return self
+
+    def engine_of_underlying(self) -> dict[int, int]:
+        """Underlying id -> engine."""
+        return dict(zip(self.underlying_ids, self.root_engines))
+
+    def imbalance(self) -> float | None:
+        """Most loaded engine over the mean (1.0 = perfect); None without a sample."""
+        total = sum(self.engine_messages)
+        if not total or not self.engine_messages:
+            return None
+        return max(self.engine_messages) / (total / len(self.engine_messages))
+
+
+@dataclass(frozen=True)
+class RootCounts:
+    """Messages per root in a sample of the capture."""
+
+    counts: dict[str, int]
+    messages: int
+
+
+def count_roots(files: Iterable[str | Path], max_messages: int = DEFAULT_SAMPLE_MESSAGES) -> RootCounts:
+    """Messages per root over the first ``max_messages`` of each file's packets (decoded in C,
+    a batch of packets per call; counted with numpy)."""
+    totals: dict[bytes, int] = {}
+    seen = 0
+    dec = BatchDecoder()
+    for path in files:
+        cap = read_capture(path)
+        buf, offs, lens = cap.contiguous()
+        taken = 0
+        for start in range(0, len(offs), _PACKETS_PER_CALL):
+            if taken >= max_messages:
+                break
+            end = min(start + _PACKETS_PER_CALL, len(offs))
+            out = dec.decode(buf, offs[start:end], lens[start:end])
+            recs = out.records
+            roots = recs["root"][recs["root_len"] > 0]  # trailing NULs dropped by numpy
+            keys, n = np.unique(roots, return_counts=True)
+            for k, c in zip(keys.tolist(), n.tolist()):
+                totals[k] = totals.get(k, 0) + int(c)
+            taken += len(recs)
+        seen += taken
+    out: dict[str, int] = {}
+    for k, v in totals.items():
+        root = k.decode("ascii", "replace").rstrip(" ")  # sent padded with spaces to a fixed width
+        out[root] = out.get(root, 0) + v
+    return RootCounts(out, seen)
+
+
+def balance(loads: Mapping[int, int], engines: int) -> dict[int, int]:
+    """Greedy bin packing (LPT): key -> engine, heaviest first onto the least loaded engine;
+    ties go to the lower key and the lower engine, so the result is deterministic."""
+    if not 1 <= engines <= MAX_ENGINES:
+        raise ValueError(f"engines must be 1..{MAX_ENGINES}, got {engines}")
+    load = [0] * engines
+    out: dict[int, int] = {}
+    for key, n in sorted(loads.items(), key=lambda kv: (-kv[1], kv[0])):
+        e = min(range(engines), key=lambda i: (load[i], i))
+        out[key] = e
+        load[e] += n
+    return out
+
+
+def build_routing(root_underlying: Mapping[str, int], counts: RootCounts, engines: int) -> RoutingTable:
+    """The routing table: every root of ``root_underlying`` (root -> underlying id) placed on
+    the engine its underlying got from balancing the counted messages. Underlyings without
+    messages in the sample are spread round-robin over the engines after the counted ones
+    (by id, so the table is deterministic)."""
+    per_underlying: dict[int, int] = {}
+    for root, n in counts.counts.items():
+        uid = root_underlying.get(root)
+        if uid is not None:
+            per_underlying[uid] = per_underlying.get(uid, 0) + n
+    engine_of = balance(per_underlying, engines)
+    quiet = sorted(set(root_underlying.values()) - set(engine_of))
+    for k, uid in enumerate(quiet):
+        engine_of[uid] = k % engines
+    engine_messages = [0] * engines
+    for uid, n in per_underlying.items():
+        engine_messages[engine_of[uid]] += n
+    roots = sorted(root_underlying)
+    return RoutingTable(
+        engines=engines, roots=roots, underlying_ids=[root_underlying[r] for r in roots],
+        root_engines=[engine_of[root_underlying[r]] for r in roots], engine_messages=engine_messages,
+        sampled_messages=counts.messages,
+    )

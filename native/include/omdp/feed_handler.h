@@ -1,0 +1,151 @@
+/* omdp feed handler: OPRA lines in, routed OPRA message records out (DESIGN.md "feedhandlers").
+ *
+ * One operator instance serves one or more OPRA lines. It is a source (operator.h): the
+ * partition loop polls it, and each poll takes what arrived and pushes it downstream.
+ *
+ * Input (one of):
+ *   multicast  the A and B UDP sockets of every line (opened and joined by Python, which
+ *              owns them); an epoll set tells which are readable, recvmmsg takes up to
+ *              `batch_packets` datagrams from each in one call.
+ *   ring       a Vega ring (vega.h) the handler created as receiver and the replayer writes
+ *              as sender: one message = one omdp_replay_frame_t (line, copy, intended time)
+ *              and the packet's bytes (replay.h). A ring whose sender closed and that is
+ *              drained ends the source.
+ *
+ * Per packet, in C:
+ *   1. arbitration (omdp_fh_arb_*): A/B copies of a line are merged by message sequence,
+ *      first copy wins. A packet whose block sequence shows it holds only messages already
+ *      seen is dropped before decoding (once the line has shown that its block sequences
+ *      are the first message's sequence, and only for packets of two or more messages: a
+ *      lone message may be a sequence reset that lies behind). Every message then passes
+ *      the per-message check: behind the expected sequence = duplicate (skipped, counted),
+ *      ahead = a gap (the skipped sequence numbers counted as missed), and a control
+ *      message 'H' type 'K' (reset block sequence) restarts the line's sequence at its own
+ *      sequence + 1. Resets are counted per copy, so the later copy of a reset (and that
+ *      copy's packets from before it) is recognized as a duplicate.
+ *   2. decode with the OPRA FAST codec (opra_fast.h); a bad packet is counted as a decode
+ *      error and skipped (its messages show up as a gap unless the other copy has them).
+ *   3. stamps: `intended` from the frame (ring) or the replayer's intended-time table
+ *      (multicast, same host; 0 when not found), `fh_in` the packet's arrival (the time the
+ *      receive call returned: every message of a packet shares it, as in the paper) and
+ *      `fh_out` just before each batch leaves.
+ *   4. routing: the root of each message gives its underlying (routes table: root ->
+ *      underlying id, engine), written into the record; messages without a root (control,
+ *      administrative, index values) go to `default_engine`, roots missing from the table
+ *      to a hash of the root (counted). The messages of a packet bound for one engine leave
+ *      as one batch on output port `engine` (ports 0 .. n_engines-1), packet order kept.
+ *      Variable parts stay in the handler's side buffer: var_off and var_len are 0
+ *      downstream. The last message of a packet carries OMDP_RF_LAST_IN_PACKET.
+ *
+ * Counters: operator counters (totals, see feed_handler_op.c) and, when `stats` is given,
+ * per line counters published to the run's stats segment (stats.h) every
+ * `stats_interval_ns` and at the end.
+ *
+ * Threads: one thread (the partition loop) runs everything here.
+ */
+#ifndef OMDP_FEED_HANDLER_H
+#define OMDP_FEED_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omdp/operator.h"
+#include "omdp/opra_msg.h"
+#include "omdp/stats.h"
+#include "omdp/vega.h"
+
+#define OMDP_FH_MAX_ENGINES 64   /* output ports of the operator */
+#define OMDP_FH_MAX_LINE 99      /* OPRA lines 1..99 */
+#define OMDP_FH_MAX_BATCH 64     /* packets per receive call */
+#define OMDP_FH_COPIES 2         /* copy 0 = A, 1 = B */
+#define OMDP_FH_TABLE_NAME 128   /* bytes of an intended table's shm name, NUL included */
+#define OMDP_FH_ROOT_KEY 8       /* root bytes in a route entry (6 used, NUL padded) */
+
+#define OMDP_FH_INPUT_RING 0
+#define OMDP_FH_INPUT_MULTICAST 1
+
+/* ---- arbitration and gaps (one line) ------------------------------------------------ */
+
+/* omdp_fh_arb_message() results */
+#define OMDP_FH_ACCEPT 0     /* new message: process it */
+#define OMDP_FH_DUPLICATE 1  /* already seen (the other copy won, or a stale copy): skip */
+#define OMDP_FH_RESET 2      /* a sequence reset, honoured: process it (a control message) */
+
+/* Block sequences of a line: unknown until a decoded packet shows, then either tracking
+ * the first message's sequence (the pre-decode duplicate check is allowed) or not. */
+#define OMDP_FH_BLOCKS_UNKNOWN 0
+#define OMDP_FH_BLOCKS_TRACK 1
+#define OMDP_FH_BLOCKS_OTHER 2
+
+typedef struct omdp_fh_arb {
+    uint64_t next;                        /* next message sequence expected */
+    uint32_t started;                     /* 0 until the first message */
+    uint32_t epoch;                       /* sequence resets honoured */
+    uint32_t copy_epoch[OMDP_FH_COPIES];  /* sequence resets seen on each copy */
+    uint32_t blocks;                      /* OMDP_FH_BLOCKS_* */
+    uint64_t accepted;                    /* messages accepted (resets included) */
+    uint64_t duplicates;                  /* messages skipped as already seen */
+    uint64_t missed;                      /* sequence numbers skipped over (gaps) */
+    uint64_t resets;                      /* resets honoured */
+} omdp_fh_arb_t;
+
+void omdp_fh_arb_init(omdp_fh_arb_t *a);
+/* 1 when a packet of `count` messages with block sequence `block_seq` on `copy` holds only
+ * messages already seen, so it need not be decoded; 0 when it must be decoded. */
+int omdp_fh_arb_packet_is_duplicate(const omdp_fh_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count);
+/* After decoding a packet: learn whether the line's block sequence is its first message's. */
+void omdp_fh_arb_observe_block(omdp_fh_arb_t *a, uint64_t block_seq, uint64_t first_msg_seq);
+/* One decoded message on `copy` (0 or 1; others are treated as 1): OMDP_FH_ACCEPT,
+ * OMDP_FH_DUPLICATE or OMDP_FH_RESET. `is_reset`: the message is 'H' type 'K'. */
+int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int is_reset);
+
+/* ---- routing by root ---------------------------------------------------------------- */
+
+/* One route: an option root (NUL padded) -> its underlying and the engine that owns it. */
+typedef struct omdp_fh_route {
+    char root[OMDP_FH_ROOT_KEY];
+    uint32_t underlying_id;
+    uint16_t engine;
+    uint16_t reserved;
+} omdp_fh_route_t; /* 16 bytes */
+
+typedef struct omdp_fh_routes omdp_fh_routes_t;
+
+/* Build the lookup table. NULL with `err` set when an entry is bad (empty root, root longer
+ * than OMDP_OPRA_ROOT_MAX, engine >= n_engines, a root given twice) or memory is short. */
+omdp_fh_routes_t *omdp_fh_routes_new(const omdp_fh_route_t *routes, uint32_t n, uint32_t n_engines, char *err,
+                                     size_t errlen);
+void omdp_fh_routes_free(omdp_fh_routes_t *t);
+/* Route a root of `root_len` bytes (root as in the record; trailing spaces and NULs are
+ * padding). 1: found (*underlying_id and
+ * *engine set); 0: unknown root (*underlying_id = OMDP_NO_UNDERLYING, *engine = a hash of
+ * the root modulo n_engines, so one engine still sees all of it); -1: no root. */
+int omdp_fh_routes_lookup(const omdp_fh_routes_t *t, const char *root, uint32_t root_len, uint32_t *underlying_id,
+                          uint32_t *engine);
+
+/* ---- the operator -------------------------------------------------------------------- */
+
+typedef struct omdp_fh_line_params {
+    uint32_t line;                        /* 1..OMDP_FH_MAX_LINE */
+    int32_t fd[OMDP_FH_COPIES];           /* multicast: non-blocking sockets of A and B, -1 = none */
+    char intended[OMDP_FH_TABLE_NAME];    /* shm name of the replayer's intended table, "" = none */
+} omdp_fh_line_params_t;
+
+typedef struct omdp_fh_params {
+    uint32_t input;                       /* OMDP_FH_INPUT_* */
+    uint32_t n_lines;
+    const omdp_fh_line_params_t *lines;   /* copied at init */
+    const omdp_fh_route_t *routes;        /* copied at init */
+    uint32_t n_routes;
+    uint32_t n_engines;                   /* 1..OMDP_FH_MAX_ENGINES */
+    uint32_t default_engine;              /* < n_engines */
+    uint32_t batch_packets;               /* 1..OMDP_FH_MAX_BATCH */
+    omdp_vega_receiver_t *ring;           /* ring input: borrowed, outlives the operator */
+    omdp_stats_t *stats;                  /* borrowed; NULL: no live counters */
+    int64_t stats_interval_ns;            /* > 0 */
+} omdp_fh_params_t;
+
+/* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */
+const omdp_operator_vtable_t *omdp_feed_handler_vtable(void);
+
+#endif /* OMDP_FEED_HANDLER_H */

@@ -1,0 +1,278 @@
+/* The feed handler's inputs: multicast sockets (epoll + recvmmsg), the replayer's Vega ring,
+ * the replayer's intended-time tables, and live per-line counters (feed_handler.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "omdp/clock.h"
+#include "feed_handler_internal.h"
+
+/* ---- multicast ------------------------------------------------------------------------ */
+
+static int open_multicast(feed_handler_t *fh, char *err, size_t errlen)
+{
+    fh->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (fh->epfd < 0) {
+        snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+        return -1;
+    }
+    uint32_t n_fds = 0;
+    for (uint32_t i = 0; i < fh->n_lines; i++)
+        for (uint32_t c = 0; c < OMDP_FH_COPIES; c++) {
+            int fd = fh->lines[i].fd[c];
+            if (fd < 0)
+                continue;
+            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (i << 1) | c};
+            if (epoll_ctl(fh->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+                snprintf(err, errlen, "line %u copy %c: epoll_ctl(fd %d): %s", fh->lines[i].line, "AB"[c], fd,
+                         strerror(errno));
+                return -1;
+            }
+            n_fds++;
+        }
+    fh->n_fds = n_fds;
+    fh->events = calloc(n_fds, sizeof *fh->events);
+    fh->mm = calloc(fh->batch, sizeof *fh->mm);
+    fh->iov = calloc(fh->batch, sizeof *fh->iov);
+    fh->rxbuf = malloc((size_t)fh->batch * FH_RX_BYTES);
+    if (!fh->events || !fh->mm || !fh->iov || !fh->rxbuf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (uint32_t k = 0; k < fh->batch; k++) {
+        fh->iov[k].iov_base = fh->rxbuf + (size_t)k * FH_RX_BYTES;
+        fh->iov[k].iov_len = FH_RX_BYTES;
+        fh->mm[k].msg_hdr.msg_iov = &fh->iov[k];
+        fh->mm[k].msg_hdr.msg_iovlen = 1;
+    }
+    return 0;
+}
+
+/* Every readable socket: one recvmmsg of up to `batch` datagrams each. */
+static int poll_multicast(feed_handler_t *fh, const omdp_emitter_t *em, int *produced)
+{
+    int ready = epoll_wait(fh->epfd, fh->events, (int)fh->n_fds, 0);
+    if (ready < 0) {
+        if (errno != EINTR)
+            fh->receive_errors++;
+        return OMDP_OK;
+    }
+    for (int r = 0; r < ready; r++) {
+        uint32_t li = fh->events[r].data.u32 >> 1, copy = fh->events[r].data.u32 & 1;
+        int got = recvmmsg(fh->lines[li].fd[copy], fh->mm, fh->batch, MSG_DONTWAIT, NULL);
+        int64_t fh_in = omdp_now_ns();
+        fh->receive_calls++;
+        if (got < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                fh->receive_errors++;
+            continue;
+        }
+        for (int k = 0; k < got; k++) {
+            uint32_t len = fh->mm[k].msg_len;
+            if (fh->mm[k].msg_hdr.msg_flags & MSG_TRUNC || len > FH_RX_BYTES) {
+                fh->bad_frames++; /* larger than any OPRA packet */
+                continue;
+            }
+            int rc = omdp_fh_process_packet(fh, li, copy, fh->iov[k].iov_base, len, fh_in, 0, em);
+            if (rc < 0)
+                return rc;
+        }
+        if (got > 0)
+            *produced = 1;
+    }
+    return OMDP_OK;
+}
+
+/* ---- ring ----------------------------------------------------------------------------- */
+
+/* Up to `batch` frames from the ring; *empty set when it had none. */
+static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced, int *empty)
+{
+    omdp_vega_msg_t msg;
+    *empty = 0;
+    for (uint32_t k = 0; k < fh->batch; k++) {
+        int rc = omdp_vega_try_get(fh->ring, &msg);
+        if (rc == OMDP_VEGA_EMPTY) {
+            *empty = k == 0;
+            return OMDP_OK;
+        }
+        if (rc != OMDP_VEGA_OK)
+            return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
+        int64_t fh_in = omdp_now_ns();
+        fh->receive_calls++;
+        omdp_replay_frame_t h;
+        int r = OMDP_OK;
+        if (msg.size < sizeof h) {
+            fh->bad_frames++;
+        } else {
+            memcpy(&h, msg.data, sizeof h);
+            uint8_t li = h.line <= OMDP_FH_MAX_LINE ? fh->line_index[h.line] : FH_NO_LINE;
+            if ((uint32_t)h.length > msg.size - sizeof h || h.copy >= OMDP_FH_COPIES)
+                fh->bad_frames++;
+            else if (li == FH_NO_LINE)
+                fh->unknown_line++;
+            else
+                r = omdp_fh_process_packet(fh, li, h.copy, msg.data + sizeof h, h.length, fh_in, h.intended_ns, em);
+        }
+        int rr = omdp_vega_release(fh->ring, msg.slot_id);
+        if (r < 0)
+            return r;
+        if (rr != OMDP_VEGA_OK)
+            return OMDP_ERR_CHANNEL;
+        *produced = 1;
+    }
+    return OMDP_OK;
+}
+
+/* ---- the input as a whole ------------------------------------------------------------- */
+
+int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen)
+{
+    if (fh->input == OMDP_FH_INPUT_MULTICAST)
+        return open_multicast(fh, err, errlen);
+    return 0;
+}
+
+void omdp_fh_input_close(feed_handler_t *fh)
+{
+    if (fh->epfd >= 0)
+        close(fh->epfd);
+    fh->epfd = -1;
+    free(fh->events);
+    free(fh->mm);
+    free(fh->iov);
+    free(fh->rxbuf);
+    fh->events = NULL;
+    fh->mm = NULL;
+    fh->iov = NULL;
+    fh->rxbuf = NULL;
+    for (uint32_t t = 0; t < fh->n_tables; t++) {
+        if (fh->tables[t].hdr)
+            omdp_replay_shm_unmap((void *)fh->tables[t].hdr, fh->tables[t].size);
+        fh->tables[t].hdr = NULL;
+    }
+}
+
+int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em)
+{
+    int produced = 0, rc;
+    if (fh->input == OMDP_FH_INPUT_MULTICAST) {
+        rc = poll_multicast(fh, em, &produced);
+        if (rc < 0)
+            return rc;
+        return produced ? OMDP_POLL_PRODUCED : OMDP_POLL_IDLE;
+    }
+    int empty = 0;
+    rc = poll_ring(fh, em, &produced, &empty);
+    if (rc < 0)
+        return rc;
+    if (produced || !empty)
+        return OMDP_POLL_PRODUCED;
+    /* Idle: has the sender left (closed, or died) with everything read? */
+    int64_t now = omdp_now_ns();
+    if (now < fh->next_peer_check_ns)
+        return OMDP_POLL_IDLE;
+    fh->next_peer_check_ns = now + FH_PEER_CHECK_NS;
+    int peer = omdp_vega_receiver_peer(fh->ring);
+    if (peer != OMDP_VEGA_PEER_CLOSED && peer != OMDP_VEGA_PEER_DEAD)
+        return OMDP_POLL_IDLE;
+    /* The sender's last frames were published before it closed: take them, then end. */
+    rc = poll_ring(fh, em, &produced, &empty);
+    if (rc < 0)
+        return rc;
+    if (produced)
+        return OMDP_POLL_PRODUCED;
+    fh->ring_closed = 1;
+    return OMDP_POLL_DONE;
+}
+
+int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em)
+{
+    /* Bounded: whatever is queued now, and no more than a few rounds of it. */
+    for (int round = 0; round < 4096; round++) {
+        int produced = 0, empty = 1, rc;
+        if (fh->input == OMDP_FH_INPUT_MULTICAST)
+            rc = poll_multicast(fh, em, &produced);
+        else
+            rc = poll_ring(fh, em, &produced, &empty);
+        if (rc < 0)
+            return rc;
+        if (!produced)
+            break;
+    }
+    return OMDP_OK;
+}
+
+/* ---- intended tables -------------------------------------------------------------------- */
+
+/* Map the tables the replayer has made since the last look (it makes them when it starts). */
+static void attach_tables(feed_handler_t *fh, int64_t now)
+{
+    fh->next_table_try_ns = now + FH_TABLE_RETRY_NS;
+    for (uint32_t t = 0; t < fh->n_tables; t++) {
+        fh_table_t *tab = &fh->tables[t];
+        if (tab->hdr)
+            continue;
+        char err[128];
+        uint64_t size = 0;
+        void *base = omdp_replay_shm_open(tab->name, &size, 0, err, sizeof err);
+        if (!base)
+            continue;
+        const omdp_replay_intended_header_t *h = base;
+        int ok = size >= sizeof *h && __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == OMDP_REPLAY_INTENDED_MAGIC &&
+                 h->version == OMDP_REPLAY_VERSION && h->capacity && !(h->capacity & (h->capacity - 1)) &&
+                 omdp_replay_intended_size(h->max_line, h->capacity) == size;
+        if (!ok) {
+            omdp_replay_shm_unmap(base, size); /* not (yet) a table of this version: look again later */
+            continue;
+        }
+        tab->hdr = h;
+        tab->size = size;
+        fh->tables_missing--;
+    }
+}
+
+int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq)
+{
+    fh_table_t *tab = &fh->tables[l->table];
+    if (!tab->hdr && fh->tables_missing) {
+        int64_t now = omdp_now_ns();
+        if (now >= fh->next_table_try_ns)
+            attach_tables(fh, now);
+    }
+    int64_t v = 0;
+    if (tab->hdr && block_seq && omdp_replay_intended_lookup(tab->hdr, l->line, block_seq, &v)) {
+        fh->intended_found++;
+        return v;
+    }
+    fh->intended_missing++;
+    return 0;
+}
+
+/* ---- live counters ---------------------------------------------------------------------- */
+
+void omdp_fh_publish(feed_handler_t *fh, int64_t now_ns, int force)
+{
+    if (!fh->stats || (!force && now_ns < fh->next_publish_ns))
+        return;
+    fh->next_publish_ns = now_ns + fh->stats_interval_ns;
+    for (uint32_t i = 0; i < fh->n_lines; i++) {
+        const fh_line_t *l = &fh->lines[i];
+        if (l->stats_index < 0)
+            continue;
+        omdp_line_counts_t c = {
+            .packets_received = (int64_t)l->packets_accepted,
+            .messages_received = (int64_t)l->arb.accepted,
+            .messages_missed = (int64_t)l->arb.missed,
+            .packets_duplicate = (int64_t)l->packets_duplicate,
+            .decode_errors = (int64_t)l->decode_errors,
+        };
+        if (omdp_stats_line_publish(fh->stats, l->stats_index, &c, now_ns) < 0)
+            fh->publish_errors++;
+    }
+}

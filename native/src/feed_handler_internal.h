@@ -1,0 +1,93 @@
+/* Private to the feed handler's sources: its state, shared by the operator (packets,
+ * routing, emission) and the inputs (multicast, ring, intended tables, live counters). */
+#ifndef OMDP_FEED_HANDLER_INTERNAL_H
+#define OMDP_FEED_HANDLER_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "omdp/feed_handler.h"
+#include "omdp/opra_fast.h"
+#include "omdp/replay.h"
+
+#define FH_NO_LINE 0xFFu
+#define FH_SKIP 0xFFFFu              /* msg_engine of a message not forwarded */
+#define FH_RX_BYTES 2048             /* receive buffer per datagram (an OPRA packet is <= 1456) */
+#define FH_SIDE_BYTES (256u * 1024u) /* side buffer of one packet's variable parts */
+#define FH_TABLE_RETRY_NS 50000000LL /* look for a missing intended table this often */
+#define FH_PEER_CHECK_NS 10000000LL  /* an idle ring looks at its sender this often */
+
+typedef struct fh_line {
+    uint32_t line;
+    int fd[OMDP_FH_COPIES];
+    int table;                       /* index into fh->tables, -1: none */
+    int stats_index;                 /* line entry in the stats segment, -1: none */
+    omdp_fh_arb_t arb;
+    uint64_t packets[OMDP_FH_COPIES];
+    uint64_t packets_accepted, packets_duplicate, decode_errors;
+} fh_line_t;
+
+typedef struct fh_table {
+    char name[OMDP_FH_TABLE_NAME];
+    const omdp_replay_intended_header_t *hdr; /* NULL until the replayer made it */
+    uint64_t size;
+} fh_table_t;
+
+typedef struct feed_handler {
+    uint32_t input, n_lines, n_engines, default_engine, batch;
+    fh_line_t *lines;
+    uint8_t line_index[OMDP_FH_MAX_LINE + 1];
+    omdp_fh_routes_t *routes;
+
+    /* one packet at a time */
+    omdp_opra_msg_t *dec;        /* decoded messages */
+    omdp_opra_msg_t *staging;    /* the same, grouped by engine */
+    uint16_t *msg_engine;        /* per decoded message: its engine, or FH_SKIP */
+    uint8_t *side;
+    uint64_t packet_index;
+
+    /* multicast */
+    int epfd;
+    struct epoll_event *events;
+    uint32_t n_fds;
+    struct mmsghdr *mm;
+    struct iovec *iov;
+    uint8_t *rxbuf;
+
+    /* ring */
+    omdp_vega_receiver_t *ring;
+    int64_t next_peer_check_ns;
+
+    /* intended tables */
+    fh_table_t *tables;
+    uint32_t n_tables, tables_missing;
+    int64_t next_table_try_ns;
+
+    /* live counters */
+    omdp_stats_t *stats;
+    int64_t stats_interval_ns, next_publish_ns;
+
+    /* totals */
+    uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root,
+        unknown_root, batches_out, intended_found, intended_missing, publish_errors, ring_closed;
+    omdp_opra_error_t last_error;
+} feed_handler_t;
+
+/* feed_handler_op.c: one packet of line `li` (index into fh->lines) on `copy`. */
+int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
+                           int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
+
+/* feed_handler_input.c */
+int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen);
+void omdp_fh_input_close(feed_handler_t *fh);
+/* One poll of the input: OMDP_POLL_* or a negative OMDP_ERR_*. */
+int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em);
+/* Take what is still queued (end of stream), without waiting. */
+int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em);
+/* Intended time of (line, block_seq) from the replayer's table; 0 when unknown. */
+int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq);
+/* Publish every line's counters to the stats segment when due (or always with force). */
+void omdp_fh_publish(feed_handler_t *fh, int64_t now_ns, int force);
+
+#endif /* OMDP_FEED_HANDLER_INTERNAL_H */

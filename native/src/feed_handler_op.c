@@ -1,0 +1,359 @@
+/* The feed handler operator: init, one packet (arbitrate, decode, stamp, route, emit),
+ * counters, close (feed_handler.h). The inputs live in feed_handler_input.c. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "omdp/clock.h"
+#include "feed_handler_internal.h"
+
+#define OPRA_HEADER_LEN 15
+
+static int init_error(const omdp_op_init_t *init, const char *fmt, unsigned a, unsigned b)
+{
+    if (init->err && init->err_size)
+        snprintf(init->err, init->err_size, fmt, a, b);
+    return OMDP_ERR_PARAMS;
+}
+
+/* Digits of an OPRA header field; any non-digit makes it 0 (the spec lets the block
+ * sequence hold anything). */
+static uint64_t ascii_field(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return v;
+}
+
+static void fh_free(feed_handler_t *fh)
+{
+    if (!fh)
+        return;
+    omdp_fh_input_close(fh);
+    omdp_fh_routes_free(fh->routes);
+    free(fh->lines);
+    free(fh->dec);
+    free(fh->staging);
+    free(fh->msg_engine);
+    free(fh->side);
+    free(fh->tables);
+    free(fh);
+}
+
+static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
+{
+    if (p->input != OMDP_FH_INPUT_RING && p->input != OMDP_FH_INPUT_MULTICAST)
+        return init_error(init, "input %u is neither ring (0) nor multicast (1)", p->input, 0);
+    if (p->n_lines == 0 || p->n_lines > OMDP_FH_MAX_LINE || !p->lines)
+        return init_error(init, "%u lines: a feed handler serves 1..%u lines", p->n_lines, OMDP_FH_MAX_LINE);
+    if (p->n_engines == 0 || p->n_engines > OMDP_FH_MAX_ENGINES)
+        return init_error(init, "%u engines: 1..%u", p->n_engines, OMDP_FH_MAX_ENGINES);
+    if (p->default_engine >= p->n_engines)
+        return init_error(init, "default_engine %u of %u engines", p->default_engine, p->n_engines);
+    if (p->batch_packets == 0 || p->batch_packets > OMDP_FH_MAX_BATCH)
+        return init_error(init, "batch_packets %u: 1..%u", p->batch_packets, OMDP_FH_MAX_BATCH);
+    if (p->stats_interval_ns <= 0)
+        return init_error(init, "stats_interval_ns must be > 0", 0, 0);
+    if (p->input == OMDP_FH_INPUT_RING && !p->ring)
+        return init_error(init, "ring input without a ring", 0, 0);
+    return OMDP_OK;
+}
+
+static int add_table(feed_handler_t *fh, const char *name)
+{
+    for (uint32_t t = 0; t < fh->n_tables; t++)
+        if (strcmp(fh->tables[t].name, name) == 0)
+            return (int)t;
+    fh_table_t *tab = &fh->tables[fh->n_tables];
+    snprintf(tab->name, sizeof tab->name, "%s", name);
+    fh->tables_missing++;
+    return (int)fh->n_tables++;
+}
+
+static int setup_lines(feed_handler_t *fh, const omdp_fh_params_t *p, const omdp_op_init_t *init)
+{
+    memset(fh->line_index, FH_NO_LINE, sizeof fh->line_index);
+    for (uint32_t i = 0; i < p->n_lines; i++) {
+        const omdp_fh_line_params_t *lp = &p->lines[i];
+        fh_line_t *l = &fh->lines[i];
+        if (lp->line == 0 || lp->line > OMDP_FH_MAX_LINE)
+            return init_error(init, "line %u outside 1..%u", lp->line, OMDP_FH_MAX_LINE);
+        if (fh->line_index[lp->line] != FH_NO_LINE)
+            return init_error(init, "line %u given twice", lp->line, 0);
+        if (memchr(lp->intended, 0, sizeof lp->intended) == NULL)
+            return init_error(init, "line %u: intended table name not NUL terminated", lp->line, 0);
+        fh->line_index[lp->line] = (uint8_t)i;
+        l->line = lp->line;
+        l->fd[0] = p->input == OMDP_FH_INPUT_MULTICAST ? lp->fd[0] : -1;
+        l->fd[1] = p->input == OMDP_FH_INPUT_MULTICAST ? lp->fd[1] : -1;
+        if (p->input == OMDP_FH_INPUT_MULTICAST && l->fd[0] < 0 && l->fd[1] < 0)
+            return init_error(init, "line %u: multicast input without a socket", lp->line, 0);
+        l->table = lp->intended[0] ? add_table(fh, lp->intended) : -1;
+        l->stats_index = -1;
+        omdp_fh_arb_init(&l->arb);
+        if (fh->stats) {
+            int idx = omdp_stats_line_register(fh->stats, lp->line);
+            if (idx < 0)
+                return init_error(init, "line %u: no entry in the stats segment (error %u)", lp->line, (unsigned)-idx);
+            l->stats_index = idx;
+        }
+    }
+    return OMDP_OK;
+}
+
+static int fh_init(void **state, const omdp_op_init_t *init)
+{
+    if (init->params_size != sizeof(omdp_fh_params_t) || !init->params)
+        return init_error(init, "params: expected omdp_fh_params_t", 0, 0);
+    const omdp_fh_params_t *p = init->params;
+    int rc = check_params(p, init);
+    if (rc < 0)
+        return rc;
+    feed_handler_t *fh = calloc(1, sizeof *fh);
+    if (!fh)
+        return OMDP_ERR_NOMEM;
+    fh->epfd = -1;
+    fh->input = p->input;
+    fh->n_lines = p->n_lines;
+    fh->n_engines = p->n_engines;
+    fh->default_engine = p->default_engine;
+    fh->batch = p->batch_packets;
+    fh->ring = p->ring;
+    fh->stats = p->stats;
+    fh->stats_interval_ns = p->stats_interval_ns;
+    fh->lines = calloc(p->n_lines, sizeof *fh->lines);
+    fh->tables = calloc(p->n_lines, sizeof *fh->tables);
+    fh->dec = aligned_alloc(64, OMDP_OPRA_MAX_MESSAGES * sizeof(omdp_opra_msg_t));
+    fh->staging = aligned_alloc(64, OMDP_OPRA_MAX_MESSAGES * sizeof(omdp_opra_msg_t));
+    fh->msg_engine = calloc(OMDP_OPRA_MAX_MESSAGES, sizeof *fh->msg_engine);
+    fh->side = malloc(FH_SIDE_BYTES);
+    if (!fh->lines || !fh->tables || !fh->dec || !fh->staging || !fh->msg_engine || !fh->side) {
+        fh_free(fh);
+        return OMDP_ERR_NOMEM;
+    }
+    char err[200] = {0};
+    fh->routes = omdp_fh_routes_new(p->routes, p->n_routes, p->n_engines, err, sizeof err);
+    if (!fh->routes) {
+        snprintf(init->err, init->err_size, "routes: %s", err);
+        fh_free(fh);
+        return OMDP_ERR_PARAMS;
+    }
+    if ((rc = setup_lines(fh, p, init)) < 0) {
+        fh_free(fh);
+        return rc;
+    }
+    if (omdp_fh_input_open(fh, err, sizeof err) < 0) {
+        snprintf(init->err, init->err_size, "input: %s", err);
+        fh_free(fh);
+        return OMDP_ERR_PARAMS;
+    }
+    *state = fh;
+    return OMDP_OK;
+}
+
+/* Stamp fh_out on n records and hand them to engine port e. */
+static inline int send_batch(feed_handler_t *fh, uint32_t e, omdp_opra_msg_t *m, uint32_t n, const omdp_emitter_t *em)
+{
+    int64_t out = omdp_now_ns();
+    for (uint32_t i = 0; i < n; i++)
+        m[i].hdr.stamps.fh_out = out;
+    fh->batches_out++;
+    return omdp_emit(em, e, (const uint8_t *)m, n * (uint32_t)sizeof *m);
+}
+
+int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
+                           int64_t fh_in, int64_t intended, const omdp_emitter_t *em)
+{
+    fh_line_t *l = &fh->lines[li];
+    l->packets[copy & 1]++;
+    uint64_t block_seq = 0;
+    uint32_t count = 0;
+    if (len >= OPRA_HEADER_LEN) {
+        block_seq = ascii_field(pkt + 2, 10);
+        count = (uint32_t)ascii_field(pkt + 12, 3);
+    }
+    if (omdp_fh_arb_packet_is_duplicate(&l->arb, copy, block_seq, count)) {
+        l->packets_duplicate++;
+        l->arb.duplicates += count;
+        return OMDP_OK;
+    }
+    uint32_t side_used = 0;
+    omdp_opra_error_t err;
+    int n = omdp_opra_decode_packet(pkt, len, fh->packet_index++, fh->dec, OMDP_OPRA_MAX_MESSAGES, fh->side,
+                                    FH_SIDE_BYTES, &side_used, &err);
+    if (n < 0) {
+        l->decode_errors++;
+        fh->last_error = err;
+        return OMDP_OK;
+    }
+    if (n == 0) {
+        l->packets_accepted++; /* a packet of no messages: nothing to arbitrate */
+        return OMDP_OK;
+    }
+    omdp_fh_arb_observe_block(&l->arb, block_seq, fh->dec[0].msg_seq);
+    int need_intended = intended == 0 && l->table >= 0; /* looked up once the packet has news */
+
+    uint32_t per_engine[OMDP_FH_MAX_ENGINES];
+    memset(per_engine, 0, fh->n_engines * sizeof per_engine[0]);
+    uint32_t kept = 0, first_engine = FH_SKIP, mixed = 0, last = 0;
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        omdp_opra_msg_t *m = &fh->dec[i];
+        int reset = m->category == 'H' && m->msg_type == 'K';
+        if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE) {
+            fh->msg_engine[i] = FH_SKIP;
+            continue;
+        }
+        if (need_intended) {
+            intended = omdp_fh_intended_lookup(fh, l, block_seq);
+            need_intended = 0;
+        }
+        uint32_t uid, e = fh->default_engine;
+        int found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+        if (found < 0) {
+            fh->no_root++;
+            e = fh->default_engine;
+        } else if (found == 0) {
+            fh->unknown_root++;
+        }
+        m->underlying_id = uid;
+        m->line = (uint16_t)l->line;
+        m->var_off = 0;
+        m->var_len = 0;
+        m->hdr.flags = 0;
+        m->hdr.stamps.intended = intended;
+        m->hdr.stamps.fh_in = fh_in;
+        fh->msg_engine[i] = (uint16_t)e;
+        per_engine[e]++;
+        if (first_engine == FH_SKIP)
+            first_engine = e;
+        else if (e != first_engine)
+            mixed = 1;
+        kept++;
+        last = i;
+    }
+    if (kept == 0) {
+        l->packets_duplicate++;
+        return OMDP_OK;
+    }
+    l->packets_accepted++;
+    fh->routed += kept;
+    fh->dec[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+    if (!mixed && kept == (uint32_t)n)
+        return send_batch(fh, first_engine, fh->dec, kept, em); /* the whole packet to one engine, in place */
+
+    /* Group by engine (a counting sort keeps packet order within each engine). */
+    uint32_t start[OMDP_FH_MAX_ENGINES], pos = 0;
+    for (uint32_t e = 0; e < fh->n_engines; e++) {
+        start[e] = pos;
+        pos += per_engine[e];
+    }
+    uint32_t fill[OMDP_FH_MAX_ENGINES];
+    memcpy(fill, start, fh->n_engines * sizeof fill[0]);
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        uint16_t e = fh->msg_engine[i];
+        if (e != FH_SKIP)
+            fh->staging[fill[e]++] = fh->dec[i];
+    }
+    for (uint32_t e = 0; e < fh->n_engines; e++) {
+        if (!per_engine[e])
+            continue;
+        int rc = send_batch(fh, e, fh->staging + start[e], per_engine[e], em);
+        if (rc < 0)
+            return rc;
+    }
+    return OMDP_OK;
+}
+
+static int fh_poll(void *state, const omdp_emitter_t *em)
+{
+    feed_handler_t *fh = state;
+    int rc = omdp_fh_input_poll(fh, em);
+    if (rc == OMDP_POLL_PRODUCED)
+        fh->polls_productive++;
+    if (fh->stats) {
+        int64_t now = omdp_now_ns();
+        if (now >= fh->next_publish_ns || rc == OMDP_POLL_DONE)
+            omdp_fh_publish(fh, now, rc == OMDP_POLL_DONE);
+    }
+    return rc;
+}
+
+static int fh_end_of_stream(void *state, const omdp_emitter_t *em)
+{
+    feed_handler_t *fh = state;
+    int rc = omdp_fh_input_drain(fh, em);
+    if (fh->stats)
+        omdp_fh_publish(fh, omdp_now_ns(), 1);
+    return rc < 0 ? rc : OMDP_OK;
+}
+
+static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
+{
+    feed_handler_t *fh = state;
+    uint64_t pk_a = 0, pk_b = 0, acc = 0, dup_pk = 0, msgs = 0, dup_msgs = 0, missed = 0, dec_err = 0, resets = 0;
+    for (uint32_t i = 0; i < fh->n_lines; i++) {
+        const fh_line_t *l = &fh->lines[i];
+        pk_a += l->packets[0];
+        pk_b += l->packets[1];
+        acc += l->packets_accepted;
+        dup_pk += l->packets_duplicate;
+        msgs += l->arb.accepted;
+        dup_msgs += l->arb.duplicates;
+        missed += l->arb.missed;
+        dec_err += l->decode_errors;
+        resets += l->arb.resets;
+    }
+    omdp_counter_t c[] = {
+        {"lines", fh->n_lines},
+        {"packets_a", pk_a},
+        {"packets_b", pk_b},
+        {"packets_accepted", acc},
+        {"packets_duplicate", dup_pk},
+        {"messages_received", msgs},
+        {"messages_duplicate", dup_msgs},
+        {"messages_missed", missed},
+        {"decode_errors", dec_err},
+        {"resets", resets},
+        {"routed", fh->routed},
+        {"no_root", fh->no_root},
+        {"unknown_root", fh->unknown_root},
+        {"batches_out", fh->batches_out},
+        {"intended_found", fh->intended_found},
+        {"intended_missing", fh->intended_missing},
+        {"receive_calls", fh->receive_calls},
+        {"receive_errors", fh->receive_errors},
+        {"bad_frames", fh->bad_frames},
+        {"unknown_line", fh->unknown_line},
+        {"ring_closed", fh->ring_closed},
+        {"publish_errors", fh->publish_errors},
+        {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
+    };
+    uint32_t n = sizeof c / sizeof c[0];
+    memcpy(out, c, (n < max ? n : max) * sizeof c[0]);
+    return n;
+}
+
+static void fh_close(void *state)
+{
+    fh_free(state);
+}
+
+static const omdp_operator_vtable_t FEED_HANDLER = {
+    .abi = OMDP_OPERATOR_ABI,
+    .kind = "feed_handler",
+    .n_inputs = 0,
+    .n_outputs = OMDP_FH_MAX_ENGINES,
+    .init = fh_init,
+    .poll = fh_poll,
+    .end_of_stream = fh_end_of_stream,
+    .counters = fh_counters,
+    .close = fh_close,
+};
+
+const omdp_operator_vtable_t *omdp_feed_handler_vtable(void) { return &FEED_HANDLER; }

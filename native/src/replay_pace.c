@@ -1,0 +1,320 @@
+/* Replay's pacing loop: every packet at its intended time on an absolute schedule.
+ *
+ * The intended time of each packet comes from the shared time map (omdp/replay.h), so sleeps
+ * and late sends never accumulate into drift. Far from a deadline the loop sleeps (in steps
+ * of at most 1 ms, so stop and rate changes take effect at once); within spin_ns of it, it
+ * spins on the clock. When it falls behind, every packet already due goes out in one batch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "omdp/clock.h"
+#include "omdp/replay.h"
+#include "replay_sink.h"
+
+#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* Counters have one writer (this sender); readers in other processes see whole values. */
+#define BUMP(p, d) STORE_RLX((p), LOAD_RLX(p) + (d))
+
+#define SLEEP_STEP_NS 1000000LL      /* longest sleep between looks at the control block */
+#define START_POLL_NS 200000LL       /* how often a ready sender looks for the start */
+#define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
+
+typedef struct time_map {
+    int64_t anchor_ns;
+    int64_t anchor_off;
+    double scale;
+    uint64_t seq;
+} time_map_t;
+
+static void load_map(const omdp_replay_control_t *c, time_map_t *m)
+{
+    for (;;) {
+        uint64_t s1 = LOAD_ACQ(&c->map_seq);
+        if (s1 & 1) {
+            omdp_replay_cpu_relax();
+            continue;
+        }
+        int64_t an = LOAD_RLX(&c->anchor_ns);
+        int64_t ao = LOAD_RLX(&c->anchor_off);
+        double sc;
+        __atomic_load(&c->scale, &sc, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (LOAD_RLX(&c->map_seq) == s1) {
+            m->anchor_ns = an;
+            m->anchor_off = ao;
+            m->scale = sc;
+            m->seq = s1;
+            return;
+        }
+    }
+}
+
+static inline int64_t map_eval(const time_map_t *m, int64_t off)
+{
+    double x = (double)(off - m->anchor_off) * m->scale;
+    return m->anchor_ns + (x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(0.5 - x));
+}
+
+static void sleep_until(int64_t t_ns)
+{
+    struct timespec ts = {.tv_sec = t_ns / 1000000000LL, .tv_nsec = t_ns % 1000000000LL};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* Digits of an OPRA header field; a non-digit makes the whole field 0 (the spec lets the
+ * block sequence hold anything, and decoders must not reject a packet for it). */
+static uint64_t ascii_field(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return v;
+}
+
+void omdp_replay_status_fail(omdp_replay_sender_status_t *st, const char *msg)
+{
+    snprintf(st->error, sizeof st->error, "%s", msg ? msg : "failed");
+    STORE_REL(&st->state, OMDP_REPLAY_SENDER_FAILED);
+}
+
+static int check_args(const omdp_replay_run_args_t *a)
+{
+    const char *why = NULL;
+    if (!a->control || !a->lines)
+        why = "control block and line counters are required";
+    else if (a->n_pkts && (!a->pkts || !a->sources || !a->n_sources))
+        why = "packets without sources";
+    else if (a->copies_mask == 0 || a->copies_mask > 3)
+        why = "copies_mask must name A, B or both";
+    else if (a->loop && a->lap_span <= 0)
+        why = "a looping schedule needs a positive lap span";
+    else if ((a->sink_kind != OMDP_REPLAY_SINK_UDP && a->sink_kind != OMDP_REPLAY_SINK_RING) || !a->sink)
+        why = "unknown or missing sink";
+    else if (a->log && (a->log->capacity == 0 || (a->log->capacity & (a->log->capacity - 1))))
+        why = "sent log capacity must be a power of two";
+    else if (a->intended && (a->intended->capacity == 0 || (a->intended->capacity & (a->intended->capacity - 1))))
+        why = "intended table capacity must be a power of two";
+    if (why) {
+        omdp_replay_status_fail(a->status, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* One packet of the batch being assembled. */
+typedef struct pending {
+    int64_t intended_ns;
+    uint64_t block_seq;
+    uint16_t line;
+    uint16_t messages;
+    uint16_t flags;
+    int8_t out[OMDP_REPLAY_COPIES]; /* index in the out array, -1: not sent on that copy */
+} pending_t;
+
+static int finish(const omdp_replay_run_args_t *a, int result)
+{
+    STORE_RLX(&a->status->heartbeat_ns, omdp_now_ns());
+    STORE_REL(&a->status->state, OMDP_REPLAY_SENDER_DONE);
+    return result;
+}
+
+int omdp_replay_run(const omdp_replay_run_args_t *a)
+{
+    if (!a || !a->status)
+        return OMDP_REPLAY_EINVAL;
+    omdp_replay_sender_status_t *st = a->status;
+    if (check_args(a) != 0)
+        return OMDP_REPLAY_EINVAL;
+    omdp_replay_control_t *ctl = a->control;
+    char sink_err[OMDP_REPLAY_ERROR_LEN] = {0};
+#ifdef __linux__
+    /* The default 50 us timer slack would push wake-ups past the spin window. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+
+    STORE_REL(&st->state, OMDP_REPLAY_SENDER_READY);
+    for (;;) {
+        if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
+            return finish(a, OMDP_REPLAY_STOPPED);
+        if (LOAD_ACQ(&ctl->start_ns) != 0)
+            break;
+        int64_t now = omdp_now_ns();
+        STORE_RLX(&st->heartbeat_ns, now);
+        sleep_until(now + START_POLL_NS);
+    }
+    STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
+    const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
+    time_map_t map;
+    load_map(ctl, &map);
+
+    omdp_replay_out_t out[OMDP_REPLAY_BATCH_MAX];
+    pending_t pend[OMDP_REPLAY_BATCH_MAX];
+    const omdp_replay_pkt_t *pk = a->pkts;
+    const uint64_t n = a->n_pkts;
+    const int n_copies = __builtin_popcount(a->copies_mask);
+    uint64_t log_head = a->log ? LOAD_RLX(&a->log->head) : 0;
+    omdp_replay_sent_t *log_entries = a->log ? (omdp_replay_sent_t *)((uint8_t *)a->log + sizeof(omdp_replay_log_t)) : NULL;
+
+    for (uint64_t lap = 0;; lap++) {
+        STORE_RLX(&st->lap, lap);
+        const int64_t base = (int64_t)lap * a->lap_span;
+        uint64_t i = 0;
+        while (i < n) {
+            if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
+                return finish(a, OMDP_REPLAY_STOPPED);
+            if (LOAD_ACQ(&ctl->map_seq) != map.seq)
+                load_map(ctl, &map);
+            const int64_t due = map_eval(&map, base + pk[i].off);
+            STORE_RLX(&st->next_intended_ns, due);
+            if (due >= end_ns)
+                return finish(a, OMDP_REPLAY_ENDED);
+            int64_t now = omdp_now_ns();
+            if (now >= end_ns)
+                return finish(a, OMDP_REPLAY_ENDED);
+            if (due > now) {
+                if (due - now > a->spin_ns) {
+                    int64_t until = due - a->spin_ns;
+                    sleep_until(until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS);
+                    STORE_RLX(&st->heartbeat_ns, omdp_now_ns());
+                    continue; /* look at the control block again */
+                }
+                while ((now = omdp_now_ns()) < due)
+                    omdp_replay_cpu_relax();
+            }
+
+            /* Everything due by `now` goes in this batch (one packet when on time). */
+            int n_out = 0, n_pend = 0;
+            uint64_t j = i, data_done = 0, control_done = 0;
+            while (j < n && n_pend < OMDP_REPLAY_BATCH_MAX && n_out + n_copies <= OMDP_REPLAY_BATCH_MAX) {
+                const omdp_replay_pkt_t *p = &pk[j];
+                const int64_t d = j == i ? due : map_eval(&map, base + p->off);
+                if (d > now || d >= end_ns)
+                    break;
+                j++;
+                if (p->src >= a->n_sources || p->len == 0 || p->line == 0 || p->line > OMDP_REPLAY_MAX_LINE ||
+                    p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len) {
+                    BUMP(&st->source_errors, 1);
+                    continue;
+                }
+                const uint8_t *data = a->sources[p->src].base + p->src_off;
+                pending_t *q = &pend[n_pend++];
+                q->intended_ns = d;
+                q->line = p->line;
+                q->flags = p->flags;
+                q->block_seq = p->len >= OPRA_HEADER_LEN ? ascii_field(data + 2, 10) : 0;
+                q->messages = p->len >= OPRA_HEADER_LEN ? (uint16_t)ascii_field(data + 12, 3) : 0;
+                if (p->flags & OMDP_REPLAY_PKT_CONTROL)
+                    control_done++;
+                else
+                    data_done++;
+                /* Published before the send: a consumer on this host may look the packet up
+                 * the moment it arrives, before sendmmsg has even returned here. */
+                if (a->intended)
+                    omdp_replay_intended_publish(a->intended, q->line, q->block_seq, d);
+                for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
+                    q->out[c] = -1;
+                    if (!(a->copies_mask & (1u << c)))
+                        continue;
+                    if (!(p->flags & OMDP_REPLAY_PKT_CONTROL) && a->drop_threshold[c] &&
+                        omdp_replay_drop_hash(a->drop_seed, p->line, c, lap, p->line_index) < a->drop_threshold[c]) {
+                        BUMP(&a->lines[p->line].dropped[c], 1);
+                        continue;
+                    }
+                    omdp_replay_out_t *o = &out[n_out];
+                    o->data = data;
+                    o->len = p->len;
+                    o->line = p->line;
+                    o->copy = (uint8_t)c;
+                    o->flags = (uint8_t)p->flags;
+                    o->intended_ns = d;
+                    q->out[c] = (int8_t)n_out++;
+                }
+            }
+
+            const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
+            const int sink_rc = n_out == 0 ? 0
+                                : a->sink_kind == OMDP_REPLAY_SINK_UDP
+                                    ? omdp_replay_udp_send(a->sink, out, n_out, sink_err, sizeof sink_err)
+                                    : omdp_replay_ring_send(a->sink, out, n_out, sent_ns, sink_err, sizeof sink_err);
+            if (sink_rc != 0) {
+                omdp_replay_status_fail(st, sink_err);
+                return OMDP_REPLAY_ESINK;
+            }
+            if (sink_err[0] && st->error[0] == 0)
+                snprintf(st->error, sizeof st->error, "%s", sink_err);
+
+            int any_sent = 0;
+            int64_t last_intended = 0;
+            uint64_t log_tail = a->log ? LOAD_ACQ(&a->log->tail) : 0;
+            for (int k = 0; k < n_pend; k++) {
+                pending_t *q = &pend[k];
+                omdp_replay_line_stats_t *ls = &a->lines[q->line];
+                omdp_replay_sent_t e = {.intended_ns = q->intended_ns, .block_seq = q->block_seq,
+                                        .line = q->line, .messages = q->messages};
+                int sent_copies = 0;
+                for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
+                    if (q->out[c] < 0)
+                        continue;
+                    const omdp_replay_out_t *o = &out[q->out[c]];
+                    if (!o->ok) {
+                        BUMP(&ls->send_errors[c], 1);
+                        continue;
+                    }
+                    e.sent_ns[c] = sent_ns;
+                    sent_copies++;
+                    BUMP(&ls->packets[c], 1);
+                    BUMP(&ls->messages[c], q->messages);
+                    BUMP(&ls->bytes[c], o->len);
+                }
+                if (q->flags & OMDP_REPLAY_PKT_CONTROL)
+                    BUMP(&ls->control_packets, 1);
+                if (!sent_copies)
+                    continue;
+                any_sent = 1;
+                last_intended = q->intended_ns;
+                const int64_t err = sent_ns - q->intended_ns;
+                BUMP(&st->pacing_hist[omdp_replay_hist_index(err)], 1);
+                BUMP(&st->pacing_count, 1);
+                BUMP(&st->pacing_sum_ns, (uint64_t)(err > 0 ? err : 0));
+                if (err > LOAD_RLX(&st->pacing_max_ns))
+                    STORE_RLX(&st->pacing_max_ns, err);
+                if (a->log) {
+                    if (log_head - log_tail < a->log->capacity)
+                        log_entries[log_head++ & (a->log->capacity - 1)] = e;
+                    else
+                        BUMP(&st->log_overruns, 1);
+                }
+            }
+            if (a->log)
+                STORE_REL(&a->log->head, log_head);
+            BUMP(&st->batches, 1);
+            if (n_pend > 1)
+                BUMP(&st->behind_batches, 1);
+            BUMP(&st->packets_done, data_done);
+            BUMP(&st->control_done, control_done);
+            if (any_sent) {
+                STORE_RLX(&st->last_intended_ns, last_intended);
+                STORE_RLX(&st->last_sent_ns, sent_ns);
+            }
+            STORE_RLX(&st->position, j);
+            STORE_RLX(&st->heartbeat_ns, sent_ns);
+            i = j;
+        }
+        if (!a->loop)
+            return finish(a, OMDP_REPLAY_DONE);
+    }
+}

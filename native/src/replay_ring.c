@@ -1,0 +1,62 @@
+/* Replay's Vega ring sink: each packet as one message, a frame header then its bytes,
+ * written in place into the claimed slot (no intermediate copy). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "omdp/vega.h"
+#include "replay_sink.h"
+
+#define RING_WAIT_SLICE_NS 10000000LL   /* a blocked put looks at stop and the peer this often */
+
+/* A slot for the next frame: at once, or after waiting (on_full=block) until the receiver
+ * frees one, the service says stop, or the receiver is gone. NULL with *fatal set when the
+ * run cannot go on. */
+static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, int *fatal, char *err, size_t errlen)
+{
+    void *p = omdp_vega_claim(tx);
+    if (p || tx->on_full == OMDP_VEGA_ON_FULL_DROP)
+        return p;
+    for (;;) {
+        p = omdp_vega_claim_wait(tx, RING_WAIT_SLICE_NS);
+        if (p)
+            return p;
+        int peer = omdp_vega_sender_peer(tx);
+        if (peer == OMDP_VEGA_PEER_DEAD || peer == OMDP_VEGA_PEER_CLOSED) {
+            snprintf(err, errlen, "ring %s: its receiver is %s", tx->name, peer == OMDP_VEGA_PEER_DEAD ? "dead" : "closed");
+            *fatal = 1;
+            return NULL;
+        }
+        if (sink->command && __atomic_load_n(sink->command, __ATOMIC_ACQUIRE) == OMDP_REPLAY_CMD_STOP)
+            return NULL;
+    }
+}
+
+int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,
+                          char *err, size_t errlen)
+{
+    omdp_vega_sender_t *tx = sink->tx;
+    for (int k = 0; k < n; k++) {
+        omdp_replay_out_t *o = &out[k];
+        o->ok = 0;
+        const uint32_t size = (uint32_t)sizeof(omdp_replay_frame_t) + o->len;
+        if (size > tx->max_message) {
+            if (err[0] == 0)
+                snprintf(err, errlen, "ring %s: a %u-byte frame exceeds max_message %u", tx->name, size, tx->max_message);
+            continue;
+        }
+        int fatal = 0;
+        uint8_t *slot = claim_slot(sink, tx, &fatal, err, errlen);
+        if (fatal)
+            return -1;
+        if (!slot)
+            continue; /* dropped by on_full=drop, or stopping */
+        omdp_replay_frame_t h = {.intended_ns = o->intended_ns, .sent_ns = sent_ns, .line = o->line,
+                                 .copy = o->copy, .flags = o->flags, .length = o->len};
+        memcpy(slot, &h, sizeof h);
+        memcpy(slot + sizeof h, o->data, o->len);
+        if (omdp_vega_commit(tx, size) == OMDP_VEGA_OK)
+            o->ok = 1;
+    }
+    return 0;
+}

@@ -1,0 +1,235 @@
+/* Replay shared memory: the ctl segment (control block, sender status, line counters, sent
+ * logs) and the intended-time table. Layouts and protocols: omdp/replay.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "omdp/replay.h"
+
+#define ALIGN128(x) (((x) + 127u) & ~(uint64_t)127u)
+
+_Static_assert(sizeof(omdp_replay_pkt_t) == 32, "omdp_replay_pkt_t is 32 bytes");
+_Static_assert(sizeof(omdp_replay_control_t) == 128, "control block is 128 bytes");
+_Static_assert(sizeof(omdp_replay_sender_status_t) % 128 == 0, "sender status spans whole 128-byte lines");
+_Static_assert(sizeof(omdp_replay_line_stats_t) == 128, "line stats are 128 bytes");
+_Static_assert(sizeof(omdp_replay_sent_t) == 40, "sent entry is 40 bytes");
+_Static_assert(sizeof(omdp_replay_log_t) == 384, "log header is 384 bytes");
+_Static_assert(sizeof(omdp_replay_intended_header_t) == 128, "intended header is 128 bytes");
+_Static_assert(sizeof(omdp_replay_frame_t) == 24, "ring frame header is 24 bytes");
+_Static_assert(OMDP_REPLAY_HIST_BUCKETS == (1 << OMDP_REPLAY_HIST_SUB_BITS) * 37,
+               "histogram: 32 exact buckets, then 36 octaves of 32");
+
+static void set_err(char *err, size_t errlen, const char *what, const char *name, int e)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s %s: %s", what, name, strerror(e));
+}
+
+void *omdp_replay_shm_create(const char *name, uint64_t size, char *err, size_t errlen)
+{
+    if (size == 0) {
+        set_err(err, errlen, "shm_create", name, EINVAL);
+        return NULL;
+    }
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        set_err(err, errlen, "shm_open", name, errno);
+        return NULL;
+    }
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
+        int e = errno;
+        close(fd);
+        shm_unlink(name);
+        set_err(err, errlen, "ftruncate", name, e);
+        return NULL;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(name);
+        set_err(err, errlen, "mmap", name, e);
+        return NULL;
+    }
+    return p;
+}
+
+void *omdp_replay_shm_open(const char *name, uint64_t *size, int writable, char *err, size_t errlen)
+{
+    int fd = shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
+    if (fd < 0) {
+        set_err(err, errlen, "shm_open", name, errno);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+        int e = st.st_size <= 0 ? EINVAL : errno;
+        close(fd);
+        set_err(err, errlen, "fstat", name, e);
+        return NULL;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        set_err(err, errlen, "mmap", name, e);
+        return NULL;
+    }
+    *size = (uint64_t)st.st_size;
+    return p;
+}
+
+void omdp_replay_shm_unmap(void *base, uint64_t size)
+{
+    if (base && size)
+        munmap(base, size);
+}
+
+int omdp_replay_shm_unlink(const char *name)
+{
+    return shm_unlink(name) == 0 ? 0 : -errno;
+}
+
+/* ---- ctl segment ---------------------------------------------------------------------- */
+
+static uint64_t log_bytes(uint64_t log_capacity)
+{
+    return ALIGN128(sizeof(omdp_replay_log_t) + log_capacity * sizeof(omdp_replay_sent_t));
+}
+
+uint64_t omdp_replay_ctl_sender_offset(uint32_t i)
+{
+    return sizeof(omdp_replay_control_t) + (uint64_t)i * sizeof(omdp_replay_sender_status_t);
+}
+
+uint64_t omdp_replay_ctl_lines_offset(uint32_t n_senders)
+{
+    return omdp_replay_ctl_sender_offset(n_senders);
+}
+
+uint64_t omdp_replay_ctl_log_offset(uint32_t n_senders, uint64_t log_capacity, uint32_t i)
+{
+    return omdp_replay_ctl_lines_offset(n_senders) +
+           (OMDP_REPLAY_MAX_LINE + 1) * sizeof(omdp_replay_line_stats_t) + (uint64_t)i * log_bytes(log_capacity);
+}
+
+uint64_t omdp_replay_ctl_size(uint32_t n_senders, uint64_t log_capacity)
+{
+    return omdp_replay_ctl_log_offset(n_senders, log_capacity, n_senders);
+}
+
+void omdp_replay_ctl_init(void *base, uint32_t n_senders, uint64_t log_capacity, int64_t creator_pid)
+{
+    omdp_replay_control_t *c = base;
+    c->version = OMDP_REPLAY_VERSION;
+    c->n_senders = n_senders;
+    c->command = OMDP_REPLAY_CMD_RUN;
+    c->start_ns = 0;
+    c->end_ns = INT64_MAX;
+    c->map_seq = 0;
+    c->anchor_ns = 0;
+    c->anchor_off = 0;
+    c->scale = 1.0;
+    c->creator_pid = creator_pid;
+    for (uint32_t i = 0; i < n_senders; i++) {
+        omdp_replay_sender_status_t *s = (void *)((uint8_t *)base + omdp_replay_ctl_sender_offset(i));
+        s->cpu = -1;
+        omdp_replay_log_t *log = (void *)((uint8_t *)base + omdp_replay_ctl_log_offset(n_senders, log_capacity, i));
+        log->capacity = log_capacity;
+    }
+    /* The magic last: a reader that sees it sees an initialized segment. */
+    __atomic_store_n(&c->magic, OMDP_REPLAY_CTL_MAGIC, __ATOMIC_RELEASE);
+}
+
+void omdp_replay_control_set_map(omdp_replay_control_t *c, int64_t anchor_ns, int64_t anchor_off, double scale)
+{
+    uint64_t s = __atomic_load_n(&c->map_seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->map_seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&c->anchor_ns, anchor_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->anchor_off, anchor_off, __ATOMIC_RELAXED);
+    __atomic_store(&c->scale, &scale, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->map_seq, s + 2, __ATOMIC_RELEASE);
+}
+
+void omdp_replay_control_get_map(const omdp_replay_control_t *c, int64_t *anchor_ns, int64_t *anchor_off, double *scale)
+{
+    for (;;) {
+        uint64_t s1 = __atomic_load_n(&c->map_seq, __ATOMIC_ACQUIRE);
+        if (s1 & 1)
+            continue;
+        int64_t an = __atomic_load_n(&c->anchor_ns, __ATOMIC_RELAXED);
+        int64_t ao = __atomic_load_n(&c->anchor_off, __ATOMIC_RELAXED);
+        double sc;
+        __atomic_load(&c->scale, &sc, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&c->map_seq, __ATOMIC_RELAXED) == s1) {
+            *anchor_ns = an;
+            *anchor_off = ao;
+            *scale = sc;
+            return;
+        }
+    }
+}
+
+void omdp_replay_control_start(omdp_replay_control_t *c, int64_t start_ns, int64_t end_ns)
+{
+    __atomic_store_n(&c->end_ns, end_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->start_ns, start_ns, __ATOMIC_RELEASE);
+}
+
+void omdp_replay_control_stop(omdp_replay_control_t *c)
+{
+    __atomic_store_n(&c->command, OMDP_REPLAY_CMD_STOP, __ATOMIC_RELEASE);
+}
+
+uint64_t omdp_replay_log_drain(omdp_replay_log_t *log, omdp_replay_sent_t *out, uint64_t max)
+{
+    const omdp_replay_sent_t *entries = (const void *)((const uint8_t *)log + sizeof(omdp_replay_log_t));
+    uint64_t mask = log->capacity - 1;
+    uint64_t head = __atomic_load_n(&log->head, __ATOMIC_ACQUIRE);
+    uint64_t tail = __atomic_load_n(&log->tail, __ATOMIC_RELAXED);
+    uint64_t n = head - tail;
+    if (n > max)
+        n = max;
+    for (uint64_t k = 0; k < n; k++)
+        out[k] = entries[(tail + k) & mask];
+    __atomic_store_n(&log->tail, tail + n, __ATOMIC_RELEASE);
+    return n;
+}
+
+/* ---- intended-time table -------------------------------------------------------------- */
+
+uint64_t omdp_replay_intended_size(uint32_t max_line, uint64_t capacity)
+{
+    return sizeof(omdp_replay_intended_header_t) + (uint64_t)max_line * capacity * sizeof(omdp_replay_intended_entry_t);
+}
+
+void omdp_replay_intended_init(omdp_replay_intended_header_t *t, uint32_t max_line, uint64_t capacity,
+                               int64_t creator_pid, const char *run_id)
+{
+    t->version = OMDP_REPLAY_VERSION;
+    t->max_line = max_line;
+    t->capacity = capacity;
+    t->creator_pid = creator_pid;
+    snprintf(t->run_id, sizeof t->run_id, "%s", run_id ? run_id : "");
+    __atomic_store_n(&t->magic, OMDP_REPLAY_INTENDED_MAGIC, __ATOMIC_RELEASE);
+}
+
+uint64_t omdp_replay_intended_lookup_many(const omdp_replay_intended_header_t *t, const uint16_t *lines,
+                                          const uint64_t *block_seqs, int64_t *out, uint64_t n)
+{
+    uint64_t found = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t v = 0;
+        if (omdp_replay_intended_lookup(t, lines[i], block_seqs[i], &v))
+            found++;
+        out[i] = v;
+    }
+    return found;
+}

@@ -1,0 +1,40 @@
+/* Private to the replay sources: what the pacing loop hands a sink, and the sinks' batch calls. */
+#ifndef OMDP_REPLAY_SINK_H
+#define OMDP_REPLAY_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omdp/replay.h"
+
+/* One datagram of a batch: a packet on one copy. `ok` is set by the sink. */
+typedef struct omdp_replay_out {
+    const uint8_t *data;
+    int64_t intended_ns;
+    uint16_t len;
+    uint16_t line;
+    uint8_t copy;
+    uint8_t flags;
+    uint8_t ok;
+    uint8_t reserved;
+} omdp_replay_out_t;
+
+/* Sends n datagrams stamped `sent_ns`; marks each ok or not. Returns 0, or -1 when the sink
+ * cannot send at all any more (err says why). */
+int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
+
+/* Puts n frames (omdp_replay_frame_t + packet) stamped `sent_ns` into the ring; marks each
+ * ok or not. Returns 0, or -1 when the receiver is gone or the ring refuses for good. */
+int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,
+                          char *err, size_t errlen);
+
+static inline void omdp_replay_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+#endif /* OMDP_REPLAY_SINK_H */

@@ -1,0 +1,226 @@
+"""``omdp bench replay``: how fast the replayer sends, and how well it keeps its schedule.
+
+Measures, through the real service (sender process, C pacing loop, ``--loop`` over the
+capture for a fixed time):
+- the most packets/s it hands to the kernel over loopback multicast, A only and A+B, and
+  into a Vega ring drained by a consumer thread (a schedule far faster than possible, so the
+  loop is always behind and sends in batches);
+- the pacing error (sent - intended) at 1x, 5x and 10x, A only, over multicast and into a
+  ring, on a bursty recorded capture;
+- a sweep of rates that finds where multicast stops keeping up (below 99.99% of the schedule,
+  DESIGN.md "sustainable").
+
+Without ``--capture`` it writes a 24-line capture of its own (random recorded gaps at 1x,
+1..27 messages per packet, about 330 bytes per packet) to a temporary directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+import numpy as np
+
+from feedhandlers.captures import PcapWriter
+from omdp.native import ffi, lib
+from omdp.transport.shm_names import new_run_id, shm_name
+from omdp.transport.spec import ChannelSpec
+from omdp.transport.vega import VegaReceiver
+from ops.bench.machine import machine_info
+from ops.replay.config import ReplayConfig
+from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.report import fmt_ns
+from ops.replay.service import ReplayService
+from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus
+
+BENCH_LINES = 24
+MAX_RATE_PPS = 50_000_000
+"""A schedule no sender can keep: measures the send loop flat out."""
+RING_SPEC = ChannelSpec(transport="vega-shm", queue_size=1024, max_message=2048, mutex=False, wait="spin")
+"""The ring the benchmark's consumer makes: a packet per slot, the tuned knobs (no mutex)."""
+
+
+def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0) -> Path:
+    """A 24-line capture at 1x (24,000 packets/s in all, Poisson gaps) with OPRA headers
+    and filler bodies; returns the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    entries = []
+    t0 = 1_202_135_400_000_000_000
+    for line in range(1, BENCH_LINES + 1):
+        n = packets_per_line
+        msgs = rng.integers(1, 28, n)
+        lengths = (16 + 22 * msgs + rng.integers(0, 20, n)).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int64)
+        buf = np.full(int(lengths.sum()), 0x80, dtype=np.uint8)
+        seqs = 1 + np.concatenate([[0], np.cumsum(msgs[:-1])])
+        buf[offsets] = 0x01
+        buf[offsets + 1] = 0x02
+        for k, p in enumerate(10 ** np.arange(9, -1, -1)):
+            buf[offsets + 2 + k] = 48 + (seqs // p) % 10
+        for k, p in enumerate((100, 10, 1)):
+            buf[offsets + 12 + k] = 48 + (msgs // p) % 10
+        buf[offsets + lengths - 1] = 0x03
+        gaps = rng.exponential(BENCH_LINES * 1e9 / PAPER_1X_PPS, n).astype(np.int64)
+        ts = t0 + line * 1000 + np.cumsum(gaps)
+        group, port = f"239.255.77.{line}", 47000 + line
+        with PcapWriter(directory / f"line{line:02d}.pcap", dst_ip=group, dst_port=port) as w:
+            w.write(buf, offsets, lengths, ts)
+        entries.append({"line": line, "a": {"group": group, "port": port},
+                        "b": {"group": f"239.255.78.{line}", "port": 48000 + line}})
+    (directory / "manifest.json").write_text(json.dumps({"date": "2008-02-04", "lines": entries}))
+    return directory
+
+
+class _RingConsumer:
+    """Drains a ring in a C loop on its own thread (on ``cpu`` when given), 256 slots per
+    batch, until the replay closes its end: a consumer that is never the bottleneck."""
+
+    def __init__(self, cpu: int | None) -> None:
+        self.name = shm_name(new_run_id(), "bench")
+        self.rx = VegaReceiver.create(RING_SPEC, self.name)
+        self.frames = 0
+        self._cpu = cpu
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._cpu is not None:
+            os.sched_setaffinity(threading.get_native_id(), {self._cpu})
+        checksum = ffi.new("uint64_t *")
+        t_first = ffi.new("int64_t *")
+        t_last = ffi.new("int64_t *")
+        got = lib.omdp_tbench_vega_recv(self.rx.c_handle, 1 << 62, 256, checksum, t_first, t_last)
+        self.frames = max(int(got), 0)
+
+    def close(self) -> None:
+        self._thread.join(30.0)
+        self.rx.close()
+
+
+def _other_cpu(cpus: tuple[int, ...]) -> int | None:
+    """A usable CPU the sender is not pinned to, for the ring's consumer."""
+    free = sorted(os.sched_getaffinity(0) - set(cpus)) if cpus else []
+    return free[0] if free else None
+
+
+def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
+         ring: bool = False) -> tuple[ReplayStatus, int | None]:
+    """One replay; with ``ring`` also the frames its consumer received."""
+    consumer = _RingConsumer(_other_cpu(cpus)) if ring else None
+    try:
+        cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
+                           target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,
+                           write_intended=False)
+        with ReplayService(cfg) as svc:
+            svc.start()
+            svc.wait()
+            st = svc.status()
+    finally:
+        if consumer is not None:
+            consumer.close()
+    return st, consumer.frames if consumer is not None else None
+
+
+def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None]) -> dict[str, object]:
+    st, frames_received = result
+    datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
+    return {
+        "kind": kind,
+        "target": target,
+        "copies": copies,
+        "rate": st.rate,
+        "target_pps": st.target_pps,
+        "achieved_pps": st.achieved_pps,
+        "achieved_fraction": st.achieved_fraction,
+        "datagrams_per_s": datagrams / st.elapsed_s if st.elapsed_s else None,
+        "messages_per_packet": st.messages_per_packet,
+        "messages_per_s": (st.achieved_pps or 0) * (st.messages_per_packet or 0),
+        "packets": st.packets_sent,
+        "seconds": st.elapsed_s,
+        "pacing_count": st.pacing.count,
+        "pacing_p50_ns": st.pacing.p50_ns,
+        "pacing_p99_ns": st.pacing.p99_ns,
+        "pacing_p999_ns": st.pacing.p999_ns,
+        "pacing_max_ns": st.pacing.max_ns,
+        "behind_batches": sum(s.behind_batches for s in st.senders),
+        "send_errors": sum(sum(ln.send_errors.values()) for ln in st.lines),
+        "sent": datagrams,
+        "received_by_ring_consumer": frames_received,
+    }
+
+
+def run_replay_bench(capture: Path | None, *, packets_per_line: int, seconds: float, cpus: tuple[int, ...],
+                     sweep: tuple[float, ...], log: bool = True) -> dict[str, object]:
+    """Every measurement of this benchmark; returns the JSON document."""
+    tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
+    rows: list[dict[str, object]] = []
+
+    def note(msg: str) -> None:
+        if log:
+            click.echo(msg, err=True)
+
+    try:
+        if capture is None:
+            note(f"writing a {BENCH_LINES}-line capture of {packets_per_line:,} packets per line")
+            capture = write_bench_capture(tmp / "capture", packets_per_line=packets_per_line)
+        for target, copies in (("multicast", "A"), ("multicast", "A,B"), ("ring", "A")):
+            res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
+                       cpus=cpus, ring=target == "ring")
+            rows.append(_row("max_rate", target, copies, res))
+            note(f"max rate {target} {copies}: {res[0].achieved_pps:,.0f} packets/s")
+        for target in ("multicast", "ring"):
+            for x in (1.0, 5.0, 10.0):
+                res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus,
+                           ring=target == "ring")
+                rows.append(_row("pacing", target, "A", res))
+                note(f"pacing {target} A {x:g}x: p99 {fmt_ns(res[0].pacing.p99_ns)}, "
+                     f"{res[0].achieved_fraction:.5f} of schedule")
+        keeps, fails = None, None
+        for x in sweep:
+            res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
+            rows.append(_row("sweep", "multicast", "A", res))
+            st = res[0]
+            ok = (st.achieved_fraction or 0) >= SUSTAINED_FRACTION
+            note(f"sweep multicast A {x:g}x: {st.achieved_fraction:.5f} of schedule -> {'keeps up' if ok else 'behind'}")
+            if ok:
+                keeps = x
+            else:
+                fails = x
+                break
+        return {
+            "benchmark": "replay",
+            "command": " ".join(["omdp", "bench", "replay", *sys.argv[sys.argv.index("replay") + 1:]]) if "replay" in sys.argv else "omdp bench replay",
+            "machine": machine_info(),
+            "seconds_per_run": seconds,
+            "cpus": list(cpus),
+            "rows": rows,
+            "multicast_keeps_up_to_x": keeps,
+            "multicast_behind_at_x": fails,
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render_table(doc: dict[str, object]) -> str:
+    """The markdown table of docs/benchmarks.md."""
+    lines = ["| measurement | target | copies | rate | packets/s | messages/s | of schedule | pacing p50 | p99 | p99.9 | max | n |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:  # type: ignore[union-attr]
+        frac = f"{r['achieved_fraction'] * 100:.3f}%" if r["achieved_fraction"] is not None else "n/a"
+        head = f"| {r['kind']} | {r['target']} | {r['copies']} "
+        if r["kind"] == "max_rate":
+            lines.append(head + f"| max | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | - | - | - | - | - "
+                         f"| {r['packets']:,} |")
+            continue
+        lines.append(
+            head + f"| {r['rate']} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {frac} "
+            f"| {fmt_ns(r['pacing_p50_ns'])} | {fmt_ns(r['pacing_p99_ns'])} | {fmt_ns(r['pacing_p999_ns'])} "
+            f"| {fmt_ns(r['pacing_max_ns'])} | {r['pacing_count']:,} |"
+        )
+    return "\n".join(lines)

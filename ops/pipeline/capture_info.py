@@ -1,0 +1,65 @@
+"""What the pipeline needs to know about a capture: its lines (endpoints and files), the
+root -> underlying id map and its recorded rate, read from ``captures/<date>/manifest.json``.
+
+The manifest is read the way the replay service reads it (``ops.replay.capture_set``), so a
+capture the replay accepts is one the pipeline accepts; only the fields used here are
+looked at (a tolerant reader: the manifest's full schema is the generator's).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedhandlers.feed_handler import Endpoint
+from ops.replay.capture_set import CaptureInputError, CaptureSet
+
+__all__ = ["CaptureInfo", "CaptureInputError", "capture_dir", "open_capture"]
+
+
+def capture_dir(data_dir: str | Path, capture_date: str | dt.date) -> Path:
+    """``<data>/captures/<YYYY-MM-DD>`` (DESIGN.md "Data layout")."""
+    date = capture_date if isinstance(capture_date, dt.date) else dt.date.fromisoformat(str(capture_date))
+    return Path(data_dir) / "captures" / f"{date:%Y-%m-%d}"
+
+
+@dataclass(frozen=True)
+class CaptureInfo:
+    """A capture directory, checked: lines, files, endpoints, roots and underlyings."""
+
+    directory: Path
+    date: dt.date
+    lines: list[int]
+    files: dict[int, list[Path]]
+    endpoints: dict[int, dict[str, Endpoint]]
+    root_underlying: dict[str, int]
+    underlying_symbols: dict[int, str]
+    recorded_pps: float
+    messages_per_packet: float
+
+    def line_files(self) -> list[Path]:
+        """Every capture file, line by line."""
+        return [p for ln in self.lines for p in self.files[ln]]
+
+
+def open_capture(directory: str | Path) -> CaptureInfo:
+    """Check a capture directory and read what the pipeline needs from its manifest.
+    Raises CaptureInputError naming the file and the problem."""
+    cs = CaptureSet.open(Path(directory))
+    m = cs.manifest
+    where = cs.capture_dir / "manifest.json"
+    try:
+        date = dt.date.fromisoformat(str(m["date"]))
+        symbols = {int(u["id"]): str(u["symbol"]) for u in m.get("underlyings", [])}
+        by_symbol = {s: i for i, s in symbols.items()}
+        roots = {str(r): by_symbol[str(u)] for r, u in (m.get("roots") or {}).items()}
+        rate = m.get("rate") or {}
+        pps = float(rate.get("packets_per_second") or 0.0)
+        mpp = float(rate.get("messages_per_packet") or 0.0)
+    except KeyError as e:
+        raise CaptureInputError(f"{where}: a root names underlying {e} that 'underlyings' does not list") from None
+    except (TypeError, ValueError) as e:
+        raise CaptureInputError(f"{where}: date, underlyings, roots or rate malformed ({e})") from None
+    endpoints = {ln: {c: Endpoint(group=g, port=p) for c, (g, p) in cs.endpoints[ln].groups.items()} for ln in cs.lines}
+    return CaptureInfo(directory=cs.capture_dir, date=date, lines=cs.lines, files=cs.files, endpoints=endpoints,
+                       root_underlying=roots, underlying_symbols=symbols, recorded_pps=pps, messages_per_packet=mpp)

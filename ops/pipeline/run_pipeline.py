@@ -1,0 +1,185 @@
+"""Running the OPRA pipeline: assemble a topology with a capture, run it under the
+supervisor with the run's stats segment, and report.
+
+Order: the capture is checked and the topology assembled and planned (errors name the
+field) before anything starts; then the stats segment ``omdp-<run_id>-stats`` is created
+(collectors and handlers publish into it; the dashboard reads it), the plan runs until the
+replay ends (``run.stop_after``) or Ctrl-C, and the run directory gets intended.parquet
+(the senders' files merged) and meta.parquet beside what the collectors wrote
+(samples.parquet, ingest.parquet, signals.parquet). The stats segment and any replay
+segment a killed sender left are removed however the run ends.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omdp.metrics.breakdown import Breakdown, format_breakdown
+from omdp.metrics.stats_segment import StatsWriter
+from omdp.native import lib
+from omdp.plan import Plan, build_plan
+from omdp.runtime.rundir import new_run_id, run_dir
+from omdp.runtime.run import run_plan
+from omdp.runtime.supervisor import RunResult
+from omdp.topology.load import load_topology
+from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
+from ops.pipeline.capture_info import capture_dir, open_capture
+from ops.pipeline.feed_sender import replay_run_id
+from ops.pipeline.registry import build_registry
+from ops.pipeline.run_report import (
+    Accounting,
+    Growth,
+    ReplayTotals,
+    Verdict,
+    accounting,
+    breakdown,
+    latency_growth,
+    merge_intended,
+    meta_row,
+    replay_totals,
+    summary_dict,
+    verdict,
+    write_run_meta,
+)
+from ops.replay.rates import RateSpec
+from ops.replay.shm_segments import ctl_name, intended_name
+
+START_ALLOWANCE_S = 120.0
+"""A run is stopped (drained) at most this long after its ``seconds``, should the replay
+never report its end: starting, reading the capture and draining fit well within it."""
+
+DashboardHook = Callable[[str, Path], Callable[[], None]]
+"""Serves a live view of a run: called with the run id (its stats segment) and run
+directory once the segment exists; returns the function that stops serving."""
+
+
+@dataclass
+class PipelinePlan:
+    """An assembled, planned pipeline, ready to run."""
+
+    assembly: Assembly
+    plan: Plan
+    source: str
+
+
+def plan_pipeline(topology: str | Path, data_dir: str | Path, capture_date: str | dt.date, options: RunOptions,
+                  overrides: tuple[str, ...] = ()) -> PipelinePlan:
+    """Check the capture, assemble the topology with it and plan it (nothing runs)."""
+    source = str(topology)
+    capture = open_capture(capture_dir(data_dir, capture_date))
+    asm = assemble(load_topology(topology, overrides), capture, options, source)
+    plan = build_plan(asm.topology, build_registry(), source)
+    check_engine_edges(plan, asm.groups, asm.routing.engines)
+    return PipelinePlan(asm, plan, source)
+
+
+@dataclass
+class PipelineRun:
+    """A finished pipeline run and its report."""
+
+    result: RunResult
+    run_dir: Path
+    config: str
+    accounting: Accounting
+    replay: ReplayTotals
+    growth: Growth
+    verdict: Verdict
+    breakdown: Breakdown | None
+    sweep_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, as JSON-ready data."""
+        return {"run_id": self.result.run_id, "run_dir": str(self.run_dir), "status": self.result.status,
+                "failure": self.result.failure, "config": self.config, "sweep_id": self.sweep_id,
+                "breakdown": self.breakdown.to_dict() if self.breakdown else None,
+                **summary_dict(self.accounting, self.replay, self.growth, self.verdict)}
+
+    def text(self) -> str:
+        """The report for people: the breakdown table, then ingest, accounting and verdict."""
+        a, r = self.accounting, self.replay
+        lines = [format_breakdown(self.breakdown) if self.breakdown else "no latency samples (no breakdown)"]
+        mpp = r.messages_per_packet
+        if r.achieved_pps:
+            lines.append(f"feed: {r.achieved_pps:,.0f} packets/s and "
+                         f"{r.achieved_pps * (mpp or 0):,.0f} messages/s achieved at {mpp or 0:.2f} messages/packet; "
+                         f"target {r.target_pps:,.0f} packets/s; {r.laps} lap(s) of the capture")
+        lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
+                     f"{a.messages_missed:,} missed, {a.packets_duplicate:,} duplicate packets, "
+                     f"{a.decode_errors:,} decode errors")
+        lines.append(f"accounting: decoded {a.messages_received:,} = routed {a.routed:,} = processed {a.processed:,}"
+                     f" ({'ok' if a.balanced else 'MISMATCH'}); sampled {a.sampled:,}, collected {a.collected:,}; "
+                     f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree")
+        if self.growth.growing is not None:
+            lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
+                         f"last third {self.growth.last_us:,.1f} us")
+        lines.append("sustainable: " + ("yes" if self.verdict.sustainable else "no (" + "; ".join(self.verdict.reasons) + ")"))
+        lines += [f"warning: {w}" for w in r.warnings]
+        lines.append(f"run {self.result.run_id}: {self.result.status}; {self.run_dir}")
+        return "\n".join(lines)
+
+
+def _remove_replay_segments(run_id: str, senders: int) -> None:
+    """Segments of replay services that could not clean up after themselves (killed)."""
+    for k in range(senders):
+        rid = replay_run_id(run_id, k)
+        for name in (ctl_name(rid), intended_name(rid)):
+            lib.omdp_replay_shm_unlink(name.encode())  # absent: nothing to do
+
+
+def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sweep_id: str = "",
+                 echo: Callable[[str], None] | None = None, dashboard: DashboardHook | None = None,
+                 run_id: str | None = None) -> PipelineRun:
+    """Run an assembled pipeline to its end and report (see the module doc)."""
+    asm, plan = pp.assembly, pp.plan
+    run_id = run_id or new_run_id()
+    rdir = run_dir(Path(data_dir), run_id)
+    fs = asm.groups.feed_senders
+    senders = asm.groups.replicas[fs] if fs else 0
+    fs_params = asm.topology.operators[fs].params if fs else {}
+    knobs = {"channel": plan.channels[0].spec.model_dump() if plan.channels else None,
+             "fh_input": asm.topology.operators[asm.groups.feed_handler].params.get("input", "ring")}
+    stats = StatsWriter.create(run_id)
+    stop_dashboard: Callable[[], None] | None = None
+    try:
+        stats.set_run_info(state="starting", topology=plan.topology, config=config or plan.topology,
+                           run_dir=str(rdir), knobs=knobs,
+                           sample_every=int(asm.topology.operators[asm.groups.engines].params.get("sample_every", 1600)),
+                           target_pps=_target_pps(fs_params.get("rate", "1x")))
+        if dashboard is not None:
+            stop_dashboard = dashboard(run_id, rdir)
+        seconds = fs_params.get("seconds")
+        duration = seconds + START_ALLOWANCE_S if seconds else None
+        stats.set_run_info(state="running")
+        result = run_plan(plan, Path(data_dir), duration, run_id, echo)
+        stats.set_run_info(state="done" if result.ok else "failed")
+        return _report(result, rdir, asm, plan, config, sweep_id, knobs, senders)
+    finally:
+        if stop_dashboard is not None:
+            stop_dashboard()
+        stats.close()
+        _remove_replay_segments(run_id, senders)
+
+
+def _target_pps(rate: str) -> float:
+    """Packets/s of an Nx rate (it does not depend on the capture)."""
+    return RateSpec.parse(rate=rate).target_pps(0.0)
+
+
+def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: str, sweep_id: str,
+            knobs: dict[str, Any], senders: int) -> PipelineRun:
+    merge_intended(rdir, senders)
+    acc = accounting(result, asm)
+    replay = replay_totals(rdir, senders)
+    sample_every = int(asm.topology.operators[asm.groups.engines].params.get("sample_every", 1600))
+    write_run_meta(rdir, meta_row(run_id=result.run_id, sweep_id=sweep_id, run_date=rdir.parent.name, assembly=asm,
+                                  topology_name=plan.topology, config=config or plan.topology,
+                                  knobs_json=json.dumps(knobs, sort_keys=True), replay=replay, acc=acc,
+                                  sample_every=sample_every))
+    growth = latency_growth(rdir)
+    return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
+                       growth=growth, verdict=verdict(replay, acc, growth, result.ok), breakdown=breakdown(rdir),
+                       sweep_id=sweep_id)

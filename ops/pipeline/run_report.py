@@ -1,0 +1,266 @@
+"""What a finished pipeline run reports: its accounting, meta.parquet, the merged
+intended.parquet, the latency breakdown and whether the rate was sustainable.
+
+Sources: the partitions' final operator counters (run.json), the feed senders' replay
+status (``replay-fs<k>/status.json``) and the collectors' files (samples.parquet). Nothing
+is measured here; figures are gathered, checked against each other and written.
+
+Sustainable (DESIGN.md): the replayer achieved >= 99.99% of the target packets/s, at most
+0.01% of the messages were missed, and latency from ``intended`` did not grow over the run.
+"Did not grow" is made precise here: the samples, in arrival order, are cut into thirds;
+the median end-to-end latency from ``intended`` of the last third may exceed the first
+third's by at most ``GROWTH_ALLOWANCE_US`` or half the first third's median, whichever is
+larger. A queue that builds up under overload grows without bound and fails this at once;
+noise of a few microseconds does not.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from omdp.metrics.breakdown import BASE_PPS, Breakdown
+from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
+from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
+from omdp.runtime.supervisor import RunResult
+from ops.pipeline.assemble import Assembly
+from ops.pipeline.feed_sender import read_replay_status, replay_dir
+
+SUSTAINED_FRACTION = 0.9999
+MISSED_LIMIT = 0.0001
+GROWTH_ALLOWANCE_US = 50.0
+MIN_GROWTH_SAMPLES = 30
+
+
+@dataclass
+class Accounting:
+    """Every message of the run, by where it went (sums over instances)."""
+
+    packets_received: int = 0
+    packets_duplicate: int = 0
+    messages_received: int = 0
+    messages_missed: int = 0
+    messages_duplicate: int = 0
+    decode_errors: int = 0
+    routed: int = 0
+    unknown_root: int = 0
+    processed: int = 0
+    sampled: int = 0
+    signals: int = 0
+    collected: int = 0
+    bbo_checked: int = 0
+    bbo_mismatches: int = 0
+    engines: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def missed_ratio(self) -> float | None:
+        seen = self.messages_received + self.messages_missed
+        return self.messages_missed / seen if seen else None
+
+    @property
+    def balanced(self) -> bool:
+        """decoded = routed = processed, and every sample reached the collector."""
+        return self.messages_received == self.routed == self.processed and self.sampled == self.collected
+
+
+def accounting(result: RunResult, assembly: Assembly) -> Accounting:
+    """Sum the operators' final counters by role."""
+    g = assembly.groups
+    ops = result.operators()
+    a = Accounting()
+    for name, c in ops.items():
+        group = name.split("[")[0]
+        if group == g.feed_handler:
+            a.packets_received += c.get("packets_accepted", 0)
+            a.packets_duplicate += c.get("packets_duplicate", 0)
+            a.messages_received += c.get("messages_received", 0)
+            a.messages_missed += c.get("messages_missed", 0)
+            a.messages_duplicate += c.get("messages_duplicate", 0)
+            a.decode_errors += c.get("decode_errors", 0)
+            a.routed += c.get("routed", 0)
+            a.unknown_root += c.get("unknown_root", 0)
+        elif group == g.engines:
+            a.processed += c.get("processed", 0)
+            a.sampled += c.get("sampled", 0)
+            a.signals += c.get("signals", 0)
+            a.bbo_checked += c.get("bbo_checked", 0)
+            a.bbo_mismatches += c.get("bbo_bid_mismatch", 0) + c.get("bbo_offer_mismatch", 0)
+            a.engines[name] = {k: c.get(k, 0) for k in ("processed", "quotes", "sampled", "signals", "unrouted")}
+        elif group in g.latency:
+            a.collected += c.get("samples", 0)
+    return a
+
+
+@dataclass
+class ReplayTotals:
+    """The feed senders' replay figures, summed."""
+
+    target_pps: float = 0.0
+    achieved_pps: float = 0.0
+    achieved_fraction: float | None = None
+    packets_sent: int = 0
+    messages_sent: int = 0
+    laps: int = 0
+    started_ns: int = 0
+    ended_ns: int = 0
+    pacing_p99_ns: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def messages_per_packet(self) -> float | None:
+        return self.messages_sent / self.packets_sent if self.packets_sent else None
+
+
+def replay_totals(run_dir: Path, senders: int) -> ReplayTotals:
+    """Sum the replay status every feed sender wrote."""
+    t = ReplayTotals()
+    for k in range(senders):
+        st = read_replay_status(run_dir, k)
+        if st is None:
+            continue
+        t.target_pps += st.get("target_pps") or 0.0
+        t.achieved_pps += st.get("achieved_pps") or 0.0
+        f = st.get("achieved_fraction")
+        if f is not None:
+            t.achieved_fraction = f if t.achieved_fraction is None else min(t.achieved_fraction, f)
+        t.packets_sent += st.get("packets_sent") or 0
+        t.messages_sent += st.get("messages_sent") or 0
+        t.laps = max(t.laps, st.get("laps") or 0)
+        t.started_ns = min(filter(None, (t.started_ns, st.get("started_ns") or 0)), default=0)
+        t.ended_ns = max(t.ended_ns, st.get("ended_ns") or 0)
+        p99 = (st.get("pacing") or {}).get("p99_ns")
+        if p99 is not None:
+            t.pacing_p99_ns = max(t.pacing_p99_ns or 0.0, p99)
+        t.warnings += [f"fs{k}: {w}" for w in st.get("warnings") or []]
+    return t
+
+
+def merge_intended(run_dir: Path, senders: int) -> Path | None:
+    """The feed senders' intended.parquet files as the run's one intended.parquet."""
+    parts = [p for k in range(senders) if (p := replay_dir(run_dir, k) / "intended.parquet").is_file()]
+    if not parts:
+        return None
+    out = Path(run_dir) / "intended.parquet"
+    if len(parts) == 1:
+        os.replace(parts[0], out)
+        return out
+    tmp = out.with_name(f".intended.parquet.{os.getpid()}.tmp")
+    with pq.ParquetWriter(tmp, RUN_INTENDED_SCHEMA) as w:
+        for p in parts:
+            f = pq.ParquetFile(p)
+            for i in range(f.num_row_groups):
+                w.write_table(f.read_row_group(i).cast(RUN_INTENDED_SCHEMA))
+    os.replace(tmp, out)
+    for p in parts:
+        p.unlink()
+    return out
+
+
+@dataclass
+class Growth:
+    """Latency from intended, first vs last third of the run (medians, us)."""
+
+    first_us: float | None = None
+    last_us: float | None = None
+    samples: int = 0
+
+    @property
+    def growing(self) -> bool | None:
+        """None when there are too few samples to tell."""
+        if self.first_us is None or self.last_us is None:
+            return None
+        return self.last_us - self.first_us > max(GROWTH_ALLOWANCE_US, 0.5 * self.first_us)
+
+
+def latency_growth(run_dir: Path) -> Growth:
+    """Medians of latency from intended over the first and last third of the samples."""
+    try:
+        t = read_run_file(run_dir, "samples.parquet").select(["intended", "mc_in"])
+    except RunRecordError:
+        return Growth()
+    intended = t.column("intended").to_numpy()
+    mc_in = t.column("mc_in").to_numpy()
+    ok = (intended > 0) & (mc_in > 0)
+    lat, when = (mc_in[ok] - intended[ok]) / 1e3, mc_in[ok]
+    if len(lat) < MIN_GROWTH_SAMPLES:
+        return Growth(samples=int(len(lat)))
+    lat = lat[np.argsort(when, kind="stable")]
+    third = len(lat) // 3
+    return Growth(float(np.median(lat[:third])), float(np.median(lat[-third:])), int(len(lat)))
+
+
+@dataclass
+class Verdict:
+    """Sustainable or not, and why."""
+
+    sustainable: bool
+    reasons: list[str]
+
+
+def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool) -> Verdict:
+    """The DESIGN.md test of a rate, with the reasons it failed."""
+    why = []
+    if not run_ok:
+        why.append("the run failed")
+    if replay.achieved_fraction is None or replay.achieved_fraction < SUSTAINED_FRACTION:
+        frac = "unknown" if replay.achieved_fraction is None else f"{replay.achieved_fraction:.4%}"
+        why.append(f"replayer kept {frac} of its schedule (needs >= {SUSTAINED_FRACTION:.2%})")
+    ratio = acc.missed_ratio
+    if ratio is None or ratio > MISSED_LIMIT:
+        why.append("no messages received" if ratio is None else f"missed {ratio:.4%} (limit {MISSED_LIMIT:.2%})")
+    if growth.growing is None:
+        why.append(f"too few samples ({growth.samples}) to judge latency growth")
+    elif growth.growing:
+        why.append(f"latency from intended grew from {growth.first_us:,.1f} us to {growth.last_us:,.1f} us (median)")
+    return Verdict(not why, why)
+
+
+def meta_row(*, run_id: str, sweep_id: str, run_date: str, assembly: Assembly, topology_name: str, config: str,
+             knobs_json: str, replay: ReplayTotals, acc: Accounting, sample_every: int) -> dict[str, Any]:
+    """One meta.parquet row (RUN_META_SCHEMA)."""
+    return {
+        "run_id": run_id, "sweep_id": sweep_id, "date": run_date,
+        "capture_date": assembly.capture.date.isoformat(), "topology": topology_name, "config": config,
+        "knobs_json": knobs_json, "target_pps": replay.target_pps, "achieved_pps": replay.achieved_pps,
+        "rate_x": replay.target_pps / BASE_PPS, "messages_per_packet": replay.messages_per_packet or 0.0,
+        "packets_sent": replay.packets_sent, "messages_sent": acc.messages_received + acc.messages_missed,
+        "messages_processed": acc.processed, "messages_missed": acc.messages_missed, "sample_every": sample_every,
+        "started_ns": replay.started_ns, "ended_ns": replay.ended_ns, "host": platform.node(),
+        "cpu_model": cpu_model(), "clock_offset_error_ns": 0,
+    }
+
+
+def write_run_meta(run_dir: Path, row: dict[str, Any]) -> Path:
+    """Write meta.parquet."""
+    return write_meta(run_dir, row)
+
+
+def breakdown(run_dir: Path) -> Breakdown | None:
+    """The run's breakdown, rebuilt from meta.parquet and samples.parquet (None without samples)."""
+    try:
+        return Breakdown.from_run_dir(run_dir)
+    except RunRecordError:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def summary_dict(acc: Accounting, replay: ReplayTotals, growth: Growth, v: Verdict) -> dict[str, Any]:
+    """The run's figures as plain data (for --json)."""
+    return {"accounting": {**asdict(acc), "missed_ratio": acc.missed_ratio, "balanced": acc.balanced},
+            "replay": {**asdict(replay), "messages_per_packet": replay.messages_per_packet},
+            "growth": {**asdict(growth), "growing": growth.growing},
+            "sustainable": v.sustainable, "reasons": v.reasons}

@@ -1,0 +1,198 @@
+"""Rate sweeps (the paper's Figures 5 and 8): every configuration at every rate, one run
+each, all runs sharing one ``sweep_id``; the sustainable rate of each configuration.
+
+A configuration is a topology with a set of overrides: the knob set (``tuned``: the
+topology's own channel knobs; ``default``: the paper's Vega defaults, queue 128 of 64 KiB
+with the mutex on) and the feed handlers' input (``ring`` or ``multicast``). A topology
+whose messages cross no channel (fused) has no knobs to vary and runs once per input.
+
+The sustainable rate of a configuration is the highest rate of the sweep that was
+sustainable (DESIGN.md, ``ops.pipeline.run_report.verdict``). Rates are run in ascending
+order; after ``stop_after_failures`` unsustainable rates in a row a configuration's higher
+rates are skipped (recorded as skipped), since a rate the machine cannot sustain is not
+sustained at a higher one.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omdp.plan import Plan, build_plan
+from omdp.topology.load import load_topology
+from ops.pipeline.assemble import RunOptions
+from ops.pipeline.registry import build_registry
+from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
+from ops.replay.rates import RateSpec
+
+KNOB_SETS: dict[str, tuple[str, ...]] = {
+    "tuned": (),
+    "default": ("channel.queue_size=128", "channel.max_message=65536", "channel.mutex=true"),
+}
+"""Overrides of each knob set (the paper's defaults vs the topology's tuned knobs)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a sweep."""
+
+    topology: str
+    knobs: str
+    input: str
+    label: str
+    overrides: tuple[str, ...]
+
+
+def configurations(topologies: list[str], knob_sets: list[str], inputs: list[str],
+                   overrides: tuple[str, ...] = ()) -> list[Config]:
+    """Every (topology, knob set, input); knob sets only where the topology has channels."""
+    out = []
+    for t in topologies:
+        topo = load_topology(t, overrides)
+        has_channels = data_path_crosses(build_plan(topo, build_registry(), t))
+        for knobs in (knob_sets if has_channels else ["-"]):
+            for inp in inputs:
+                extra = (*KNOB_SETS.get(knobs, ()), f'operators.{_fh_group(topo)}.params.input="{inp}"')
+                label = f"{topo.name} {inp}" + (f" {knobs}" if knobs != "-" else "")
+                out.append(Config(t, knobs, inp, label, (*overrides, *extra)))
+    return out
+
+
+def data_path_crosses(plan: Plan) -> bool:
+    """True when messages (handler -> engine, or samples -> collector) cross a channel: the
+    Vega knobs then matter. A fused pipeline's signal channel alone does not count."""
+    for c in plan.channels:
+        for r in c.routes:
+            op, _, port = r.source.rpartition(".")
+            kind = plan.operators[op].kind
+            if kind == "feed_handler" or (kind == "decision_engine" and port == "samples"):
+                return True
+    return False
+
+
+def _fh_group(topo: Any) -> str:
+    return next(n for n, op in topo.operators.items() if op.kind == "feed_handler")
+
+
+@dataclass
+class SweepPoint:
+    """One run of the sweep (or a skipped one)."""
+
+    config: str
+    rate: str
+    target_pps: float
+    skipped: bool = False
+    run: dict[str, Any] | None = None
+    sustainable: bool = False
+    error: str | None = None
+
+
+@dataclass
+class Sweep:
+    """All points of a sweep and each configuration's sustainable rate."""
+
+    sweep_id: str
+    seconds: float
+    capture_date: str
+    points: list[SweepPoint] = field(default_factory=list)
+
+    def sustainable_rate(self, config: str) -> str | None:
+        """The highest sustainable rate of ``config``, or None."""
+        ok = [p for p in self.points if p.config == config and p.sustainable]
+        return max(ok, key=lambda p: p.target_pps).rate if ok else None
+
+    def to_dict(self) -> dict[str, Any]:
+        configs = list(dict.fromkeys(p.config for p in self.points))
+        return {"sweep_id": self.sweep_id, "seconds": self.seconds, "capture_date": self.capture_date,
+                "sustainable": {c: self.sustainable_rate(c) for c in configs},
+                "points": [p.__dict__ for p in self.points]}
+
+
+def new_sweep_id() -> str:
+    """A sweep id: time and a random suffix."""
+    return f"sweep{time.strftime('%Y%m%dT%H%M%S')}{secrets.token_hex(2)}"
+
+
+def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_date: str, seconds: float,
+              say: Callable[[str], None], stop_after_failures: int = 2, sample_every: int | None = None) -> Sweep:
+    """Run every configuration at every rate (ascending), one run at a time."""
+    order = sorted(rates, key=lambda r: RateSpec.parse(rate=r).value)
+    sweep = Sweep(new_sweep_id(), seconds, capture_date)
+    for cfg in configs:
+        failures = 0
+        for rate in order:
+            target = RateSpec.parse(rate=rate).target_pps(0.0)
+            point = SweepPoint(cfg.label, rate, target)
+            sweep.points.append(point)
+            if failures >= stop_after_failures:
+                point.skipped = True
+                continue
+            say(f"[{sweep.sweep_id}] {cfg.label} at {rate} ({target:,.0f} packets/s) for {seconds:g} s")
+            try:
+                pp = plan_pipeline(cfg.topology, data_dir, capture_date,
+                                   RunOptions(rate=rate, seconds=seconds, sample_every=sample_every), cfg.overrides)
+                run: PipelineRun = run_pipeline(pp, data_dir, config=cfg.label, sweep_id=sweep.sweep_id)
+            except Exception as e:  # noqa: BLE001 - a failed point is recorded and the sweep goes on
+                point.error = f"{type(e).__name__}: {e}"
+                failures += 1
+                say(f"  failed: {point.error}")
+                continue
+            point.run = run.to_dict()
+            point.sustainable = run.verdict.sustainable
+            failures = 0 if point.sustainable else failures + 1
+            say("  " + point_line(point))
+    return sweep
+
+
+def _hop(run: dict[str, Any], hop: str, key: str) -> float | None:
+    b = run.get("breakdown") or {}
+    return ((b.get("hops") or {}).get(hop) or {}).get(key)
+
+
+def point_line(p: SweepPoint) -> str:
+    """One line of a point's figures."""
+    if p.skipped:
+        return f"{p.config:<36} {p.rate:>6}  skipped (lower rates were not sustainable)"
+    if p.run is None:
+        return f"{p.config:<36} {p.rate:>6}  failed: {p.error}"
+    r, a = p.run["replay"], p.run["accounting"]
+    mpp = r.get("messages_per_packet") or 0.0
+    miss = a.get("missed_ratio")
+
+    def us(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:,.1f}"
+    return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
+            f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(_hop(p.run, 'e2e', 'mean_us'))} "
+            f"p99 {us(_hop(p.run, 'e2e', 'p99_us'))} us  from intended mean {us(_hop(p.run, 'e2e_intended', 'mean_us'))} us  "
+            f"{'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
+
+
+def markdown(sweep: Sweep, command: str, machine: str) -> str:
+    """The sweep as the table of docs/benchmarks.md."""
+    rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) us "
+            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | sustainable |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in sweep.points:
+        if p.skipped or p.run is None:
+            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | no |")
+            continue
+        r, a = p.run["replay"], p.run["accounting"]
+        mpp = r.get("messages_per_packet") or 0.0
+        miss = a.get("missed_ratio")
+
+        def f(hop: str, key: str) -> str:
+            v = _hop(p.run, hop, key)  # type: ignore[arg-type]
+            return "n/a" if v is None else f"{v:,.1f}"
+        rows.append(
+            f"| {p.config} | {p.rate} | {r['achieved_pps']:,.0f} | {r['achieved_pps'] * mpp:,.0f} | {mpp:.2f} | "
+            f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "
+            f"{f('e2e_intended', 'mean_us')} ({f('e2e_intended', 'p99_us')}) | "
+            f"{f('fh', 'mean_us')} / {f('to_de', 'mean_us')} / {f('de', 'mean_us')} / {f('to_mc', 'mean_us')} | "
+            f"{'yes' if p.sustainable else 'no'} |")
+    configs = list(dict.fromkeys(p.config for p in sweep.points))
+    summary = [f"- {c}: sustainable up to {sweep.sustainable_rate(c) or 'none of the rates swept'}" for c in configs]
+    return "\n".join([f"Machine: {machine}", "", f"Command: `{command}` (sweep {sweep.sweep_id}, {sweep.seconds:g} s "
+                      f"per run, capture {sweep.capture_date})", "", *rows, "", *summary, ""])

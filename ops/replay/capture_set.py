@@ -1,0 +1,146 @@
+"""The lines of one capture directory that a replay sends: their multicast endpoints from
+``manifest.json`` and their packets from ``line<NN>.pcap`` (and its rotated files).
+
+Everything that can be wrong with the input is found here, before anything is sent: a
+missing directory, manifest or pcap, a corrupt or cut-short pcap, a line the manifest does
+not list. Each error says which file or line and why.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
+from ops.replay.config import MAX_LINE
+
+
+class CaptureInputError(ValueError):
+    """The capture directory cannot be replayed as asked; the message names the file or line."""
+
+
+@dataclass(frozen=True)
+class LineEndpoints:
+    """Where a line's copies go: copy ('A'/'B') -> (multicast group, UDP port)."""
+
+    line: int
+    groups: dict[str, tuple[str, int]]
+
+
+def line_file(capture_dir: Path, line: int) -> Path:
+    """First capture file of a line (DESIGN.md "Data layout": line<NN>.pcap)."""
+    return capture_dir / f"line{line:02d}.pcap"
+
+
+def _endpoint(entry: dict, copy: str, where: str) -> tuple[str, int] | None:
+    spec = entry.get(copy.lower()) or entry.get(copy)
+    if spec is None:
+        return None
+    try:
+        return str(spec["group"]), int(spec["port"])
+    except (KeyError, TypeError, ValueError):
+        raise CaptureInputError(f"{where}: copy {copy} of line {entry.get('line')} needs 'group' and 'port'") from None
+
+
+def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
+    """The manifest and, per line it lists, the line's endpoints."""
+    if not capture_dir.is_dir():
+        raise CaptureInputError(f"{capture_dir}: no such capture directory")
+    path = capture_dir / "manifest.json"
+    if not path.is_file():
+        raise CaptureInputError(f"{path}: missing (every capture directory has a manifest.json)")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CaptureInputError(f"{path}: not readable JSON ({e})") from None
+    lines = manifest.get("lines") if isinstance(manifest, dict) else None
+    if not isinstance(lines, list) or not lines:
+        raise CaptureInputError(f"{path}: has no 'lines' list")
+    out: dict[int, LineEndpoints] = {}
+    for entry in lines:
+        if not isinstance(entry, dict) or not isinstance(entry.get("line"), int):
+            raise CaptureInputError(f"{path}: every entry of 'lines' needs an integer 'line'")
+        line = entry["line"]
+        if not 1 <= line <= MAX_LINE:
+            raise CaptureInputError(f"{path}: line {line} is outside 1-{MAX_LINE}")
+        groups = {c: ep for c in ("A", "B") if (ep := _endpoint(entry, c, str(path))) is not None}
+        out[line] = LineEndpoints(line=line, groups=groups)
+    return manifest, out
+
+
+@dataclass
+class CaptureSet:
+    """The selected lines of a capture directory, checked; ``read()`` loads their packets."""
+
+    capture_dir: Path
+    manifest: dict
+    endpoints: dict[int, LineEndpoints]
+    files: dict[int, list[Path]]
+
+    @classmethod
+    def open(cls, capture_dir: Path, lines: tuple[int, ...] | None = None, copies: tuple[str, ...] = ()) -> "CaptureSet":
+        """Check the manifest, the lines asked for, their endpoints for ``copies`` and that
+        their files exist. Cheap: no packet is read."""
+        capture_dir = Path(capture_dir)
+        manifest, endpoints = load_manifest(capture_dir)
+        wanted = tuple(sorted(endpoints)) if lines is None else lines
+        absent = [ln for ln in wanted if ln not in endpoints]
+        if absent:
+            raise CaptureInputError(
+                f"{capture_dir}: line {', '.join(map(str, absent))} not in the manifest (it lists {_ranges(sorted(endpoints))})"
+            )
+        files: dict[int, list[Path]] = {}
+        for ln in wanted:
+            for copy in copies:
+                if copy not in endpoints[ln].groups:
+                    raise CaptureInputError(f"{capture_dir / 'manifest.json'}: line {ln} has no multicast group for copy {copy}")
+            found = rotated_paths(line_file(capture_dir, ln))
+            if not found:
+                raise CaptureInputError(f"{line_file(capture_dir, ln)}: missing (line {ln} is in the manifest)")
+            files[ln] = found
+        return cls(capture_dir=capture_dir, manifest=manifest, endpoints={ln: endpoints[ln] for ln in wanted}, files=files)
+
+    @property
+    def lines(self) -> list[int]:
+        return sorted(self.files)
+
+    def read(self) -> dict[int, list[Capture]]:
+        """Map every file and locate its packets; a corrupt or cut-short pcap is an error."""
+        out: dict[int, list[Capture]] = {}
+        total = 0
+        for ln in self.lines:
+            caps = []
+            for path in self.files[ln]:
+                try:
+                    cap = read_pcap(path)
+                except PcapError as e:
+                    raise CaptureInputError(f"corrupt pcap: {e}") from None
+                except OSError as e:
+                    raise CaptureInputError(f"{path}: {e.strerror or e}") from None
+                if cap.meta.get("truncated"):
+                    raise CaptureInputError(f"corrupt pcap: {path}: ends inside a packet record (cut short or still being written)")
+                if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
+                    raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
+                caps.append(cap)
+                total += len(cap)
+            out[ln] = caps
+        if total == 0:
+            raise CaptureInputError(f"{self.capture_dir}: the selected lines hold no packets")
+        return out
+
+    def file_sizes(self) -> dict[Path, int]:
+        """Size of every file, so a sender can check it maps what the service read."""
+        return {p: p.stat().st_size for ln in self.lines for p in self.files[ln]}
+
+
+def _ranges(nums: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3, 5'."""
+    parts: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(f"{nums[i]}-{nums[j]}" if j > i else str(nums[i]))
+        i = j + 1
+    return ", ".join(parts) or "no lines"

@@ -1,0 +1,80 @@
+"""How fast to replay: ``--rate Nx``, ``--speed K`` or ``--pps N``.
+
+DESIGN.md "Rates": Nx is N x 24,000 packets/s summed over the lines being replayed (the
+paper's "1x the February 2008 OPRA rate"); the recorded inter-packet timing is scaled to
+reach it. ``--speed K`` plays K times the recorded speed. ``--pps N`` sends N packets/s
+evenly spaced in recorded order (no bursts), for uniform load.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+PAPER_1X_PPS = 24_000
+"""Packets/s of "1x" over all lines (DESIGN.md "Rates")."""
+
+RateKind = Literal["rate", "speed", "pps"]
+
+_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
+
+
+class RateError(ValueError):
+    """A rate that is not a rate: the message says what was given and what is accepted."""
+
+
+class RateSpec(BaseModel):
+    """One way of saying how fast: ``kind`` and its positive ``value``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: RateKind
+    value: float
+
+    @property
+    def recorded_timing(self) -> bool:
+        """True when the recorded inter-packet gaps shape the schedule (rate and speed)."""
+        return self.kind != "pps"
+
+    def describe(self) -> str:
+        """The rate as a user would type it: '10x', 'speed 2', '240000 pps'."""
+        if self.kind == "rate":
+            return f"{self.value:g}x"
+        if self.kind == "speed":
+            return f"speed {self.value:g}"
+        return f"{self.value:g} pps"
+
+    def target_pps(self, recorded_pps: float) -> float:
+        """Packets/s this rate asks for, given the capture's recorded packets/s."""
+        if self.kind == "rate":
+            return self.value * PAPER_1X_PPS
+        if self.kind == "speed":
+            return self.value * recorded_pps
+        return self.value
+
+    @classmethod
+    def parse(cls, *, rate: str | None = None, speed: float | str | None = None, pps: float | str | None = None) -> "RateSpec":
+        """Exactly one of ``rate`` ('10x', '0.5x'), ``speed`` (K > 0) or ``pps`` (N > 0)."""
+        given = [name for name, v in (("--rate", rate), ("--speed", speed), ("--pps", pps)) if v is not None]
+        if len(given) != 1:
+            raise RateError(f"give exactly one of --rate Nx, --speed K, --pps N (got {', '.join(given) or 'none'})")
+        if rate is not None:
+            m = _RATE_RE.match(str(rate))
+            if not m:
+                raise RateError(f"--rate {rate!r} is not a rate: write N x, e.g. 10x or 0.5x (N x 24,000 packets/s)")
+            return cls(kind="rate", value=_positive("--rate", m.group(1)))
+        if speed is not None:
+            return cls(kind="speed", value=_positive("--speed", speed))
+        return cls(kind="pps", value=_positive("--pps", pps))
+
+
+def _positive(option: str, text: object) -> float:
+    try:
+        v = float(str(text).strip())
+    except ValueError:
+        raise RateError(f"{option} {text!r} is not a number") from None
+    if not math.isfinite(v) or v <= 0:
+        raise RateError(f"{option} {text!r} must be a finite number above 0")
+    return v

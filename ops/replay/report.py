@@ -1,0 +1,63 @@
+"""Text renderings of a replay's status for the terminal: the progress bar's postfix and
+the summary printed when a replay ends."""
+from __future__ import annotations
+
+from ops.replay.status import PacingStatus, ReplayStatus
+
+
+def fmt_ns(v: float | None) -> str:
+    """A duration in ns as a short human string ('n/a' when None)."""
+    if v is None:
+        return "n/a"
+    if v < 1_000:
+        return f"{v:.0f} ns"
+    if v < 1_000_000:
+        return f"{v / 1e3:.1f} us"
+    if v < 1_000_000_000:
+        return f"{v / 1e6:.2f} ms"
+    return f"{v / 1e9:.2f} s"
+
+
+def pacing_line(p: PacingStatus) -> str:
+    return (f"pacing error (sent - intended): p50 {fmt_ns(p.p50_ns)}, p99 {fmt_ns(p.p99_ns)}, "
+            f"p99.9 {fmt_ns(p.p999_ns)}, max {fmt_ns(p.max_ns)} (n={p.count:,})")
+
+
+def postfix(st: ReplayStatus) -> str:
+    """One short line for the progress bar."""
+    ach = f"{st.achieved_x:.2f}x" if st.achieved_x is not None else "-"
+    tgt = f"{st.target_x:.2f}x" if st.target_x is not None else "-"
+    warn = " BEHIND" if any(w.startswith("target rate not achieved") for w in st.warnings) else ""
+    return f"{ach}/{tgt} p99 {fmt_ns(st.pacing.p99_ns)} max {fmt_ns(st.pacing.max_ns)}{warn}"
+
+
+def summary(st: ReplayStatus) -> str:
+    """The multi-line report of a run."""
+    out = []
+    mpp = f", {st.messages_per_packet:.1f} per packet" if st.messages_per_packet else ""
+    out.append(f"run {st.run_id} {st.state}: {st.packets_sent:,} packets ({st.messages_sent:,} messages{mpp}) "
+               f"in {st.elapsed_s:.2f} s, {st.laps} lap(s), copies {','.join(st.copies)} -> {st.target}")
+    if st.target_pps is not None:
+        ach_pps = f"{st.achieved_pps:,.0f} pps ({st.achieved_x:.2f}x)" if st.achieved_pps is not None else "n/a"
+        frac = f", {st.achieved_fraction * 100:.3f}% of schedule" if st.achieved_fraction is not None else ""
+        mps = ""
+        if st.messages_per_packet and st.achieved_pps:
+            mps = f"; {st.achieved_pps * st.messages_per_packet:,.0f} messages/s"
+        out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x), achieved {ach_pps}{frac}{mps}")
+    out.append(pacing_line(st.pacing))
+    if st.lines:
+        out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")
+        for ln in st.lines:
+            pk = "/".join(f"{v:,}" for v in ln.packets.values())
+            ms = "/".join(f"{v:,}" for v in ln.messages.values())
+            dr = "/".join(f"{v:,}" for v in ln.dropped.values())
+            er = sum(ln.send_errors.values())
+            out.append(f"{ln.line:>4} {pk:>20} {ms:>22} {dr:>14} {er:>8,} {ln.control_packets:>6,}")
+        out.append(f"(per copy {'/'.join(st.copies)})")
+    for w in st.warnings:
+        out.append(f"WARNING: {w}")
+    if st.error:
+        out.append(f"ERROR: {st.error}")
+    if st.intended_parquet:
+        out.append(f"intended send times: {st.intended_parquet}")
+    return "\n".join(out)

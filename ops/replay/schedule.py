@@ -1,0 +1,147 @@
+"""The merged schedule of a replay: every packet of the selected lines in time order, with
+its offset on the schedule, built once with numpy.
+
+A lap is the capture played once. Offsets are in *schedule units*: recorded nanoseconds
+since the first packet for ``--rate``/``--speed`` (the recorded gaps shape the schedule), or
+``PPS_UNIT`` per packet for ``--pps`` (evenly spaced in recorded order). The time map of the
+C loop turns units into intended times: intended = anchor_ns + (off - anchor_off) * scale.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from feedhandlers.captures import Capture
+from ops.replay.native_layout import PKT_CONTROL, PKT_DTYPE
+from ops.replay.rates import PAPER_1X_PPS, RateSpec
+
+PPS_UNIT = 1000
+"""Schedule units per packet of a ``--pps`` schedule."""
+
+
+@dataclass
+class Schedule:
+    """One lap of every selected line, merged in time order.
+
+    ``pkts`` (PKT_DTYPE) has the sequence-reset control packets first (with ``loop``), then
+    the data packets by recorded time (ties by line, then position in the line).
+    ``sources[i]`` is the file packets with ``src == i`` come from; the control packets come
+    from ``control_buf`` at source index ``len(sources)``.
+    """
+
+    pkts: np.ndarray
+    sources: list[Path]
+    control_buf: bytes
+    lap_span: int
+    recorded_timing: bool
+    recorded_pps: float
+    data_offsets: np.ndarray
+    line_packets: dict[int, int]
+
+    @property
+    def n_data(self) -> int:
+        """Data packets per lap (control packets not counted)."""
+        return int(self.data_offsets.shape[0])
+
+    @property
+    def control_src(self) -> int:
+        return len(self.sources)
+
+    def scale_for(self, rate: RateSpec) -> float:
+        """Nanoseconds per schedule unit that make this schedule run at ``rate``."""
+        if rate.recorded_timing != self.recorded_timing:
+            kind = "recorded timing (--rate, --speed)" if self.recorded_timing else "fixed pps (--pps)"
+            raise ValueError(f"this schedule uses {kind}; {rate.describe()} needs the other kind")
+        lap_ns = self.n_data * 1e9 / rate.target_pps(self.recorded_pps)
+        return lap_ns / self.lap_span
+
+    def lines_subset(self, lines: list[int]) -> np.ndarray:
+        """The packets of ``lines``, in schedule order (a sender's share)."""
+        return self.pkts[np.isin(self.pkts["line"], np.asarray(lines, dtype=np.uint16))]
+
+    def due(self, offset: float, loop: bool) -> int:
+        """Data packets whose schedule offset is <= ``offset`` (counting every lap)."""
+        if offset < 0:
+            return 0
+        laps, rest = divmod(offset, self.lap_span) if loop else (0, offset)
+        n = int(np.searchsorted(self.data_offsets, rest, side="right"))
+        return int(laps) * self.n_data + n
+
+
+def build_schedule(captures: dict[int, list[Capture]], files: dict[int, list[Path]], *, recorded_timing: bool,
+                   control_packets: dict[int, bytes] | None = None) -> Schedule:
+    """Merge the lines' packets by time into one lap (see ``Schedule``)."""
+    sources: list[Path] = []
+    parts = []
+    line_packets: dict[int, int] = {}
+    for line in sorted(captures):
+        index_base = 0
+        for cap, path in zip(captures[line], files[line], strict=True):
+            n = len(cap)
+            p = np.zeros(n, dtype=PKT_DTYPE)
+            p["src_off"] = cap.offsets
+            p["len"] = cap.lengths
+            p["line"] = line
+            p["src"] = len(sources)
+            p["line_index"] = np.arange(index_base, index_base + n, dtype=np.uint32)
+            parts.append((cap.ts_ns.astype(np.int64), p))
+            sources.append(path)
+            index_base += n
+        line_packets[line] = index_base
+    ts = np.concatenate([t for t, _ in parts])
+    data = np.concatenate([p for _, p in parts])
+    order = np.lexsort((data["line_index"], data["line"], ts))
+    data = data[order]
+    ts = ts[order]
+    n = data.shape[0]
+    t0 = int(ts[0])
+    span = int(ts[-1]) - t0
+    gap = span / (n - 1) if n > 1 and span > 0 else 1e9 / PAPER_1X_PPS
+    recorded_span = max(1, int(round(span + gap)))
+    recorded_pps = n * 1e9 / recorded_span
+    if recorded_timing:
+        data["off"] = ts - t0
+        lap_span = recorded_span
+    else:
+        data["off"] = np.arange(n, dtype=np.int64) * PPS_UNIT
+        lap_span = n * PPS_UNIT
+
+    control_buf = b""
+    if control_packets:
+        ctrl = np.zeros(len(control_packets), dtype=PKT_DTYPE)
+        offset = 0
+        for k, line in enumerate(sorted(control_packets)):
+            pkt = control_packets[line]
+            ctrl[k] = (0, offset, 0, len(sources), len(pkt), line, PKT_CONTROL, 0)
+            offset += len(pkt)
+        control_buf = b"".join(control_packets[line] for line in sorted(control_packets))
+        data_offsets = data["off"].copy()
+        pkts = np.concatenate([ctrl, data])
+    else:
+        data_offsets = data["off"].copy()
+        pkts = data
+    return Schedule(
+        pkts=pkts,
+        sources=sources,
+        control_buf=control_buf,
+        lap_span=int(lap_span),
+        recorded_timing=recorded_timing,
+        recorded_pps=float(recorded_pps),
+        data_offsets=data_offsets,
+        line_packets=line_packets,
+    )
+
+
+def assign_lines(line_packets: dict[int, int], senders: int) -> list[list[int]]:
+    """Split lines among ``senders`` so each sends about as many packets (largest first, each
+    to the least loaded). Never more senders than lines."""
+    senders = max(1, min(senders, len(line_packets)))
+    load = [0] * senders
+    out: list[list[int]] = [[] for _ in range(senders)]
+    for line in sorted(line_packets, key=lambda ln: (-line_packets[ln], ln)):
+        k = min(range(senders), key=lambda i: (load[i], i))
+        out[k].append(line)
+        load[k] += line_packets[line]
+    return [sorted(x) for x in out]

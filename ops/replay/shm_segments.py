@@ -1,0 +1,118 @@
+"""POSIX shared-memory segments of a replay (omdp/replay.h): create, map, unlink, and reap
+the ones a crashed service left behind.
+
+Names are ``/omdp-replay-<run_id>-ctl`` and ``/omdp-replay-<run_id>-intended``; both start
+with a magic number and the creator's pid, so a later service can tell whose they are.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from omdp.native import ffi, lib
+
+SHM_PREFIX = "omdp-replay-"
+_DEV_SHM = Path("/dev/shm")
+
+
+class ShmError(OSError):
+    """A segment could not be created or mapped; the message names it and the cause."""
+
+
+def ctl_name(run_id: str) -> str:
+    return f"/{SHM_PREFIX}{run_id}-ctl"
+
+
+def intended_name(run_id: str) -> str:
+    return f"/{SHM_PREFIX}{run_id}-intended"
+
+
+class Segment:
+    """One mapped segment: its name, base pointer and size. ``close`` unmaps it; the
+    creator also ``unlink``s the name."""
+
+    def __init__(self, name: str, base: object, size: int, owner: bool) -> None:
+        self.name = name
+        self.base = base
+        self.size = size
+        self.owner = owner
+
+    @classmethod
+    def create(cls, name: str, size: int) -> "Segment":
+        err = ffi.new("char[]", 256)
+        base = lib.omdp_replay_shm_create(name.encode(), size, err, 256)
+        if base == ffi.NULL:
+            raise ShmError(ffi.string(err).decode(errors="replace"))
+        return cls(name, base, size, owner=True)
+
+    @classmethod
+    def open(cls, name: str, writable: bool = False) -> "Segment":
+        err = ffi.new("char[]", 256)
+        size = ffi.new("uint64_t *")
+        base = lib.omdp_replay_shm_open(name.encode(), size, 1 if writable else 0, err, 256)
+        if base == ffi.NULL:
+            raise ShmError(ffi.string(err).decode(errors="replace"))
+        return cls(name, base, int(size[0]), owner=False)
+
+    def buffer(self) -> object:
+        """The whole segment as a writable buffer (numpy views go through it)."""
+        return ffi.buffer(self.base, self.size)
+
+    def prefault(self) -> None:
+        """Touch every page now (each page's first byte written back), so the senders' first pass over
+        the segment takes no page faults in the middle of a paced send."""
+        pages = np.frombuffer(self.buffer(), dtype=np.uint8)[::4096]
+        pages[:] = pages
+
+    def close(self) -> None:
+        if self.base is not None:
+            lib.omdp_replay_shm_unmap(self.base, self.size)
+            self.base = None
+
+    def unlink(self) -> None:
+        lib.omdp_replay_shm_unlink(self.name.encode())
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_stale_segments() -> list[str]:
+    """Unlink replay segments whose creator is dead (a service that crashed). Returns their
+    names. Segments of live services, and files that are not ours, are left alone."""
+    reaped: list[str] = []
+    if not _DEV_SHM.is_dir():
+        return reaped
+    for path in _DEV_SHM.glob(f"{SHM_PREFIX}*"):
+        name = "/" + path.name
+        try:
+            seg = Segment.open(name)
+        except ShmError:
+            continue
+        try:
+            if seg.size < 32:
+                continue
+            head = ffi.cast("uint64_t *", seg.base)
+            magic = int(head[0])
+            if magic == lib.OMDP_REPLAY_CTL_MAGIC:
+                pid = int(ffi.cast("omdp_replay_control_t *", seg.base).creator_pid)
+            elif magic == lib.OMDP_REPLAY_INTENDED_MAGIC:
+                pid = int(ffi.cast("omdp_replay_intended_header_t *", seg.base).creator_pid)
+            else:
+                continue
+        finally:
+            seg.close()
+        if not _pid_alive(pid):
+            lib.omdp_replay_shm_unlink(name.encode())
+            reaped.append(name)
+    return reaped

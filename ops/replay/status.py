@@ -1,0 +1,128 @@
+"""What a replay reports while it runs and after: rates, per-line counts, pacing error.
+
+Built from the ctl segment's counters (numpy views, never the senders' time) by the
+service; the HTTP API and the command line show the same model.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from ops.replay.native_layout import hist_bucket_bounds
+
+ReplayState = Literal["idle", "starting", "running", "finished", "stopped", "failed"]
+
+LAG_WARN_NS = 1_000_000
+"""A sender more than this far behind its schedule is not achieving the target rate."""
+SUSTAINED_FRACTION = 0.9999
+"""DESIGN.md "sustainable": >= 99.99% of the target packets/s."""
+
+_, _UPPER = hist_bucket_bounds()
+
+
+class PacingStatus(BaseModel):
+    """Pacing error (actual - intended send time) over the packets sent. Percentiles are
+    rounded up to their histogram bucket (<= 3.2%) and are None (n/a) with fewer than
+    10 / (1 - p) samples (DESIGN.md)."""
+
+    count: int = 0
+    mean_ns: float | None = None
+    p50_ns: float | None = None
+    p90_ns: float | None = None
+    p99_ns: float | None = None
+    p999_ns: float | None = None
+    max_ns: int | None = None
+
+
+class LineStatus(BaseModel):
+    """One line's counts, per copy."""
+
+    line: int
+    packets: dict[str, int]
+    messages: dict[str, int]
+    bytes: dict[str, int]
+    dropped: dict[str, int]
+    send_errors: dict[str, int]
+    control_packets: int
+
+
+class SenderStatus(BaseModel):
+    """One sender process."""
+
+    index: int
+    pid: int
+    cpu: int | None
+    state: str
+    lines: list[int]
+    lap: int
+    packets_done: int
+    lag_ns: int
+    batches: int
+    behind_batches: int
+    source_errors: int
+    log_overruns: int
+    error: str
+
+
+class ReplayStatus(BaseModel):
+    """The replay as a whole."""
+
+    state: ReplayState
+    run_id: str | None = None
+    run_dir: str | None = None
+    capture_dir: str | None = None
+    target: str | None = None
+    copies: list[str] = []
+    loop: bool = False
+    rate: str | None = None
+    target_pps: float | None = None
+    target_x: float | None = None
+    achieved_pps: float | None = None
+    achieved_x: float | None = None
+    achieved_fraction: float | None = None
+    """Schedule progress over wall time (1.0: on schedule); below 0.9999 the rate is not met."""
+    packets_sent: int = 0
+    """Data packets handled (sent on some copy, or dropped on purpose), control packets aside."""
+    packets_due: int = 0
+    packets_total: int | None = None
+    """Data packets of the whole replay (None with --loop)."""
+    messages_sent: int = 0
+    messages_per_packet: float | None = None
+    laps: int = 0
+    started_ns: int | None = None
+    ended_ns: int | None = None
+    elapsed_s: float = 0.0
+    pacing: PacingStatus = PacingStatus()
+    lines: list[LineStatus] = []
+    senders: list[SenderStatus] = []
+    warnings: list[str] = []
+    intended_table: str | None = None
+    intended_parquet: str | None = None
+    error: str | None = None
+
+
+def pacing_from_hist(hist: np.ndarray, count: int, total_ns: int, max_ns: int) -> PacingStatus:
+    """Percentiles of a pacing histogram (sum of the senders')."""
+    if count <= 0:
+        return PacingStatus()
+    cum = np.cumsum(hist)
+
+    def pct(p: float) -> float | None:
+        if count < 10 / (1 - p):
+            return None
+        k = int(np.searchsorted(cum, math.ceil(p * count), side="left"))
+        k = min(k, hist.shape[0] - 1)
+        return float(min(_UPPER[k] - 1, max_ns)) if k < hist.shape[0] - 1 else float(max_ns)
+
+    return PacingStatus(
+        count=count,
+        mean_ns=total_ns / count,
+        p50_ns=pct(0.5),
+        p90_ns=pct(0.9),
+        p99_ns=pct(0.99),
+        p999_ns=pct(0.999),
+        max_ns=max_ns,
+    )

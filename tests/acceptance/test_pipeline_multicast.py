@@ -1,0 +1,34 @@
+"""The pipeline over loopback UDP multicast: the feed sender sends both copies of every line
+to the manifest's A and B groups, the feed handler joins all of them and arbitrates. One
+lap: every message arrives once (its B copy counted duplicate), none is missed, and the
+handler finds every packet's intended time in the replayer's shared-memory table."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pipeline_support import CAPTURE_DATE, leftovers, line_packets
+from replay_support import multicast_works
+
+from ops.pipeline.assemble import RunOptions
+from ops.pipeline.run_pipeline import plan_pipeline, run_pipeline
+from ops.topologies import topology_path
+
+_why = multicast_works()
+pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
+
+
+def test_a_and_b_copies_over_multicast(data_dir: Path) -> None:
+    pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
+                       RunOptions(rate="2x", seconds=None, loop=False, sample_every=64),
+                       ('operators.fh.params.input="multicast"',))
+    run = run_pipeline(pp, data_dir)
+    assert run.result.ok, run.result.failure
+    a = run.accounting
+    in_capture = sum(int(lp.counts.sum()) for lp in line_packets(data_dir / "captures" / CAPTURE_DATE).values())
+    assert a.messages_received == a.routed == a.processed == in_capture
+    assert a.messages_missed == 0 and a.messages_duplicate == in_capture
+    fh = run.result.operators()["fh"]
+    assert fh["packets_b"] > 0 and fh["intended_missing"] == 0 and fh["intended_found"] == fh["packets_accepted"]
+    assert run.breakdown is not None and run.breakdown.hops["e2e_intended"]["count"] == a.collected
+    assert not leftovers(run.result.run_id)

@@ -1,0 +1,31 @@
+"""``omdp bench replay`` runs end to end and reports every measurement (benchmark tier: the
+numbers themselves go to docs/benchmarks.md, not into assertions)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ops.cli.main import _register, cli
+
+_register()
+
+
+@pytest.mark.bench
+def test_bench_replay_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "replay.json"
+    res = CliRunner().invoke(cli, ["bench", "replay", "--packets-per-line", "300", "--seconds", "0.3",
+                                   "--sweep", "15", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    kinds = [(r["kind"], r["target"], r["copies"]) for r in doc["rows"]]
+    assert ("max_rate", "multicast", "A") in kinds and ("max_rate", "multicast", "A,B") in kinds
+    assert ("max_rate", "ring", "A") in kinds
+    assert sum(1 for k in kinds if k[0] == "pacing") == 6
+    for r in doc["rows"]:
+        assert r["achieved_pps"] > 0 and r["send_errors"] == 0
+        if r["target"] == "ring":
+            assert r["received_by_ring_consumer"] == r["sent"], "the consumer got every frame"
+    assert doc["machine"]["cpus_online"] >= 1
