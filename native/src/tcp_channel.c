@@ -33,6 +33,7 @@ struct omdp_tcp_receiver {
     uint32_t *sizes;
     uint8_t *released;
     uint64_t fill_seq, read_seq, release_seq;
+    int own_slots; /* slots allocated here (else the caller's) */
     uint8_t *in; /* bytes read from the stream, not yet framed */
     uint32_t in_len, in_cap;
     int eof, goodbye, dead, corrupt;
@@ -120,7 +121,7 @@ static int write_all(int fd, struct iovec *iov, int cnt)
 /* ---- receiver ---- */
 
 int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_size, uint32_t max_message,
-                             uint32_t wait, omdp_tcp_receiver_t **out)
+                             uint32_t wait, void *slot_mem, omdp_tcp_receiver_t **out)
 {
     int rc = omdp_vega_check_knobs(queue_size, max_message, wait, OMDP_VEGA_ON_FULL_BLOCK);
     if (rc)
@@ -140,9 +141,10 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
         return OMDP_VEGA_E_SYS;
     }
     omdp_tcp_receiver_t *rx = calloc(1, sizeof *rx);
-    uint32_t slot_size = (max_message + 63u) & ~63u;
+    uint32_t slot_size = omdp_tcp_slot_size(max_message);
     if (rx) {
-        rx->slots = aligned_alloc(64, (size_t)queue_size * slot_size);
+        rx->own_slots = slot_mem == NULL;
+        rx->slots = slot_mem ? slot_mem : aligned_alloc(64, (size_t)queue_size * slot_size);
         rx->sizes = calloc(queue_size, sizeof(uint32_t));
         rx->released = calloc(queue_size, 1);
         rx->in_cap = 2 * (max_message + 4u) > 65536u ? 2 * (max_message + 4u) : 65536u;
@@ -150,7 +152,8 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
     }
     if (!rx || !rx->slots || !rx->sizes || !rx->released || !rx->in) {
         if (rx) {
-            free(rx->slots);
+            if (rx->own_slots)
+                free(rx->slots);
             free(rx->sizes);
             free(rx->released);
             free(rx->in);
@@ -171,7 +174,8 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
     atomic_init(&rx->stop, 0);
     if (pthread_create(&rx->acceptor, NULL, accept_loop, rx) != 0) {
         close(fd);
-        free(rx->slots);
+        if (rx->own_slots)
+            free(rx->slots);
         free(rx->sizes);
         free(rx->released);
         free(rx->in);
@@ -403,7 +407,8 @@ int omdp_tcp_receiver_close(omdp_tcp_receiver_t *rx)
         close(rx->fd);
     }
     close(rx->listen_fd);
-    free(rx->slots);
+    if (rx->own_slots)
+        free(rx->slots);
     free(rx->sizes);
     free(rx->released);
     free(rx->in);

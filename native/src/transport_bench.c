@@ -201,7 +201,7 @@ static int wait_ack(_Atomic uint64_t *ack, uint64_t want)
 }
 
 int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *ack_word,
-                                  int64_t gap_ns)
+                                  int64_t gap_ns, uint64_t *checksum)
 {
     _Atomic uint64_t *ack = (_Atomic uint64_t *)ack_word;
     if (size < 8)
@@ -209,7 +209,8 @@ int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t s
     uint8_t *buf = malloc(size);
     if (!buf)
         return OMDP_VEGA_E_SYS;
-    uint64_t i = 0;
+    uint64_t i = 0, total = 0;
+    *checksum = 0;
     for (; i < n; i++) {
         omdp_tbench_fill(buf, size, i);
         int64_t t = omdp_now_ns();
@@ -219,6 +220,8 @@ int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t s
             free(buf);
             return rc < 0 ? rc : (int64_t)i;
         }
+        total += omdp_tbench_checksum(buf, size);
+        *checksum = total;
         int64_t until = omdp_now_ns() + gap_ns;
         while (omdp_now_ns() < until)
             omdp_vega_pause();

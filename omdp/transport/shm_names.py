@@ -1,9 +1,10 @@
 """Names of Vega shared-memory segments, and finding the stale ones.
 
 Every segment is ``omdp-<run>-<channel>`` (POSIX shm, mode 0600): ``run`` is one run's id
-(no dashes), ``channel`` names the edge. A segment is stale when no live process holds
+(no dashes), ``channel`` names the edge. A Vega segment is stale when no live process holds
 either side of it (both sides closed, dead or never there); ``omdp shm clean`` removes
-those, and never a segment with a live side.
+those, never a segment with a live side, and never an ``omdp-*`` segment that is not a
+Vega ring (other components share the prefix).
 """
 from __future__ import annotations
 
@@ -22,9 +23,6 @@ SHM_DIR = Path("/dev/shm")
 _RUN = re.compile(r"[A-Za-z0-9_.]{1,64}")
 _CHANNEL = re.compile(r"[A-Za-z0-9_.-]{1,120}")
 _NAME = re.compile(r"omdp-([A-Za-z0-9_.]{1,64})-([A-Za-z0-9_.-]{1,120})")
-HALF_MADE_GRACE_S = 60.0
-"""A segment without a published layout is left alone this long (its creator may be
-between ``shm_open`` and the first store)."""
 
 
 def new_run_id() -> str:
@@ -69,9 +67,11 @@ class Segment:
 
     @property
     def stale(self) -> bool:
-        """No live process on either side (or a layout never published after the grace)."""
+        """A Vega ring with no live process on either side. A segment without a published
+        Vega layout is never called stale: it may be another component's, or one being
+        made."""
         if self.stats is None:
-            return self.age_s > HALF_MADE_GRACE_S
+            return False
         return self.stats["tx_state"] != "attached" and self.stats["rx_state"] != "attached"
 
 

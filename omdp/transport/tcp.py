@@ -6,6 +6,7 @@ receiver-owned slots; ``get`` lends a read-only view until ``release_buffer``.
 """
 from __future__ import annotations
 
+import mmap
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,12 @@ class TcpReceiver:
     def __init__(self, spec: ChannelSpec, endpoint: str) -> None:
         host, port = parse_endpoint(endpoint)
         out = ffi.new("omdp_tcp_receiver_t **")
+        # the slots live in a mapping Python owns: views lent by get outlive close safely
+        self._slot_size = int(lib.omdp_tcp_slot_size(spec.max_message))
+        self._mm = mmap.mmap(-1, spec.queue_size * self._slot_size)
+        self._mv = memoryview(self._mm).toreadonly()
         rc = lib.omdp_tcp_receiver_listen(host.encode(), port, spec.queue_size, spec.max_message,
-                                          WAIT_CODES[spec.wait], out)
+                                          WAIT_CODES[spec.wait], ffi.from_buffer(self._mm), out)
         if rc:
             raise_for(rc, endpoint, "listen")
         self.spec = spec
@@ -63,8 +68,8 @@ class TcpReceiver:
         else:
             rc = lib.omdp_tcp_get(self._rx, self._msg, timeout_ns(timeout))
         if rc == 0:
-            msg = self._msg
-            return msg.slot_id, memoryview(ffi.buffer(msg.data, msg.size)).toreadonly()
+            off = self._msg.slot_id * self._slot_size
+            return self._msg.slot_id, self._mv[off:off + self._msg.size]
         if rc > 0:
             return None
         raise_for(rc, self.name, "get")
@@ -122,7 +127,8 @@ class TcpSender:
 
     def put(self, data: Buffer, timeout: float | None = None) -> bool:
         """Send one message; False when dropped or the socket stayed full for ``timeout``."""
-        buf = ffi.from_buffer(data)
+        # bytes go to C as they are; other buffers through a cffi view
+        buf = data if data.__class__ is bytes else ffi.from_buffer(data)
         rc = lib.omdp_tcp_put(self._tx, buf, len(buf), -1 if timeout is None else timeout_ns(timeout))
         if rc == 0:
             return True

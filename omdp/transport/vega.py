@@ -33,6 +33,8 @@ ON_FULL_CODES = {"block": lib.OMDP_VEGA_ON_FULL_BLOCK, "drop": lib.OMDP_VEGA_ON_
 SLOT_HEADER = lib.OMDP_VEGA_SLOT_HEADER
 WAIT_SLICE_NS = 100_000_000
 """Unbounded waits run in C in slices of this length so Python can see signals between."""
+_get = lib.omdp_vega_get
+_TIMEOUT = lib.OMDP_VEGA_TIMEOUT
 
 
 def _knobs(spec: ChannelSpec) -> tuple[int, int, int, int, int]:
@@ -133,7 +135,8 @@ class VegaSender(_End):
     def put(self, data: Buffer, timeout: float | None = None) -> bool:
         """Copy one message into the ring. False when dropped (on_full=drop) or when no
         slot freed within ``timeout``; raises MessageTooLargeError, PeerGoneError."""
-        buf = ffi.from_buffer(data)
+        # bytes go to C as they are; other buffers through a cffi view
+        buf = data if data.__class__ is bytes else ffi.from_buffer(data)
         rc = lib.omdp_vega_put(self._tx, buf, len(buf), -1 if timeout is None else timeout_ns(timeout))
         if rc == 0:
             return True
@@ -263,12 +266,16 @@ class VegaReceiver(_End):
         (None: wait as long as it takes). Raises PeerGoneError when the sender is gone and
         all it sent was read."""
         rx, msg = self._rx, self._msg
-        rc = lib.omdp_vega_try_get(rx, msg)
-        if rc == lib.OMDP_VEGA_EMPTY and timeout != 0:
-            rc = self._wait(lambda t: lib.omdp_vega_get(rx, msg, t), timeout)
+        if timeout is None:
+            rc = _get(rx, msg, WAIT_SLICE_NS)
+            while rc == _TIMEOUT:
+                rc = _get(rx, msg, WAIT_SLICE_NS)
+        else:
+            rc = _get(rx, msg, timeout_ns(timeout))
         if rc == 0:
-            off = self._slots_offset + msg.slot_id * self._stride + SLOT_HEADER
-            return msg.slot_id, self._mv[off:off + msg.size]
+            slot = msg.slot_id
+            off = self._slots_offset + slot * self._stride + SLOT_HEADER
+            return slot, self._mv[off:off + msg.size]
         if rc > 0:
             return None
         raise_for(rc, self.name, "get")

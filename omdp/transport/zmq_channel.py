@@ -3,7 +3,9 @@
 What a Python user would reach for; it speaks the five calls so the benchmark drives it
 like every other medium. Every message is a Python call into libzmq on both sides; the
 high-water marks stand in for ``queue_size``. Peer crashes are not detected (zmq
-reconnects silently): this medium is for measurements, not for pipelines.
+reconnects silently), and when a sender closes, messages its connection still carried
+that the receiver had not taken may be discarded (zmq's rule for a departed peer): a sender
+closes once its receiver confirmed, out of band. Measurements only, not pipelines.
 """
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ class ZmqSender:
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.SNDHWM, spec.queue_size)
-        self._sock.setsockopt(zmq.LINGER, 2000)
+        self._sock.setsockopt(zmq.LINGER, -1)  # close delivers everything queued
         self._sock.connect(self.name)
         self.drops = 0
 
@@ -100,6 +102,6 @@ class ZmqSender:
         return True
 
     def close(self) -> None:
-        """Close the socket (lingering until queued messages are out) and its context."""
+        """Close the socket (waiting until queued messages are out) and its context."""
         self._sock.close()
         self._ctx.term()

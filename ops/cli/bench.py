@@ -2,6 +2,9 @@
 group and writes JSON with ``--json``; docs/benchmarks.md records the results."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
 from ops.cli.main import cli
@@ -10,3 +13,29 @@ from ops.cli.main import cli
 @cli.group("bench")
 def bench() -> None:
     """Benchmarks: each prints a table and can write its results as JSON."""
+
+
+@bench.command("transport")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the full report here")
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the tables (as in docs/benchmarks.md) here")
+@click.option("--quick", is_flag=True, help="two sizes each and few samples: a smoke run for tests")
+def transport(json_out: Path | None, md_out: Path | None, quick: bool) -> None:
+    """Figure 7 of the paper on this machine: one-way latency (8..512 B) and throughput
+    (32 B..16 KB) of vega-shm (C loop, Python, Python batched), fused, tcp, zmq and
+    mpqueue, with memcpy and a cache-line ping-pong as ceiling and floor. Sender on CPU 0,
+    receiver on CPU 1; every payload checksummed."""
+    from ops.bench.transport import Plan, measure
+    from ops.bench.transport_report import markdown
+
+    report = measure(Plan.quick() if quick else Plan.full(), say=lambda line: click.echo(line, err=True))
+    data = report.as_dict()
+    data["command"] = "omdp bench transport" + (" --quick" if quick else "") + (
+        f" --json {json_out}" if json_out else "") + (f" --markdown {md_out}" if md_out else "")
+    if json_out:
+        json_out.write_text(json.dumps(data, indent=1, default=float))
+    text = markdown(data, data["command"])
+    if md_out:
+        md_out.write_text(text)
+    click.echo(text)

@@ -34,8 +34,8 @@ def list_cmd(as_json: bool) -> None:
     for seg in segments:
         st = seg.stats
         if st is None:
-            click.echo(f"{seg.name:40} {seg.size:>10} {'?':>9} {'?':>9} {'?':>12} {'?':>8} {'?':>8}  "
-                       f"{'yes' if seg.stale else 'no (being made?)'}")
+            click.echo(f"{seg.name:40} {seg.size:>10} {'-':>9} {'-':>9} {'-':>12} {'-':>8} {'-':>8}  "
+                       "not a Vega ring (left alone)")
             continue
         click.echo(f"{seg.name:40} {seg.size:>10} {st['tx_state']:>9} {st['rx_state']:>9} {st['tx_messages']:>12} "
                    f"{st['tx_full_events']:>8} {st['tx_drops']:>8}  {'yes' if seg.stale else 'no'}")

@@ -96,7 +96,7 @@ def create_and_hang(name: str, spec: ChannelSpec) -> None:
 
 
 def wait_for_sender(rx: VegaReceiver) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while rx.peer_state() == "absent":
         assert time.monotonic() < deadline
         time.sleep(0.005)
@@ -163,12 +163,13 @@ def test_both_killed_leaves_a_segment_that_clean_removes() -> None:
     name = shm_name(run, "edge")
     rx_proc = CTX.Process(target=create_and_hang, args=(name, spec))
     rx_proc.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while read_stats(name) is None:
         assert time.monotonic() < deadline
         time.sleep(0.005)
     tx_proc = CTX.Process(target=attach_and_hang, args=(name, spec, False))
     tx_proc.start()
+    deadline = time.monotonic() + 30
     while read_stats(name)["tx_state"] != "attached":
         assert time.monotonic() < deadline
         time.sleep(0.005)

@@ -29,9 +29,17 @@ typedef struct omdp_tcp_stats {
     int32_t peer_state; /* OMDP_VEGA_PEER_* as this side last saw it */
 } omdp_tcp_stats_t;
 
-/* Receiver: listen on host:port (port 0 picks one; omdp_tcp_receiver_port tells which). */
+/* Bytes per receiver slot: max_message rounded up to a cache line. */
+static inline uint32_t omdp_tcp_slot_size(uint32_t max_message)
+{
+    return (max_message + 63u) & ~63u;
+}
+
+/* Receiver: listen on host:port (port 0 picks one; omdp_tcp_receiver_port tells which).
+ * slot_mem: queue_size * omdp_tcp_slot_size(max_message) bytes the caller owns and keeps
+ * past close (so lent views never dangle), or NULL to have the receiver allocate them. */
 int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_size, uint32_t max_message,
-                             uint32_t wait, omdp_tcp_receiver_t **out);
+                             uint32_t wait, void *slot_mem, omdp_tcp_receiver_t **out);
 int omdp_tcp_receiver_port(const omdp_tcp_receiver_t *rx);
 /* Wait for the sender's connection and hello (also done lazily by available/get). */
 int omdp_tcp_receiver_accept(omdp_tcp_receiver_t *rx, int64_t timeout_ns);

@@ -35,9 +35,10 @@ int64_t omdp_tbench_vega_recv(omdp_vega_receiver_t *rx, uint64_t n, uint32_t bat
                               int64_t *t_first, int64_t *t_last);
 
 /* Latency: n messages of `size` (>= 8) bytes, the send time in the first 8 bytes; after
- * each the sender waits for *ack to reach its count, then `gap_ns`. */
+ * each the sender waits for *ack to reach its count, then `gap_ns`. *checksum: sum of the
+ * checksums sent. */
 int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *ack_word,
-                                  int64_t gap_ns);
+                                  int64_t gap_ns, uint64_t *checksum);
 /* Receive n latency messages: lat[i] = arrival - send time; checksums every payload. */
 int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t *lat, uint64_t *ack_word,
                                   uint64_t *checksum);

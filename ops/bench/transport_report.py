@@ -1,0 +1,79 @@
+"""Markdown tables of a transport benchmark report (docs/benchmarks.md takes them as is)."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ns(v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v / 1000:.2f} us" if v >= 10_000 else f"{v:.0f} ns"
+
+
+def _rate(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 1e6:.2f} M" if v >= 1e5 else f"{v / 1e3:.1f} k"
+
+
+def _gbs(v: float | None) -> str:
+    return "-" if v is None else f"{v / 1e9:.2f}"
+
+
+def _grid(rows: list[dict[str, Any]], sizes: list[int], cell: Any, media: list[str]) -> list[str]:
+    head = "| medium | settings | " + " | ".join(f"{s} B" for s in sizes) + " |"
+    out = [head, "|" + "---|" * (len(sizes) + 2)]
+    for m in media:
+        mine = {r["size"]: r for r in rows if r["medium"] == m}
+        if not mine:
+            continue
+        settings = next(iter(mine.values()))["settings"]
+        out.append(f"| {m} | {settings} | " + " | ".join(cell(mine.get(s)) for s in sizes) + " |")
+    return out
+
+
+def markdown(rep: dict[str, Any], command: str) -> str:
+    """The report as markdown: machine, command, latency and throughput grids, targets."""
+    m = rep["machine"]
+    lat_sizes = list(rep["plan"]["lat_sizes"])
+    tput_sizes = list(rep["plan"]["tput_sizes"])
+    media = list(dict.fromkeys(r["medium"] for r in rep["latency"] + rep["throughput"]))
+    lines = [
+        f"Machine: {m['cpu']}, {m['cpus']} CPUs, Linux {m['kernel']}, clock source {m['clocksource']}, "
+        f"Python {m['python']}; sender on CPU {m['sender_cpu']}, receiver on CPU {m['receiver_cpu']}.",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Floor: cache-line ping-pong between the two CPUs, one-way (half the round trip): "
+        f"p50 {_ns(rep['pingpong']['one_way']['p50_ns'])}, p99 {_ns(rep['pingpong']['one_way']['p99_ns'])} "
+        f"(n = {rep['pingpong']['one_way']['n']}).",
+        "",
+    ]
+    for key, title in (("p50_ns", "p50"), ("p99_ns", "p99"), ("p99.9_ns", "p99.9"), ("max_ns", "max")):
+        lines += [f"One-way latency, {title} (samples per cell: C paths and fused "
+                  f"{rep['plan']['lat_n']['c']}, vega Python {rep['plan']['lat_n']['py']}, tcp/zmq/mpqueue "
+                  f"{rep['plan']['lat_n']['slow']}; the first tenth dropped as warm-up):", ""]
+        lines += _grid(rep["latency"], lat_sizes, lambda r, k=key: _ns(r[k]) if r else "-", media)
+        lines.append("")
+    lines += ["Throughput, messages/s (first to last arrival at the receiver):", ""]
+    lines += _grid(rep["throughput"], tput_sizes, lambda r: _rate(r["messages_per_s"]) if r else "-", media)
+    lines += ["", "Throughput, GB/s, with memcpy over the same footprint (the ceiling):", ""]
+    memcpy_rows = [{"medium": "memcpy (one CPU)", "size": r["size"], "settings": r["footprint"],
+                    "bytes_per_s": r["bytes_per_s"]} for r in rep["memcpy"]]
+    lines += _grid(rep["throughput"] + memcpy_rows, tput_sizes, lambda r: _gbs(r["bytes_per_s"]) if r else "-",
+                   media + ["memcpy (one CPU)"])
+    lines += ["", "Targets (issue 3), judged in this run:", "", "| target | goal | measured | met | settings |",
+              "|---|---|---|---|---|"]
+    for t in rep["targets"]:
+        v = t["value"]
+        if v is None:
+            shown = "n/a"
+        elif "ns" in t["goal"]:
+            shown = _ns(v)
+        elif "msg/s" in t["goal"]:
+            shown = f"{v / 1e6:.2f} M msg/s"
+        else:
+            shown = f"{v:.2f}" + ("x" if "x" in t["goal"] else "")
+        met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        lines.append(f"| {t['target']} | {t['goal']} | {shown} | {met} | {t['settings']} |")
+    return "\n".join(lines) + "\n"
