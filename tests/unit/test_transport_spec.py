@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from omdp.transport import ChannelSpecError, load_spec, open_receiver, open_sender
-from omdp.transport.api import MessageTooLargeError, TransportError
+from omdp.transport.api import MessageTooLargeError
 from omdp.transport.spec import ChannelSpec
 
 
