@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -148,26 +149,33 @@ static int64_t apply_records(omdp_vtcp_t *l, uint32_t have)
     return pos;
 }
 
+/* The applier waits for bytes the way the channel's waits go (vega_defaults.h): spin
+ * retries the read at once, spin-yield yields between reads, spin-block sleeps in poll(). */
 static void apply_loop(omdp_vtcp_t *l)
 {
     int fd = atomic_load_explicit(&l->fd, memory_order_acquire);
+    int blocking = l->ring.wait == OMDP_VEGA_WAIT_SPIN_BLOCK;
     uint32_t have = 0;
     while (!atomic_load_explicit(&l->stop, memory_order_acquire)) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int pr = poll(&p, 1, POLL_MS);
-        if (pr < 0 && errno != EINTR) {
-            peer_gone(l);
-            return;
+        if (blocking) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, POLL_MS) == 0)
+                continue;
         }
-        if (pr <= 0)
-            continue;
         ssize_t r = recv(fd, l->in + have, l->in_cap - have, MSG_DONTWAIT);
         if (r == 0) {
             peer_gone(l);
             return;
         }
         if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (l->ring.wait == OMDP_VEGA_WAIT_SPIN_YIELD)
+                    sched_yield();
+                else if (!blocking)
+                    omdp_vega_pause();
+                continue;
+            }
+            if (errno == EINTR)
                 continue;
             peer_gone(l);
             return;
