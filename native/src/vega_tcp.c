@@ -399,10 +399,12 @@ int omdp_vtcp_sender_connect(const char *host, uint16_t port, void *base, uint64
     hello_t h = ring_hello(queue_size, max_message, mutex, wait, on_full);
     welcome_t w;
     struct iovec iov = {&h, sizeof h};
-    if (omdp_sock_write_all(fd, &iov, 1) != 0 ||
-        omdp_sock_read_exact(fd, &w, sizeof w, omdp_now_ns() + HELLO_TIMEOUT_NS) != 0) {
+    int got = omdp_sock_write_all(fd, &iov, 1) != 0 ? -1 : omdp_sock_read_exact(fd, &w, sizeof w,
+                                                                                omdp_now_ns() + HELLO_TIMEOUT_NS);
+    if (got != 0) {
         close(fd);
-        return OMDP_VEGA_E_PEER_DEAD;
+        /* hung up on our hello: not a vega-tcp receiver of this version (a tcp one, say) */
+        return got == 2 || got == -ECONNRESET ? OMDP_VEGA_E_LAYOUT : OMDP_VEGA_E_PEER_DEAD;
     }
     if (w.verdict != 1) {
         close(fd);

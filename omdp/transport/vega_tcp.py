@@ -105,7 +105,8 @@ class VegaTcpSender(VegaSender):
                                           timeout_ns(connect_timeout), out)
         if rc == lib.OMDP_VEGA_E_LAYOUT:
             raise TransportError(f"channel {endpoint!r}: connect: the receiver refused the hello (queue_size, "
-                                 "max_message, mutex, wait or on_full differ from its spec)")
+                                 "max_message, mutex, wait or on_full differ from its spec, or it is not a vega-tcp "
+                                 "receiver)")
         if rc == lib.OMDP_VEGA_E_NOT_FOUND:
             raise_for(rc, endpoint, f"connect: nobody listened within {connect_timeout} s")
         if rc:

@@ -171,3 +171,10 @@ def test_a_write_outside_the_window_breaks_the_stream_and_touches_nothing() -> N
         assert bytes(rx._mm[:128]) == layout_before and bytes(rx._mm[slots:]) == slots_before
     assert rx.link_counters()["stream_errors"] == 1
     rx.close()
+
+
+def test_a_tcp_receiver_is_not_taken_for_a_vega_tcp_one() -> None:
+    rx = open_receiver({"transport": "tcp", "queue_size": 8, "max_message": 1000}, "127.0.0.1:0")
+    with pytest.raises(TransportError, match="not a vega-tcp receiver"):
+        open_sender(spec(), rx.endpoint, connect_timeout=5)
+    rx.close()

@@ -70,7 +70,8 @@ omdp_vega_receiver_t *omdp_vtcp_receiver(omdp_vtcp_t *link);
 
 /* Sender: connect to host:port (retrying until timeout_ns, <0 forever), agree on the
  * ring and lay out its copy in `base`. E_NOT_FOUND: nobody listened in time; E_LAYOUT:
- * the receiver's ring has other knobs; E_PEER_DEAD: the handshake broke off. */
+ * the receiver's ring has other knobs (or the listener is not a vega-tcp receiver and hung
+ * up on the hello); E_PEER_DEAD: the handshake broke off otherwise. */
 int omdp_vtcp_sender_connect(const char *host, uint16_t port, void *base, uint64_t size, uint32_t queue_size,
                              uint32_t max_message, uint32_t mutex, uint32_t wait, uint32_t on_full,
                              int64_t timeout_ns, omdp_vtcp_t **out);
