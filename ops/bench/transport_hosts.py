@@ -110,9 +110,10 @@ def _placed(netns: str | None, cpu: int, fn: Callable[..., dict[str, Any]], kwar
 
 
 def run_placed(recv_fn: Callable[..., dict[str, Any]], send_fn: Callable[..., dict[str, Any]],
-               kwargs: dict[str, Any], recv_ns: str | None, send_ns: str | None,
+               kwargs: dict[str, Any], recv_ns: str | None, send_ns: str | None, send_suffix: str = "",
                timeout: float = 120.0) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Receiver on CPU 1 in ``recv_ns``, then sender on CPU 0 in ``send_ns``; both results."""
+    """Receiver on CPU 1 in ``recv_ns``, then sender on CPU 0 in ``send_ns`` (its endpoint:
+    the receiver's plus ``send_suffix``); both results."""
     shared = mmap.mmap(-1, 4096)
     r_parent, r_child = CTX.Pipe(duplex=False)
     s_parent, s_child = CTX.Pipe(duplex=False)
@@ -124,7 +125,8 @@ def run_placed(recv_fn: Callable[..., dict[str, Any]], send_fn: Callable[..., di
     try:
         _, endpoint = _wait(r_parent, receiver, 30, f"{recv_fn.__name__} start")
         sender = CTX.Process(target=_placed, args=(send_ns, SENDER_CPU, send_fn,
-                                                   {**kwargs, "endpoint": endpoint, "shared": shared}, s_child, False))
+                                                   {**kwargs, "endpoint": endpoint + send_suffix, "shared": shared},
+                                                   s_child, False))
         sender.start()
         s_child.close()
         _, sent = _wait(s_parent, sender, timeout, send_fn.__name__)
@@ -234,6 +236,12 @@ def measure_hosts(plan: HostPlan, say: Callable[[str], None] = print) -> dict[st
     return report
 
 
+def _device_suffix(how: dict[str, Any]) -> str:
+    """vega-ib: ``@DEVICE[:PORT[:GID]]`` from OMDP_IB_DEVICE (docs/infiniband.md), else ""."""
+    device = os.environ.get("OMDP_IB_DEVICE", "")
+    return f"@{device}" if how["transport"] == "vega-ib" and device else ""
+
+
 def _spec(how: dict[str, Any], size: int) -> tuple[ChannelSpec, dict[str, Any]]:
     knobs = dict(KNOBS, max_message=max(KNOBS["max_message"], size), **how.get("knobs", {}))
     return ChannelSpec(transport=how["transport"], **knobs), knobs
@@ -244,8 +252,9 @@ def _latency(medium: str, how: dict[str, Any], size: int, plan: HostPlan, placem
     spec, knobs = _spec(how, max(size, 8))
     n = plan.lat_n[how["path"]]
     recv_fn, send_fn = WORKERS[(how["path"], "lat")]
-    got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0", "n": n, "size": size},
-                           recv_ns, send_ns)
+    suffix = _device_suffix(how)
+    got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0{suffix}", "n": n,
+                                              "size": size}, recv_ns, send_ns, suffix)
     _check(f"{medium} {placement} latency {size} B", got, sent, n)
     offset = sum(clock_offset(s, r) for s, r in zip(sent["cal"], got["cal"])) / 2
     return {"medium": medium, "placement": placement, "size": size, "settings": _settings(knobs),
@@ -257,8 +266,9 @@ def _throughput(medium: str, how: dict[str, Any], size: int, plan: HostPlan, pla
     spec, knobs = _spec(how, size)
     n = plan.tput_n[how["path"]] if size <= 1024 else max(plan.tput_n[how["path"]] * 1024 // size, 2_000)
     recv_fn, send_fn = WORKERS[(how["path"], "tput")]
-    got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0", "n": n, "size": size},
-                           recv_ns, send_ns)
+    suffix = _device_suffix(how)
+    got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0{suffix}", "n": n,
+                                              "size": size}, recv_ns, send_ns, suffix)
     _check(f"{medium} {placement} throughput {size} B", got, sent, n)
     rate = (n - 1) / max(got["t_last"] - got["t_first"], 1) * 1e9
     if rate <= 0:
