@@ -109,8 +109,8 @@ channel = {{ transport = "tcp" }}
 
 def test_three_hosts_account_for_every_record_and_recover_a_clock_offset(lab: NamespaceLab, tmp_path: Path) -> None:
     topo = topology(lab, tmp_path, f'env = {{ OMDP_CLOCK_OFFSET_NS = "{SKEW_NS}" }}\n')
-    r = subprocess.run([*CLI, "run", str(topo), "--data", str(tmp_path / "data"), "--json"],
-                       capture_output=True, text=True, timeout=180)
+    r = subprocess.run([*CLI, "run", str(topo), "--data", str(tmp_path / "data"), "--json",
+                        "--set", "hosts.engines.ptp=true"], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["status"] == "ended"
@@ -128,6 +128,7 @@ def test_three_hosts_account_for_every_record_and_recover_a_clock_offset(lab: Na
     assert feed["method"] == engines["method"] == "ping-pong"
     assert abs(feed["offset_ns"] - SKEW_NS) <= feed["error_ns"], feed
     assert abs(engines["offset_ns"]) <= engines["error_ns"], engines
+    assert engines["note"] == "marked ptp, but no /dev/ptp* device there: estimated instead" or os.path.exists("/dev/ptp0")
     assert clocks["clock_offset_error_ns"] == max(h["error_ns"] for h in clocks["hosts"].values())
     # the sink measures from the feed's stamps: uncorrected they would be 2 s old
     assert 0 < sink["latency_max_ns"] < 1_000_000_000, sink
@@ -163,5 +164,21 @@ def test_hosts_have_private_shared_memory_and_pids(lab: NamespaceLab, tmp_path: 
         pid_ns = {h: inside(h, "readlink /proc/self/ns/pid") for h in ("feed", "engines", "collect")}
         assert len(set(pid_ns.values())) == 3 and os.readlink("/proc/self/ns/pid") not in pid_ns.values()
         assert inside("collect", "ip -o -4 addr show eth0").split()[3] == f"{lab.addresses[2]}/24"
+    finally:
+        hosts.close()
+
+
+def test_a_host_that_is_not_isolated_shares_this_machine_s_memory(lab: NamespaceLab, tmp_path: Path) -> None:
+    plan = build_plan(load_topology(topology(lab, tmp_path), ["hosts.feed.isolated=false"]), build_registry(), "t")
+    hosts = HostLaunchers(plan, tmp_path, dict(os.environ))
+    hosts.start()
+    try:
+        assert "feed" not in hosts.keepers and hosts.argv("feed", ["true"])[:4] == ["ip", "netns", "exec", lab.hosts[0]]
+        marker = f"/dev/shm/omdp-shared-{os.getpid()}"
+        r = subprocess.run(hosts.argv("feed", ["sh", "-c", f"touch {marker} && ip -o -4 addr show eth0"]),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and f"{lab.addresses[0]}/24" in r.stdout
+        assert os.path.exists(marker)
+        os.unlink(marker)
     finally:
         hosts.close()
