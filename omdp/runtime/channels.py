@@ -60,10 +60,23 @@ class ChannelEnd:
     ops: Any
     ctx: Any
     _close: Callable[[], None]
+    _link_error: Callable[[], str] | None = None
 
     def close(self) -> None:
         """Close the end (the transport frees what both ends closed)."""
         self._close()
+
+    def link_error(self) -> str:
+        """What broke a mirrored ring's link (a bad record, a completion error), or ""."""
+        return self._link_error() if self._link_error else ""
+
+
+def _vtcp_error(link: Any) -> Callable[[], str]:
+    return lambda: ffi.string(lib.omdp_vtcp_error(link)).decode(errors="replace")
+
+
+def _vib_error(link: Any) -> Callable[[], str]:
+    return lambda: ffi.string(lib.omdp_vib_error(link)).decode(errors="replace")
 
 
 def channel_key(channel: PlanChannel) -> str:
@@ -84,8 +97,10 @@ def open_input(channel: PlanChannel, run_id: str, host: PlanHost) -> ChannelEnd:
     if spec.transport == "tcp":
         return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_tcp_in_ops(), rx.c_handle, rx.close)
     if spec.transport == "vega-tcp":
-        return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_vtcp_in_ops(), rx.c_link, rx.close)
-    return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_vib_in_ops(), rx.c_link, rx.close)
+        return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_vtcp_in_ops(), rx.c_link, rx.close,
+                          _vtcp_error(rx.c_link))
+    return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_vib_in_ops(), rx.c_link, rx.close,
+                      _vib_error(rx.c_link))
 
 
 def open_output(channel: PlanChannel, run_id: str, endpoint: str, timeout: float, host: PlanHost) -> ChannelEnd:
@@ -97,9 +112,11 @@ def open_output(channel: PlanChannel, run_id: str, endpoint: str, timeout: float
     if spec.transport == "vega-shm":
         return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vega_out_ops(), tx.c_handle, tx.close)
     if spec.transport == "vega-tcp":
-        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vtcp_out_ops(), tx.c_link, tx.close)
+        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vtcp_out_ops(), tx.c_link, tx.close,
+                          _vtcp_error(tx.c_link))
     if spec.transport == "vega-ib":
-        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vib_out_ops(), tx.c_link, tx.close)
+        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vib_out_ops(), tx.c_link, tx.close,
+                          _vib_error(tx.c_link))
     out = lib.omdp_chan_tcp_out_new(tx.c_handle, spec.max_message)
     if out == ffi.NULL:
         tx.close()

@@ -168,11 +168,13 @@ class PartitionProcess:
         try:
             status = self.partition.run()
         except PartitionError as e:
-            log.error("%s", e)
+            links = "; ".join(f"channel {end.name}: {why}" for end in self.ends if (why := end.link_error()))
+            error = f"{e} ({links})" if links else str(e)
+            log.error("%s", error)
             if e.__cause__ is not None:
                 log.error("%s", "".join(traceback.format_exception(e.__cause__)))
             self._finish(thread, old, r, w)
-            self._send_final("failed", error=str(e))
+            self._send_final("failed", error=error)
             return EXIT_FAILED
         self._finish(thread, old, r, w)
         log.info("loop %s", status)
