@@ -109,7 +109,7 @@ channel = {{ transport = "tcp" }}
 
 def test_three_hosts_account_for_every_record_and_recover_a_clock_offset(lab: NamespaceLab, tmp_path: Path) -> None:
     topo = topology(lab, tmp_path, f'env = {{ OMDP_CLOCK_OFFSET_NS = "{SKEW_NS}" }}\n')
-    r = subprocess.run([*CLI, "run", str(topo), "--data", str(tmp_path / "data"), "--json",
+    r = subprocess.run([*CLI, "run", str(topo), "--data", str(tmp_path / "data"), "--json", "-",
                         "--set", "hosts.engines.ptp=true"], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)

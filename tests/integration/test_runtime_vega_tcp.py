@@ -71,7 +71,7 @@ def write(tmp_path: Path, count_a: int) -> Path:
 
 
 def test_vega_tcp_edges_carry_every_record(tmp_path: Path) -> None:
-    r = subprocess.run([*CLI, "run", str(write(tmp_path, 30000)), "--data", str(tmp_path), "--json"],
+    r = subprocess.run([*CLI, "run", str(write(tmp_path, 30000)), "--data", str(tmp_path), "--json", "-"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
@@ -84,7 +84,7 @@ def test_vega_tcp_edges_carry_every_record(tmp_path: Path) -> None:
 
 
 def test_a_killed_upstream_fails_the_run_and_leaves_nothing(tmp_path: Path) -> None:
-    proc = subprocess.Popen([*CLI, "run", str(write(tmp_path, 0)), "--data", str(tmp_path), "--json"],
+    proc = subprocess.Popen([*CLI, "run", str(write(tmp_path, 0)), "--data", str(tmp_path), "--json", "-"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     run_dir = None
