@@ -60,7 +60,7 @@ def keeper_argv(host: PlanHost, python: str = sys.executable) -> list[str]:
     """The command that makes an isolated host's namespaces and runs its keeper."""
     assert host.netns
     return ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--pid", "--fork", "--mount-proc",
-            "--propagation", "private", python, "-m", "omdp.runtime.host_keeper"]
+            "--propagation", "private", python, "-P", "-m", "omdp.runtime.host_keeper"]
 
 
 class HostLaunchers:

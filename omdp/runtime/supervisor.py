@@ -160,8 +160,13 @@ class Supervisor:
     # ---- processes ----------------------------------------------------------------------
 
     def argv(self, p: PlanPartition) -> list[str]:
-        """The command line of partition ``p``, inside its host's namespaces if it has any."""
-        cmd = [self.python, "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
+        """The command line of partition ``p``, inside its host's namespaces if it has any.
+
+        ``-P``: the working directory is not put on the path, so a run started from a source
+        checkout imports the installed omdp (with its compiled module), not the sources; the
+        supervisor's own import path travels in PYTHONPATH instead (``_env``).
+        """
+        cmd = [self.python, "-P", "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
                "--partition", p.name, "--run-id", self.run_id, "--run-dir", str(self.run_dir)]
         return self.hosts.argv(p.host, cmd)
 

@@ -149,7 +149,7 @@ def test_omdp_dashboard_serves_a_run_directory_until_ctrl_c(run_dir: Path, tmp_p
     # The child imports omdp from where this process does (an installed package or the checkout).
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
+        [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
          "--address", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
     )

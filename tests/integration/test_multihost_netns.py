@@ -21,7 +21,7 @@ from omdp.topology.load import load_topology
 from ops.netns.lab import NamespaceLab, lab_unavailable
 from ops.pipeline.registry import build_registry
 
-CLI = [sys.executable, "-c", "from ops.cli.main import main; main()"]
+CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 WHY = lab_unavailable()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"network namespaces: {WHY}")
 COUNT = 20000

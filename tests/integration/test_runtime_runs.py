@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "small_mixed.toml"
-CLI = [sys.executable, "-c", "from ops.cli.main import main; main()"]
+CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 UNBOUNDED = ("operators.a.params.count=0", "operators.b.params.count=0", "operators.c.params.count=0")
 SOURCES = ("a", "b", "c")
 

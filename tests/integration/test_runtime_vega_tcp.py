@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-c", "from ops.cli.main import main; main()"]
+CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 TOPOLOGY = """
 name = "vega-tcp-chain"
 

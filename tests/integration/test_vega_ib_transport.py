@@ -32,7 +32,7 @@ DEVICE = os.environ.get("OMDP_IB_DEVICE", "")
 SUFFIX = f"@{DEVICE}" if DEVICE else ""
 SPEC = {"transport": "vega-ib", "queue_size": 16, "max_message": 1024, "mutex": False, "wait": "spin-yield",
         "signal_every": 8}
-CLI = [sys.executable, "-c", "from ops.cli.main import main; main()"]
+CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 
 
 def pattern(seq: int, size: int) -> bytes:

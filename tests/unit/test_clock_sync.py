@@ -100,7 +100,7 @@ def probe(env_value: str | None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "OMDP_CLOCK_OFFSET_NS"}
     if env_value is not None:
         env["OMDP_CLOCK_OFFSET_NS"] = env_value
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-P", "-c", PROBE], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
