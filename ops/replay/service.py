@@ -9,10 +9,12 @@ drains the senders' logs into ``intended.parquet`` and notices a sender that fai
 from __future__ import annotations
 
 import atexit
-import multiprocessing as mp
 import os
+import pickle
 import secrets
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,7 +33,7 @@ from ops.replay.intended_table import IntendedTable
 from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
-from ops.replay.sender import RingTarget, SenderPlan, UdpTarget, sender_main
+from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
 from ops.replay.shm_segments import ctl_name, intended_name, reap_stale_segments
 from ops.replay.status import (
     LAG_WARN_NS,
@@ -59,6 +61,19 @@ class ReplaySenderError(RuntimeError):
     """A sender process failed; the message carries its own words."""
 
 
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The directory holding the ``ops`` package, put on the senders' path."""
+
+
+def _reap(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for a sender to exit, killing it if it has not within ``timeout``."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5.0)
+
+
 def new_run_id() -> str:
     """A run id: local date and time, pid and a random suffix (unique on a host)."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(2)}"
@@ -78,7 +93,7 @@ class _Run:
     table: IntendedTable | None
     writer: IntendedParquetWriter | None
     lines_of: list[list[int]]
-    procs: list = field(default_factory=list)
+    procs: list[subprocess.Popen] = field(default_factory=list)
     tmpdir: Path | None = None
     start_ns: int = 0
     end_ns: int = INT64_MAX
@@ -213,7 +228,7 @@ class ReplayService:
         sched = run.schedule
         sizes = captures.file_sizes()
         run.tmpdir = Path(tempfile.mkdtemp(prefix="omdp-replay-"))
-        ctx = mp.get_context("spawn")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
         thresholds = cfg.drop_thresholds()
         for i, lines in enumerate(run.lines_of):
             path = run.tmpdir / f"sender{i}.npy"
@@ -242,9 +257,12 @@ class ReplayService:
                 target=RingTarget(cfg.ring_name) if cfg.ring_name else UdpTarget(cfg.interface, cfg.ttl, dests),
                 parent_pid=os.getpid(),
             )
-            proc = ctx.Process(target=sender_main, args=(plan,), name=f"omdp-replay-sender-{i}", daemon=True)
-            proc.start()
-            run.procs.append(proc)
+            plan_path = run.tmpdir / f"sender{i}.plan"
+            plan_path.write_bytes(pickle.dumps(plan))
+            # A session of its own: the terminal's Ctrl-C reaches only the service, which
+            # stops the senders in order.
+            run.procs.append(subprocess.Popen([sys.executable, "-m", "ops.replay.sender_program", str(plan_path)],
+                                              env=env, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _wait_ready(self, run: _Run) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -253,8 +271,8 @@ class ReplayService:
             for i, proc in enumerate(run.procs):
                 if states[i] == SENDER_FAILED:
                     raise ReplaySenderError(self._sender_error(run, i))
-                if not proc.is_alive() and states[i] < SENDER_READY:
-                    raise ReplaySenderError(f"sender {i} exited with code {proc.exitcode} before it was ready")
+                if proc.poll() is not None and states[i] < SENDER_READY:
+                    raise ReplaySenderError(f"sender {i} exited with code {proc.returncode} before it was ready")
             if all(s >= SENDER_READY for s in states):
                 return
             if time.monotonic() > deadline:
@@ -336,27 +354,25 @@ class ReplayService:
             time.sleep(POLL_S)
             self._drain(run)
             states = run.ctl.senders["state"]
-            alive = [p.is_alive() for p in run.procs]
+            alive = [p.poll() is None for p in run.procs]
             for i, proc in enumerate(run.procs):
                 dead_early = not alive[i] and states[i] not in (SENDER_DONE, SENDER_FAILED)
                 if (states[i] == SENDER_FAILED or dead_early) and run.error is None:
                     run.error = self._sender_error(run, i) if states[i] == SENDER_FAILED else (
-                        f"sender {i} died (exit code {proc.exitcode})")
+                        f"sender {i} died (exit code {proc.returncode})")
                     run.ctl.stop()
             if not any(alive):
                 break
             if run.stop_requested and time.monotonic() > run.stop_deadline:
                 for proc in run.procs:
-                    if proc.is_alive():
+                    if proc.poll() is None:
                         proc.terminate()
                 for proc in run.procs:
-                    proc.join(2.0)
-                    if proc.is_alive():
-                        proc.kill()
+                    _reap(proc, 2.0)
                 break
         with self._lock:
             for proc in run.procs:
-                proc.join(1.0)
+                _reap(proc, 1.0)
             self._drain(run)
             if run.error:
                 run.state = "failed"
@@ -396,10 +412,7 @@ class ReplayService:
         """A start that failed: stop whatever began and release everything."""
         run.ctl.stop()
         for proc in run.procs:
-            proc.join(5.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
+            _reap(proc, 5.0)
         run.state = "failed"
         run.error = "start failed"
         run.writer = None  # nothing was sent: no intended.parquet

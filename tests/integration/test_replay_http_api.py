@@ -19,7 +19,7 @@ TOKEN = "s3cret-token"
 @pytest.fixture()
 def client_and_service(tmp_path: Path):
     write_capture(tmp_path / "cap", [make_line(1, 2000)])
-    svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=2000), copies="A",
+    svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=1000), copies="A",
                                      run_dir=tmp_path / "run"))
     app = FastAPI()
     app.include_router(replay_router(svc, TOKEN))
@@ -31,7 +31,7 @@ def client_and_service(tmp_path: Path):
 def test_actions_need_the_token(client_and_service) -> None:
     client, svc = client_and_service
     r = client.get(API_PREFIX)
-    assert r.status_code == 200 and r.json()["state"] == "idle" and r.json()["rate"] == "2000 pps"
+    assert r.status_code == 200 and r.json()["state"] == "idle" and r.json()["rate"] == "1000 pps"
     for path in ("/start", "/stop", "/rate"):
         r = client.post(API_PREFIX + path, json={"pps": 100} if path == "/rate" else None)
         assert r.status_code == 401, path
@@ -48,8 +48,8 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "running" and r.json()["packets_total"] == 2000
     assert client.post(API_PREFIX + "/start", headers=auth).status_code == 409
-    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 4000})
-    assert r.status_code == 200 and r.json()["target_pps"] == 4000
+    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 2000})
+    assert r.status_code == 200 and r.json()["target_pps"] == 2000
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "10x"})
     assert r.status_code == 409 and "fixed pps" in r.json()["detail"]
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "ten"})
