@@ -78,3 +78,37 @@ def test_random_bytes_never_crash(blobs: list[bytes]) -> None:
     # Random bodies behind a plausible header reach the message decoder, not just the header checks.
     packets = [b"\x01\x020000000001%03d" % (len(x) % 4) + x + b"\x03" for x in blobs] + blobs
     check_batch(packets)
+
+
+class slow_path_only:
+    """Turns the decoder's quote fast path off for the duration (process-wide)."""
+
+    def __enter__(self) -> None:
+        from omdp.native import lib
+
+        self.prev = lib.omdp_opra_set_fast_path(0)
+
+    def __exit__(self, *exc: object) -> None:
+        from omdp.native import lib
+
+        lib.omdp_opra_set_fast_path(self.prev)
+
+
+def _decode_all(packets: list[bytes]):
+    lengths = np.array([len(p) for p in packets], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return decode_batch(b"".join(packets), offsets, lengths)
+
+
+@SETTINGS
+@given(mutated())
+def test_fast_path_and_field_by_field_path_agree(pair: tuple[bytes, bytes]) -> None:
+    good, bad = pair
+    packets = [good, bad, good]
+    fast = _decode_all(packets)
+    with slow_path_only():
+        slow = _decode_all(packets)
+    assert fast.counters == slow.counters
+    assert [(e.code, e.offset, e.message_index, e.slot) for e in fast.errors] == [(e.code, e.offset, e.message_index, e.slot) for e in slow.errors]
+    assert np.array_equal(fast.records, slow.records)
+    assert bytes(fast.side) == bytes(slow.side)
