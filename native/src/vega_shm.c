@@ -328,16 +328,20 @@ int omdp_vega_sender_attach_shm(const char *name, omdp_vega_sender_t **tx_out)
         munmap(base, size);
         return rx_state == OMDP_VEGA_PEER_CLOSED ? OMDP_VEGA_E_PEER_CLOSED : OMDP_VEGA_E_PEER_DEAD;
     }
-    /* one sender per ring, ever: a ring whose sender left cannot be resumed (its position
-     * lived in that sender), so any state but ABSENT refuses */
-    uint32_t absent = OMDP_VEGA_PEER_ABSENT;
-    if (!atomic_compare_exchange_strong(&ctl->tx.state, &absent, OMDP_VEGA_PEER_ATTACHED)) {
+    /* One sender per ring, ever: a ring whose sender left cannot be resumed (its position
+     * lived in that sender). The pid field decides the race, so pid and start time are in
+     * place before the state says ATTACHED: a reader never sees an attached side without
+     * the pid that tells whether it still lives. */
+    int64_t none = 0, me = (int64_t)getpid();
+    if (atomic_load_explicit(&ctl->tx.state, memory_order_acquire) != OMDP_VEGA_PEER_ABSENT ||
+        !atomic_compare_exchange_strong(&ctl->tx.pid, &none, me)) {
         pthread_mutex_destroy(&tx->lock);
         free(tx);
         munmap(base, size);
         return OMDP_VEGA_E_BUSY;
     }
-    claim_side(&ctl->tx);
+    atomic_store_explicit(&ctl->tx.start_time, omdp_vega_pid_start_time(me), memory_order_relaxed);
+    atomic_store_explicit(&ctl->tx.state, OMDP_VEGA_PEER_ATTACHED, memory_order_release);
     tx->kind = OMDP_VEGA_REGION_SHM;
     tx->map_size = size;
     strcpy(tx->name, name);

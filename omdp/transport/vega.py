@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from abc import ABC, abstractmethod
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,8 @@ ON_FULL_CODES = {"block": lib.OMDP_VEGA_ON_FULL_BLOCK, "drop": lib.OMDP_VEGA_ON_
 SLOT_HEADER = lib.OMDP_VEGA_SLOT_HEADER
 WAIT_SLICE_NS = 100_000_000
 """Unbounded waits run in C in slices of this length so Python can see signals between."""
+_get = lib.omdp_vega_get
+_TIMEOUT = lib.OMDP_VEGA_TIMEOUT
 
 
 def _knobs(spec: ChannelSpec) -> tuple[int, int, int, int, int]:
@@ -57,7 +60,7 @@ def _map_shm(name: str, size: int, writable: bool) -> mmap.mmap:
         os.close(fd)
 
 
-class _End:
+class _End(ABC):
     """What both ends share: the mapping Python owns, counters, peer state."""
 
     def __init__(self, spec: ChannelSpec, name: str, mm: mmap.mmap) -> None:
@@ -83,8 +86,9 @@ class _End:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:  # pragma: no cover - overridden
-        raise TransportError("close of an abstract end")
+    @abstractmethod
+    def close(self) -> None:
+        """Leave the channel."""
 
 
 class VegaSender(_End):
@@ -264,12 +268,16 @@ class VegaReceiver(_End):
         (None: wait as long as it takes). Raises PeerGoneError when the sender is gone and
         all it sent was read."""
         rx, msg = self._rx, self._msg
-        rc = lib.omdp_vega_try_get(rx, msg)
-        if rc == lib.OMDP_VEGA_EMPTY and timeout != 0:
-            rc = self._wait(lambda t: lib.omdp_vega_get(rx, msg, t), timeout)
+        if timeout is None:
+            rc = _get(rx, msg, WAIT_SLICE_NS)
+            while rc == _TIMEOUT:
+                rc = _get(rx, msg, WAIT_SLICE_NS)
+        else:
+            rc = _get(rx, msg, timeout_ns(timeout))
         if rc == 0:
-            off = self._slots_offset + msg.slot_id * self._stride + SLOT_HEADER
-            return msg.slot_id, self._mv[off:off + msg.size]
+            slot = msg.slot_id
+            off = self._slots_offset + slot * self._stride + SLOT_HEADER
+            return slot, self._mv[off:off + msg.size]
         if rc > 0:
             return None
         raise_for(rc, self.name, "get")

@@ -3,7 +3,9 @@
 What a Python user would reach for; it speaks the five calls so the benchmark drives it
 like every other medium. Every message is a Python call into libzmq on both sides; the
 high-water marks stand in for ``queue_size``. Peer crashes are not detected (zmq
-reconnects silently): this medium is for measurements, not for pipelines.
+reconnects silently), and when a sender closes, messages its connection still carried
+that the receiver had not taken may be discarded (zmq's rule for a departed peer): a sender
+closes once its receiver confirmed, out of band. Measurements only, not pipelines.
 """
 from __future__ import annotations
 

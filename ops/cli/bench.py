@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -31,9 +30,8 @@ def transport(json_out: Path | None, md_out: Path | None, quick: bool) -> None:
 
     report = measure(Plan.quick() if quick else Plan.full(), say=lambda line: click.echo(line, err=True))
     data = report.as_dict()
-    command = "omdp bench transport" + (" --quick" if quick else "") + " ".join(
-        f" {a}" for a in sys.argv[3:] if a not in ("--quick",))
-    data["command"] = command.strip()
+    data["command"] = "omdp bench transport" + (" --quick" if quick else "") + (
+        f" --json {json_out}" if json_out else "") + (f" --markdown {md_out}" if md_out else "")
     if json_out:
         json_out.write_text(json.dumps(data, indent=1, default=float))
     text = markdown(data, data["command"])
