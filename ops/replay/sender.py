@@ -68,10 +68,11 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     return sink
 
 
-def _ring_sink(tx: VegaSender, ctl: CtlSegment, keep: list) -> object:
+def _ring_sink(tx: VegaSender, ctl: CtlSegment, service_pid: int, keep: list) -> object:
     sink = ffi.new("omdp_replay_ring_sink_t *")
     sink.tx = tx.c_handle
     sink.command = ffi.addressof(ctl.control, "command")
+    sink.service_pid = service_pid
     keep.append(sink)
     return sink
 
@@ -118,7 +119,7 @@ def run_sender(plan: SenderPlan) -> int:
         if isinstance(plan.target, RingTarget):
             largest = int(pkts["len"].max()) if pkts.shape[0] else 0
             ring = attach_ring(plan.target.name, largest, plan.target.connect_timeout)
-            sink = _ring_sink(ring, ctl, keep)
+            sink = _ring_sink(ring, ctl, plan.parent_pid, keep)
         else:
             sink = udp = _open_udp(plan.target, keep)
         args = ffi.new("omdp_replay_run_args_t *")

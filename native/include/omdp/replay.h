@@ -221,6 +221,7 @@ typedef struct omdp_replay_udp_sink {
 typedef struct omdp_replay_ring_sink {
     void *tx;                   /* omdp_vega_sender_t * */
     const uint32_t *command;    /* the control block's command: a stop ends a wait for room */
+    int64_t service_pid;        /* as in omdp_replay_run_args_t: a dead service ends it too */
 } omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
