@@ -2,6 +2,7 @@
 the summary printed when a replay ends."""
 from __future__ import annotations
 
+from ops.replay.rates import PAPER_1X_PPS
 from ops.replay.status import PacingStatus, ReplayStatus
 
 
@@ -26,6 +27,8 @@ def pacing_line(p: PacingStatus) -> str:
 def postfix(st: ReplayStatus) -> str:
     """One short line for the progress bar."""
     ach = f"{st.achieved_x:.2f}x" if st.achieved_x is not None else "-"
+    if st.recent_pps is not None:
+        ach = f"{st.recent_pps / PAPER_1X_PPS:.2f}x now, {ach}"
     tgt = f"{st.target_x:.2f}x" if st.target_x is not None else "-"
     warn = " BEHIND" if any(w.startswith("target rate not achieved") for w in st.warnings) else ""
     return f"{ach}/{tgt} p99 {fmt_ns(st.pacing.p99_ns)} max {fmt_ns(st.pacing.max_ns)}{warn}"

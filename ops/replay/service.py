@@ -50,6 +50,8 @@ START_LEAD_NS = 5_000_000
 """The common start lies this far after the last sender is ready, so every one sees it."""
 POLL_S = 0.02
 """Supervisor period: log drains and health checks."""
+RATE_MARK_NS = 1_000_000_000
+"""The recent rate is measured over about this long."""
 INT64_MAX = (1 << 63) - 1
 
 
@@ -105,6 +107,8 @@ class _Run:
     thread: threading.Thread | None = None
     final: ReplayStatus | None = None
     released: bool = False
+    rate_marks: list[tuple[int, int]] = field(default_factory=list)
+    """(time ns, packets done) about once a second, for the recent rate."""
 
 
 class ReplayService:
@@ -353,6 +357,9 @@ class ReplayService:
         while True:
             time.sleep(POLL_S)
             self._drain(run)
+            t = now_ns()
+            if not run.rate_marks or t - run.rate_marks[-1][0] >= RATE_MARK_NS:
+                run.rate_marks = [*run.rate_marks[-1:], (t, int(run.ctl.senders["packets_done"].sum()))]
             states = run.ctl.senders["state"]
             alive = [p.poll() is None for p in run.procs]
             for i, proc in enumerate(run.procs):
@@ -507,6 +514,10 @@ class ReplayService:
         messages = int(sum(int(lines[ln]["messages"][c0]) for ln in run.schedule.line_packets))
         sent_first = int(sum(int(lines[ln]["packets"][c0]) for ln in run.schedule.line_packets))
         achieved_pps = packets_done / (elapsed_ns / 1e9) if elapsed_ns > 0 else None
+        recent_pps = None
+        if not finished and run.rate_marks and now > run.rate_marks[0][0]:
+            t0, p0 = run.rate_marks[0]
+            recent_pps = (packets_done - p0) / ((now - t0) / 1e9)
         pacing = pacing_from_hist(snd["pacing_hist"].sum(axis=0), int(snd["pacing_count"].sum()),
                                   int(snd["pacing_sum_ns"].sum()), int(snd["pacing_max_ns"].max()) if len(snd) else 0)
         return ReplayStatus(
@@ -523,6 +534,7 @@ class ReplayService:
             achieved_pps=achieved_pps,
             achieved_x=achieved_pps / PAPER_1X_PPS if achieved_pps is not None else None,
             achieved_fraction=fraction,
+            recent_pps=recent_pps,
             packets_sent=packets_done,
             packets_due=due,
             packets_total=None if cfg.loop else run.schedule.n_data,
