@@ -46,7 +46,11 @@ def summary(st: ReplayStatus) -> str:
         mps = ""
         if st.messages_per_packet and st.achieved_pps:
             mps = f"; {st.achieved_pps * st.messages_per_packet:,.0f} messages/s"
-        out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x), achieved {ach_pps}{frac}{mps}")
+        due = ""
+        if st.elapsed_s > 0 and st.packets_due:
+            due = f" (the schedule asked {st.packets_due / st.elapsed_s:,.0f} pps over this time)"
+        out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x) averaged over a lap{due}, "
+                   f"achieved {ach_pps}{frac}{mps}")
     out.append(pacing_line(st.pacing))
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")
