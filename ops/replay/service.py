@@ -30,7 +30,7 @@ from ops.replay.control_packets import reset_packets
 from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_parquet import IntendedParquetWriter
 from ops.replay.intended_table import IntendedTable
-from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES
+from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES, SENT_DTYPE
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
 from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
@@ -50,6 +50,8 @@ START_LEAD_NS = 5_000_000
 """The common start lies this far after the last sender is ready, so every one sees it."""
 POLL_S = 0.02
 """Supervisor period: log drains and health checks."""
+DRAIN_ENTRIES = 1 << 16
+"""Sent-log entries taken per drain call (the buffer is reused)."""
 RATE_MARK_NS = 1_000_000_000
 """The recent rate is measured over about this long."""
 INT64_MAX = (1 << 63) - 1
@@ -109,6 +111,7 @@ class _Run:
     released: bool = False
     rate_marks: list[tuple[int, int]] = field(default_factory=list)
     """(time ns, packets done) about once a second, for the recent rate."""
+    drain_buf: np.ndarray = field(default_factory=lambda: np.empty(DRAIN_ENTRIES, dtype=SENT_DTYPE))
 
 
 class ReplayService:
@@ -393,10 +396,10 @@ class ReplayService:
     def _drain(self, run: _Run) -> None:
         for i in range(len(run.procs)):
             while True:
-                sent = run.ctl.drain_log(i, run.ctl.log_capacity)
+                sent = run.ctl.drain_log(i, run.drain_buf)
                 if run.writer is not None:
                     run.writer.add(sent)
-                if sent.shape[0] < run.ctl.log_capacity:
+                if sent.shape[0] < DRAIN_ENTRIES:
                     break
 
     def _release(self, run: _Run) -> None:
