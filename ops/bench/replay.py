@@ -11,10 +11,12 @@ capture for a fixed time):
   DESIGN.md "sustainable").
 
 Without ``--capture`` it synthesizes a 24-line capture (``omdp synth``, 1x, seed 0) in a
-temporary directory.
+temporary directory. A capture given with ``--capture`` is sent to its own groups: run the
+benchmark with no consumer listening there.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -44,8 +46,16 @@ RING_SPEC = ChannelSpec(transport="vega-shm", queue_size=1024, max_message=2048,
 
 def synth_capture(directory: Path, seconds: float) -> Path:
     """A 24-line ``omdp synth`` capture of ``seconds`` at 1x (bursty, about 14 messages and
-    290 bytes per packet); returns its capture directory."""
-    return synthesize(SynthConfig(data=directory, seconds=seconds, seed=0, progress=False)).directory
+    290 bytes per packet); returns its capture directory. Its multicast groups are moved to
+    239.255.77.n (A) and 239.255.78.n (B), so a pipeline running beside the benchmark on the
+    standard groups hears none of it."""
+    cap = synthesize(SynthConfig(data=directory, seconds=seconds, seed=0, progress=False)).directory
+    manifest = json.loads((cap / "manifest.json").read_text())
+    for entry in manifest["lines"]:
+        entry["a"]["group"] = f"239.255.77.{entry['line']}"
+        entry["b"]["group"] = f"239.255.78.{entry['line']}"
+    (cap / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return cap
 
 
 class _RingConsumer:
