@@ -30,6 +30,7 @@
 #define START_POLL_NS 200000LL       /* how often a ready sender looks for the start */
 #define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
 #define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
+#define CPU_CLOCK_NS 10000000LL      /* how often the loop publishes its CPU time */
 
 typedef struct time_map {
     int64_t anchor_ns;
@@ -136,11 +137,33 @@ static int orphaned(const omdp_replay_run_args_t *a, int64_t now, int64_t *next_
     return (int64_t)getppid() != a->service_pid;
 }
 
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Publishes the loop's CPU time at most every CPU_CLOCK_NS (a system call, unlike now_ns). */
+static void publish_cpu(omdp_replay_sender_status_t *st, int64_t now, int64_t *next, int64_t cpu0)
+{
+    if (now < *next)
+        return;
+    *next = now + CPU_CLOCK_NS;
+    STORE_RLX(&st->cpu_ns, thread_cpu_ns() - cpu0);
+}
+
 static int finish(const omdp_replay_run_args_t *a, int result)
 {
     STORE_RLX(&a->status->heartbeat_ns, omdp_now_ns());
     STORE_REL(&a->status->state, OMDP_REPLAY_SENDER_DONE);
     return result;
+}
+
+static int finish_timed(const omdp_replay_run_args_t *a, int result, int64_t cpu0)
+{
+    STORE_RLX(&a->status->cpu_ns, thread_cpu_ns() - cpu0);
+    return finish(a, result);
 }
 
 int omdp_replay_run(const omdp_replay_run_args_t *a)
@@ -173,6 +196,8 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         sleep_until(now + START_POLL_NS);
     }
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
+    const int64_t cpu0 = thread_cpu_ns();
+    int64_t next_cpu = 0;
     const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
     time_map_t map;
     load_map(ctl, &map);
@@ -191,16 +216,17 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         uint64_t i = 0;
         while (i < n) {
             if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
-                return finish(a, OMDP_REPLAY_STOPPED);
+                return finish_timed(a, OMDP_REPLAY_STOPPED, cpu0);
             if (LOAD_ACQ(&ctl->map_seq) != map.seq)
                 load_map(ctl, &map);
             const int64_t due = map_eval(&map, base + pk[i].off);
             STORE_RLX(&st->next_intended_ns, due);
             if (due >= end_ns)
-                return finish(a, OMDP_REPLAY_ENDED);
+                return finish_timed(a, OMDP_REPLAY_ENDED, cpu0);
             int64_t now = omdp_now_ns();
             if (now >= end_ns)
-                return finish(a, OMDP_REPLAY_ENDED);
+                return finish_timed(a, OMDP_REPLAY_ENDED, cpu0);
+            publish_cpu(st, now, &next_cpu, cpu0);
             if (orphaned(a, now, &next_parent_check)) {
                 omdp_replay_status_fail(st, "the replay service is gone");
                 return OMDP_REPLAY_ORPHANED;
@@ -333,6 +359,6 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             i = j;
         }
         if (!a->loop)
-            return finish(a, OMDP_REPLAY_DONE);
+            return finish_timed(a, OMDP_REPLAY_DONE, cpu0);
     }
 }

@@ -111,6 +111,7 @@ def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: 
 def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None]) -> dict[str, object]:
     st, frames_received = result
     datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
+    cpu_s = sum(s.cpu_s for s in st.senders)
     return {
         "kind": kind,
         "target": target,
@@ -124,6 +125,8 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
         "messages_per_s": (st.achieved_pps or 0) * (st.messages_per_packet or 0),
         "packets": st.packets_sent,
         "seconds": st.elapsed_s,
+        "sender_cpu_s": cpu_s,
+        "packets_per_cpu_s": st.packets_sent / cpu_s if cpu_s else None,
         "pacing_count": st.pacing.count,
         "pacing_p50_ns": st.pacing.p50_ns,
         "pacing_p99_ns": st.pacing.p99_ns,
@@ -190,17 +193,19 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
 
 def render_table(doc: dict[str, object]) -> str:
     """The markdown table of docs/benchmarks.md."""
-    lines = ["| measurement | target | copies | rate | packets/s | messages/s | of schedule | pacing p50 | p99 | p99.9 | max | n |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| measurement | target | copies | rate | packets/s | messages/s | packets per sender CPU-s | of schedule "
+             "| pacing p50 | p99 | p99.9 | max | n |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:  # type: ignore[union-attr]
         frac = f"{r['achieved_fraction'] * 100:.3f}%" if r["achieved_fraction"] is not None else "n/a"
+        per_cpu = f"{r['packets_per_cpu_s']:,.0f}" if r["packets_per_cpu_s"] else "n/a"
         head = f"| {r['kind']} | {r['target']} | {r['copies']} "
         if r["kind"] == "max_rate":
-            lines.append(head + f"| max | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | - | - | - | - | - "
-                         f"| {r['packets']:,} |")
+            lines.append(head + f"| max | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {per_cpu} | - | - | - "
+                         f"| - | - | {r['packets']:,} |")
             continue
         lines.append(
-            head + f"| {r['rate']} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {frac} "
+            head + f"| {r['rate']} | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {per_cpu} | {frac} "
             f"| {fmt_ns(r['pacing_p50_ns'])} | {fmt_ns(r['pacing_p99_ns'])} | {fmt_ns(r['pacing_p999_ns'])} "
             f"| {fmt_ns(r['pacing_max_ns'])} | {r['pacing_count']:,} |"
         )

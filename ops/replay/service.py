@@ -499,7 +499,7 @@ class ReplayService:
                 state=SENDER_STATES[state] if state < len(SENDER_STATES) else str(state),
                 lines=run.lines_of[i], lap=int(s["lap"]), packets_done=int(s["packets_done"]), lag_ns=lag,
                 batches=int(s["batches"]), behind_batches=int(s["behind_batches"]),
-                source_errors=int(s["source_errors"]), log_overruns=int(s["log_overruns"]),
+                source_errors=int(s["source_errors"]), log_overruns=int(s["log_overruns"]), cpu_s=int(s["cpu_ns"]) / 1e9,
                 error=bytes(s["error"]).decode(errors="replace"),
             ))
 

@@ -64,6 +64,8 @@ class SenderStatus(BaseModel):
     behind_batches: int
     source_errors: int
     log_overruns: int
+    cpu_s: float
+    """CPU time the sender's loop has used (its load on its core: cpu_s / elapsed)."""
     error: str
 
 
