@@ -52,6 +52,10 @@ def summary(st: ReplayStatus) -> str:
         out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x) averaged over a lap{due}, "
                    f"achieved {ach_pps}{frac}{mps}")
     out.append(pacing_line(st.pacing))
+    for s in st.senders:
+        where = f"CPU {s.cpu}" if s.cpu is not None else "unpinned"
+        out.append(f"sender {s.index} ({where}, lines {s.lines[0]}-{s.lines[-1]}): {s.cpu_s:.2f} s of CPU, "
+                   f"preempted {s.preemptions:,} times by other tasks")
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")
         for ln in st.lines:
