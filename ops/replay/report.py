@@ -2,6 +2,7 @@
 the summary printed when a replay ends."""
 from __future__ import annotations
 
+from ops.replay.config import line_ranges
 from ops.replay.rates import PAPER_1X_PPS
 from ops.replay.status import PacingStatus, ReplayStatus
 
@@ -54,7 +55,7 @@ def summary(st: ReplayStatus) -> str:
     out.append(pacing_line(st.pacing))
     for s in st.senders:
         where = f"CPU {s.cpu}" if s.cpu is not None else "unpinned"
-        out.append(f"sender {s.index} ({where}, lines {s.lines[0]}-{s.lines[-1]}): {s.cpu_s:.2f} s of CPU, "
+        out.append(f"sender {s.index} ({where}, lines {line_ranges(s.lines)}): {s.cpu_s:.2f} s of CPU, "
                    f"preempted {s.preemptions:,} times by other tasks")
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")
