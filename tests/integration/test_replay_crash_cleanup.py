@@ -55,7 +55,7 @@ def test_killed_service_leaves_nothing_behind(tmp_path: Path) -> None:
         assert not _alive(sender_pid), "a sender must not outlive its service"
         assert all(Path("/dev/shm" + n).exists() for n in names)
         reaped = reap_stale_segments()
-        assert sorted(reaped) == sorted(names)
+        assert set(names) <= set(reaped), (names, reaped)
         assert not any(Path("/dev/shm" + n).exists() for n in names)
     finally:
         if proc.poll() is None:
