@@ -64,6 +64,11 @@ class SenderStatus(BaseModel):
     behind_batches: int
     source_errors: int
     log_overruns: int
+    cpu_s: float
+    """CPU time the sender's loop has used (its load on its core: cpu_s / elapsed)."""
+    preemptions: int
+    """Times another task took the sender's CPU: each costs the packets due meanwhile a
+    pacing error of up to a scheduler slice (milliseconds)."""
     error: str
 
 
@@ -84,6 +89,8 @@ class ReplayStatus(BaseModel):
     achieved_x: float | None = None
     achieved_fraction: float | None = None
     """Schedule progress over wall time (1.0: on schedule); below 0.9999 the rate is not met."""
+    recent_pps: float | None = None
+    """Packets/s over the last one to two seconds, while running (recorded bursts included)."""
     packets_sent: int = 0
     """Data packets handled (sent on some copy, or dropped on purpose), control packets aside."""
     packets_due: int = 0
