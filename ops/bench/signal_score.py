@@ -17,6 +17,11 @@ ground truth (one row per anomalous quote, by line and message sequence number):
 - an event is detected when at least one of its quotes raised a compatible signal.
 
 precision = true positive signals / signals; recall = detected events / events.
+
+``warmup_ms`` leaves the capture's first milliseconds out of both (events that start in it,
+signals raised in it): until the engine has seen a series' market and priced its group there
+is nothing to measure a quote against - an anomaly on a series' very first quote cannot be
+told from the series' price.
 """
 from __future__ import annotations
 
@@ -58,6 +63,7 @@ class CaptureRun:
     messages: int
     refreshes: int
     quotes: np.ndarray  # QUOTE_KEY_DTYPE, one row per decoded message
+    first_time: int     # HHMMSSmmm of the first message
 
 
 @dataclass
@@ -131,7 +137,8 @@ def run_capture(capture_dir: Path, engine_config: EngineConfig | None = None,
     quotes = np.empty(len(records), dtype=QUOTE_KEY_DTYPE)
     for name in QUOTE_KEY_DTYPE.names:
         quotes[name] = records[name]
-    return CaptureRun(signals, engine.counters(), len(records), refreshes, quotes)
+    first_time = int(records["time"][0]) if len(records) else 0
+    return CaptureRun(signals, engine.counters(), len(records), refreshes, quotes, first_time)
 
 
 def _series_key(root: object, expiry: object, strike_px: object, put_call: object) -> tuple:
@@ -163,10 +170,21 @@ def standing_windows(gt: dict[str, list], quotes: np.ndarray) -> dict[tuple, lis
     return windows
 
 
-def score(run: CaptureRun, truth_path: Path) -> Score:
+def _ms_of_day(hhmmssmmm: np.ndarray) -> np.ndarray:
+    t = np.asarray(hhmmssmmm, dtype=np.int64)
+    return ((t // 10_000_000) * 3600 + (t // 100_000) % 100 * 60 + (t // 1000) % 100) * 1000 + t % 1000
+
+
+def score(run: CaptureRun, truth_path: Path, warmup_ms: int = 0) -> Score:
     """Match a run's signals to the ground truth Parquet file (see the module docstring)."""
     gt = pq.read_table(truth_path).to_pydict()
     signals = run.signals
+    if warmup_ms:
+        start = int(_ms_of_day(np.array([run.first_time]))[0]) + warmup_ms
+        early = {int(e) for e, t in zip(gt["event"], _ms_of_day(np.array(gt["time"], dtype=np.int64))) if t < start}
+        keep = [i for i, e in enumerate(gt["event"]) if int(e) not in early]
+        gt = {k: [v[i] for i in keep] for k, v in gt.items()}
+        signals = signals[_ms_of_day(signals["time"]) >= start]
     key = {(int(l), int(s)): i for i, (l, s) in enumerate(zip(gt["line"], gt["seq"]))}
     windows = standing_windows(gt, run.quotes)
     kinds = [SIGNAL_KIND_NAMES.get(int(k), f"kind{int(k)}") for k in signals["kind"]]
