@@ -189,13 +189,14 @@ class RingDrain:
         self.rx = receiver
         self.frames: list[tuple[np.ndarray, bytes]] = []
         self.error: BaseException | None = None
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         from omdp.transport.api import PeerGoneError
         from ops.replay.native_layout import FRAME_DTYPE
 
-        while True:
+        while not self._stop.is_set():
             try:
                 batch = self.rx.get_batch(timeout=0.05)
             except PeerGoneError:
@@ -217,5 +218,9 @@ class RingDrain:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:
+            self._stop.set()  # the test failed: do not wait for a sender that may never come
         self._thread.join(10.0)
+        self._stop.set()
+        self._thread.join()

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -28,6 +29,7 @@
 #define SLEEP_STEP_NS 1000000LL      /* longest sleep between looks at the control block */
 #define START_POLL_NS 200000LL       /* how often a ready sender looks for the start */
 #define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
+#define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
 
 typedef struct time_map {
     int64_t anchor_ns;
@@ -125,6 +127,15 @@ typedef struct pending {
     int8_t out[OMDP_REPLAY_COPIES]; /* index in the out array, -1: not sent on that copy */
 } pending_t;
 
+/* True when the service that started this sender is gone (we were re-parented). */
+static int orphaned(const omdp_replay_run_args_t *a, int64_t now, int64_t *next_check)
+{
+    if (a->service_pid == 0 || now < *next_check)
+        return 0;
+    *next_check = now + PARENT_CHECK_NS;
+    return (int64_t)getppid() != a->service_pid;
+}
+
 static int finish(const omdp_replay_run_args_t *a, int result)
 {
     STORE_RLX(&a->status->heartbeat_ns, omdp_now_ns());
@@ -146,6 +157,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
 
+    int64_t next_parent_check = 0;
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_READY);
     for (;;) {
         if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
@@ -153,6 +165,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         if (LOAD_ACQ(&ctl->start_ns) != 0)
             break;
         int64_t now = omdp_now_ns();
+        if (orphaned(a, now, &next_parent_check)) {
+            omdp_replay_status_fail(st, "the replay service is gone");
+            return OMDP_REPLAY_ORPHANED;
+        }
         STORE_RLX(&st->heartbeat_ns, now);
         sleep_until(now + START_POLL_NS);
     }
@@ -185,6 +201,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             int64_t now = omdp_now_ns();
             if (now >= end_ns)
                 return finish(a, OMDP_REPLAY_ENDED);
+            if (orphaned(a, now, &next_parent_check)) {
+                omdp_replay_status_fail(st, "the replay service is gone");
+                return OMDP_REPLAY_ORPHANED;
+            }
             if (due > now) {
                 if (due - now > a->spin_ns) {
                     int64_t until = due - a->spin_ns;

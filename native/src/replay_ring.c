@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "omdp/vega.h"
 #include "replay_sink.h"
@@ -10,7 +11,7 @@
 #define RING_WAIT_SLICE_NS 10000000LL   /* a blocked put looks at stop and the peer this often */
 
 /* A slot for the next frame: at once, or after waiting (on_full=block) until the receiver
- * frees one, the service says stop, or the receiver is gone. NULL with *fatal set when the
+ * frees one, the service says stop, or the receiver or the service is gone. NULL with *fatal set when the
  * run cannot go on. */
 static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, int *fatal, char *err, size_t errlen)
 {
@@ -29,6 +30,11 @@ static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, i
         }
         if (sink->command && __atomic_load_n(sink->command, __ATOMIC_ACQUIRE) == OMDP_REPLAY_CMD_STOP)
             return NULL;
+        if (sink->service_pid && (int64_t)getppid() != sink->service_pid) {
+            snprintf(err, errlen, "the replay service is gone");
+            *fatal = 1;
+            return NULL;
+        }
     }
 }
 

@@ -254,20 +254,21 @@ int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t 
     return (int64_t)i;
 }
 
-int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator,
-                             int64_t *rtt)
+int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator, int64_t *t_a,
+                             int64_t *t_b)
 {
     _Atomic uint64_t *ping = (_Atomic uint64_t *)ping_word, *pong = (_Atomic uint64_t *)pong_word;
     for (uint64_t i = 1; i <= n; i++) {
         if (initiator) {
-            int64_t t0 = omdp_now_ns();
+            t_a[i - 1] = omdp_now_ns();
             atomic_store_explicit(ping, i, memory_order_release);
             if (wait_ack(pong, i) != OMDP_VEGA_OK)
                 return (int64_t)i - 1;
-            rtt[i - 1] = omdp_now_ns() - t0;
+            t_b[i - 1] = omdp_now_ns();
         } else {
             if (wait_ack(ping, i) != OMDP_VEGA_OK)
                 return (int64_t)i - 1;
+            t_a[i - 1] = omdp_now_ns();
             atomic_store_explicit(pong, i, memory_order_release);
         }
     }

@@ -10,8 +10,9 @@ capture for a fixed time):
 - a sweep of rates that finds where multicast stops keeping up (below 99.99% of the schedule,
   DESIGN.md "sustainable").
 
-Without ``--capture`` it writes a 24-line capture of its own (random recorded gaps at 1x,
-1..27 messages per packet, about 330 bytes per packet) to a temporary directory.
+Without ``--capture`` it synthesizes a 24-line capture (``omdp synth``, 1x, seed 0) in a
+temporary directory. A capture given with ``--capture`` is sent to its own groups: run the
+benchmark with no consumer listening there.
 """
 from __future__ import annotations
 
@@ -24,57 +25,37 @@ import threading
 from pathlib import Path
 
 import click
-import numpy as np
 
-from feedhandlers.captures import PcapWriter
 from omdp.native import ffi, lib
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
 from ops.bench.machine import machine_info
 from ops.replay.config import ReplayConfig
-from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.rates import RateSpec
 from ops.replay.report import fmt_ns
 from ops.replay.service import ReplayService
 from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus
+from ops.synth.generator import SynthConfig, synthesize
 
-BENCH_LINES = 24
 MAX_RATE_PPS = 50_000_000
 """A schedule no sender can keep: measures the send loop flat out."""
 RING_SPEC = ChannelSpec(transport="vega-shm", queue_size=1024, max_message=2048, mutex=False, wait="spin")
 """The ring the benchmark's consumer makes: a packet per slot, the tuned knobs (no mutex)."""
 
 
-def write_bench_capture(directory: Path, *, packets_per_line: int, seed: int = 0) -> Path:
-    """A 24-line capture at 1x (24,000 packets/s in all, Poisson gaps) with OPRA headers
-    and filler bodies; returns the directory."""
-    directory.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    entries = []
-    t0 = 1_202_135_400_000_000_000
-    for line in range(1, BENCH_LINES + 1):
-        n = packets_per_line
-        msgs = rng.integers(1, 28, n)
-        lengths = (16 + 22 * msgs + rng.integers(0, 20, n)).astype(np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int64)
-        buf = np.full(int(lengths.sum()), 0x80, dtype=np.uint8)
-        seqs = 1 + np.concatenate([[0], np.cumsum(msgs[:-1])])
-        buf[offsets] = 0x01
-        buf[offsets + 1] = 0x02
-        for k, p in enumerate(10 ** np.arange(9, -1, -1)):
-            buf[offsets + 2 + k] = 48 + (seqs // p) % 10
-        for k, p in enumerate((100, 10, 1)):
-            buf[offsets + 12 + k] = 48 + (msgs // p) % 10
-        buf[offsets + lengths - 1] = 0x03
-        gaps = rng.exponential(BENCH_LINES * 1e9 / PAPER_1X_PPS, n).astype(np.int64)
-        ts = t0 + line * 1000 + np.cumsum(gaps)
-        group, port = f"239.255.77.{line}", 47000 + line
-        with PcapWriter(directory / f"line{line:02d}.pcap", dst_ip=group, dst_port=port) as w:
-            w.write(buf, offsets, lengths, ts)
-        entries.append({"line": line, "a": {"group": group, "port": port},
-                        "b": {"group": f"239.255.78.{line}", "port": 48000 + line}})
-    (directory / "manifest.json").write_text(json.dumps({"date": "2008-02-04", "lines": entries}))
-    return directory
+def synth_capture(directory: Path, seconds: float) -> Path:
+    """A 24-line ``omdp synth`` capture of ``seconds`` at 1x (bursty, about 14 messages and
+    290 bytes per packet); returns its capture directory. Its multicast groups are moved to
+    239.255.77.n (A) and 239.255.78.n (B), so a pipeline running beside the benchmark on the
+    standard groups hears none of it."""
+    cap = synthesize(SynthConfig(data=directory, seconds=seconds, seed=0, progress=False)).directory
+    manifest = json.loads((cap / "manifest.json").read_text())
+    for entry in manifest["lines"]:
+        entry["a"]["group"] = f"239.255.77.{entry['line']}"
+        entry["b"]["group"] = f"239.255.78.{entry['line']}"
+    (cap / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return cap
 
 
 class _RingConsumer:
@@ -155,7 +136,7 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
     }
 
 
-def run_replay_bench(capture: Path | None, *, packets_per_line: int, seconds: float, cpus: tuple[int, ...],
+def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: float, cpus: tuple[int, ...],
                      sweep: tuple[float, ...], log: bool = True) -> dict[str, object]:
     """Every measurement of this benchmark; returns the JSON document."""
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
@@ -167,8 +148,8 @@ def run_replay_bench(capture: Path | None, *, packets_per_line: int, seconds: fl
 
     try:
         if capture is None:
-            note(f"writing a {BENCH_LINES}-line capture of {packets_per_line:,} packets per line")
-            capture = write_bench_capture(tmp / "capture", packets_per_line=packets_per_line)
+            note(f"synthesizing a {capture_seconds:g} s capture at 1x (omdp synth, 24 lines, seed 0)")
+            capture = synth_capture(tmp / "data", capture_seconds)
         for target, copies in (("multicast", "A"), ("multicast", "A,B"), ("ring", "A")):
             res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
                        cpus=cpus, ring=target == "ring")

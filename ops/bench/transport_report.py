@@ -4,10 +4,26 @@ from __future__ import annotations
 from typing import Any
 
 
+SETTINGS = {
+    "fused": "one process, a direct call",
+    "vega-shm C": "C loop; queue 128 x max(256 B, size) slots, mutex off, wait spin",
+    "vega-shm C spin-yield": "as vega-shm C, wait spin-yield",
+    "vega-shm Python": "one put / get+release_buffer per message; as vega-shm C",
+    "vega-shm Python batched": "put_batch of 64, get_batch + release_batch; as vega-shm C",
+    "tcp": "C stream, TCP_NODELAY, 128 receiver slots; Python API per message",
+    "zmq": "pyzmq PUSH/PULL ipc://, HWM 128",
+    "mpqueue": "multiprocessing.Queue(maxsize=128)",
+    "memcpy (one CPU)": "size-byte copies into 128 slots of the ring's stride",
+}
+"""What each row is, printed beside it (the JSON rows carry the exact knobs)."""
+
+
 def _ns(v: float | None) -> str:
     if v is None:
         return "n/a"
-    return f"{v / 1000:.2f} us" if v >= 10_000 else f"{v:.0f} ns"
+    if v >= 1_000_000:
+        return f"{v / 1e6:.1f} ms"
+    return f"{v / 1000:.1f} us" if v >= 10_000 else f"{v:.0f} ns"
 
 
 def _rate(v: float | None) -> str:
@@ -20,6 +36,13 @@ def _gbs(v: float | None) -> str:
     return "-" if v is None else f"{v / 1e9:.2f}"
 
 
+def _offsets(rep: dict[str, Any]) -> str:
+    values = [o for r in rep["latency"] for o in r.get("clock_offset_ns", [])]
+    if not values:
+        return "none measured"
+    return f"{min(values):+.0f} to {max(values):+.0f} ns"
+
+
 def _grid(rows: list[dict[str, Any]], sizes: list[int], cell: Any, media: list[str]) -> list[str]:
     head = "| medium | settings | " + " | ".join(f"{s} B" for s in sizes) + " |"
     out = [head, "|" + "---|" * (len(sizes) + 2)]
@@ -27,8 +50,7 @@ def _grid(rows: list[dict[str, Any]], sizes: list[int], cell: Any, media: list[s
         mine = {r["size"]: r for r in rows if r["medium"] == m}
         if not mine:
             continue
-        settings = next(iter(mine.values()))["settings"]
-        out.append(f"| {m} | {settings} | " + " | ".join(cell(mine.get(s)) for s in sizes) + " |")
+        out.append(f"| {m} | {SETTINGS.get(m, '')} | " + " | ".join(cell(mine.get(s)) for s in sizes) + " |")
     return out
 
 
@@ -46,9 +68,16 @@ def markdown(rep: dict[str, Any], command: str) -> str:
         "",
         f"Floor: cache-line ping-pong between the two CPUs, one-way (half the round trip): "
         f"p50 {_ns(rep['pingpong']['one_way']['p50_ns'])}, p99 {_ns(rep['pingpong']['one_way']['p99_ns'])} "
-        f"(n = {rep['pingpong']['one_way']['n']}).",
+        f"(n = {rep['pingpong']['one_way']['n']}). The two CPUs' clocks can disagree on a VM: every "
+        f"cross-process latency run measures the offset (receiver CPU clock minus sender CPU clock) by "
+        f"a ping-pong in the same two processes before and after its samples and subtracts the mean; "
+        f"offsets seen in this run: {_offsets(rep)}.",
         "",
     ]
+    lines += ["Cache-line ping-pong one-way p50 measured by each vega-shm C latency run's own two processes "
+              "(the vCPUs' placement on the host changes over time; this is the floor that run had):", ""]
+    lines += _grid(rep["latency"], lat_sizes, lambda r: _ns(r.get("floor_p50_ns")) if r else "-", ["vega-shm C"])
+    lines.append("")
     for key, title in (("p50_ns", "p50"), ("p99_ns", "p99"), ("p99.9_ns", "p99.9"), ("max_ns", "max")):
         lines += [f"One-way latency, {title} (samples per cell: C paths and fused "
                   f"{rep['plan']['lat_n']['c']}, vega Python {rep['plan']['lat_n']['py']}, tcp/zmq/mpqueue "

@@ -72,19 +72,23 @@ def vega_c_lat_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared:
                     ready: Callable[[str], None]) -> dict[str, Any]:
     rx = VegaReceiver.create(spec, endpoint)
     ready(endpoint)
+    before = calibrate(shared, False, 0)
     lat = np.zeros(n, dtype=np.int64)
     cs = ffi.new("uint64_t *")
     got = lib.omdp_tbench_vega_lat_recv(rx.c_handle, n, ffi.from_buffer("int64_t[]", lat), _word(shared), cs)
+    after = calibrate(shared, False, 1)
     rx.close()
-    return {"got": int(got), "lat": lat[: max(int(got), 0)], "checksum": int(cs[0])}
+    return {"got": int(got), "lat": lat[: max(int(got), 0)], "checksum": int(cs[0]), "cal": (before, after)}
 
 
 def vega_c_lat_send(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mmap.mmap) -> dict[str, Any]:
     tx = VegaSender.attach(spec, endpoint)
+    before = calibrate(shared, True, 0)
     cs = ffi.new("uint64_t *")
     sent = lib.omdp_tbench_vega_lat_send(tx.c_handle, n, size, _word(shared), LAT_GAP_NS, cs)
+    after = calibrate(shared, True, 1)
     tx.close()
-    return {"sent": int(sent), "checksum": int(cs[0])}
+    return {"sent": int(sent), "checksum": int(cs[0]), "cal": (before, after)}
 
 
 def vega_c_tput_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mmap.mmap,
@@ -113,35 +117,41 @@ def py_lat_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mma
                 ready: Callable[[str], None]) -> dict[str, Any]:
     rx = open_receiver(spec, endpoint)
     ready(getattr(rx, "endpoint", endpoint))
+    before = calibrate(shared, False, 0)
     ack = np.frombuffer(shared, dtype=np.uint64, count=1)
     lat = np.zeros(n, dtype=np.int64)
-    now, checksum, from_buffer = lib.omdp_now_ns, lib.omdp_tbench_checksum, ffi.from_buffer
+    now, checksum, from_buffer, get = lib.omdp_now_ns, lib.omdp_tbench_checksum, ffi.from_buffer, rx.get
     total = 0
     for i in range(n):
-        slot, view = _next(rx)
+        # unbounded get: a dead sender ends it with an error (vega, tcp) or the parent's timeout
+        slot, view = get()
         t = now()
         lat[i] = t - int.from_bytes(view[:8], "little")
         total += checksum(from_buffer(view), len(view))
         rx.release_buffer(slot)
         ack[0] = i + 1
+    after = calibrate(shared, False, 1)
     rx.close()
-    return {"got": n, "lat": lat, "checksum": total & MASK64}
+    return {"got": n, "lat": lat, "checksum": total & MASK64, "cal": (before, after)}
 
 
 def py_lat_send(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mmap.mmap) -> dict[str, Any]:
     tx = open_sender(spec, endpoint)
+    before = calibrate(shared, True, 0)
     ack = np.frombuffer(shared, dtype=np.uint64, count=1)
     payloads, _ = patterns(size)
-    now, checksum = lib.omdp_now_ns, lib.omdp_tbench_checksum
+    tails = [p[8:] for p in payloads]  # the message minus its stamp, made before the clock runs
+    now, checksum, put = lib.omdp_now_ns, lib.omdp_tbench_checksum, tx.put
     total = 0
     for i in range(n):
-        buf = now().to_bytes(8, "little") + payloads[i % POOL][8:]
-        tx.put(buf)
+        buf = now().to_bytes(8, "little") + tails[i % POOL]
+        put(buf)
         total += checksum(buf, size)
         while ack[0] <= i:
             pass
+    after = calibrate(shared, True, 1)
     tx.close()
-    return {"sent": n, "checksum": total & MASK64}
+    return {"sent": n, "checksum": total & MASK64, "cal": (before, after)}
 
 
 def py_tput_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mmap.mmap,
@@ -236,8 +246,21 @@ def memcpy_bw(size: int, queue_size: int, max_message: int, iters: int) -> dict[
     return {"elapsed_ns": dt, "bytes": size * iters}
 
 
-def pingpong(shared: mmap.mmap, n: int, initiator: bool) -> dict[str, Any]:
-    rtt = np.zeros(n if initiator else 1, dtype=np.int64)
-    done = lib.omdp_tbench_pingpong(_word(shared, 0), _word(shared, 128), n, int(initiator),
-                                    ffi.from_buffer("int64_t[]", rtt))
-    return {"done": int(done), "rtt": rtt[: int(done)] if initiator else None}
+def pingpong(shared: mmap.mmap, n: int, initiator: bool, at: int = 0) -> dict[str, Any]:
+    """Ping-pong on two lines of ``shared`` from byte ``at``: the initiator's send and
+    answer times, the responder's receive times."""
+    t_a = np.zeros(n, dtype=np.int64)
+    t_b = np.zeros(n, dtype=np.int64)
+    done = int(lib.omdp_tbench_pingpong(_word(shared, at), _word(shared, at + 128), n, int(initiator),
+                                        ffi.from_buffer("int64_t[]", t_a), ffi.from_buffer("int64_t[]", t_b)))
+    return {"done": done, "t_a": t_a[:done], "t_b": t_b[:done]}
+
+
+CALIBRATION_N = 3000
+"""Ping-pong exchanges a latency pair makes before and after its run, so the offset
+between the two CPUs' clocks is measured by the very processes that stamp."""
+
+
+def calibrate(shared: mmap.mmap, initiator: bool, phase: int) -> dict[str, Any]:
+    """One calibration ping-pong (phase 0 before the run, 1 after) on its own lines."""
+    return pingpong(shared, CALIBRATION_N, initiator, at=512 + 512 * phase)

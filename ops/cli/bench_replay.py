@@ -12,21 +12,22 @@ from ops.cli.bench import bench
 
 @bench.command("replay")
 @click.option("--capture", type=click.Path(path_type=Path, exists=True, file_okay=False),
-              help="capture directory to replay (default: a generated 24-line one)")
-@click.option("--packets-per-line", type=int, default=5_000, show_default=True, help="size of the generated capture")
+              help="capture directory to replay (default: one made with omdp synth)")
+@click.option("--capture-seconds", type=float, default=5.0, show_default=True,
+              help="length of the capture synthesized when --capture is not given")
 @click.option("--seconds", type=float, default=3.0, show_default=True, help="longest run of each measurement")
 @click.option("--cpus", default="0", show_default=True,
               help="pin the sender to this CPU ('' for none); a ring's consumer runs on another")
 @click.option("--sweep", default="15,20,25,30,40", show_default=True, help="rates (x) tried to find where multicast falls behind")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the results here")
-def bench_replay(capture: Path | None, packets_per_line: int, seconds: float, cpus: str, sweep: str,
+def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, cpus: str, sweep: str,
                  json_out: Path | None) -> None:
     """Maximum packets/s over loopback multicast, and pacing error at 1x, 5x, 10x."""
     from ops.bench.replay import render_table, run_replay_bench
 
     cpu_tuple = tuple(int(c) for c in cpus.split(",") if c.strip())
     rates = tuple(float(x.strip().rstrip("xX")) for x in sweep.split(",") if x.strip())
-    doc = run_replay_bench(capture, packets_per_line=packets_per_line, seconds=seconds, cpus=cpu_tuple, sweep=rates)
+    doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates)
     click.echo(render_table(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")
     if json_out is not None:

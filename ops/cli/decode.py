@@ -1,6 +1,7 @@
 """``omdp decode``: print the messages of a capture, one line each."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -28,18 +29,23 @@ def decode(path: str, fmt: str | None, ascii_: bool) -> None:
     style = "ascii" if ascii_ else "table"
     dec = BatchDecoder(max_errors=CHUNK_PACKETS)
     out = sys.stdout
-    if not ascii_:
-        out.write(TABLE_HEADER + "\n")
     bad = 0
-    for start in range(0, len(cap), CHUNK_PACKETS):
-        end = min(len(cap), start + CHUNK_PACKETS)
-        batch = dec.decode(cap.buf, cap.offsets[start:end], cap.lengths[start:end], first_packet_index=start)
-        text, _ = render_text(batch.records, batch.side, style)
-        out.write(text)
-        for e in batch.errors:
-            click.echo(f"omdp decode: {e}", err=True)
-        bad += len(batch.errors)
-    out.flush()
+    try:
+        if not ascii_:
+            out.write(TABLE_HEADER + "\n")
+        for start in range(0, len(cap), CHUNK_PACKETS):
+            end = min(len(cap), start + CHUNK_PACKETS)
+            batch = dec.decode(cap.buf, cap.offsets[start:end], cap.lengths[start:end], first_packet_index=start)
+            text, _ = render_text(batch.records, batch.side, style)
+            out.write(text)
+            for e in batch.errors:
+                click.echo(f"omdp decode: {e}", err=True)
+            bad += len(batch.errors)
+        out.flush()
+    except BrokenPipeError:
+        # The reader stopped early (``omdp decode FILE | head``): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     c = dec.counters
     click.echo(f"omdp decode: {c['packets']} packets, {c['messages']} messages, {c['packets_bad']} malformed", err=True)
     if bad:

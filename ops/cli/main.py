@@ -21,19 +21,19 @@ def _register() -> None:
     import ops.bench.decode  # noqa: F401
     import ops.bench.synth  # noqa: F401
     import ops.cli.bench  # noqa: F401
+    import ops.cli.bench_engine  # noqa: F401
+    import ops.cli.bench_replay  # noqa: F401
+    import ops.cli.bench_sweep  # noqa: F401
+    import ops.cli.capture  # noqa: F401
     import ops.cli.decode  # noqa: F401
+    import ops.cli.demo  # noqa: F401
     import ops.cli.native_info  # noqa: F401
     import ops.cli.plan  # noqa: F401
-    import ops.cli.run  # noqa: F401
-    import ops.cli.bench_replay  # noqa: F401
     import ops.cli.replay  # noqa: F401
-    import ops.cli.shm  # noqa: F401
+    import ops.cli.run  # noqa: F401
     import ops.cli.runs  # noqa: F401
+    import ops.cli.shm  # noqa: F401
     import ops.cli.synth  # noqa: F401
-    import ops.cli.capture  # noqa: F401
-    import ops.cli.demo  # noqa: F401
-    import ops.cli.bench_engine  # noqa: F401
-    import ops.cli.bench_sweep  # noqa: F401
 
 
 def main() -> None:

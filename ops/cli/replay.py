@@ -2,7 +2,6 @@
 paced in C, with live status, an HTTP control API and a summary at the end."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time

@@ -1,5 +1,6 @@
 """The lines of one capture directory that a replay sends: their multicast endpoints from
-``manifest.json`` and their packets from ``line<NN>.pcap`` (and its rotated files).
+``manifest.json`` (docs/manifest.md: ``lines[].a/b.group/port``, ``lines[].files.a``) and
+their packets from the files it names, or ``line<NN>.pcap`` and its rotated files.
 
 Everything that can be wrong with the input is found here, before anything is sent: a
 missing directory, manifest or pcap, a corrupt or cut-short pcap, a line the manifest does
@@ -21,10 +22,12 @@ class CaptureInputError(ValueError):
 
 @dataclass(frozen=True)
 class LineEndpoints:
-    """Where a line's copies go: copy ('A'/'B') -> (multicast group, UDP port)."""
+    """Where a line's copies go: copy ('A'/'B') -> (multicast group, UDP port); and the
+    line's A capture files when the manifest names them (in rotation order)."""
 
     line: int
     groups: dict[str, tuple[str, int]]
+    files: tuple[str, ...] = ()
 
 
 def line_file(capture_dir: Path, line: int) -> Path:
@@ -64,7 +67,10 @@ def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
         if not 1 <= line <= MAX_LINE:
             raise CaptureInputError(f"{path}: line {line} is outside 1-{MAX_LINE}")
         groups = {c: ep for c in ("A", "B") if (ep := _endpoint(entry, c, str(path))) is not None}
-        out[line] = LineEndpoints(line=line, groups=groups)
+        files = entry.get("files", {}).get("a", []) if isinstance(entry.get("files"), dict) else []
+        if not isinstance(files, list) or not all(isinstance(f, str) and "/" not in f for f in files):
+            raise CaptureInputError(f"{path}: files of line {line} must be a list of file names")
+        out[line] = LineEndpoints(line=line, groups=groups, files=tuple(files))
     return manifest, out
 
 
@@ -94,7 +100,11 @@ class CaptureSet:
             for copy in copies:
                 if copy not in endpoints[ln].groups:
                     raise CaptureInputError(f"{capture_dir / 'manifest.json'}: line {ln} has no multicast group for copy {copy}")
-            found = rotated_paths(line_file(capture_dir, ln))
+            named = [capture_dir / f for f in endpoints[ln].files]
+            for f in named:
+                if not f.is_file():
+                    raise CaptureInputError(f"{f}: missing (the manifest names it for line {ln})")
+            found = named or rotated_paths(line_file(capture_dir, ln))
             if not found:
                 raise CaptureInputError(f"{line_file(capture_dir, ln)}: missing (line {ln} is in the manifest)")
             files[ln] = found

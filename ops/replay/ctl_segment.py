@@ -85,10 +85,14 @@ class CtlSegment:
     def end_ns(self) -> int:
         return int(self.control.end_ns)
 
-    def drain_log(self, i: int, max_entries: int = 1 << 16) -> np.ndarray:
-        """Take up to ``max_entries`` sent packets from sender i's log (SENT_DTYPE)."""
-        out = np.empty(max_entries, dtype=SENT_DTYPE)
-        n = lib.omdp_replay_log_drain(self.log_ptr(i), ffi.cast("omdp_replay_sent_t *", ffi.from_buffer(out)), max_entries)
+    def drain_log(self, i: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Take sent packets from sender i's log into ``out`` (SENT_DTYPE; a new array of
+        65,536 when None), as many as fit; returns the filled part."""
+        if out is None:
+            out = np.empty(1 << 16, dtype=SENT_DTYPE)
+        if out.dtype != SENT_DTYPE or not out.flags.c_contiguous:
+            raise ValueError("drain_log needs a contiguous SENT_DTYPE array")
+        n = lib.omdp_replay_log_drain(self.log_ptr(i), ffi.cast("omdp_replay_sent_t *", ffi.from_buffer(out)), out.shape[0])
         return out[: int(n)]
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 the summary printed when a replay ends."""
 from __future__ import annotations
 
+from ops.replay.rates import PAPER_1X_PPS
 from ops.replay.status import PacingStatus, ReplayStatus
 
 
@@ -26,6 +27,8 @@ def pacing_line(p: PacingStatus) -> str:
 def postfix(st: ReplayStatus) -> str:
     """One short line for the progress bar."""
     ach = f"{st.achieved_x:.2f}x" if st.achieved_x is not None else "-"
+    if st.recent_pps is not None:
+        ach = f"{st.recent_pps / PAPER_1X_PPS:.2f}x now, {ach}"
     tgt = f"{st.target_x:.2f}x" if st.target_x is not None else "-"
     warn = " BEHIND" if any(w.startswith("target rate not achieved") for w in st.warnings) else ""
     return f"{ach}/{tgt} p99 {fmt_ns(st.pacing.p99_ns)} max {fmt_ns(st.pacing.max_ns)}{warn}"
@@ -43,7 +46,11 @@ def summary(st: ReplayStatus) -> str:
         mps = ""
         if st.messages_per_packet and st.achieved_pps:
             mps = f"; {st.achieved_pps * st.messages_per_packet:,.0f} messages/s"
-        out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x), achieved {ach_pps}{frac}{mps}")
+        due = ""
+        if st.elapsed_s > 0 and st.packets_due:
+            due = f" (the schedule asked {st.packets_due / st.elapsed_s:,.0f} pps over this time)"
+        out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x) averaged over a lap{due}, "
+                   f"achieved {ach_pps}{frac}{mps}")
     out.append(pacing_line(st.pacing))
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")

@@ -1,14 +1,12 @@
 """A sender process: maps its share of the schedule and the capture files, opens its sink,
 and hands everything to the C pacing loop (``omdp_replay_run``) in one call.
 
-The service spawns one per ``--senders``; Python runs here only before and after the loop.
+The service starts one per ``--senders`` as a program (``ops.replay.sender_program``);
+Python runs here only before and after the loop.
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,9 +16,6 @@ from omdp.transport.vega import VegaSender
 from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_table import IntendedTable
 from ops.replay.ring_target import attach_ring
-
-_PR_SET_PDEATHSIG = 1
-
 
 @dataclass(frozen=True)
 class UdpTarget:
@@ -61,16 +56,6 @@ class SenderPlan:
     parent_pid: int
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """A sender must not outlive its service (it could loop forever): ask Linux for SIGTERM
-    when the parent goes, and leave at once if it already went."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
 def _open_udp(target: UdpTarget, keep: list) -> object:
     sink = ffi.new("omdp_replay_udp_sink_t *")
     keep.append(sink)
@@ -83,10 +68,11 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     return sink
 
 
-def _ring_sink(tx: VegaSender, ctl: CtlSegment, keep: list) -> object:
+def _ring_sink(tx: VegaSender, ctl: CtlSegment, service_pid: int, keep: list) -> object:
     sink = ffi.new("omdp_replay_ring_sink_t *")
     sink.tx = tx.c_handle
     sink.command = ffi.addressof(ctl.control, "command")
+    sink.service_pid = service_pid
     keep.append(sink)
     return sink
 
@@ -133,7 +119,7 @@ def run_sender(plan: SenderPlan) -> int:
         if isinstance(plan.target, RingTarget):
             largest = int(pkts["len"].max()) if pkts.shape[0] else 0
             ring = attach_ring(plan.target.name, largest, plan.target.connect_timeout)
-            sink = _ring_sink(ring, ctl, keep)
+            sink = _ring_sink(ring, ctl, plan.parent_pid, keep)
         else:
             sink = udp = _open_udp(plan.target, keep)
         args = ffi.new("omdp_replay_run_args_t *")
@@ -154,6 +140,7 @@ def run_sender(plan: SenderPlan) -> int:
         args.drop_threshold = list(plan.drop_thresholds)
         args.drop_seed = plan.drop_seed
         args.spin_ns = plan.spin_ns
+        args.service_pid = plan.parent_pid
         return int(lib.omdp_replay_run(args))
     except Exception as e:  # noqa: BLE001 - any failure must reach the service as status text
         lib.omdp_replay_status_fail(status, f"sender {plan.index}: {e}".encode(errors="replace")[:255])
@@ -166,10 +153,3 @@ def run_sender(plan: SenderPlan) -> int:
         if table is not None:
             table.close()
         ctl.close()
-
-
-def sender_main(plan: SenderPlan) -> None:
-    """Entry point of a spawned sender process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service handles Ctrl-C and says stop
-    _die_with_parent(plan.parent_pid)
-    run_sender(plan)

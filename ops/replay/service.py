@@ -9,10 +9,12 @@ drains the senders' logs into ``intended.parquet`` and notices a sender that fai
 from __future__ import annotations
 
 import atexit
-import multiprocessing as mp
 import os
+import pickle
 import secrets
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,10 +30,10 @@ from ops.replay.control_packets import reset_packets
 from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_parquet import IntendedParquetWriter
 from ops.replay.intended_table import IntendedTable
-from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES
+from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES, SENT_DTYPE
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
-from ops.replay.sender import RingTarget, SenderPlan, UdpTarget, sender_main
+from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
 from ops.replay.shm_segments import ctl_name, intended_name, reap_stale_segments
 from ops.replay.status import (
     LAG_WARN_NS,
@@ -48,6 +50,10 @@ START_LEAD_NS = 5_000_000
 """The common start lies this far after the last sender is ready, so every one sees it."""
 POLL_S = 0.02
 """Supervisor period: log drains and health checks."""
+DRAIN_ENTRIES = 1 << 16
+"""Sent-log entries taken per drain call (the buffer is reused)."""
+RATE_MARK_NS = 1_000_000_000
+"""The recent rate is measured over about this long."""
 INT64_MAX = (1 << 63) - 1
 
 
@@ -57,6 +63,19 @@ class ReplayStateError(RuntimeError):
 
 class ReplaySenderError(RuntimeError):
     """A sender process failed; the message carries its own words."""
+
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The directory holding the ``ops`` package, put on the senders' path."""
+
+
+def _reap(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for a sender to exit, killing it if it has not within ``timeout``."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5.0)
 
 
 def new_run_id() -> str:
@@ -78,7 +97,7 @@ class _Run:
     table: IntendedTable | None
     writer: IntendedParquetWriter | None
     lines_of: list[list[int]]
-    procs: list = field(default_factory=list)
+    procs: list[subprocess.Popen] = field(default_factory=list)
     tmpdir: Path | None = None
     start_ns: int = 0
     end_ns: int = INT64_MAX
@@ -90,6 +109,9 @@ class _Run:
     thread: threading.Thread | None = None
     final: ReplayStatus | None = None
     released: bool = False
+    rate_marks: list[tuple[int, int]] = field(default_factory=list)
+    """(time ns, packets done) about once a second, for the recent rate."""
+    drain_buf: np.ndarray = field(default_factory=lambda: np.empty(DRAIN_ENTRIES, dtype=SENT_DTYPE))
 
 
 class ReplayService:
@@ -213,7 +235,7 @@ class ReplayService:
         sched = run.schedule
         sizes = captures.file_sizes()
         run.tmpdir = Path(tempfile.mkdtemp(prefix="omdp-replay-"))
-        ctx = mp.get_context("spawn")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
         thresholds = cfg.drop_thresholds()
         for i, lines in enumerate(run.lines_of):
             path = run.tmpdir / f"sender{i}.npy"
@@ -242,9 +264,12 @@ class ReplayService:
                 target=RingTarget(cfg.ring_name) if cfg.ring_name else UdpTarget(cfg.interface, cfg.ttl, dests),
                 parent_pid=os.getpid(),
             )
-            proc = ctx.Process(target=sender_main, args=(plan,), name=f"omdp-replay-sender-{i}", daemon=True)
-            proc.start()
-            run.procs.append(proc)
+            plan_path = run.tmpdir / f"sender{i}.plan"
+            plan_path.write_bytes(pickle.dumps(plan))
+            # A session of its own: the terminal's Ctrl-C reaches only the service, which
+            # stops the senders in order.
+            run.procs.append(subprocess.Popen([sys.executable, "-m", "ops.replay.sender_program", str(plan_path)],
+                                              env=env, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _wait_ready(self, run: _Run) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -253,8 +278,8 @@ class ReplayService:
             for i, proc in enumerate(run.procs):
                 if states[i] == SENDER_FAILED:
                     raise ReplaySenderError(self._sender_error(run, i))
-                if not proc.is_alive() and states[i] < SENDER_READY:
-                    raise ReplaySenderError(f"sender {i} exited with code {proc.exitcode} before it was ready")
+                if proc.poll() is not None and states[i] < SENDER_READY:
+                    raise ReplaySenderError(f"sender {i} exited with code {proc.returncode} before it was ready")
             if all(s >= SENDER_READY for s in states):
                 return
             if time.monotonic() > deadline:
@@ -335,28 +360,29 @@ class ReplayService:
         while True:
             time.sleep(POLL_S)
             self._drain(run)
+            t = now_ns()
+            if not run.rate_marks or t - run.rate_marks[-1][0] >= RATE_MARK_NS:
+                run.rate_marks = [*run.rate_marks[-1:], (t, int(run.ctl.senders["packets_done"].sum()))]
             states = run.ctl.senders["state"]
-            alive = [p.is_alive() for p in run.procs]
+            alive = [p.poll() is None for p in run.procs]
             for i, proc in enumerate(run.procs):
                 dead_early = not alive[i] and states[i] not in (SENDER_DONE, SENDER_FAILED)
                 if (states[i] == SENDER_FAILED or dead_early) and run.error is None:
                     run.error = self._sender_error(run, i) if states[i] == SENDER_FAILED else (
-                        f"sender {i} died (exit code {proc.exitcode})")
+                        f"sender {i} died (exit code {proc.returncode})")
                     run.ctl.stop()
             if not any(alive):
                 break
             if run.stop_requested and time.monotonic() > run.stop_deadline:
                 for proc in run.procs:
-                    if proc.is_alive():
+                    if proc.poll() is None:
                         proc.terminate()
                 for proc in run.procs:
-                    proc.join(2.0)
-                    if proc.is_alive():
-                        proc.kill()
+                    _reap(proc, 2.0)
                 break
         with self._lock:
             for proc in run.procs:
-                proc.join(1.0)
+                _reap(proc, 1.0)
             self._drain(run)
             if run.error:
                 run.state = "failed"
@@ -370,10 +396,10 @@ class ReplayService:
     def _drain(self, run: _Run) -> None:
         for i in range(len(run.procs)):
             while True:
-                sent = run.ctl.drain_log(i, run.ctl.log_capacity)
+                sent = run.ctl.drain_log(i, run.drain_buf)
                 if run.writer is not None:
                     run.writer.add(sent)
-                if sent.shape[0] < run.ctl.log_capacity:
+                if sent.shape[0] < DRAIN_ENTRIES:
                     break
 
     def _release(self, run: _Run) -> None:
@@ -396,10 +422,7 @@ class ReplayService:
         """A start that failed: stop whatever began and release everything."""
         run.ctl.stop()
         for proc in run.procs:
-            proc.join(5.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
+            _reap(proc, 5.0)
         run.state = "failed"
         run.error = "start failed"
         run.writer = None  # nothing was sent: no intended.parquet
@@ -494,6 +517,10 @@ class ReplayService:
         messages = int(sum(int(lines[ln]["messages"][c0]) for ln in run.schedule.line_packets))
         sent_first = int(sum(int(lines[ln]["packets"][c0]) for ln in run.schedule.line_packets))
         achieved_pps = packets_done / (elapsed_ns / 1e9) if elapsed_ns > 0 else None
+        recent_pps = None
+        if not finished and run.rate_marks and now > run.rate_marks[0][0]:
+            t0, p0 = run.rate_marks[0]
+            recent_pps = (packets_done - p0) / ((now - t0) / 1e9)
         pacing = pacing_from_hist(snd["pacing_hist"].sum(axis=0), int(snd["pacing_count"].sum()),
                                   int(snd["pacing_sum_ns"].sum()), int(snd["pacing_max_ns"].max()) if len(snd) else 0)
         return ReplayStatus(
@@ -510,6 +537,7 @@ class ReplayService:
             achieved_pps=achieved_pps,
             achieved_x=achieved_pps / PAPER_1X_PPS if achieved_pps is not None else None,
             achieved_fraction=fraction,
+            recent_pps=recent_pps,
             packets_sent=packets_done,
             packets_due=due,
             packets_total=None if cfg.loop else run.schedule.n_data,

@@ -84,6 +84,8 @@ class ReplayStatus(BaseModel):
     achieved_x: float | None = None
     achieved_fraction: float | None = None
     """Schedule progress over wall time (1.0: on schedule); below 0.9999 the rate is not met."""
+    recent_pps: float | None = None
+    """Packets/s over the last one to two seconds, while running (recorded bursts included)."""
     packets_sent: int = 0
     """Data packets handled (sent on some copy, or dropped on purpose), control packets aside."""
     packets_due: int = 0

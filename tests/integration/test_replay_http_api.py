@@ -1,6 +1,7 @@
 """The replay's HTTP router: status for anyone, actions only with the token."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ TOKEN = "s3cret-token"
 @pytest.fixture()
 def client_and_service(tmp_path: Path):
     write_capture(tmp_path / "cap", [make_line(1, 2000)])
-    svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=2000), copies="A",
+    svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=500), copies="A",
                                      run_dir=tmp_path / "run"))
     app = FastAPI()
     app.include_router(replay_router(svc, TOKEN))
@@ -31,7 +32,7 @@ def client_and_service(tmp_path: Path):
 def test_actions_need_the_token(client_and_service) -> None:
     client, svc = client_and_service
     r = client.get(API_PREFIX)
-    assert r.status_code == 200 and r.json()["state"] == "idle" and r.json()["rate"] == "2000 pps"
+    assert r.status_code == 200 and r.json()["state"] == "idle" and r.json()["rate"] == "500 pps"
     for path in ("/start", "/stop", "/rate"):
         r = client.post(API_PREFIX + path, json={"pps": 100} if path == "/rate" else None)
         assert r.status_code == 401, path
@@ -48,12 +49,15 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "running" and r.json()["packets_total"] == 2000
     assert client.post(API_PREFIX + "/start", headers=auth).status_code == 409
-    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 4000})
-    assert r.status_code == 200 and r.json()["target_pps"] == 4000
+    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 1000})
+    assert r.status_code == 200 and r.json()["target_pps"] == 1000
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "10x"})
     assert r.status_code == 409 and "fixed pps" in r.json()["detail"]
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "ten"})
     assert r.status_code == 422 and "not a rate" in r.json()["detail"]
+    deadline = time.monotonic() + 10
+    while client.get(API_PREFIX).json()["packets_sent"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     r = client.post(API_PREFIX + "/stop", headers=auth)
     assert r.status_code == 200 and r.json()["state"] == "stopped"
     st = client.get(API_PREFIX).json()

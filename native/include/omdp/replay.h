@@ -79,6 +79,7 @@
 #define OMDP_REPLAY_ENDED 2            /* end_ns reached */
 #define OMDP_REPLAY_EINVAL (-1)        /* bad arguments; status->error says which */
 #define OMDP_REPLAY_ESINK (-2)         /* the sink failed for good; status->error says why */
+#define OMDP_REPLAY_ORPHANED (-3)      /* the service died: a sender never runs on alone */
 
 /* Sink kinds */
 #define OMDP_REPLAY_SINK_UDP 1
@@ -220,6 +221,7 @@ typedef struct omdp_replay_udp_sink {
 typedef struct omdp_replay_ring_sink {
     void *tx;                   /* omdp_vega_sender_t * */
     const uint32_t *command;    /* the control block's command: a stop ends a wait for room */
+    int64_t service_pid;        /* as in omdp_replay_run_args_t: a dead service ends it too */
 } omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
@@ -241,6 +243,7 @@ typedef struct omdp_replay_run_args {
     uint64_t drop_threshold[OMDP_REPLAY_COPIES];  /* drop when the hash < this; 0: never */
     uint64_t drop_seed;
     int64_t spin_ns;            /* spin (rather than sleep) this close to a deadline */
+    int64_t service_pid;        /* stop when this process is no longer our parent; 0: never */
 } omdp_replay_run_args_t;
 
 /* ---- the pacing loop ---------------------------------------------------------------- */

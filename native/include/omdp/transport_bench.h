@@ -43,11 +43,12 @@ int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t s
 int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t *lat, uint64_t *ack_word,
                                   uint64_t *checksum);
 
-/* Cache-line ping-pong between two processes: the floor of any one-way hop. `ping` and
- * `pong` are on different cache lines of shared memory; the initiator stores i to ping,
- * the responder answers i on pong. rtt[i] filled by the initiator. */
-int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator,
-                             int64_t *rtt);
+/* Cache-line ping-pong between two processes: the floor of any one-way hop, and the
+ * offset between the two CPUs' clocks. `ping` and `pong` are on different cache lines of
+ * shared memory; the initiator stores i to ping, the responder answers i on pong. The
+ * initiator fills t_a (sent) and t_b (answer seen), the responder t_a (ping seen). */
+int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator, int64_t *t_a,
+                             int64_t *t_b);
 
 /* memcpy of `size`-byte messages into nslots slots `stride` apart, the way a sender fills
  * a ring (same footprint): returns elapsed ns for `iters` copies. */

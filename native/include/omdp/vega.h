@@ -21,6 +21,22 @@
  *
  * Status codes: 0 ok, positive = try again (FULL, EMPTY, TIMEOUT), negative = error.
  * Counters are single-writer relaxed stores, readable by anyone mapping the region.
+ *
+ * From a C loop (Python hands over the ends as VegaSender/VegaReceiver.c_handle):
+ *
+ *   omdp_vega_msg_t m;                                  // receive side, never blocks
+ *   while (omdp_vega_try_get(rx, &m) == OMDP_VEGA_OK) {
+ *       process(m.data, m.size);                        // zero copy, valid until release
+ *       omdp_vega_release(rx, m.slot_id);               // the credit
+ *   }
+ *   uint8_t *p = omdp_vega_claim(tx);                   // send side, in place ...
+ *   if (p) { n = build(p, tx->max_message); omdp_vega_commit(tx, n); }
+ *   rc = omdp_vega_put(tx, buf, n, timeout_ns);         // ... or by copy; <0 timeout: wait
+ *
+ * A mirrored ring (vega-tcp, vega-ib): omdp_vega_region_create() on the sender's memory,
+ * copy those bytes to the receiver's memory, omdp_vega_sender_open_local() and
+ * omdp_vega_receiver_open_local() on the two copies, and give each side a mirror function
+ * that carries (offset, bytes) to the other copy in order, landing the last 8 bytes last.
  */
 #ifndef OMDP_VEGA_H
 #define OMDP_VEGA_H
@@ -507,8 +523,15 @@ static inline int omdp_vega_peek(omdp_vega_receiver_t *rx, uint64_t seq, omdp_ve
 {
     const uint8_t *slot = omdp_vega_rx_slot(rx, seq);
     uint64_t begin = atomic_load_explicit((_Atomic uint64_t *)slot, memory_order_acquire);
-    if ((uint32_t)(begin >> 32) != omdp_vega_tag(seq, rx->log2_queue))
+    if ((uint32_t)(begin >> 32) != omdp_vega_tag(seq, rx->log2_queue)) {
+        /* ask for the next lines too while waiting, so a small message's end word arrives
+         * with its begin word instead of one transfer later */
+        if (rx->stride > 64)
+            __builtin_prefetch(slot + 64);
+        if (rx->stride > 128)
+            __builtin_prefetch(slot + 128);
         return OMDP_VEGA_EMPTY;
+    }
     uint32_t size = (uint32_t)begin;
     if (size > rx->max_message)
         return OMDP_VEGA_E_CORRUPT;
