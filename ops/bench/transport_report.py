@@ -13,7 +13,7 @@ SETTINGS = {
     "tcp": "C stream, TCP_NODELAY, 128 receiver slots; Python API per message",
     "zmq": "pyzmq PUSH/PULL ipc://, HWM 128",
     "mpqueue": "multiprocessing.Queue(maxsize=128)",
-    "memcpy (one CPU)": "size-byte copies into 128 slots of the ring's stride",
+    "memcpy (one CPU)": "size-byte copies into 128 slots of the ring's stride, best of 5 passes",
 }
 """What each row is, printed beside it (the JSON rows carry the exact knobs)."""
 

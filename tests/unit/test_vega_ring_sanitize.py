@@ -3,6 +3,8 @@ full ring (back-pressure, counted drops), oversize, releases, claim/commit, batc
 mutex. Runs under ASan/UBSan in CI ("sanitize" in the name)."""
 from __future__ import annotations
 
+import os
+import stat
 import threading
 
 import numpy as np
@@ -228,6 +230,7 @@ def test_shm_channel_in_one_process_and_cleanup(tmp_path) -> None:
     spec = ChannelSpec(queue_size=8, max_message=128, mutex=False)
     name = "omdp-sanitizetest-ch0"
     rx = VegaReceiver.create(spec, name)
+    assert stat.S_IMODE(os.stat(f"/dev/shm/{name}").st_mode) == 0o600
     tx = VegaSender.attach(spec, name)
     assert rx.peer_state() == "attached" and tx.peer_state() == "attached"
     tx.put(b"abc")
@@ -239,8 +242,6 @@ def test_shm_channel_in_one_process_and_cleanup(tmp_path) -> None:
     with pytest.raises(TransportError, match="closed"):
         rx.get(timeout=1)
     rx.close()
-    import os
-
     assert not os.path.exists(f"/dev/shm/{name}")
     assert bytes(view) == b"abc"  # the view's mapping outlives close: no crash
 
