@@ -69,7 +69,7 @@ typedef struct feed_handler {
     int64_t stats_interval_ns, next_publish_ns;
 
     /* totals */
-    uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root,
+    uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root, ring_full_polls,
         unknown_root, batches_out, intended_found, intended_missing, publish_errors, ring_closed;
     omdp_opra_error_t last_error;
 } feed_handler_t;

@@ -297,9 +297,6 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
 {
     feed_handler_t *fh = state;
     uint64_t pk_a = 0, pk_b = 0, acc = 0, dup_pk = 0, msgs = 0, dup_msgs = 0, missed = 0, dec_err = 0, resets = 0;
-    omdp_vega_stats_t ring = {0};
-    if (fh->ring)
-        omdp_vega_stats(fh->ring->base, &ring); /* the replayer waiting on a full ring: back-pressure */
     for (uint32_t i = 0; i < fh->n_lines; i++) {
         const fh_line_t *l = &fh->lines[i];
         pk_a += l->packets[0];
@@ -334,7 +331,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"bad_frames", fh->bad_frames},
         {"unknown_line", fh->unknown_line},
         {"ring_closed", fh->ring_closed},
-        {"ring_full_events", ring.tx_full_events},
+        {"ring_full_polls", fh->ring_full_polls},
         {"publish_errors", fh->publish_errors},
         {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
     };

@@ -114,9 +114,9 @@ class PipelineRun:
                      f" ({'ok' if a.balanced else 'MISMATCH'}); sampled {a.sampled:,}, collected {a.collected:,}; "
                      f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree"
                      + (" (books carry over between laps of the looped capture)" if r.laps > 1 else ""))
-        if a.ring_full_events:
-            lines.append(f"back-pressure: the replayer found a feed handler's ring full {a.ring_full_events:,} times "
-                         "(the pipeline did not keep up)")
+        if a.ring_full_polls:
+            lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
+                         "(the replayer waited for the pipeline)")
         if self.growth.growing is not None:
             lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
                          f"last third {self.growth.last_us:,.1f} us")
