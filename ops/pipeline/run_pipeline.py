@@ -106,7 +106,9 @@ class PipelineRun:
         if r.achieved_pps:
             lines.append(f"feed: {r.achieved_pps:,.0f} packets/s and "
                          f"{r.achieved_pps * (mpp or 0):,.0f} messages/s achieved at {mpp or 0:.2f} messages/packet; "
-                         f"target {r.target_pps:,.0f} packets/s; {r.laps} lap(s) of the capture")
+                         f"target {r.target_pps:,.0f} packets/s; replayer on schedule "
+                         + ("n/a" if r.achieved_fraction is None else f"{r.achieved_fraction:.3%}")
+                         + f"; {r.laps} lap(s) of the capture")
         lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
                      f"{a.messages_missed:,} missed, {a.packets_duplicate:,} duplicate packets, "
                      f"{a.decode_errors:,} decode errors")
