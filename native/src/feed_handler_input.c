@@ -95,6 +95,7 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
 {
     omdp_vega_msg_t msg;
     *empty = 0;
+    int64_t fh_in = 0;
     for (uint32_t k = 0; k < fh->batch; k++) {
         int rc = omdp_vega_try_get(fh->ring, &msg);
         if (rc == OMDP_VEGA_EMPTY) {
@@ -103,6 +104,8 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
         }
         if (rc != OMDP_VEGA_OK)
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
+        if (k == 0)
+            fh_in = omdp_now_ns(); /* every frame this poll takes had arrived by now, as with recvmmsg */
         if (k == 0) {
             /* Back-pressure: with this first message taken, is the ring's last slot written
              * too? Then the ring was full and the replayer waits for this handler. */
@@ -110,7 +113,6 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
             if (omdp_vega_peek(fh->ring, fh->ring->read_seq + fh->ring->queue_size - 2, &last) == OMDP_VEGA_OK)
                 fh->ring_full_polls++;
         }
-        int64_t fh_in = omdp_now_ns();
         fh->receive_calls++;
         omdp_replay_frame_t h;
         int r = OMDP_OK;
