@@ -95,7 +95,6 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
 {
     omdp_vega_msg_t msg;
     *empty = 0;
-    int64_t fh_in = 0;
     for (uint32_t k = 0; k < fh->batch; k++) {
         int rc = omdp_vega_try_get(fh->ring, &msg);
         if (rc == OMDP_VEGA_EMPTY) {
@@ -104,8 +103,7 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
         }
         if (rc != OMDP_VEGA_OK)
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
-        if (k == 0)
-            fh_in = omdp_now_ns(); /* every frame this poll takes had arrived by now, as with recvmmsg */
+        int64_t fh_in = omdp_now_ns(); /* the handler has the packet from now on */
         if (k == 0) {
             /* Back-pressure: with this first message taken, is the ring's last slot written
              * too? Then the ring was full and the replayer waits for this handler. */
