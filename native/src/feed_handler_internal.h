@@ -18,6 +18,7 @@
 #define FH_SIDE_BYTES (256u * 1024u) /* side buffer of one packet's variable parts */
 #define FH_TABLE_RETRY_NS 50000000LL /* look for a missing intended table this often */
 #define FH_PEER_CHECK_NS 10000000LL  /* an idle ring looks at its sender this often */
+#define FH_PUBLISH_POLLS 256         /* polls between looks at the clock for live counters */
 
 typedef struct fh_line {
     uint32_t line;
@@ -71,6 +72,7 @@ typedef struct feed_handler {
     /* live counters */
     omdp_stats_t *stats;
     int64_t stats_interval_ns, next_publish_ns;
+    uint32_t polls_since_clock;
 
     /* totals */
     uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root, ring_full_polls,

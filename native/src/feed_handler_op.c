@@ -291,10 +291,10 @@ static int fh_poll(void *state, const omdp_emitter_t *em)
     int rc = omdp_fh_input_poll(fh, em);
     if (rc == OMDP_POLL_PRODUCED)
         fh->polls_productive++;
-    if (fh->stats) {
-        int64_t now = omdp_now_ns();
-        if (now >= fh->next_publish_ns || rc == OMDP_POLL_DONE)
-            omdp_fh_publish(fh, now, rc == OMDP_POLL_DONE);
+    /* The clock is read for the live counters only every FH_PUBLISH_POLLS polls. */
+    if (fh->stats && (++fh->polls_since_clock >= FH_PUBLISH_POLLS || rc == OMDP_POLL_DONE)) {
+        fh->polls_since_clock = 0;
+        omdp_fh_publish(fh, omdp_now_ns(), rc == OMDP_POLL_DONE);
     }
     return rc;
 }
