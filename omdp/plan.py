@@ -38,11 +38,16 @@ class _Frozen(BaseModel):
 
 
 class PlanHost(_Frozen):
-    """A host instance: where its receivers listen, and its namespace if any."""
+    """A host instance: where its receivers listen, its namespace if any, how its
+    partitions start and how its clock is treated."""
 
     name: str
     address: str
     netns: str | None = None
+    isolated: bool = True
+    env: dict[str, str] = {}
+    ptp: bool = False
+    ib_device: str | None = None
 
 
 class PlanOperator(_Frozen):
@@ -131,9 +136,11 @@ def _hosts(topo: Topology, source: str) -> tuple[dict[str, PlanHost], dict[str, 
             try:
                 address = spec.address.format(i=i)
                 netns = spec.netns.format(i=i) if spec.netns else None
+                ib_device = spec.ib_device.format(i=i) if spec.ib_device else None
             except (KeyError, IndexError, ValueError) as e:
                 raise TopologyError(source, [(f"hosts.{name}", f"bad '{{i}}' template: {e}")]) from None
-            hosts[inst] = PlanHost(name=inst, address=address, netns=netns)
+            hosts[inst] = PlanHost(name=inst, address=address, netns=netns, isolated=spec.isolated, env=spec.env,
+                                   ptp=spec.ptp, ib_device=ib_device)
     return hosts, groups
 
 
@@ -223,6 +230,9 @@ def build_plan(topo: Topology, registry: Registry, source: str = "<topology>") -
         raise TopologyError(source, [("run.stop_after", f"{', '.join(unknown)} is not a partition "
                                       f"(partitions: {', '.join(topo.partitions)})")])
     hosts, host_groups = _hosts(topo, source)
+    if topo.run.clock_reference is not None and topo.run.clock_reference not in hosts:
+        raise TopologyError(source, [("run.clock_reference", f"no host {topo.run.clock_reference!r} "
+                                      f"(hosts: {', '.join(hosts)})")])
     parts = _place(topo, graph, host_groups, source)
     part_of = {inst: p["name"] for p in parts for inst in p["operators"]}
     by_name = {p["name"]: p for p in parts}

@@ -50,6 +50,7 @@ class Breakdown:
     target_pps: float | None = None
     achieved_pps: float | None = None
     messages_per_packet: float | None = None
+    clock_offset_error_ns: int | None = None  # stated error of cross-host stamps (0: one clock)
     title: str = ""
 
     @classmethod
@@ -80,6 +81,7 @@ class Breakdown:
             target_pps=float(meta["target_pps"]),
             achieved_pps=float(meta["achieved_pps"]),
             messages_per_packet=float(meta["messages_per_packet"]),
+            clock_offset_error_ns=int(meta["clock_offset_error_ns"]),
             title=f"run {meta['run_id']} ({meta['topology']}, {meta['config']}, capture {meta['capture_date']})",
         )
 
@@ -190,6 +192,11 @@ def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
     else:
         lines.append("missed: unknown (no message counts)")
     lines.append(_rate_line(b))
+    if b.clock_offset_error_ns:
+        lines.append(f"clocks: hosts' stamps corrected to the collector's host; a cross-host hop carries up to "
+                     f"+-{b.clock_offset_error_ns / 1000:,.1f} us of clock offset error (estimated, see clocks.json)")
+    elif b.clock_offset_error_ns == 0:
+        lines.append("clocks: every stamp from one clock (no cross-host error)")
     return "\n".join(lines)
 
 

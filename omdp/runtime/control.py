@@ -4,12 +4,15 @@ The partition writes events on its stdout and reads commands on its stdin; its s
 its log. Pipes work the same through ``ip netns exec`` or a remote shell, so nothing here
 assumes one host.
 
-  partition -> supervisor   {"event": "listening", "endpoints": {"<channel id>": "..."}}
+  partition -> supervisor   {"event": "listening", "endpoints": {"<channel id>": "..."}, "clock": {...}}
                             {"event": "connected"}
+                            {"event": "clock-pong", "t1": ns, "t2": ns}     answer to a ping
                             {"event": "heartbeat", "stats": {...}, "channels": {...}}
                             {"event": "ended" | "stopped", "report": {...}}
                             {"event": "failed", "error": "...", "report": {...}}
   supervisor -> partition   {"cmd": "connect", "endpoints": {...}}   open senders
+                            {"cmd": "clock-ping"}                    stamp and answer (clock_sync)
+                            {"cmd": "clock-set", "correction_ns": N} correct this host's stamps
                             {"cmd": "start"}                         run the loop
                             {"cmd": "stop"}                          sources stop, queues drain
                             {"cmd": "stop-now"}                      leave at once
@@ -42,6 +45,7 @@ class LineReader:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buf = b""
+        self._unread: list[dict[str, Any]] = []
         self.eof = False
 
     def feed(self) -> list[dict[str, Any]]:
@@ -64,24 +68,43 @@ class LineReader:
                 out.append(msg)
         return out
 
-    def wait_for(self, key: str, wanted: set[str], timeout: float) -> dict[str, Any]:
-        """Block until a message whose ``key`` is in ``wanted`` arrives (others are skipped),
-        or raise ControlError on timeout / end of file."""
+    def next_message(self, timeout: float) -> dict[str, Any] | None:
+        """The next message (one left by ``wait_for`` first), or None after ``timeout``
+        seconds; raises ControlError at end of file."""
         deadline = time.monotonic() + timeout
-        pending: list[dict[str, Any]] = []
+        while not self._unread:
+            if self.eof:
+                raise ControlError("end of input")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if select.select([self.fd], [], [], left)[0]:
+                self._unread.extend(self.feed())
+        return self._unread.pop(0)
+
+    def take_unread(self) -> list[dict[str, Any]]:
+        """Messages read by ``wait_for`` after the one it returned, not yet handed out."""
+        out, self._unread = self._unread, []
+        return out
+
+    def wait_for(self, key: str, wanted: set[str], timeout: float) -> dict[str, Any]:
+        """Block until a message whose ``key`` is in ``wanted`` arrives (others before it are
+        skipped; messages after it, read in the same chunk, wait for the next call), or
+        raise ControlError on timeout / end of file."""
+        deadline = time.monotonic() + timeout
         while True:
-            for msg in pending:
+            while self._unread:
+                msg = self._unread.pop(0)
                 if msg.get(key) in wanted:
                     return msg
-            pending = []
+            if self.eof:
+                raise ControlError(f"end of input while waiting for {'/'.join(sorted(wanted))}")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ControlError(f"no {'/'.join(sorted(wanted))} within {timeout:.0f} s")
             ready, _, _ = select.select([self.fd], [], [], left)
             if ready:
-                pending = self.feed()
-                if self.eof and not pending:
-                    raise ControlError(f"end of input while waiting for {'/'.join(sorted(wanted))}")
+                self._unread.extend(self.feed())
 
 
 class LineWriter:

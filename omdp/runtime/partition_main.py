@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from omdp.native import lib
 from omdp.plan import Plan
 from omdp.registry import load_registry
 from omdp.runtime.channels import ChannelEnd, open_input, open_output
@@ -33,6 +34,11 @@ log = logging.getLogger("omdp.partition")
 
 class _SetupInterrupted(Exception):
     """A stop signal arrived before the loop started."""
+
+
+def host_clock_facts() -> dict[str, Any]:
+    """What the supervisor needs to know of this host's clock: its PTP devices."""
+    return {"ptp_devices": sorted(str(p) for p in Path("/dev").glob("ptp*"))}
 
 
 class PartitionProcess:
@@ -67,19 +73,30 @@ class PartitionProcess:
             self.ends.append(end)
             self.partition.set_input(cid, end.ops, end.ctx)
             endpoints[str(cid)] = end.endpoint
-        self.out.send(event="listening", endpoints=endpoints)
+        self.out.send(event="listening", endpoints=endpoints, clock=host_clock_facts())
         msg = self.cmds.wait_for("cmd", {"connect", "stop", "stop-now"}, self.plan.run.start_timeout_s)
         if msg["cmd"] != "connect":
             raise _SetupInterrupted(msg["cmd"])
         for cid in self.spec.outputs:
             end = open_output(self.plan.channels[cid], self.run_id, msg["endpoints"][str(cid)],
-                              self.plan.run.start_timeout_s)
+                              self.plan.run.start_timeout_s, host)
             self.ends.append(end)
             self.partition.set_output(cid, end.ops, end.ctx)
         self.out.send(event="connected")
-        msg = self.cmds.wait_for("cmd", {"start", "stop", "stop-now"}, self.plan.run.start_timeout_s)
-        if msg["cmd"] != "start":
-            raise _SetupInterrupted(msg["cmd"])
+        while True:
+            msg = self.cmds.wait_for("cmd", {"start", "stop", "stop-now", "clock-ping", "clock-set"},
+                                     self.plan.run.start_timeout_s)
+            if msg["cmd"] == "clock-ping":
+                t1 = int(lib.omdp_host_now_ns())
+                self.out.send(event="clock-pong", t1=t1, t2=int(lib.omdp_host_now_ns()))
+            elif msg["cmd"] == "clock-set":
+                lib.omdp_clock_set_correction(int(msg["correction_ns"]))
+                log.info("clock corrected by %+d ns (this host's offset from the reference host)",
+                         int(msg["correction_ns"]))
+            elif msg["cmd"] == "start":
+                return
+            else:
+                raise _SetupInterrupted(msg["cmd"])
 
     # ---- running ------------------------------------------------------------------------
 
@@ -101,6 +118,9 @@ class PartitionProcess:
         sel = selectors.DefaultSelector()
         sel.register(self.cmds.fd, selectors.EVENT_READ, "cmd")
         sel.register(wakeup_fd, selectors.EVENT_READ, "signal")
+        for m in self.cmds.take_unread():  # a stop that came with start
+            if m.get("cmd") in ("stop", "stop-now"):
+                self.partition.request_stop(hard=m["cmd"] == "stop-now")
         period = self.plan.run.heartbeat_s
         next_beat = time.monotonic()
         orphaned_at: float | None = None
@@ -148,11 +168,13 @@ class PartitionProcess:
         try:
             status = self.partition.run()
         except PartitionError as e:
-            log.error("%s", e)
+            links = "; ".join(f"channel {end.name}: {why}" for end in self.ends if (why := end.link_error()))
+            error = f"{e} ({links})" if links else str(e)
+            log.error("%s", error)
             if e.__cause__ is not None:
                 log.error("%s", "".join(traceback.format_exception(e.__cause__)))
             self._finish(thread, old, r, w)
-            self._send_final("failed", error=str(e))
+            self._send_final("failed", error=error)
             return EXIT_FAILED
         self._finish(thread, old, r, w)
         log.info("loop %s", status)
@@ -200,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                         format=f"%(asctime)s {args.partition} %(levelname)s %(message)s")
     proc: PartitionProcess | None = None
     try:
+        if lib.omdp_clock_env_invalid():
+            raise ValueError(f"OMDP_CLOCK_OFFSET_NS={os.environ.get('OMDP_CLOCK_OFFSET_NS')!r} is not a whole "
+                             "number of nanoseconds")
         plan = Plan.model_validate_json(args.plan.read_text())
         proc = PartitionProcess(plan, args.partition, args.run_id, args.run_dir)
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,10 +1,13 @@
 """The supervisor: runs a plan as one process per partition and stops it cleanly.
 
-Order of a run: every partition process starts and opens its receivers (reporting their
-endpoints); only when all receivers exist are the senders told to connect; then all loops
-start. While they run the supervisor watches heartbeats and exits. A stop (Ctrl-C,
-SIGTERM, ``--duration``, or every partition of the ``run.stop_after`` groups having ended)
-tells the partitions to stop their sources; end-of-stream frames
+Order of a run: the namespace hosts the plan places partitions on are made
+(``omdp.runtime.hosts``); every partition process starts and opens its receivers
+(reporting their endpoints); only when all receivers exist are the senders told to
+connect; the hosts' clock offsets are estimated and every host's stamps corrected to the
+reference host's time (``omdp.runtime.clock_sync``, clocks.json); then all loops start.
+While they run the supervisor watches heartbeats and exits. A stop (Ctrl-C, SIGTERM,
+``--duration``, or every partition of the ``run.stop_after`` groups having ended) tells
+the partitions to stop their sources; end-of-stream frames
 then drain every queue in topological order, so sinks end last. A second Ctrl-C, or a
 drain that overruns ``drain_timeout_s``, stops everything at once.
 
@@ -14,7 +17,8 @@ last lines of its log, stops the others and returns a failed result. Whatever ha
 waits for every child, kills those that overstay, and removes the run's shared memory.
 
 The run directory gets plan.json first, processes.json (pid, host, CPUs and log of each
-partition) once they started, run.json (status and every partition's final report) last.
+partition) once they started (and hosts.json: the namespace hosts' keepers), clocks.json before the loops start, run.json (status, the
+clocks, every partition's final report) last.
 """
 from __future__ import annotations
 
@@ -30,10 +34,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omdp.native import lib
 from omdp.plan import Plan, PlanPartition
 from omdp.runtime.channels import cleanup_run
+from omdp.runtime.clock_sync import (
+    ClockEstimate,
+    Exchange,
+    HostClock,
+    best_estimate,
+    clocks_json,
+    describe,
+    reference_host,
+    relative_clocks,
+    write_clocks,
+)
 from omdp.runtime.control import EXIT_ENDED, EXIT_STOPPED, ControlError, LineReader, LineWriter
+from omdp.runtime.hosts import HostLaunchers, HostStartError
 from omdp.runtime.rundir import log_name
+
+CLOCK_PONG_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -45,6 +64,7 @@ class _Child:
     writer: LineWriter
     state: str = "starting"
     endpoints: dict[str, str] = field(default_factory=dict)
+    clock_facts: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     error: str | None = None
     last_seen: float = field(default_factory=time.monotonic)
@@ -76,6 +96,7 @@ class RunResult:
     partitions: dict[str, dict[str, Any]]
     started_at: float
     ended_at: float
+    clocks: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,7 +113,8 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         """What run.json holds."""
         return {"run_id": self.run_id, "status": self.status, "failure": self.failure,
-                "started_at": self.started_at, "ended_at": self.ended_at, "partitions": self.partitions}
+                "started_at": self.started_at, "ended_at": self.ended_at, "clocks": self.clocks,
+                "partitions": self.partitions}
 
 
 def exit_description(code: int | None) -> str:
@@ -125,22 +147,28 @@ class Supervisor:
     def __init__(self, plan: Plan, run_dir: Path, run_id: str, echo: Callable[[str], None] | None = None,
                  python: str = sys.executable) -> None:
         self.plan = plan
-        self.run_dir = Path(run_dir)
+        self.run_dir = Path(run_dir).resolve()
         self.run_id = run_id
         self.echo = echo or (lambda line: None)
         self.python = python
         self.children: list[_Child] = []
         self._signals = 0
         self._sel = selectors.DefaultSelector()
+        self.hosts = HostLaunchers(plan, self.run_dir / "logs", self._env())
+        self.clocks: dict[str, Any] | None = None
 
     # ---- processes ----------------------------------------------------------------------
 
     def argv(self, p: PlanPartition) -> list[str]:
-        """The command line of partition ``p``, inside its host's namespace if it has one."""
-        cmd = [self.python, "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
+        """The command line of partition ``p``, inside its host's namespaces if it has any.
+
+        ``-P``: the working directory is not put on the path, so a run started from a source
+        checkout imports the installed omdp (with its compiled module), not the sources; the
+        supervisor's own import path travels in PYTHONPATH instead (``_env``).
+        """
+        cmd = [self.python, "-P", "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
                "--partition", p.name, "--run-id", self.run_id, "--run-dir", str(self.run_dir)]
-        netns = self.plan.hosts[p.host].netns
-        return ["ip", "netns", "exec", netns, *cmd] if netns else cmd
+        return self.hosts.argv(p.host, cmd)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -149,12 +177,15 @@ class Supervisor:
         return env
 
     def _start(self) -> None:
-        env = self._env()
+        try:
+            self.hosts.start()
+        except HostStartError as e:
+            raise _Abort(str(e)) from None
         for p in self.plan.partitions:
             log_path = self.run_dir / "logs" / log_name(p.name)
             with log_path.open("ab") as log:
                 proc = subprocess.Popen(self.argv(p), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                        env=env, start_new_session=True, close_fds=True)
+                                        env=self.hosts.env_for(p.host), start_new_session=True, close_fds=True)
             assert proc.stdin is not None and proc.stdout is not None
             child = _Child(p, proc, log_path, LineReader(proc.stdout.fileno()), LineWriter(proc.stdin))
             self.children.append(child)
@@ -162,6 +193,8 @@ class Supervisor:
         (self.run_dir / "processes.json").write_text(json.dumps({
             c.spec.name: {"pid": c.proc.pid, "host": c.spec.host, "cpus": c.spec.cpus, "log": str(c.log_path)}
             for c in self.children}, indent=2))
+        if self.hosts.keepers:
+            (self.run_dir / "hosts.json").write_text(json.dumps(self.hosts.describe(), indent=2))
 
     def _send(self, child: _Child, **msg: Any) -> None:
         if child.alive:
@@ -178,7 +211,7 @@ class Supervisor:
             for key, _ in self._sel.select(timeout):
                 child: _Child = key.data
                 try:
-                    msgs = child.reader.feed()
+                    msgs = child.reader.take_unread() + child.reader.feed()
                 except ControlError as e:
                     child.error = str(e)
                     msgs = []
@@ -211,6 +244,7 @@ class Supervisor:
         event = m.get("event")
         if event == "listening":
             c.state, c.endpoints = "listening", dict(m.get("endpoints") or {})
+            c.clock_facts = dict(m.get("clock") or {})
         elif event == "connected":
             c.state = "connected"
         elif event == "heartbeat":
@@ -292,6 +326,7 @@ class Supervisor:
             for c in self.children:
                 self._send(c, cmd="connect", endpoints={str(cid): endpoints[str(cid)] for cid in c.spec.outputs})
             self._phase("connected", self.plan.run.start_timeout_s)
+            self._sync_clocks()
             for c in self.children:
                 c.state = "running"
                 c.last_seen = time.monotonic()
@@ -305,6 +340,7 @@ class Supervisor:
             failure = str(e)
         finally:
             self._hard_stop()
+            self.hosts.close()
             for s, h in old.items():
                 signal.signal(s, h)
             removed = cleanup_run(self.plan, self.run_id)
@@ -315,10 +351,67 @@ class Supervisor:
             partitions={c.spec.name: {"pid": c.proc.pid, "state": c.state, "exit": c.proc.returncode, "exit_description":
                                       exit_description(c.proc.returncode), "error": c.error, "report": c.report,
                                       "log": str(c.log_path)} for c in self.children},
-            started_at=started, ended_at=time.time(),
+            started_at=started, ended_at=time.time(), clocks=self.clocks,
         )
         (self.run_dir / "run.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
         return result
+
+    # ---- clocks -------------------------------------------------------------------------
+
+    def _pong(self, c: _Child) -> dict[str, Any]:
+        """Read ``c`` until its clock-pong (other events are handled as usual)."""
+        deadline = time.monotonic() + CLOCK_PONG_TIMEOUT_S
+        while True:
+            try:
+                m = c.reader.next_message(max(0.0, deadline - time.monotonic()))
+            except ControlError:
+                m = None
+            if m is None:
+                raise _Abort(self._failure(c) if c.proc.poll() is not None else
+                             f"partition {c.spec.name} did not answer a clock ping within {CLOCK_PONG_TIMEOUT_S:g} s")
+            if m.get("event") == "clock-pong":
+                return m
+            self._on_event(c, m)
+
+    def _estimate(self, c: _Child) -> ClockEstimate:
+        exchanges = []
+        for _ in range(self.plan.run.clock_pings):
+            t0 = int(lib.omdp_host_now_ns())
+            self._send(c, cmd="clock-ping")
+            m = self._pong(c)
+            t3 = int(lib.omdp_host_now_ns())
+            exchanges.append(Exchange(t0, int(m["t1"]), int(m["t2"]), t3))
+        try:
+            return best_estimate(exchanges)
+        except ValueError as e:
+            raise _Abort(f"clock of host {c.spec.host} (via {c.spec.name}): {e}") from None
+
+    def _sync_clocks(self) -> None:
+        """Estimate every host's clock, correct each host's stamps to the reference's."""
+        if self.plan.run.clock_pings == 0:
+            return
+        first: dict[str, _Child] = {}
+        for c in self.children:
+            first.setdefault(c.spec.host, c)
+        reference = reference_host(self.plan)
+        ptp_hosts, notes = set(), {}
+        for host, c in first.items():
+            if self.plan.hosts[host].ptp:
+                if c.clock_facts.get("ptp_devices"):
+                    ptp_hosts.add(host)
+                else:
+                    notes[host] = "marked ptp, but no /dev/ptp* device there: estimated instead"
+        estimates = {h: self._estimate(c) for h, c in first.items()}
+        if reference not in estimates:
+            reference = next(iter(estimates))
+        clocks: dict[str, HostClock] = relative_clocks(estimates, reference, ptp_hosts, self.plan.run.ptp_error_ns,
+                                                       notes)
+        for c in self.children:
+            self._send(c, cmd="clock-set", correction_ns=clocks[c.spec.host].offset_ns)
+        write_clocks(self.run_dir, reference, clocks)
+        self.clocks = clocks_json(reference, clocks)
+        if len(clocks) > 1:
+            self.echo(f"run {self.run_id}: {describe(clocks, reference)}")
 
     def _watch(self, duration: float | None) -> str:
         run = self.plan.run

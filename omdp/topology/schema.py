@@ -37,10 +37,19 @@ class _Strict(BaseModel):
 class HostSpec(_Strict):
     """A machine (or, for tests on one machine, a network namespace). ``address`` is where
     its partitions' receivers listen for network transports; with replicas, ``{i}`` in
-    ``address`` or ``netns`` becomes the replica index."""
+    ``address``, ``netns`` or ``ib_device`` becomes the replica index."""
 
     address: str = Field("127.0.0.1", min_length=1, description="IP address of the host for network transports")
     netns: str | None = Field(None, description="run this host's partitions in this network namespace")
+    isolated: bool = Field(
+        True, description="netns hosts: also a mount namespace with a private /dev/shm and a PID namespace of "
+                          "their own, shared by the host's partitions, so only the network joins hosts")
+    env: dict[str, str] = Field(default_factory=dict,
+                                description="environment of this host's partitions (e.g. OMDP_CLOCK_OFFSET_NS)")
+    ptp: bool = Field(False, description="this host's clock is disciplined by PTP: its stamps are used as they are "
+                                         "(checked: a /dev/ptp* device must exist there)")
+    ib_device: str | None = Field(None, pattern=r"^[A-Za-z0-9_.{}-]+(:\d+(:\d+)?)?$",
+                                  description="vega-ib: DEVICE[:PORT[:GID_INDEX]] (default: the first active port)")
     replicas: int = Field(1, ge=1, le=4096)
 
 
@@ -106,6 +115,12 @@ class RunSettings(_Strict):
         description="partition groups whose end stops the run: once every partition of these groups has ended, "
                     "the others are told to stop (sources stop, queues drain), e.g. a replayer's partitions",
     )
+    clock_pings: int = Field(64, ge=0, le=100000,
+                             description="round trips per host to estimate its clock offset (best one kept; 0: none)")
+    clock_reference: str | None = Field(
+        None, description="host whose clock all stamps are corrected to (default: the latency collector's host, "
+                          "else the host of the last partition)")
+    ptp_error_ns: int = Field(1000, ge=0, description="error assumed for a PTP-disciplined host's clock")
 
 
 class Topology(_Strict):

@@ -8,6 +8,8 @@ The spec is a ``ChannelSpec``, a dict, TOML text or a TOML file (top-level keys 
 |---|---|---|
 | ``vega-shm`` | shm segment name ``omdp-<run>-<channel>`` (``shm_names.shm_name``) | the receiver creates, the sender attaches |
 | ``tcp`` | ``host:port`` (receiver: port 0 picks one, see ``receiver.endpoint``) | the receiver listens, the sender connects |
+| ``vega-tcp`` | ``host:port``, as ``tcp`` | the receiver listens, the sender connects |
+| ``vega-ib`` | ``host:port`` of the receiver's bootstrap listener; the sender's spec may name the device | the receiver listens, the sender connects |
 | ``fused`` | any name, unique in the process | the receiver makes the pair, the sender picks its end |
 | ``zmq`` | ``ipc://PATH`` or a path | the receiver binds, the sender connects |
 | ``mpqueue`` | a name made by ``mpqueue.create_endpoint`` before the processes fork | the parent |
@@ -56,11 +58,6 @@ def load_spec(spec: ChannelSpec | Mapping[str, Any] | str | Path) -> ChannelSpec
         raise ChannelSpecError(f"channel spec: {problems}") from None
 
 
-def _unavailable(spec: ChannelSpec) -> TransportError:
-    return TransportError(f"transport {spec.transport!r}: the mirrored Vega ring media are not part of this "
-                          "build; use vega-shm (same host) or tcp")
-
-
 def open_receiver(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: str) -> Receiver:
     """The receiving end of a channel at ``endpoint`` (made here, see the module table)."""
     spec = load_spec(spec)
@@ -72,6 +69,14 @@ def open_receiver(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: 
         from omdp.transport.tcp import TcpReceiver
 
         return TcpReceiver(spec, endpoint)
+    if spec.transport == "vega-tcp":
+        from omdp.transport.vega_tcp import VegaTcpReceiver
+
+        return VegaTcpReceiver(spec, endpoint)
+    if spec.transport == "vega-ib":
+        from omdp.transport.vega_ib import VegaIbReceiver
+
+        return VegaIbReceiver(spec, endpoint)
     if spec.transport == "fused":
         from omdp.transport.fused import open_fused_receiver
 
@@ -84,7 +89,7 @@ def open_receiver(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: 
         from omdp.transport.mpqueue import MpQueueReceiver
 
         return MpQueueReceiver(spec, endpoint)
-    raise _unavailable(spec)
+    raise TransportError(f"transport {spec.transport!r}: no such medium")
 
 
 def open_sender(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: str,
@@ -100,6 +105,14 @@ def open_sender(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: st
         from omdp.transport.tcp import TcpSender
 
         return TcpSender(spec, endpoint, connect_timeout)
+    if spec.transport == "vega-tcp":
+        from omdp.transport.vega_tcp import VegaTcpSender
+
+        return VegaTcpSender(spec, endpoint, connect_timeout)
+    if spec.transport == "vega-ib":
+        from omdp.transport.vega_ib import VegaIbSender
+
+        return VegaIbSender(spec, endpoint, connect_timeout)
     if spec.transport == "fused":
         from omdp.transport.fused import open_fused_sender
 
@@ -112,4 +125,4 @@ def open_sender(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: st
         from omdp.transport.mpqueue import MpQueueSender
 
         return MpQueueSender(spec, endpoint)
-    raise _unavailable(spec)
+    raise TransportError(f"transport {spec.transport!r}: no such medium")

@@ -16,6 +16,7 @@ import mmap
 import multiprocessing as mp
 import os
 import platform
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -260,7 +261,16 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
     """Run the whole plan; ``say`` gets one line per finished measurement."""
     report = Report(machine_info(), {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
                                      "lat_n": plan.lat_n, "tput_n": plan.tput_n})
-    tmpdir = tempfile.mkdtemp(prefix="omdp-bench-")
+    tmpdir = tempfile.mkdtemp(prefix="omdp-bench-")  # zmq ipc sockets
+    try:
+        _measure_into(report, plan, tmpdir, say)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    report.targets = judge(report.as_dict())
+    return report
+
+
+def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], None]) -> None:
     for size in plan.tput_sizes:
         _, knobs = _spec("vega-shm", size)
         iters = max(plan.tput_n["c"] // max(size // 64, 1), 20_000)
@@ -318,8 +328,6 @@ def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
                                       **({"receiver_batch": w.RECV_BATCH} if worker == "vega_c_tput" else {}),
                                       **({"sender_batch": w.SEND_BATCH} if "batched" in medium else {})})
             say(f"throughput {medium:24} {size:>6} B: {rate / 1e6:9.3f} M msg/s  {rate * size / 1e9:7.2f} GB/s")
-    report.targets = judge(report.as_dict())
-    return report
 
 
 def _row(rows: list[dict[str, Any]], medium: str, size: int) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ def cli() -> None:
 
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
+    import ops.cli.bench  # noqa: F401
     import ops.bench.collector  # noqa: F401
     import ops.bench.decode  # noqa: F401
     import ops.bench.synth  # noqa: F401
@@ -25,6 +26,7 @@ def _register() -> None:
     import ops.cli.bench_replay  # noqa: F401
     import ops.cli.bench_sweep  # noqa: F401
     import ops.cli.capture  # noqa: F401
+    import ops.cli.dashboard  # noqa: F401
     import ops.cli.decode  # noqa: F401
     import ops.cli.demo  # noqa: F401
     import ops.cli.native_info  # noqa: F401

@@ -71,7 +71,9 @@ def builtin_universe(n_underlyings: int = DEFAULT_UNDERLYINGS, year: int = 2008)
     heavy = HEAVY[: max(0, min(len(HEAVY), n_underlyings))]
     n_rest = max(0, n_underlyings - len(heavy))
     heavy_syms = {h[0] for h in heavy}
-    tickers = make_tickers(rng, n_rest, heavy_syms)
+    # No made ticker may equal a heavy name or the main root of one (a ticker of up to three
+    # letters is its own root, so "ORQ" would share ORCL's root).
+    tickers = make_tickers(rng, n_rest, heavy_syms | set(MAIN_ROOTS.values()))
     unds: list[Underlying] = []
 
     for sym, kind, spot, w, exch in heavy:

@@ -15,7 +15,7 @@ from pipeline_support import CAPTURE_DATE, alive, descendants, leftovers
 
 from ops.topologies import topology_path
 
-CLI = [sys.executable, "-c", "from ops.cli.main import main; main()"]
+CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 
 
 def test_a_killed_engine_fails_the_run_cleanly(data_dir: Path) -> None:

@@ -37,9 +37,8 @@ def _alive(pid: int) -> bool:
 
 def test_killed_service_leaves_nothing_behind(tmp_path: Path) -> None:
     write_capture(tmp_path / "cap", [make_line(1, 2000)])
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path / "cap"), str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    proc = subprocess.Popen([sys.executable, "-P", "-c", SCRIPT, str(tmp_path / "cap"), str(tmp_path / "run")],
+                            stdout=subprocess.PIPE, text=True)
     try:
         run_id = proc.stdout.readline().strip()
         names = [f"/omdp-replay-{run_id}-ctl", f"/omdp-replay-{run_id}-intended"]

@@ -154,7 +154,7 @@ def test_interpreter_exit_without_close_unlinks(run_id: str) -> None:
         "w.publish_line(2, messages_received=3)\n"
         "print(w.name)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == stats_segment_name(run_id)

@@ -34,14 +34,14 @@ def send_all(spec: dict, endpoint: str, received: Any) -> None:
 def endpoint_for(transport: str, tmp_path) -> str:
     if transport == "vega-shm":
         return shm_name(new_run_id(), "media")
-    if transport == "tcp":
+    if transport in ("tcp", "vega-tcp"):
         return "127.0.0.1:0"
     if transport == "zmq":
         return f"ipc://{tmp_path}/media.sock"
     return f"media-{transport}"
 
 
-@pytest.mark.parametrize("transport", ["fused", "vega-shm", "tcp", "zmq", "mpqueue"])
+@pytest.mark.parametrize("transport", ["fused", "vega-shm", "tcp", "vega-tcp", "zmq", "mpqueue"])
 def test_same_contract_on_every_medium(transport: str, tmp_path) -> None:
     spec = {"transport": transport, "queue_size": 8, "max_message": 256, "mutex": False, "wait": "spin-yield"}
     endpoint = endpoint_for(transport, tmp_path)

@@ -64,6 +64,14 @@ def test_table_shows_every_hop_and_the_run_figures(tmp_path) -> None:
     assert "missed: 32 of 3,200,000 messages (0.0010%)" in text
     assert "target 240,000 packets/s (10.00x), achieved 239,999 packets/s (100.000% of target)" in text
     assert "1,247,995 messages/s at 5.20 messages/packet" in text
+    assert "clocks: every stamp from one clock (no cross-host error)" in text
+
+
+def test_cross_host_runs_state_their_clock_error(tmp_path) -> None:
+    make_run(tmp_path, meta={"clock_offset_error_ns": 25_513})
+    b = Breakdown.from_run_dir(tmp_path)
+    assert b.clock_offset_error_ns == 25_513 and b.to_dict()["clock_offset_error_ns"] == 25_513
+    assert "a cross-host hop carries up to +-25.5 us of clock offset error" in format_breakdown(b)
 
 
 def test_rebuilt_breakdown_equals_the_live_report(tmp_path) -> None:

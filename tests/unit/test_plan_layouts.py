@@ -106,7 +106,7 @@ def test_plan_json_round_trip() -> None:
 
 
 def test_cli_plan_prints_partitions_transports_and_cpus() -> None:
-    cmd = [sys.executable, "-c", "from ops.cli.main import main; main()", "plan", str(TOPOLOGIES / "paper_shm_fused.toml")]
+    cmd = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "plan", str(TOPOLOGIES / "paper_shm_fused.toml")]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
     assert "32 operators in 3 partitions" in out and "2 inserted transport pair(s) (2 vega-shm)" in out
     assert "app        local  2-21" in out and "fh[0-19], de[0-7] (relay); latency, ingest (seq_sink)" in out

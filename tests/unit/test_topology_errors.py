@@ -215,7 +215,7 @@ def test_overrides_set_values(tmp_path: Path) -> None:
 def test_cli_plan_reports_the_field(tmp_path: Path) -> None:
     f = tmp_path / "bad.toml"
     f.write_text('name = "t"\n[operators.src]\nkind = "nope"\n[partitions.p]\noperators = ["src"]\n')
-    r = subprocess.run([sys.executable, "-c", "from ops.cli.main import main; main()", "plan", str(f)],
+    r = subprocess.run([sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "plan", str(f)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "operators.src.kind: unknown operator 'nope'" in r.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from omdp.transport import ChannelSpecError, load_spec, open_receiver, open_sender
-from omdp.transport.api import MessageTooLargeError, TransportError
+from omdp.transport.api import MessageTooLargeError
 from omdp.transport.spec import ChannelSpec
 
 
@@ -66,6 +66,8 @@ def test_bad_endpoints() -> None:
         open_receiver({"transport": "tcp"}, "localhost")
 
 
-def test_mirrored_media_are_not_in_this_build() -> None:
-    with pytest.raises(TransportError, match="vega-ib"):
+def test_mirrored_media_check_their_endpoints() -> None:
+    with pytest.raises(ValueError, match="vega-ib endpoint 'x'"):
         open_receiver({"transport": "vega-ib"}, "x")
+    with pytest.raises(ValueError, match="tcp endpoint 'x'"):
+        open_receiver({"transport": "vega-tcp"}, "x")

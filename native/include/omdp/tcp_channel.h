@@ -8,7 +8,8 @@
  * a receiver that does not release back-pressures the sender through the TCP window.
  * A stream that ends without a goodbye means the sender died (E_PEER_DEAD).
  *
- * Status codes are Vega's (vega.h): the same contract on every medium.
+ * Status codes are Vega's (vega.h): the same contract on every medium. A put's timeout
+ * bounds the wait for room in the socket; once a frame has started it is written whole.
  */
 #ifndef OMDP_TCP_CHANNEL_H
 #define OMDP_TCP_CHANNEL_H

@@ -475,7 +475,8 @@ static inline int64_t omdp_vega_put_batch(omdp_vega_sender_t *tx, const uint8_t 
 
 /* Claim the next slot to write a message in place: a pointer to max_message payload bytes,
  * or NULL when the ring is full (or the thread check fails). With mutex on, the mutex is
- * held from claim to commit. */
+ * held from claim to commit. Over a mirrored ring write only the bytes you commit: the
+ * end-word scrub reads the local copy, which must match what the peer's copy holds. */
 static inline void *omdp_vega_claim(omdp_vega_sender_t *tx)
 {
     if (omdp_vega_enter(tx))

@@ -1,0 +1,42 @@
+"""``omdp dashboard``: serve the latency dashboard of a finished run (``--run RUN_DIR``) or
+of a run live on this host (``--live RUN_ID``) until Ctrl-C.
+
+``omdp run ... --dashboard HOST:PORT`` and ``omdp demo`` start the same dashboard inside
+the run's own process (``ops.dashboard.serve.start_dashboard``).
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import click
+
+from ops.cli.main import cli
+
+
+@cli.command("dashboard")
+@click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="a finished run directory (runs/<date>/<run_id>/)")
+@click.option("--live", "run_id", default=None, help="the id of a run live on this host (reads its stats segment)")
+@click.option("--address", default="127.0.0.1:8000", show_default=True,
+              help="HOST:PORT to listen on (port 0: any free one)")
+def dashboard(run_dir: Path | None, run_id: str | None, address: str) -> None:
+    """Serve the latency dashboard (page, JSON API, /metrics) of one run until Ctrl-C."""
+    from omdp.metrics.run_files import RunRecordError
+    from ops.dashboard.serve import parse_address, start_dashboard
+
+    if (run_dir is None) == (run_id is None):
+        raise click.UsageError("give exactly one of --run RUN_DIR (a finished run) or --live RUN_ID (a running one)")
+    try:
+        host, port = parse_address(address)
+        server = start_dashboard(run_dir if run_dir is not None else run_id, host, port)
+    except (ValueError, OSError, RunRecordError) as e:
+        raise click.ClickException(str(e)) from e
+    what = f"run directory {run_dir}" if run_dir is not None else f"live run {run_id}"
+    click.echo(f"dashboard of {what} on {server.url} (API docs {server.url}docs); Ctrl-C stops", err=False)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

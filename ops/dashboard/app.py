@@ -1,0 +1,148 @@
+"""The dashboard's FastAPI app: JSON API ``/api/v1``, ``/metrics``, the live stream and the page.
+
+Read endpoints need no authentication; the only control endpoints are the replay
+service's (``/api/v1/replay/...``), mounted when a replay router is given, and they check
+the replay's token themselves (401 without it). Query parameters are validated (422 with
+the reason).
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from omdp.metrics.stats_segment import SIGNALS, StatsSegmentError
+from ops.dashboard import figures
+from ops.dashboard.assets import STATIC_PACKAGE, plotly_js, static_dir
+from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory, Operators, RunStatus, Signals, Snapshot
+from ops.dashboard.prometheus import metrics_registry
+from ops.dashboard.source import DashboardSource, SourceUnavailable
+from ops.dashboard.window import WindowError, parse_window
+
+API = "/api/v1"
+
+WindowQuery = Annotated[str, Query(description="seconds of the sliding window: '10s', '10', '1m', or 'all' (the "
+                                               "whole run)", examples=["10s"])]
+AtQuery = Annotated[int | None, Query(ge=1, description="end of the window, ns since the epoch (default: now; for "
+                                                        "a finished run, its end)")]
+
+
+def _window(src: DashboardSource, text: str) -> int | None:
+    try:
+        return parse_window(text, src.max_window_s)
+    except WindowError as e:
+        raise HTTPException(status_code=422, detail=str(e)) from None
+
+
+def stream_window(request: Request, window: WindowQuery = "10s") -> int | None:
+    """The stream's window, checked as a dependency so a bad one is refused (422) before
+    the stream starts."""
+    return _window(request.app.state.source, window)
+
+
+def create_app(source: DashboardSource, replay_router: APIRouter | None = None) -> FastAPI:
+    """The app serving ``source``; mounts ``replay_router`` (the replay service's routes,
+    guarded by its token) when given. The caller owns the source (starts and closes it)."""
+    app = FastAPI(
+        title="omdp dashboard",
+        version="1",
+        description="Live per-hop latency, ingest, operators and signals of one omdp run.",
+    )
+    stopping = threading.Event()
+    app.state.source = source
+    app.state.stopping = stopping
+    replay_control = replay_router is not None
+
+    @app.exception_handler(SourceUnavailable)
+    @app.exception_handler(StatsSegmentError)
+    async def unavailable(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
+
+    @app.get(f"{API}/latency", response_model=Latency, tags=["latency"])
+    def get_latency(window: WindowQuery = "10s", at: AtQuery = None) -> Latency:
+        """Per hop (FH, to DE, DE, to MC, end to end from fh_in and from intended): count,
+        mean, p50, p90, p99, p99.9, p99.99, max in us over the window."""
+        return figures.latency(source, _window(source, window), at)
+
+    @app.get(f"{API}/latency/history", response_model=LatencyHistory, tags=["latency"])
+    def get_history(seconds: Annotated[int, Query(ge=1, le=86_400, description="seconds of history")] = 60,
+                    at: AtQuery = None) -> LatencyHistory:
+        """Per-second figures of every hop, oldest first (the percentile lines)."""
+        if seconds > source.max_window_s:
+            raise HTTPException(422, f"seconds={seconds}: this run keeps 1 to {source.max_window_s} s of history")
+        return figures.history(source, seconds, at)
+
+    @app.get(f"{API}/ingest", response_model=Ingest, tags=["ingest"])
+    def get_ingest() -> Ingest:
+        """Per feed line: received, missed, duplicates, decode errors, packets/s and messages/s."""
+        return figures.ingest(source)
+
+    @app.get(f"{API}/ingest/history", response_model=IngestHistory, tags=["ingest"])
+    def get_ingest_history(seconds: Annotated[int, Query(ge=1, le=86_400, description="seconds of history")] = 600
+                           ) -> IngestHistory:
+        """Packets/s and messages/s over all lines over time (the rate chart)."""
+        return figures.ingest_history(source, seconds)
+
+    @app.get(f"{API}/operators", response_model=Operators, tags=["operators"])
+    def get_operators() -> Operators:
+        """Every operator and channel: counters, rates, ring occupancy, full-ring events,
+        spins, drops, peer state, CPU."""
+        return figures.operators(source)
+
+    @app.get(f"{API}/signals", response_model=Signals, tags=["signals"])
+    def get_signals(limit: Annotated[int, Query(ge=1, le=SIGNALS, description="how many, newest first")] = 50
+                    ) -> Signals:
+        """The latest decision-engine signals."""
+        return figures.signals(source, limit)
+
+    @app.get(f"{API}/run", response_model=RunStatus, tags=["run"])
+    def get_run() -> RunStatus:
+        """Topology, plan, target and achieved rate, knobs, uptime."""
+        return figures.run(source, replay_control)
+
+    @app.get(f"{API}/stream", response_class=EventSourceResponse, tags=["stream"],
+             responses={200: {"description": "server-sent events 'snapshot' (a Snapshot as JSON) every interval"}})
+    async def get_stream(window_s: Annotated[int | None, Depends(stream_window)],
+                         interval: Annotated[float, Query(ge=0.2, le=60, description="seconds between events")] = 1.0,
+                         count: Annotated[int | None, Query(ge=1, description="end after this many events")] = None,
+                         ) -> AsyncIterator[ServerSentEvent]:
+        """Everything the page shows (a ``Snapshot``), once per interval."""
+        sent = 0
+        while not stopping.is_set() and (count is None or sent < count):
+            try:
+                snap: Snapshot = await run_in_threadpool(figures.snapshot, source, window_s, replay_control)
+                yield ServerSentEvent(data=snap.model_dump(mode="json"), event="snapshot", id=str(snap.ts_ns))
+            except (SourceUnavailable, StatsSegmentError) as e:
+                yield ServerSentEvent(data={"detail": str(e)}, event="unavailable")
+            sent += 1
+            if count is None or sent < count:
+                await asyncio.sleep(interval)
+
+    registry = metrics_registry(source)
+
+    @app.get("/metrics", tags=["metrics"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
+    def get_metrics() -> Response:
+        """The run's figures in Prometheus text format (seconds; counters as ``_total``)."""
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/", include_in_schema=False)
+    def get_page() -> FileResponse:
+        return FileResponse(static_dir() / "index.html", media_type="text/html")
+
+    @app.get("/vendor/plotly.min.js", include_in_schema=False)
+    def get_plotly() -> FileResponse:
+        return FileResponse(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    app.mount("/static", StaticFiles(packages=[STATIC_PACKAGE]), name="static")
+    if replay_router is not None:
+        app.include_router(replay_router)
+    return app

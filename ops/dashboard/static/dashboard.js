@@ -1,0 +1,329 @@
+// The omdp dashboard page: one EventSource (/api/v1/stream) feeds every figure once a second.
+"use strict";
+
+const HOPS = ["fh", "to_de", "de", "to_mc"];
+const COLOR = { fh: "#4c9aff", to_de: "#36b37e", de: "#ffab00", to_mc: "#b37feb", e2e: "#e6edf6", e2e_intended: "#ff7aa8" };
+const LABEL = { fh: "FH", to_de: "to DE", de: "DE", to_mc: "to MC", e2e: "end to end", e2e_intended: "from intended" };
+const FIELDS = ["count", "mean_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us", "max_us"];
+const GRID = { gridcolor: "#243245", zerolinecolor: "#243245", linecolor: "#243245" };
+const BASE = {
+  paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: "#d5deea", size: 12 },
+  margin: { l: 60, r: 20, t: 10, b: 40 }, xaxis: { ...GRID }, yaxis: { ...GRID },
+  legend: { orientation: "h", y: 1.12, x: 0 }, hovermode: "x unified",
+};
+const CONFIG = { displayModeBar: false, responsive: true };
+const KEEP_S = 180;
+
+const st = { window: "10s", history: new Map(), rate: [], es: null, lastEvent: 0, replay: false, source: "live" };
+const $ = (sel, root = document) => root.querySelector(sel);
+
+const num = (v, d = 0) => (v == null ? "–" : Number(v).toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }));
+const us = (v) => (v == null ? "n/a" : v < 10 ? v.toFixed(2) : v < 1000 ? v.toFixed(1) : num(v));
+const perS = (v) => (v == null ? "–" : v < 100 ? v.toFixed(1) : num(v));
+const pct = (v) => (v == null ? "–" : v === 0 ? "0%" : (100 * v).toFixed(v < 0.001 ? 4 : 2) + "%");
+const clock = (ns) => new Date(Number(ns) / 1e6).toISOString().slice(11, 23);
+const layout = (extra) => ({ ...BASE, ...extra, xaxis: { ...BASE.xaxis, ...(extra.xaxis || {}) }, yaxis: { ...BASE.yaxis, ...(extra.yaxis || {}) } });
+
+function put(root, field, text, value) {
+  const el = $(`[data-field="${field}"]`, root);
+  el.textContent = text;
+  el.dataset.value = value == null ? "" : String(value);
+}
+
+function renderHeader(run) {
+  $("#run-id").textContent = run.run_id;
+  const pill = $("#run-state");
+  pill.textContent = run.state;
+  pill.className = "pill " + run.state;
+  $("#run-what").textContent = [...new Set([run.topology, run.config].filter(Boolean))].join(" · ");
+  const s = Math.round(run.uptime_s);
+  $("#uptime").textContent = `${run.source === "finished" ? "ran" : "up"} ${Math.floor(s / 3600)}h ${String(Math.floor(s / 60) % 60).padStart(2, "0")}m ${String(s % 60).padStart(2, "0")}s`;
+  st.source = run.source;
+  const stale = run.source === "live" && run.state === "running" && run.heartbeat_age_s != null && run.heartbeat_age_s > 5;
+  setLive(run.source === "finished" ? "finished" : stale ? "stale" : "live");
+}
+
+function setLive(what) {
+  const el = $("#live");
+  el.className = "live " + (what === "live" ? "on" : what === "stale" ? "stale" : "");
+  $("b", el).textContent = what;
+}
+
+function renderKpis(snap) {
+  const hops = Object.fromEntries(snap.latency.hops.map((h) => [h.hop, h]));
+  const e2e = $("#kpi-e2e"), intended = $("#kpi-intended");
+  for (const [root, h, main] of [[e2e, hops.e2e, "p50_us"], [intended, hops.e2e_intended, "p99_us"]]) {
+    for (const f of ["p50_us", "p99_us", "p99_9_us", "max_us"]) {
+      if ($(`[data-field="${f}"]`, root)) put(root, f, us(h[f]), h[f]);
+    }
+    if ($('[data-field="count"]', root)) put(root, "count", num(h.count), h.count);
+    $(`.value`, root).dataset.unit = h[main] == null ? "" : "µs";
+  }
+  const run = snap.run, tot = snap.ingest.totals, rate = $("#kpi-rate");
+  const achieved = tot.packets_per_s ?? run.achieved_pps;
+  put(rate, "achieved", num(achieved), achieved);
+  put(rate, "target", run.target_pps ? num(run.target_pps) : "none", run.target_pps);
+  put(rate, "target_x", run.target_x ? run.target_x.toFixed(2) + "x" : "–", run.target_x);
+  put(rate, "msgs", num(tot.messages_per_s), tot.messages_per_s);
+  const frac = run.target_pps && achieved != null ? achieved / run.target_pps : null;
+  $(".bar i", rate).style.width = frac == null ? "0" : Math.min(100, 100 * frac) + "%";
+  $(".bar", rate).className = "bar" + (frac != null && frac < 0.9999 ? " short" : "");
+  const missed = $("#kpi-missed");
+  put(missed, "messages_missed", num(tot.messages_missed), tot.messages_missed);
+  put(missed, "missed_ratio", pct(tot.missed_ratio), tot.missed_ratio);
+  put(missed, "seen", num(tot.messages_received + tot.messages_missed), tot.messages_received + tot.messages_missed);
+  put(missed, "packets_duplicate", num(tot.packets_duplicate), tot.packets_duplicate);
+  put(missed, "decode_errors", num(tot.decode_errors), tot.decode_errors);
+  missed.classList.toggle("alert", (tot.missed_ratio || 0) > 0.0001);
+  const sig = $("#kpi-signals");
+  put(sig, "total", num(snap.signals.total), snap.signals.total);
+  const kinds = {};
+  for (const s of snap.signals.signals) kinds[s.kind] = (kinds[s.kind] || 0) + 1;
+  $("#signal-kinds").textContent = Object.keys(kinds).length
+    ? "latest: " + Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(" · ") : "none yet";
+}
+
+function renderBreakdown(lat) {
+  const hops = Object.fromEntries(lat.hops.map((h) => [h.hop, h]));
+  const rows = [["mean", "mean_us"], ["p50", "p50_us"], ["p90", "p90_us"]].reverse();
+  const traces = HOPS.map((k) => ({
+    type: "bar", orientation: "h", name: LABEL[k], marker: { color: COLOR[k] },
+    y: rows.map((r) => r[0]), x: rows.map((r) => hops[k][r[1]]),
+    hovertemplate: `${LABEL[k]}: %{x:.2f} µs<extra></extra>`,
+  }));
+  traces.push({
+    type: "scatter", mode: "markers", name: "end to end, measured", y: rows.map((r) => r[0]),
+    x: rows.map((r) => hops.e2e[r[1]]), marker: { symbol: "line-ns-open", size: 22, color: COLOR.e2e, line: { width: 3, color: COLOR.e2e } },
+    hovertemplate: "end to end: %{x:.2f} µs<extra></extra>",
+  });
+  Plotly.react("chart-breakdown", traces, layout({
+    barmode: "stack", hovermode: "closest", margin: { l: 50, r: 20, t: 4, b: 36 }, legend: { ...BASE.legend, traceorder: "normal" },
+    xaxis: { title: { text: "µs (each hop's figure, stacked)", standoff: 6 }, rangemode: "tozero" },
+  }), CONFIG);
+  const window = lat.window_s == null ? "the whole run" : `the last ${lat.window_s} s`;
+  $("#breakdown-note").textContent = `per hop over ${window}; ${num(hops.e2e.count)} samples, 1 in ${num(lat.sample_every)} messages`;
+  const body = $("#hop-table tbody");
+  body.replaceChildren(...lat.hops.map((h) => {
+    const tr = document.createElement("tr");
+    tr.dataset.hop = h.hop;
+    const name = document.createElement("td");
+    name.className = "hop";
+    name.style.setProperty("--c", COLOR[h.hop]);
+    name.textContent = h.label;
+    name.title = h.definition + (h.missing ? ` · ${h.missing} samples lacked a stamp` : "");
+    tr.append(name, ...FIELDS.map((f) => {
+      const td = document.createElement("td");
+      td.dataset.field = f;
+      td.dataset.value = h[f] == null ? "" : String(h[f]);
+      td.textContent = f === "count" ? num(h[f]) : us(h[f]);
+      if (h[f] == null) td.className = "na";
+      return td;
+    }));
+    return tr;
+  }));
+}
+
+function addSecond(point) {
+  if (!point) return;
+  st.history.set(point.second, point.hops);
+  const oldest = point.second - KEEP_S;
+  for (const s of st.history.keys()) if (s < oldest) st.history.delete(s);
+}
+
+function renderLines() {
+  const secs = [...st.history.keys()].sort((a, b) => a - b);
+  const x = secs.map((s) => new Date(s * 1000));
+  const series = [["e2e", "p50_us", "p50", "solid"], ["e2e", "p90_us", "p90", "solid"], ["e2e", "p99_us", "p99", "solid"],
+    ["e2e", "p99_9_us", "p99.9", "solid"], ["e2e_intended", "p99_us", "p99 from intended", "dash"]];
+  const shades = ["#8fb8ff", "#4c9aff", "#ffab00", "#ff5c5c", COLOR.e2e_intended];
+  const traces = series.map(([hop, f, name, dash], i) => ({
+    type: "scatter", mode: "lines", name, x, y: secs.map((s) => st.history.get(s)[hop][f]),
+    line: { color: shades[i], width: 2, dash }, connectgaps: false,
+  }));
+  Plotly.react("chart-lines", traces, layout({ yaxis: { type: "log", dtick: 1, title: { text: "µs" } } }), CONFIG);
+}
+
+function renderRate(snap) {
+  if (snap.run.source === "live" || !st.rate.length) {
+    const t = new Date(Number(snap.ts_ns) / 1e6);
+    st.rate.push({ t, got: snap.ingest.totals.packets_per_s, target: snap.run.target_pps, replay: snap.run.achieved_pps });
+  }
+  while (st.rate.length > KEEP_S * 4) st.rate.shift();
+  const x = st.rate.map((r) => r.t);
+  const traces = [
+    { type: "scatter", mode: "lines", name: "received, all lines", x, y: st.rate.map((r) => r.got), line: { color: COLOR.to_de, width: 2 },
+      fill: "tozeroy", fillcolor: "rgba(54,179,126,0.10)" },
+    { type: "scatter", mode: "lines", name: "replayer achieved", x, y: st.rate.map((r) => r.replay), line: { color: COLOR.fh, width: 1.5 } },
+    { type: "scatter", mode: "lines", name: "target", x, y: st.rate.map((r) => r.target), line: { color: COLOR.e2e, width: 1.5, dash: "dash" } },
+  ];
+  Plotly.react("chart-rate", traces, layout({ yaxis: { rangemode: "tozero", title: { text: "packets/s" } } }), CONFIG);
+}
+
+function renderIngest(ing) {
+  const names = ing.lines.map((l) => `line ${l.line}`);
+  Plotly.react("chart-ingest", [
+    { type: "bar", name: "messages/s", x: names, y: ing.lines.map((l) => l.messages_per_s), marker: { color: COLOR.fh }, offsetgroup: "rate" },
+    { type: "bar", name: "missed messages", x: names, y: ing.lines.map((l) => l.messages_missed), yaxis: "y2",
+      marker: { color: "#ff5c5c" }, offsetgroup: "missed", text: ing.lines.map((l) => (l.messages_missed ? num(l.messages_missed) : "")), textposition: "outside" },
+  ], layout({
+    barmode: "group", hovermode: "closest", margin: { l: 60, r: 60, t: 10, b: 30 },
+    yaxis: { title: { text: "msgs/s" }, rangemode: "tozero" },
+    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, title: { text: "missed", font: { color: "#ff5c5c" } },
+      tickfont: { color: "#ff5c5c" } },
+  }), CONFIG);
+  const cells = [["packets_per_s", perS], ["messages_per_s", perS], ["messages_received", num], ["messages_missed", num],
+    ["missed_ratio", pct], ["packets_duplicate", num], ["decode_errors", num]];
+  $("#line-table tbody").replaceChildren(...ing.lines.map((l) => {
+    const tr = document.createElement("tr");
+    tr.dataset.line = l.line;
+    tr.className = l.messages_missed ? "bad" : "";
+    const first = document.createElement("td");
+    first.textContent = `line ${l.line}`;
+    tr.append(first, ...cells.map(([f, show]) => {
+      const td = document.createElement("td");
+      td.dataset.field = f;
+      td.dataset.value = l[f] == null ? "" : String(l[f]);
+      td.textContent = show(l[f]);
+      if ((f === "messages_missed" || f === "missed_ratio" || f === "decode_errors") && l[f]) td.className = "bad";
+      return td;
+    }));
+    return tr;
+  }));
+}
+
+function renderSignals(sig) {
+  const list = $("#signals");
+  if (!sig.signals.length) {
+    list.innerHTML = '<li class="empty">no signals yet</li>';
+    return;
+  }
+  list.replaceChildren(...sig.signals.map((s) => {
+    const li = document.createElement("li");
+    const parts = [["time", clock(s.ts_ns)], ["kind " + s.kind, s.kind.replace("_", " ")], ["series", s.series], ["value", s.value.toFixed(3)]];
+    li.append(...parts.map(([cls, text]) => {
+      const span = document.createElement("span");
+      span.className = cls;
+      span.textContent = text;
+      return span;
+    }));
+    li.title = `engine ${s.engine}`;
+    return li;
+  }));
+}
+
+function renderOperators(ops) {
+  const shown = new Set(["occupancy", "ring_occupancy", "full_events", "full_ring", "spins", "drops", "peer_state"]);
+  $("#op-table tbody").replaceChildren(...ops.operators.map((o) => {
+    const tr = document.createElement("tr");
+    const cols = [o.name, o.kind, o.state, o.cpu == null ? "–" : o.cpu, o.process_cpu_percent == null ? "–" : o.process_cpu_percent.toFixed(1) + "%",
+      num(o.occupancy), num(o.full_events), num(o.spins), num(o.drops), o.peer_state || "–"];
+    tr.append(...cols.map((c) => {
+      const td = document.createElement("td");
+      td.textContent = c;
+      return td;
+    }));
+    if (o.drops) tr.children[8].className = "bad";
+    if (o.peer_state === "dead") tr.children[9].className = "bad";
+    const rest = document.createElement("td");
+    for (const c of o.counters.filter((c) => !shown.has(c.name))) {
+      const b = document.createElement("b");
+      b.textContent = num(c.value);
+      rest.append(`${c.name} `, b, c.per_s == null ? "  " : ` (${perS(c.per_s)})  `);
+    }
+    tr.append(rest);
+    return tr;
+  }));
+}
+
+function onSnapshot(ev) {
+  const snap = JSON.parse(ev.data);
+  st.lastEvent = Date.now();
+  renderHeader(snap.run);
+  renderKpis(snap);
+  renderBreakdown(snap.latency);
+  addSecond(snap.second);
+  renderLines();
+  renderRate(snap);
+  renderIngest(snap.ingest);
+  renderSignals(snap.signals);
+  renderOperators(snap.operators);
+  if (st.replay) refreshReplay();
+  document.body.dataset.snapshotTs = ev.lastEventId;
+  document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
+}
+
+function connect() {
+  if (st.es) st.es.close();
+  st.es = new EventSource(`/api/v1/stream?window=${encodeURIComponent(st.window)}`);
+  st.es.addEventListener("snapshot", onSnapshot);
+  st.es.addEventListener("unavailable", (ev) => {
+    setLive("waiting");
+    $("#run-what").textContent = JSON.parse(ev.data).detail;
+  });
+}
+
+function pickWindow(name) {
+  document.querySelectorAll("#windows button").forEach((x) => x.classList.toggle("on", x.dataset.window === name));
+  st.window = name;
+}
+
+async function loadHistory() {
+  const run = await (await fetch("/api/v1/run")).json();
+  if (!run.run_id) return;
+  renderHeader(run);
+  for (const b of document.querySelectorAll("#windows button")) {
+    b.hidden = b.dataset.window !== "all" && parseInt(b.dataset.window, 10) > run.max_window_s;
+  }
+  if (run.source === "finished") pickWindow("all");
+  st.replay = run.replay_control;
+  $("#replay").hidden = !st.replay;
+  const seconds = Math.min(run.source === "finished" ? 600 : 64, Math.max(1, Math.ceil(run.uptime_s) + 1));
+  const hist = await (await fetch(`/api/v1/latency/history?seconds=${seconds}`)).json();
+  for (const p of hist.points || []) addSecond(p);
+  const rates = await (await fetch(`/api/v1/ingest/history?seconds=${KEEP_S * 4}`)).json();
+  for (const p of rates.points || []) {
+    st.rate.push({ t: new Date(Number(p.ts_ns) / 1e6), got: p.packets_per_s, target: run.target_pps, replay: null });
+  }
+}
+
+async function refreshReplay() {
+  const r = await fetch("/api/v1/replay");
+  if (!r.ok) return;
+  const s = await r.json();
+  $("#replay-state").textContent = s.state;
+  $("#replay-rate").textContent = s.rate || "–";
+}
+
+async function replayAction(path, body) {
+  const token = $("#replay-token").value;
+  sessionStorage.setItem("omdp-token", token);
+  const r = await fetch(`/api/v1/replay/${path}`, {
+    method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+    body: body ? JSON.stringify(body) : null,
+  });
+  const s = await r.json();
+  $("#replay-msg").textContent = r.ok ? `${path}: ok` : `${path}: ${r.status} ${s.detail}`;
+  refreshReplay();
+}
+
+function wire() {
+  for (const b of document.querySelectorAll("#windows button")) {
+    b.addEventListener("click", () => {
+      pickWindow(b.dataset.window);
+      connect();
+    });
+  }
+  $("#replay-token").value = sessionStorage.getItem("omdp-token") || "";
+  $("#replay-start").addEventListener("click", () => replayAction("start"));
+  $("#replay-stop").addEventListener("click", () => replayAction("stop"));
+  $("#replay-set").addEventListener("click", () => {
+    const v = $("#replay-new-rate").value.trim();
+    replayAction("rate", /^[\d.]+$/.test(v) ? { pps: Number(v) } : { rate: v });
+  });
+  setInterval(() => {
+    if (st.source === "live" && st.lastEvent && Date.now() - st.lastEvent > 5000) setLive("stale");
+  }, 1000);
+}
+
+wire();
+loadHistory().catch(() => {}).finally(connect);

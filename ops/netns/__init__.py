@@ -1,0 +1,1 @@
+"""Hosts emulated on this machine with network namespaces (tests, benchmarks, docs)."""
