@@ -103,7 +103,14 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
         }
         if (rc != OMDP_VEGA_OK)
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
-        int64_t fh_in = omdp_now_ns();
+        int64_t fh_in = omdp_now_ns(); /* the handler has the packet from now on */
+        if (k == 0) {
+            /* Back-pressure: with this first message taken, is the ring's last slot written
+             * too? Then the ring was full and the replayer waits for this handler. */
+            omdp_vega_msg_t last;
+            if (omdp_vega_peek(fh->ring, fh->ring->read_seq + fh->ring->queue_size - 2, &last) == OMDP_VEGA_OK)
+                fh->ring_full_polls++;
+        }
         fh->receive_calls++;
         omdp_replay_frame_t h;
         int r = OMDP_OK;

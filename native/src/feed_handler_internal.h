@@ -13,10 +13,12 @@
 
 #define FH_NO_LINE 0xFFu
 #define FH_SKIP 0xFFFFu              /* msg_engine of a message not forwarded */
+#define FH_ROUTE_NONE (-2)           /* route_found before the first lookup */
 #define FH_RX_BYTES 2048             /* receive buffer per datagram (an OPRA packet is <= 1456) */
 #define FH_SIDE_BYTES (256u * 1024u) /* side buffer of one packet's variable parts */
 #define FH_TABLE_RETRY_NS 50000000LL /* look for a missing intended table this often */
 #define FH_PEER_CHECK_NS 10000000LL  /* an idle ring looks at its sender this often */
+#define FH_PUBLISH_POLLS 256         /* polls between looks at the clock for live counters */
 
 typedef struct fh_line {
     uint32_t line;
@@ -39,6 +41,9 @@ typedef struct feed_handler {
     fh_line_t *lines;
     uint8_t line_index[OMDP_FH_MAX_LINE + 1];
     omdp_fh_routes_t *routes;
+    uint64_t route_key;          /* the last root looked up (6 bytes, root_len above) ... */
+    int route_found;             /* ... and its answer; FH_ROUTE_NONE before any */
+    uint32_t route_uid, route_engine;
 
     /* one packet at a time */
     omdp_opra_msg_t *dec;        /* decoded messages */
@@ -67,9 +72,10 @@ typedef struct feed_handler {
     /* live counters */
     omdp_stats_t *stats;
     int64_t stats_interval_ns, next_publish_ns;
+    uint32_t polls_since_clock;
 
     /* totals */
-    uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root,
+    uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root, ring_full_polls,
         unknown_root, batches_out, intended_found, intended_missing, publish_errors, ring_closed;
     omdp_opra_error_t last_error;
 } feed_handler_t;

@@ -119,6 +119,7 @@ static int fh_init(void **state, const omdp_op_init_t *init)
     if (!fh)
         return OMDP_ERR_NOMEM;
     fh->epfd = -1;
+    fh->route_found = FH_ROUTE_NONE;
     fh->input = p->input;
     fh->n_lines = p->n_lines;
     fh->n_engines = p->n_engines;
@@ -214,7 +215,21 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
             need_intended = 0;
         }
         uint32_t uid, e = fh->default_engine;
-        int found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+        int found;
+        uint64_t key = (uint64_t)m->root_len << 48;
+        memcpy(&key, m->root, OMDP_OPRA_ROOT_MAX); /* 6 bytes: the high two keep root_len */
+        if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
+            /* messages of one root come in runs: the last lookup answers most of them */
+            found = fh->route_found;
+            uid = fh->route_uid;
+            e = fh->route_engine;
+        } else {
+            found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+            fh->route_key = key;
+            fh->route_found = found;
+            fh->route_uid = uid;
+            fh->route_engine = e;
+        }
         if (found < 0) {
             fh->no_root++;
             e = fh->default_engine;
@@ -276,10 +291,10 @@ static int fh_poll(void *state, const omdp_emitter_t *em)
     int rc = omdp_fh_input_poll(fh, em);
     if (rc == OMDP_POLL_PRODUCED)
         fh->polls_productive++;
-    if (fh->stats) {
-        int64_t now = omdp_now_ns();
-        if (now >= fh->next_publish_ns || rc == OMDP_POLL_DONE)
-            omdp_fh_publish(fh, now, rc == OMDP_POLL_DONE);
+    /* The clock is read for the live counters only every FH_PUBLISH_POLLS polls. */
+    if (fh->stats && (++fh->polls_since_clock >= FH_PUBLISH_POLLS || rc == OMDP_POLL_DONE)) {
+        fh->polls_since_clock = 0;
+        omdp_fh_publish(fh, omdp_now_ns(), rc == OMDP_POLL_DONE);
     }
     return rc;
 }
@@ -331,6 +346,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"bad_frames", fh->bad_frames},
         {"unknown_line", fh->unknown_line},
         {"ring_closed", fh->ring_closed},
+        {"ring_full_polls", fh->ring_full_polls},
         {"publish_errors", fh->publish_errors},
         {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
     };

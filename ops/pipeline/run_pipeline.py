@@ -106,13 +106,19 @@ class PipelineRun:
         if r.achieved_pps:
             lines.append(f"feed: {r.achieved_pps:,.0f} packets/s and "
                          f"{r.achieved_pps * (mpp or 0):,.0f} messages/s achieved at {mpp or 0:.2f} messages/packet; "
-                         f"target {r.target_pps:,.0f} packets/s; {r.laps} lap(s) of the capture")
+                         f"target {r.target_pps:,.0f} packets/s; replayer on schedule "
+                         + ("n/a" if r.achieved_fraction is None else f"{r.achieved_fraction:.3%}")
+                         + f"; {r.laps} lap(s) of the capture")
         lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
                      f"{a.messages_missed:,} missed, {a.packets_duplicate:,} duplicate packets, "
                      f"{a.decode_errors:,} decode errors")
         lines.append(f"accounting: decoded {a.messages_received:,} = routed {a.routed:,} = processed {a.processed:,}"
                      f" ({'ok' if a.balanced else 'MISMATCH'}); sampled {a.sampled:,}, collected {a.collected:,}; "
-                     f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree")
+                     f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree"
+                     + (" (books carry over between laps of the looped capture)" if r.laps > 1 else ""))
+        if a.ring_full_polls:
+            lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
+                         "(the replayer waited for the pipeline)")
         if self.growth.growing is not None:
             lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
                          f"last third {self.growth.last_us:,.1f} us")

@@ -49,6 +49,7 @@ class Accounting:
     decode_errors: int = 0
     routed: int = 0
     unknown_root: int = 0
+    ring_full_polls: int = 0
     processed: int = 0
     sampled: int = 0
     signals: int = 0
@@ -84,6 +85,7 @@ def accounting(result: RunResult, assembly: Assembly) -> Accounting:
             a.decode_errors += c.get("decode_errors", 0)
             a.routed += c.get("routed", 0)
             a.unknown_root += c.get("unknown_root", 0)
+            a.ring_full_polls += c.get("ring_full_polls", 0)
         elif group == g.engines:
             a.processed += c.get("processed", 0)
             a.sampled += c.get("sampled", 0)

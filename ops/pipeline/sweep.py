@@ -14,6 +14,7 @@ sustained at a higher one.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -88,6 +89,9 @@ class SweepPoint:
     run: dict[str, Any] | None = None
     sustainable: bool = False
     error: str | None = None
+    load: tuple[float, float] | None = None
+    """The machine's 1-minute load average before and after the run (other work on a shared
+    machine shows there)."""
 
 
 @dataclass
@@ -131,6 +135,7 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
                 point.skipped = True
                 continue
             say(f"[{sweep.sweep_id}] {cfg.label} at {rate} ({target:,.0f} packets/s) for {seconds:g} s")
+            load_before = os.getloadavg()[0]
             try:
                 pp = plan_pipeline(cfg.topology, data_dir, capture_date,
                                    RunOptions(rate=rate, seconds=seconds, sample_every=sample_every), cfg.overrides)
@@ -141,6 +146,7 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
                 say(f"  failed: {point.error}")
                 continue
             point.run = run.to_dict()
+            point.load = (load_before, os.getloadavg()[0])
             point.sustainable = run.verdict.sustainable
             failures = 0 if point.sustainable else failures + 1
             say("  " + point_line(point))
@@ -173,11 +179,11 @@ def point_line(p: SweepPoint) -> str:
 def markdown(sweep: Sweep, command: str, machine: str) -> str:
     """The sweep as the table of docs/benchmarks.md."""
     rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) us "
-            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | sustainable |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | sustainable | load before / after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in sweep.points:
         if p.skipped or p.run is None:
-            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | no |")
+            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | no | |")
             continue
         r, a = p.run["replay"], p.run["accounting"]
         mpp = r.get("messages_per_packet") or 0.0
@@ -191,7 +197,8 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
             f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "
             f"{f('e2e_intended', 'mean_us')} ({f('e2e_intended', 'p99_us')}) | "
             f"{f('fh', 'mean_us')} / {f('to_de', 'mean_us')} / {f('de', 'mean_us')} / {f('to_mc', 'mean_us')} | "
-            f"{'yes' if p.sustainable else 'no'} |")
+            f"{'yes' if p.sustainable else 'no'} | "
+            + (f"{p.load[0]:.1f} / {p.load[1]:.1f} |" if p.load else " |"))
     configs = list(dict.fromkeys(p.config for p in sweep.points))
     summary = [f"- {c}: sustainable up to {sweep.sustainable_rate(c) or 'none of the rates swept'}" for c in configs]
     return "\n".join([f"Machine: {machine}", "", f"Command: `{command}` (sweep {sweep.sweep_id}, {sweep.seconds:g} s "

@@ -26,8 +26,9 @@
  *   2. decode with the OPRA FAST codec (opra_fast.h); a bad packet is counted as a decode
  *      error and skipped (its messages show up as a gap unless the other copy has them).
  *   3. stamps: `intended` from the frame (ring) or the replayer's intended-time table
- *      (multicast, same host; 0 when not found), `fh_in` the packet's arrival (the time the
- *      receive call returned: every message of a packet shares it, as in the paper) and
+ *      (multicast, same host; 0 when not found), `fh_in` the packet's arrival at the handler
+ *      (the time recvmmsg returned it, or the ring handed it over: every message of a
+ *      packet shares it, as in the paper) and
  *      `fh_out` just before each batch leaves.
  *   4. routing: the root of each message gives its underlying (routes table: root ->
  *      underlying id, engine), written into the record; messages without a root (control,
