@@ -277,9 +277,10 @@ class ReplayService:
             )
             plan_path = run.tmpdir / f"sender{i}.plan"
             plan_path.write_bytes(pickle.dumps(plan))
-            # A session of its own: the terminal's Ctrl-C reaches only the service, which
+            # -P: the working directory (maybe a source checkout) stays off the path; the
+            # package root travels in PYTHONPATH. A session of its own: the terminal's Ctrl-C reaches only the service, which
             # stops the senders in order.
-            run.procs.append(subprocess.Popen([sys.executable, "-m", "ops.replay.sender_program", str(plan_path)],
+            run.procs.append(subprocess.Popen([sys.executable, "-P", "-m", "ops.replay.sender_program", str(plan_path)],
                                               env=env, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _wait_ready(self, run: _Run) -> None:
