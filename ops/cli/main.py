@@ -17,6 +17,7 @@ def cli() -> None:
 
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
+    import ops.cli.analytics  # noqa: F401
     import ops.cli.native_info  # noqa: F401
 
 

@@ -1,0 +1,264 @@
+"""The nightly feeds job: a day's captures -> the tick table (``ticks/``, partitioned by date
+and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
+
+Each capture file is one Spark task (the largest first): the executor memory-maps it and
+decodes it a chunk of packets at a time with the C batch decoder, handing Spark Arrow
+batches (``mapInArrow``). The profiles are then computed from the written tick table.
+
+Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, decode_capture
+from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
+from ops.spark.feed_profile import (
+    ONE_X_PPS,
+    category_mix,
+    messages_per_packet,
+    rate_per_second,
+    rate_profile,
+    ten_ms_counts,
+    top_underlyings,
+)
+from ops.spark.file_problems import FileProblem, LastValueDictParam, report_problems
+from ops.spark.manifest_roots import ManifestError, load_root_map
+from ops.spark.report_schemas import (
+    FEEDS_CATEGORY_MIX,
+    FEEDS_DAY,
+    FEEDS_FILES,
+    FEEDS_MESSAGES_PER_PACKET,
+    FEEDS_RATE_PER_SECOND,
+    FEEDS_RATE_PROFILE,
+    FEEDS_TOP_UNDERLYINGS,
+    SKIPPED_FILES,
+)
+from ops.spark.report_tables import write_table
+from ops.spark.session import build_session
+from ops.spark.tick_table import PARTITION_COLUMNS, TICK_SCHEMA
+
+JOB = "feeds"
+
+
+@dataclass(frozen=True)
+class FeedsOptions:
+    """What the feeds job decodes and how."""
+
+    copies: str = "A"
+    chunk_packets: int = DEFAULT_CHUNK_PACKETS
+    top_underlyings: int = 20
+
+
+@dataclass
+class FeedsResult:
+    """What one night's feeds job did."""
+
+    date: str
+    files: int
+    files_skipped: int
+    packets: int
+    messages: int
+    seconds: float
+    decode_seconds: float
+    day: dict = field(default_factory=dict)
+    problems: list[FileProblem] = field(default_factory=list)
+    tables: dict[str, Path] = field(default_factory=dict)
+
+
+def decode_frame(
+    spark: SparkSession,
+    files: list[CaptureFile],
+    date: str,
+    root_map: dict[str, str],
+    outcomes,
+    chunk_packets: int,
+) -> DataFrame:
+    """The ticks of ``files`` as a lazy DataFrame: one partition (task) per file, largest
+    first. Each task adds its file's FileOutcome to the ``outcomes`` accumulator."""
+    if not files:
+        return spark.createDataFrame([], TICK_SCHEMA)
+    ordered = sorted(files, key=lambda f: -f.size)
+    shared = spark.sparkContext.broadcast((ordered, root_map))
+
+    def decode_partition(batches):
+        todo, roots = shared.value
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                cf = todo[i]
+                outcome = FileOutcome(cf.path, cf.line, cf.copy, cf.part, cf.size)
+                try:
+                    yield from decode_capture(cf, date, roots, outcome, chunk_packets)
+                finally:
+                    outcomes.add({cf.path: outcome.as_dict()})
+
+    return spark.range(0, len(ordered), 1, numPartitions=len(ordered)).mapInArrow(decode_partition, TICK_SCHEMA)
+
+
+def _drop_stale_lines(ticks_root: Path, date: str, written: set[int]) -> None:
+    """Remove the date's line partitions this run did not write (a rerun replaces the date)."""
+    day = ticks_root / f"date={date}"
+    if not day.is_dir():
+        return
+    for part in day.iterdir():
+        if part.is_dir() and part.name.startswith("line=") and int(part.name[5:]) not in written:
+            shutil.rmtree(part)
+
+
+def read_ticks(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
+    """The tick table of one date (partition-pruned read with the explicit schema)."""
+    day = layout.ticks() / f"date={date}"
+    if not day.is_dir():
+        return spark.createDataFrame([], TICK_SCHEMA)
+    return spark.read.schema(TICK_SCHEMA).option("basePath", str(layout.ticks())).parquet(str(day))
+
+
+def _day_row(profile: list, totals: dict, date: str, outcomes: list[FileOutcome]) -> dict:
+    total = {r["window_ms"]: r for r in profile if r["line"] is None}
+    one_s = total.get(1_000)
+    row = {
+        "date": date,
+        "lines": len({o.line for o in outcomes if o.messages}),
+        "files": len(outcomes),
+        "files_skipped": sum(o.status == "skipped" for o in outcomes),
+        "packets": totals["packets"],
+        "messages": totals["messages"],
+        "bytes": totals["bytes"],
+        "bad_packets": sum(o.bad_packets for o in outcomes),
+        "messages_per_packet": totals["messages"] / totals["packets"] if totals["packets"] else None,
+        "first_ns": totals["first_ns"],
+        "last_ns": totals["last_ns"],
+        "active_seconds": one_s["windows"] if one_s else 0,
+    }
+    for ms, tag in ((1_000, "1s"), (100, "100ms"), (10, "10ms")):
+        r = total.get(ms)
+        row[f"peak_{tag}_pps"] = r["peak_pps"] if r else None
+        row[f"peak_{tag}_mps"] = r["peak_mps"] if r else None
+    row["mean_pps"] = one_s["mean_pps"] if one_s else None
+    row["mean_mps"] = one_s["mean_mps"] if one_s else None
+    row["rate_x"] = row["mean_pps"] / ONE_X_PPS if row["mean_pps"] is not None else None
+    row["peak_1s_rate_x"] = row["peak_1s_pps"] / ONE_X_PPS if row["peak_1s_pps"] is not None else None
+    return row
+
+
+def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: FeedsOptions = FeedsOptions()) -> FeedsResult:
+    """Decode the day's captures, write the tick table and the feeds tables."""
+    started = time.perf_counter()
+    check_date(date)
+    out = layout.reports(date)
+    out.mkdir(parents=True, exist_ok=True)
+    problems: list[FileProblem] = []
+    files = layout.capture_files(date, options.copies)
+    root_map: dict[str, str] = {}
+    if files:
+        try:
+            root_map = load_root_map(layout.manifest(date))
+        except ManifestError as exc:
+            problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; underlyings unknown"))
+    acc = spark.sparkContext.accumulator({}, LastValueDictParam())
+    ticks = decode_frame(spark, files, date, root_map, acc, options.chunk_packets)
+    t0 = time.perf_counter()
+    ticks.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(layout.ticks()))
+    decode_seconds = time.perf_counter() - t0
+    outcomes = [FileOutcome(**acc.value[f.path]) for f in files if f.path in acc.value]
+    _drop_stale_lines(layout.ticks(), date, {o.line for o in outcomes if o.messages})
+    for o in outcomes:
+        if o.status != "ok":
+            problems.append(FileProblem(o.path, o.status, o.error))
+
+    tables: dict[str, Path] = {}
+    tables["feeds_files"] = write_table(
+        spark.createDataFrame([{**o.as_dict(), "date": date} for o in outcomes], FEEDS_FILES)
+        if outcomes
+        else spark.createDataFrame([], FEEDS_FILES),
+        out,
+        "feeds_files",
+        FEEDS_FILES,
+    )
+    day_ticks = read_ticks(spark, layout, date)
+    base = ten_ms_counts(day_ticks).cache()
+    profile = rate_profile(base, date)
+    tables["feeds_rate_profile"] = write_table(profile.orderBy("line", "window_ms"), out, "feeds_rate_profile", FEEDS_RATE_PROFILE)
+    tables["feeds_rate_per_second"] = write_table(
+        rate_per_second(base, date).orderBy("line", "second_ns"), out, "feeds_rate_per_second", FEEDS_RATE_PER_SECOND
+    )
+    totals = base.agg(
+        F.coalesce(F.sum("packets"), F.lit(0)).alias("packets"),
+        F.coalesce(F.sum("messages"), F.lit(0)).alias("messages"),
+        F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
+        F.min("first_ns").alias("first_ns"),
+        F.max("last_ns").alias("last_ns"),
+    ).first().asDict()
+    written_profile = spark.read.schema(FEEDS_RATE_PROFILE).parquet(str(tables["feeds_rate_profile"])).collect()
+    day = _day_row(written_profile, totals, date, outcomes)
+    tables["feeds_day"] = write_table(spark.createDataFrame([day], FEEDS_DAY), out, "feeds_day", FEEDS_DAY)
+    tables["feeds_messages_per_packet"] = write_table(
+        messages_per_packet(day_ticks, date).orderBy("line", "messages_per_packet"),
+        out,
+        "feeds_messages_per_packet",
+        FEEDS_MESSAGES_PER_PACKET,
+    )
+    tables["feeds_category_mix"] = write_table(
+        category_mix(day_ticks, date).orderBy(F.col("messages").desc()), out, "feeds_category_mix", FEEDS_CATEGORY_MIX
+    )
+    tables["feeds_top_underlyings"] = write_table(
+        top_underlyings(day_ticks, date, options.top_underlyings).orderBy("rank"),
+        out,
+        "feeds_top_underlyings",
+        FEEDS_TOP_UNDERLYINGS,
+    )
+    tables["feeds_skipped_files"] = write_table(
+        spark.createDataFrame([p.row(date, JOB) for p in problems], SKIPPED_FILES), out, "feeds_skipped_files", SKIPPED_FILES
+    )
+    base.unpersist()
+    report_problems(date, JOB, problems)
+    return FeedsResult(
+        date=date,
+        files=len(files),
+        files_skipped=day["files_skipped"],
+        packets=day["packets"],
+        messages=day["messages"],
+        seconds=time.perf_counter() - started,
+        decode_seconds=decode_seconds,
+        day=day,
+        problems=problems,
+        tables=tables,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit ops/spark/feeds_job.py --date D [--data DIR]``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--data", default=DEFAULT_DATA_DIR)
+    parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
+    parser.add_argument("--copies", default="A", choices=["A", "B", "AB"])
+    parser.add_argument("--chunk-packets", type=int, default=DEFAULT_CHUNK_PACKETS)
+    parser.add_argument("--top-underlyings", type=int, default=20)
+    args = parser.parse_args(argv)
+    spark = build_session("omdp-feeds", args.master)
+    try:
+        result = run_feeds(
+            spark,
+            DataLayout(Path(args.data)),
+            args.date,
+            FeedsOptions(copies=args.copies, chunk_packets=args.chunk_packets, top_underlyings=args.top_underlyings),
+        )
+    finally:
+        spark.stop()
+    print(
+        f"feeds {result.date}: {result.files} files ({result.files_skipped} skipped), "
+        f"{result.packets} packets, {result.messages} messages"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
