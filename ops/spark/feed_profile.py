@@ -2,9 +2,10 @@
 total over 1 s, 100 ms and 10 ms windows (OPRA plans capacity on the 100 ms and 10 ms peaks),
 the per-second series, messages per packet, the category mix and the top underlyings.
 
-A packet is counted once, on its first message (``msg_index`` 0). Everything is derived
-from one 10 ms aggregate per line, so the ticks are scanned once for the rate profile. Means
-are over the active span (first to last non-empty window, empty windows included).
+A packet is counted once, on its first message (``msg_index`` 0). The rate profile is
+derived from one 10 ms aggregate per line (the ticks are scanned once for it), and all window
+sizes are aggregated together. Means are over the active span (first to last non-empty
+window, empty windows included), peaks are the busiest window, both scaled to per second.
 """
 from __future__ import annotations
 
@@ -42,57 +43,54 @@ def ten_ms_counts(ticks: DataFrame) -> DataFrame:
     )
 
 
-def _with_total(counts: DataFrame, key: str) -> DataFrame:
-    total = counts.groupBy(key).agg(*[F.sum(c).alias(c) for c in ("packets", "messages", "bytes")])
-    return counts.unionByName(total.withColumn("line", F.lit(None).cast("int")))
+def rate_windows(base: DataFrame) -> DataFrame:
+    """``line, window_ms, w (window start ns), packets, messages, bytes`` for every window size
+    of WINDOWS_MS, per line and (line null) over all lines, from the 10 ms counts."""
+    keys = F.array(
+        *[
+            F.struct(F.lit(ms).alias("window_ms"), (F.floor(F.col("w10") / (ms * 1_000_000)) * (ms * 1_000_000)).cast("long").alias("w"))
+            for ms in WINDOWS_MS
+        ]
+    )
+    sums = [F.sum(c).alias(c) for c in ("packets", "messages", "bytes")]
+    exploded = base.select("line", F.explode(keys).alias("k"), "packets", "messages", "bytes")
+    per_line = exploded.groupBy("line", "k.window_ms", "k.w").agg(*sums)
+    total = per_line.groupBy("window_ms", "w").agg(*sums).withColumn("line", F.lit(None).cast("int"))
+    return per_line.unionByName(total)
 
 
-def _windowed(base: DataFrame, window_ms: int) -> DataFrame:
-    width = window_ms * 1_000_000
-    w = (F.floor(F.col("w10") / width) * width).cast("long").alias("w")
-    return base.groupBy("line", w).agg(*[F.sum(c).alias(c) for c in ("packets", "messages", "bytes")])
-
-
-def rate_profile(base: DataFrame, date: str) -> DataFrame:
+def rate_profile(windows: DataFrame, date: str) -> DataFrame:
     """The FEEDS_RATE_PROFILE rows: per line (and null = all lines) and window size, the
     mean and peak packets/s and messages/s."""
-    frames = []
-    for window_ms in WINDOWS_MS:
-        width = window_ms * 1_000_000
-        per_s = 1_000.0 / window_ms
-        win = _with_total(_windowed(base, window_ms), "w")
-        peak_at = F.max_by(F.col("w"), F.col("messages"))
-        frames.append(
-            win.groupBy("line").agg(
-                ((F.max("w") - F.min("w")) / width + 1).cast("long").alias("windows"),
-                F.sum("packets").alias("packets"),
-                F.sum("messages").alias("messages"),
-                (F.max("packets") * per_s).alias("peak_pps"),
-                (F.max("messages") * per_s).alias("peak_mps"),
-                peak_at.alias("peak_mps_at_ns"),
-            ).select(
-                F.lit(date).alias("date"),
-                "line",
-                F.lit(window_ms).alias("window_ms"),
-                "windows",
-                (F.col("packets") * per_s / F.col("windows")).alias("mean_pps"),
-                "peak_pps",
-                (F.col("messages") * per_s / F.col("windows")).alias("mean_mps"),
-                "peak_mps",
-                "peak_mps_at_ns",
-            )
-        )
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    width = F.col("window_ms") * 1_000_000
+    per_s = 1_000.0 / F.col("window_ms")
+    stats = windows.groupBy("line", "window_ms").agg(
+        ((F.max("w") - F.min("w")) / F.first(width) + 1).cast("long").alias("windows"),
+        F.sum("packets").alias("packets"),
+        F.sum("messages").alias("messages"),
+        F.max("packets").alias("max_packets"),
+        F.max("messages").alias("max_messages"),
+        F.max_by(F.col("w"), F.col("messages")).alias("peak_mps_at_ns"),
+    )
+    return stats.select(
+        F.lit(date).alias("date"),
+        "line",
+        "window_ms",
+        "windows",
+        (F.col("packets") * per_s / F.col("windows")).alias("mean_pps"),
+        (F.col("max_packets") * per_s).alias("peak_pps"),
+        (F.col("messages") * per_s / F.col("windows")).alias("mean_mps"),
+        (F.col("max_messages") * per_s).alias("peak_mps"),
+        "peak_mps_at_ns",
+    )
 
 
-def rate_per_second(base: DataFrame, date: str) -> DataFrame:
+def rate_per_second(windows: DataFrame, date: str) -> DataFrame:
     """The FEEDS_RATE_PER_SECOND rows: packets, messages and bytes per line (and in total)
     per second of capture time."""
-    per_s = _with_total(_windowed(base, 1_000), "w")
-    return per_s.select(F.lit(date).alias("date"), "line", F.col("w").alias("second_ns"), "packets", "messages", "bytes")
+    return windows.where(F.col("window_ms") == 1_000).select(
+        F.lit(date).alias("date"), "line", F.col("w").alias("second_ns"), "packets", "messages", "bytes"
+    )
 
 
 def messages_per_packet(ticks: DataFrame, date: str) -> DataFrame:

@@ -26,6 +26,7 @@ from ops.spark.feed_profile import (
     messages_per_packet,
     rate_per_second,
     rate_profile,
+    rate_windows,
     ten_ms_counts,
     top_underlyings,
 )
@@ -41,7 +42,7 @@ from ops.spark.report_schemas import (
     FEEDS_TOP_UNDERLYINGS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import write_table
+from ops.spark.report_tables import read_rows, write_rows, write_table
 from ops.spark.session import build_session
 from ops.spark.tick_table import PARTITION_COLUMNS, TICK_SCHEMA
 
@@ -174,20 +175,14 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
             problems.append(FileProblem(o.path, o.status, o.error))
 
     tables: dict[str, Path] = {}
-    tables["feeds_files"] = write_table(
-        spark.createDataFrame([{**o.as_dict(), "date": date} for o in outcomes], FEEDS_FILES)
-        if outcomes
-        else spark.createDataFrame([], FEEDS_FILES),
-        out,
-        "feeds_files",
-        FEEDS_FILES,
-    )
+    tables["feeds_files"] = write_rows([{**o.as_dict(), "date": date} for o in outcomes], out, "feeds_files", FEEDS_FILES)
     day_ticks = read_ticks(spark, layout, date)
     base = ten_ms_counts(day_ticks).cache()
-    profile = rate_profile(base, date)
+    windows = rate_windows(base).cache()
+    profile = rate_profile(windows, date)
     tables["feeds_rate_profile"] = write_table(profile.orderBy("line", "window_ms"), out, "feeds_rate_profile", FEEDS_RATE_PROFILE)
     tables["feeds_rate_per_second"] = write_table(
-        rate_per_second(base, date).orderBy("line", "second_ns"), out, "feeds_rate_per_second", FEEDS_RATE_PER_SECOND
+        rate_per_second(windows, date).orderBy("line", "second_ns"), out, "feeds_rate_per_second", FEEDS_RATE_PER_SECOND
     )
     totals = base.agg(
         F.coalesce(F.sum("packets"), F.lit(0)).alias("packets"),
@@ -196,9 +191,8 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         F.min("first_ns").alias("first_ns"),
         F.max("last_ns").alias("last_ns"),
     ).first().asDict()
-    written_profile = spark.read.schema(FEEDS_RATE_PROFILE).parquet(str(tables["feeds_rate_profile"])).collect()
-    day = _day_row(written_profile, totals, date, outcomes)
-    tables["feeds_day"] = write_table(spark.createDataFrame([day], FEEDS_DAY), out, "feeds_day", FEEDS_DAY)
+    day = _day_row(read_rows(out, "feeds_rate_profile"), totals, date, outcomes)
+    tables["feeds_day"] = write_rows([day], out, "feeds_day", FEEDS_DAY)
     tables["feeds_messages_per_packet"] = write_table(
         messages_per_packet(day_ticks, date).orderBy("line", "messages_per_packet"),
         out,
@@ -214,9 +208,8 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         "feeds_top_underlyings",
         FEEDS_TOP_UNDERLYINGS,
     )
-    tables["feeds_skipped_files"] = write_table(
-        spark.createDataFrame([p.row(date, JOB) for p in problems], SKIPPED_FILES), out, "feeds_skipped_files", SKIPPED_FILES
-    )
+    tables["feeds_skipped_files"] = write_rows([p.row(date, JOB) for p in problems], out, "feeds_skipped_files", SKIPPED_FILES)
+    windows.unpersist()
     base.unpersist()
     report_problems(date, JOB, problems)
     return FeedsResult(

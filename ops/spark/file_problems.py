@@ -34,9 +34,9 @@ class FileProblem:
     action: str
     error: str
 
-    def row(self, date: str, job: str) -> tuple[str, str, str, str, str]:
+    def row(self, date: str, job: str) -> dict[str, str]:
         """The row of the ``*_skipped_files`` report table."""
-        return (date, job, self.path, self.action, self.error)
+        return {"date": date, "job": job, "path": self.path, "action": self.action, "error": self.error}
 
 
 def report_problems(date: str, job: str, problems: list[FileProblem]) -> None:

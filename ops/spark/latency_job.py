@@ -1,6 +1,10 @@
 """The nightly latency job: the day's run directories -> per run and hop breakdowns, the
 sustainability of each run, the sweeps' sustainable rates, and regressions against earlier
-nights, written as summary tables to ``reports/<date>/latency_*``.
+nights, written as summary tables to ``reports/<date>/latency_*.parquet``.
+
+Spark does the work that grows with the data - every sample and every planned packet of
+every run (``breakdown``, ``latency_growth``), the ingest and signal records; what is left is
+one row per run and hop, judged and compared on the driver.
 
 Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency_job.py
 --date D``.
@@ -12,14 +16,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from omdp.record import HOPS
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.file_problems import FileProblem, report_problems
 from ops.spark.latency_breakdown import breakdown, hop_latencies
-from ops.spark.latency_hops import SAMPLE_HOPS, SEND_LAG_HOP
+from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS, SEND_LAG_HOP
 from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
 from ops.spark.report_schemas import (
     LATENCY_BREAKDOWN,
@@ -30,13 +34,14 @@ from ops.spark.report_schemas import (
     LATENCY_SWEEPS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import read_history, write_table
-from ops.spark.run_records_frames import read_record_file
+from ops.spark.report_tables import read_history_rows, write_rows
+from ops.spark.run_records_frames import read_meta, read_record_file
 from ops.spark.run_records_scan import RunDirectory, scan_runs
 from ops.spark.session import build_session
-from ops.spark.sustainability import SustainabilityRule, judge_runs, latency_growth, sweep_summary
+from ops.spark.sustainability import SustainabilityRule, judge_run, latency_growth, sweep_summaries
 
 JOB = "latency"
+_INGEST_COUNTERS = ("packets_received", "messages_received", "messages_missed", "packets_duplicate", "decode_errors")
 
 
 @dataclass(frozen=True)
@@ -61,14 +66,11 @@ class LatencyResult:
     tables: dict[str, Path] = field(default_factory=dict)
 
 
-def _reconcile(
-    stats: list, runs: list[RunDirectory]
-) -> tuple[set[str], set[str], list[FileProblem]]:
-    """Runs whose samples Spark read in part (left out) and runs whose intended file it read
-    in part (send lag left out), judged by the rows each footer states."""
-    seen: dict[tuple[str, str], int] = {}
-    for r in stats:
-        seen[(r["run_dir"], r["hop"])] = r["rows"]
+def _reconcile(stats: list[dict], runs: list[RunDirectory]) -> tuple[set[str], set[str], list[FileProblem]]:
+    """Runs whose samples Spark could read only in part (left out) and runs whose intended
+    file it could read only in part (send lag left out), judged by the rows each footer
+    states. Spark skips a file with corrupt pages (``ignoreCorruptFiles``); this names it."""
+    seen = {(r["run_dir"], r["hop"]): r["rows"] for r in stats}
     bad_samples: set[str] = set()
     bad_intended: set[str] = set()
     problems: list[FileProblem] = []
@@ -86,21 +88,19 @@ def _reconcile(
             if got != want:
                 bad_intended.add(run.name)
                 problems.append(
-                    FileProblem(str(run.files["intended.parquet"]), "skipped", f"only {got} of {want} rows readable; send lag left out")
+                    FileProblem(str(run.files["intended.parquet"]), "partly skipped",
+                                f"only {got} of {want} rows readable; send lag left out")
                 )
     return bad_samples, bad_intended, problems
 
 
-def _run_meta(spark: SparkSession, runs: list[RunDirectory], date: str) -> DataFrame:
-    meta = read_record_file(spark, runs, "meta.parquet")
-    return meta.select(
-        "run_dir",
-        F.lit(date).alias("date"),
-        *[c for c in meta.columns if c not in ("run_dir", "date")],
-    )
+def _run_key(meta: dict) -> dict:
+    return {k: meta[k] for k in ("date", "run_id", "sweep_id", "topology", "config", "rate_x")}
 
 
-def run_latency(spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()) -> LatencyResult:
+def run_latency(
+    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()
+) -> LatencyResult:
     """Compute and write the day's latency tables; return what was done."""
     started = time.perf_counter()
     check_date(date)
@@ -108,95 +108,86 @@ def run_latency(spark: SparkSession, layout: DataLayout, date: str, options: Lat
     out = layout.reports(date)
     out.mkdir(parents=True, exist_ok=True)
 
+    meta, more = read_meta(runs, date)
+    problems += more
+    runs = [r for r in runs if r.name in meta]
     samples = read_record_file(spark, runs, "samples.parquet", list(HOPS))
     intended = read_record_file(spark, runs, "intended.parquet", ["intended_ns", "sent_ns"])
-    stats_df = breakdown(hop_latencies(samples, intended))
-    stats = stats_df.collect()
+    stats = [r.asDict() for r in breakdown(hop_latencies(samples, intended)).collect()]
     bad_samples, bad_intended, more = _reconcile(stats, runs)
     problems += more
-    kept = [
-        r for r in stats if r["run_dir"] not in bad_samples and not (r["hop"] == SEND_LAG_HOP.name and r["run_dir"] in bad_intended)
+    good = sorted(r.name for r in runs if r.name not in bad_samples)
+    stats = [
+        s for s in stats
+        if s["run_dir"] in good and not (s["hop"] == SEND_LAG_HOP.name and s["run_dir"] in bad_intended)
     ]
-    good_runs = [r for r in runs if r.name not in bad_samples]
+    breakdown_rows = sorted(
+        ({**_run_key(meta[s["run_dir"]]), "target_pps": meta[s["run_dir"]]["target_pps"], **s} for s in stats),
+        key=lambda r: (r["run_id"], HOP_ORDER[r["hop"]]),
+    )
 
-    meta = _run_meta(spark, good_runs, date).cache()
-    meta_dirs = {r["run_dir"] for r in meta.select("run_dir").collect()}
-    for r in good_runs:
-        if r.name not in meta_dirs:
-            problems.append(FileProblem(str(r.files["meta.parquet"]), "skipped", "meta row unreadable; run skipped"))
-    good_names = sorted(meta_dirs)
-
-    stats_frame = spark.createDataFrame(kept, stats_df.schema).where(F.col("run_dir").isin(good_names))
-    per_hop = stats_frame.join(meta, "run_dir")
-    tables: dict[str, Path] = {}
-    tables["latency_breakdown"] = write_table(per_hop.orderBy("run_id", "hop_order"), out, "latency_breakdown", LATENCY_BREAKDOWN)
-
-    e2e = stats_frame.groupBy("run_dir").agg(
-        *[
-            F.max(F.when(F.col("hop") == h, F.col(p))).alias(f"{h}_{p}")
+    growth = {
+        r["run_dir"]: r.asDict() for r in latency_growth(samples.where(F.col("run_dir").isin(good))).collect()
+    }
+    by_run_hop = {(s["run_dir"], s["hop"]): s for s in stats}
+    run_rows = []
+    for name in good:
+        m = meta[name]
+        e2e = {
+            f"{h}_{p}": by_run_hop[(name, h)][p] if (name, h) in by_run_hop else None
             for h in ("e2e_fh", "e2e_intended")
             for p in ("p50_ns", "p99_ns")
-        ]
-    )
-    sample_rows = stats_frame.where(F.col("hop") == SAMPLE_HOPS[0].name).select("run_dir", F.col("rows").alias("samples"))
-    growth = latency_growth(samples.where(F.col("run_dir").isin(good_names)))
-    run_rows = (
-        meta.join(sample_rows, "run_dir", "left")
-        .join(e2e, "run_dir", "left")
-        .join(growth, "run_dir", "left")
-    )
-    judged = judge_runs(run_rows, options.sustainability).cache()
-    tables["latency_runs"] = write_table(judged.orderBy("sweep_id", "rate_x", "run_id"), out, "latency_runs", LATENCY_RUNS)
-    sweeps = sweep_summary(judged).cache()
-    tables["latency_sweeps"] = write_table(sweeps.orderBy("sweep_id"), out, "latency_sweeps", LATENCY_SWEEPS)
+        }
+        samples_read = by_run_hop.get((name, SAMPLE_HOPS[0].name), {}).get("rows", 0)
+        run_rows.append(
+            {**m, "samples": samples_read, **e2e, **judge_run(m, growth.get(name), options.sustainability)}
+        )
+    run_rows.sort(key=lambda r: (r["sweep_id"], r["rate_x"], r["run_id"]))
+    sweeps = sweep_summaries(run_rows)
 
-    ingest = read_record_file(spark, good_runs, "ingest.parquet").where(F.col("run_dir").isin(good_names))
-    ingest_last = ingest.groupBy("run_dir", "line").agg(
-        *[F.max(c).alias(c) for c in ("packets_received", "messages_received", "messages_missed", "packets_duplicate", "decode_errors")]
-    )
-    tables["latency_ingest"] = write_table(
-        ingest_last.join(meta.select("run_dir", "date", "run_id"), "run_dir").orderBy("run_id", "line"), out, "latency_ingest", LATENCY_INGEST
-    )
-    signals = read_record_file(spark, good_runs, "signals.parquet", ["kind"]).where(F.col("run_dir").isin(good_names))
-    tables["latency_signals"] = write_table(
-        signals.groupBy("run_dir", "kind").agg(F.count(F.lit(1)).alias("signals"))
-        .join(meta.select("run_dir", "date", "run_id"), "run_dir")
-        .orderBy("run_id", "kind"),
-        out,
-        "latency_signals",
-        LATENCY_SIGNALS,
-    )
-
-    rule = options.regression
-    hist_breakdown, p1 = read_history(spark, layout, date, "latency_breakdown", LATENCY_BREAKDOWN, rule.lookback_nights)
-    hist_sweeps, p2 = read_history(spark, layout, date, "latency_sweeps", LATENCY_SWEEPS, rule.lookback_nights)
-    problems += p1 + p2
-    today_breakdown = spark.read.schema(LATENCY_BREAKDOWN).parquet(str(tables["latency_breakdown"]))
-    regressions = compare_latency(today_breakdown, hist_breakdown, rule).unionByName(
-        compare_sustainable_rate(sweeps, hist_sweeps, rule)
-    )
-    tables["latency_regressions"] = write_table(
-        regressions.orderBy("kind", "topology", "config", "rate_x", "hop", "metric"), out, "latency_regressions", LATENCY_REGRESSIONS
-    )
-    flagged = [
-        r.asDict()
-        for r in spark.read.schema(LATENCY_REGRESSIONS).parquet(str(tables["latency_regressions"])).where("flagged").collect()
+    run_id_of = {name: meta[name]["run_id"] for name in good}
+    ingest = read_record_file(spark, runs, "ingest.parquet").where(F.col("run_dir").isin(good))
+    ingest_rows = [
+        {**r.asDict(), "date": date, "run_id": run_id_of[r["run_dir"]]}
+        for r in ingest.groupBy("run_dir", "line").agg(*[F.max(c).alias(c) for c in _INGEST_COUNTERS]).collect()
+    ]
+    signals = read_record_file(spark, runs, "signals.parquet", ["kind"]).where(F.col("run_dir").isin(good))
+    signal_rows = [
+        {**r.asDict(), "date": date, "run_id": run_id_of[r["run_dir"]]}
+        for r in signals.groupBy("run_dir", "kind").agg(F.count(F.lit(1)).alias("signals")).collect()
     ]
 
-    tables["latency_skipped_files"] = write_table(
-        spark.createDataFrame([p.row(date, JOB) for p in problems], SKIPPED_FILES), out, "latency_skipped_files", SKIPPED_FILES
+    rule = options.regression
+    hist_breakdown, p1 = read_history_rows(layout, date, "latency_breakdown", LATENCY_BREAKDOWN, rule.lookback_nights)
+    hist_sweeps, p2 = read_history_rows(layout, date, "latency_sweeps", LATENCY_SWEEPS, rule.lookback_nights)
+    problems += p1 + p2
+    regressions = compare_latency(date, breakdown_rows, hist_breakdown, rule) + compare_sustainable_rate(
+        date, sweeps, hist_sweeps, rule
     )
+
+    tables = {
+        "latency_breakdown": write_rows(breakdown_rows, out, "latency_breakdown", LATENCY_BREAKDOWN),
+        "latency_runs": write_rows(run_rows, out, "latency_runs", LATENCY_RUNS),
+        "latency_sweeps": write_rows(sweeps, out, "latency_sweeps", LATENCY_SWEEPS),
+        "latency_regressions": write_rows(regressions, out, "latency_regressions", LATENCY_REGRESSIONS),
+        "latency_ingest": write_rows(
+            sorted(ingest_rows, key=lambda r: (r["run_id"], r["line"])), out, "latency_ingest", LATENCY_INGEST
+        ),
+        "latency_signals": write_rows(
+            sorted(signal_rows, key=lambda r: (r["run_id"], r["kind"])), out, "latency_signals", LATENCY_SIGNALS
+        ),
+        "latency_skipped_files": write_rows(
+            [p.row(date, JOB) for p in problems], out, "latency_skipped_files", SKIPPED_FILES
+        ),
+    }
     report_problems(date, JOB, problems)
-    meta.unpersist()
-    judged.unpersist()
-    sweeps.unpersist()
     return LatencyResult(
         date=date,
-        runs=len(good_names),
+        runs=len(good),
         sample_rows=sum(r.rows["samples.parquet"] for r in runs),
         intended_rows=sum(r.rows.get("intended.parquet", 0) for r in runs),
         seconds=time.perf_counter() - started,
-        flagged=flagged,
+        flagged=[r for r in regressions if r["flagged"]],
         problems=problems,
         tables=tables,
     )

@@ -7,15 +7,14 @@ more than ``threshold`` above the baseline (relative) AND more than ``min_delta_
 (absolute, so nanosecond jitter on a sub-microsecond hop never fails a night). A sweep's
 sustainable rate (per topology and config) regresses when it falls more than ``threshold``
 below the baseline's; a sweep that sustained nothing counts as rate 0.
+
+The inputs are the nights' summary tables (one row per run and hop): small, compared on the
+driver.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
-
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
-
-from ops.spark.report_schemas import LATENCY_REGRESSIONS, conform
 
 
 @dataclass(frozen=True)
@@ -28,81 +27,84 @@ class RegressionRule:
     metrics: tuple[str, ...] = ("mean_ns", "p99_ns")
 
 
-_LAT_KEY = ["topology", "config", "rate_key", "hop"]
-_RATE_KEY = ["topology", "config"]
+def _lat_key(r: dict) -> tuple:
+    return (r["topology"], r["config"], round(r["rate_x"], 3), r["hop"])
 
 
-def _latest_baseline(history: DataFrame, key: list[str]) -> DataFrame:
-    newest = Window.partitionBy(*key).orderBy(F.col("date").desc())
-    return history.withColumn("_rank", F.row_number().over(newest)).where("_rank = 1").drop("_rank")
+def _nightly_medians(rows: list[dict], metrics: tuple[str, ...]) -> dict[tuple, dict[str, float | None]]:
+    """{(date, key): {metric: median over the night's runs}}."""
+    values: dict[tuple, dict[str, list[float]]] = {}
+    for r in rows:
+        slot = values.setdefault((r["date"], _lat_key(r)), {m: [] for m in metrics})
+        for m in metrics:
+            if r[m] is not None:
+                slot[m].append(r[m])
+    return {k: {m: statistics.median(v) if v else None for m, v in ms.items()} for k, ms in values.items()}
 
 
-def _nightly_medians(breakdown: DataFrame, metrics: tuple[str, ...]) -> DataFrame:
-    return breakdown.withColumn("rate_key", F.round("rate_x", 3)).groupBy("date", *_LAT_KEY).agg(
-        *[F.median(m).alias(m) for m in metrics]
-    )
+def _latest(history: dict[tuple, object]) -> dict[tuple, tuple[str, object]]:
+    """{key: (date, value)} of the most recent night holding each key."""
+    out: dict[tuple, tuple[str, object]] = {}
+    for (date, key), value in history.items():
+        if key not in out or date > out[key][0]:
+            out[key] = (date, value)
+    return out
 
 
-def compare_latency(today: DataFrame, history: DataFrame, rule: RegressionRule) -> DataFrame:
-    """Rows of the regressions table for every (key, metric) that has a baseline."""
+def _row(date: str, kind: str, key: dict, metric: str, value, base_date: str, base, threshold: float, flagged: bool) -> dict:
+    return {
+        "date": date,
+        "kind": kind,
+        **key,
+        "metric": metric,
+        "value": value,
+        "baseline_date": base_date,
+        "baseline_value": base,
+        "change_ratio": value / base - 1 if value is not None and base else None,
+        "threshold": threshold,
+        "flagged": flagged,
+    }
+
+
+def compare_latency(date: str, today: list[dict], history: list[dict], rule: RegressionRule) -> list[dict]:
+    """Rows of the regressions table for every (key, metric) that has a baseline night."""
     now = _nightly_medians(today, rule.metrics)
-    base = _latest_baseline(_nightly_medians(history, rule.metrics), _LAT_KEY)
-    base = base.select(*_LAT_KEY, F.col("date").alias("baseline_date"), *[F.col(m).alias(f"b_{m}") for m in rule.metrics])
-    joined = now.join(base, _LAT_KEY, "inner")
-    frames = []
-    for m in rule.metrics:
-        value, baseline = F.col(m), F.col(f"b_{m}")
-        frames.append(
-            joined.select(
-                "date",
-                F.lit("latency").alias("kind"),
-                "topology",
-                "config",
-                F.col("rate_key").alias("rate_x"),
-                "hop",
-                F.lit(m).alias("metric"),
-                value.alias("value"),
-                "baseline_date",
-                baseline.alias("baseline_value"),
-                F.when(baseline > 0, value / baseline - 1).alias("change_ratio"),
-                F.lit(rule.threshold).alias("threshold"),
-                F.coalesce(
-                    (value > baseline * (1 + rule.threshold)) & (value - baseline > rule.min_delta_ns), F.lit(False)
-                ).alias("flagged"),
+    base = _latest(_nightly_medians(history, rule.metrics))
+    out = []
+    for (_, key), values in sorted(now.items()):
+        if key not in base:
+            continue
+        base_date, base_values = base[key]
+        topology, config, rate_x, hop = key
+        for m in rule.metrics:
+            v, b = values[m], base_values[m]
+            flagged = v is not None and b is not None and v > b * (1 + rule.threshold) and v - b > rule.min_delta_ns
+            out.append(
+                _row(date, "latency", {"topology": topology, "config": config, "rate_x": rate_x, "hop": hop},
+                     m, v, base_date, b, rule.threshold, flagged)
             )
-        )
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return conform(out, LATENCY_REGRESSIONS)
+    return out
 
 
-def _nightly_sustainable(sweeps: DataFrame) -> DataFrame:
-    return sweeps.groupBy("date", *_RATE_KEY).agg(
-        F.max(F.coalesce("max_sustainable_rate_x", F.lit(0.0))).alias("rate")
-    )
+def _nightly_sustainable(sweeps: list[dict]) -> dict[tuple, float]:
+    out: dict[tuple, float] = {}
+    for s in sweeps:
+        k = (s["date"], (s["topology"], s["config"]))
+        out[k] = max(out.get(k, 0.0), s["max_sustainable_rate_x"] or 0.0)
+    return out
 
 
-def compare_sustainable_rate(today: DataFrame, history: DataFrame, rule: RegressionRule) -> DataFrame:
+def compare_sustainable_rate(date: str, today: list[dict], history: list[dict], rule: RegressionRule) -> list[dict]:
     """Rows of the regressions table for every (topology, config) sweep with a baseline."""
     now = _nightly_sustainable(today)
-    base = _latest_baseline(_nightly_sustainable(history), _RATE_KEY).select(
-        *_RATE_KEY, F.col("date").alias("baseline_date"), F.col("rate").alias("baseline_value")
-    )
-    value, baseline = F.col("rate"), F.col("baseline_value")
-    out = now.join(base, _RATE_KEY, "inner").select(
-        "date",
-        F.lit("sustainable_rate").alias("kind"),
-        "topology",
-        "config",
-        F.lit(None).cast("double").alias("rate_x"),
-        F.lit(None).cast("string").alias("hop"),
-        F.lit("max_sustainable_rate_x").alias("metric"),
-        value.alias("value"),
-        "baseline_date",
-        "baseline_value",
-        F.when(baseline > 0, value / baseline - 1).alias("change_ratio"),
-        F.lit(rule.threshold).alias("threshold"),
-        F.coalesce(value < baseline * (1 - rule.threshold), F.lit(False)).alias("flagged"),
-    )
-    return conform(out, LATENCY_REGRESSIONS)
+    base = _latest(_nightly_sustainable(history))
+    out = []
+    for (_, key), v in sorted(now.items()):
+        if key not in base:
+            continue
+        base_date, b = base[key]
+        out.append(
+            _row(date, "sustainable_rate", {"topology": key[0], "config": key[1], "rate_x": None, "hop": None},
+                 "max_sustainable_rate_x", v, base_date, b, rule.threshold, v < b * (1 - rule.threshold))
+        )
+    return out

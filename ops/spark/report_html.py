@@ -9,8 +9,7 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from ops.spark.report_tables import read_rows
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
 
 TABLES = (
@@ -30,14 +29,6 @@ TABLES = (
     "latency_signals",
     "latency_skipped_files",
 )
-
-
-def read_rows(reports_dir: Path, name: str) -> list[dict]:
-    """Rows of table ``name`` in ``reports_dir`` (empty if the table was not written)."""
-    path = reports_dir / name
-    if not path.is_dir() or not any(path.glob("part-*.parquet")):
-        return []
-    return pq.read_table(path).to_pylist()
 
 
 def _na(f: Callable[[object], str]) -> Callable[[object], str]:

@@ -8,11 +8,13 @@ uint32 -> long and uint64 -> decimal(20, 0); the read schema says the same. Ever
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from omdp.metrics.run_records import RUN_FILES
+from ops.spark.file_problems import FileProblem
 from ops.spark.run_records_scan import RunDirectory
 
 _SPARK_TYPE_OF = {
@@ -49,3 +51,20 @@ def read_record_file(
     df = spark.read.schema(schema).option("ignoreCorruptFiles", "true").parquet(*paths)
     run_dir = F.regexp_extract(F.col("_metadata.file_path"), r"([^/]+)/[^/]+$", 1)
     return df.select(run_dir.alias("run_dir"), *schema.fieldNames())
+
+
+def read_meta(runs: list[RunDirectory], date: str) -> tuple[dict[str, dict], list[FileProblem]]:
+    """``{run_dir: meta row}`` (``date`` set to the night) and the problems. Read on the
+    driver: a meta file is one row, and reading it there costs no Spark job. A meta file
+    whose footer was sound but whose row is not is reported and its run left out."""
+    rows: dict[str, dict] = {}
+    problems: list[FileProblem] = []
+    for run in runs:
+        path = run.files["meta.parquet"]
+        try:
+            (row,) = pq.read_table(path, schema=RUN_FILES["meta.parquet"]).to_pylist()
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            problems.append(FileProblem(str(path), "skipped", f"meta row unreadable: {exc}; run skipped"))
+            continue
+        rows[run.name] = {**row, "date": date}
+    return rows, problems

@@ -6,8 +6,11 @@ the run. "Grows" is made concrete here: split the run's samples into quarters by
 ``intended`` time; latency is growing when the median end-to-end-from-intended latency of
 the last quarter exceeds ``growth_factor`` times that of the first quarter AND the two differ
 by more than ``growth_floor_ns`` (so sub-microsecond jitter on a fast run never counts).
-With fewer than ``min_quarter_samples`` in either quarter it cannot be told (null), and so
-neither can sustainability unless another criterion already failed.
+With fewer than ``min_quarter_samples`` in either quarter it cannot be told (None), and then
+neither can sustainability, unless another criterion already failed.
+
+The quarter medians are computed by Spark over the samples (``latency_growth``); judging a
+run and summarizing a sweep work on one row per run, on the driver.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ class SustainabilityRule:
 
 def latency_growth(samples: DataFrame) -> DataFrame:
     """``run_dir, first_quarter_p50_ns, last_quarter_p50_ns, first_quarter_n, last_quarter_n``
-    of the end-to-end-from-intended latency."""
+    of the end-to-end-from-intended latency (exact medians)."""
     valid = samples.where((F.col("intended") > 0) & (F.col("mc_in") > 0))
     run = Window.partitionBy("run_dir")
     span = valid.select(
@@ -41,7 +44,7 @@ def latency_growth(samples: DataFrame) -> DataFrame:
         F.max("intended").over(run).alias("t1"),
     )
     quarter = F.floor(4 * (F.col("intended") - F.col("t0")) / (F.col("t1") - F.col("t0") + 1))
-    per_q = (
+    return (
         span.select("run_dir", quarter.alias("q"), "lat")
         .where(F.col("q").isin(0, 3))
         .groupBy("run_dir")
@@ -52,48 +55,72 @@ def latency_growth(samples: DataFrame) -> DataFrame:
             F.count(F.when(F.col("q") == 3, 1)).alias("last_quarter_n"),
         )
     )
-    return per_q
 
 
-def judge_runs(runs: DataFrame, rule: SustainabilityRule) -> DataFrame:
-    """Add ``achieved_ratio, missed_ratio, growth_ratio, latency_growing, sustainable`` to a
-    frame holding the run's meta columns and ``latency_growth`` columns. Spark's three-valued
-    logic gives the wanted nulls: one failed criterion is enough for False."""
-    first, last = F.col("first_quarter_p50_ns"), F.col("last_quarter_p50_ns")
-    enough = (F.col("first_quarter_n") >= rule.min_quarter_samples) & (F.col("last_quarter_n") >= rule.min_quarter_samples)
-    growing = F.when(enough, (last > rule.growth_factor * first) & (last - first > rule.growth_floor_ns))
-    achieved = F.when(F.col("target_pps") > 0, F.col("achieved_pps") / F.col("target_pps"))
-    missed = F.when(F.col("messages_sent") > 0, F.col("messages_missed") / F.col("messages_sent"))
-    return runs.select(
-        "*",
-        achieved.alias("achieved_ratio"),
-        missed.alias("missed_ratio"),
-        F.when(first > 0, last / first).alias("growth_ratio"),
-        growing.alias("latency_growing"),
-    ).withColumn(
-        "sustainable",
-        (F.col("achieved_ratio") >= rule.min_achieved_ratio)
-        & (F.col("missed_ratio") <= rule.max_missed_ratio)
-        & ~F.col("latency_growing"),
-    )
+def _all_of(*verdicts: bool | None) -> bool | None:
+    """Three-valued AND: False if any is False, else None if any is unknown, else True."""
+    if any(v is False for v in verdicts):
+        return False
+    if any(v is None for v in verdicts):
+        return None
+    return True
 
 
-def sweep_summary(runs: DataFrame) -> DataFrame:
+def judge_run(meta: dict, growth: dict | None, rule: SustainabilityRule) -> dict:
+    """``achieved_ratio, missed_ratio, growth_ratio, latency_growing, sustainable`` of a run
+    from its meta row and its ``latency_growth`` row (None: no usable samples)."""
+    target, sent = meta["target_pps"], meta["messages_sent"]
+    achieved = meta["achieved_pps"] / target if target and target > 0 else None
+    missed = meta["messages_missed"] / sent if sent and sent > 0 else None
+    first = growth["first_quarter_p50_ns"] if growth else None
+    last = growth["last_quarter_p50_ns"] if growth else None
+    enough = bool(growth) and min(growth["first_quarter_n"], growth["last_quarter_n"]) >= rule.min_quarter_samples
+    growing = None
+    if enough and first is not None and last is not None:
+        growing = last > rule.growth_factor * first and last - first > rule.growth_floor_ns
+    return {
+        "achieved_ratio": achieved,
+        "missed_ratio": missed,
+        "first_quarter_p50_ns": first,
+        "last_quarter_p50_ns": last,
+        "growth_ratio": last / first if first and last is not None else None,
+        "latency_growing": growing,
+        "sustainable": _all_of(
+            None if achieved is None else achieved >= rule.min_achieved_ratio,
+            None if missed is None else missed <= rule.max_missed_ratio,
+            None if growing is None else not growing,
+        ),
+    }
+
+
+def sweep_summaries(runs: list[dict]) -> list[dict]:
     """Per ``sweep_id`` (runs outside a sweep left out): the rates tried, the lowest rate not
     sustained, and the highest rate sustained below it - the sweep's sustainable rate. A rate
-    tried more than once is sustained only if every try was."""
-    per_rate = (
-        runs.where(F.col("sweep_id") != "")
-        .groupBy("date", "sweep_id", "topology", "config", "rate_x")
-        .agg(F.count(F.lit(1)).alias("n"), F.min(F.col("sustainable").cast("int")).alias("ok"))
-    )
-    first_bad = F.min(F.when(F.col("ok") == 0, F.col("rate_x"))).over(Window.partitionBy("sweep_id"))
-    marked = per_rate.withColumn("first_bad", first_bad)
-    below = (F.col("ok") == 1) & (F.col("first_bad").isNull() | (F.col("rate_x") < F.col("first_bad")))
-    return marked.groupBy("date", "sweep_id", "topology", "config").agg(
-        F.sum("n").alias("runs"),
-        F.min("rate_x").alias("min_rate_x"),
-        F.max("rate_x").alias("max_rate_x"),
-        F.min("first_bad").alias("first_unsustainable_rate_x"),
-        F.max(F.when(below, F.col("rate_x"))).alias("max_sustainable_rate_x"),
-    )
+    tried more than once is sustained only if every try was; an undecided rate (None) stops
+    neither the search nor counts as sustained."""
+    by_sweep: dict[str, list[dict]] = {}
+    for r in runs:
+        if r["sweep_id"]:
+            by_sweep.setdefault(r["sweep_id"], []).append(r)
+    out = []
+    for sweep_id, rows in sorted(by_sweep.items()):
+        per_rate: dict[float, bool | None] = {}
+        for r in rows:
+            per_rate[r["rate_x"]] = _all_of(per_rate.get(r["rate_x"], True), r["sustainable"])
+        rates = sorted(per_rate)
+        first_bad = next((x for x in rates if per_rate[x] is False), None)
+        good = [x for x in rates if per_rate[x] is True and (first_bad is None or x < first_bad)]
+        out.append(
+            {
+                "date": rows[0]["date"],
+                "sweep_id": sweep_id,
+                "topology": rows[0]["topology"],
+                "config": rows[0]["config"],
+                "runs": len(rows),
+                "min_rate_x": rates[0],
+                "max_rate_x": rates[-1],
+                "first_unsustainable_rate_x": first_bad,
+                "max_sustainable_rate_x": max(good) if good else None,
+            }
+        )
+    return out
