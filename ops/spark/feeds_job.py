@@ -29,6 +29,7 @@ from ops.spark.feed_profile import (
     rate_windows,
     ten_ms_counts,
     top_underlyings,
+    underlying_category_counts,
 )
 from ops.spark.file_problems import FileProblem, LastValueDictParam, report_problems
 from ops.spark.manifest_roots import ManifestError, load_root_map
@@ -121,29 +122,29 @@ def read_ticks(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
     return spark.read.schema(TICK_SCHEMA).option("basePath", str(layout.ticks())).parquet(str(day))
 
 
-def _day_row(profile: list, totals: dict, date: str, outcomes: list[FileOutcome]) -> dict:
+def _day_row(profile: list[dict], date: str, outcomes: list[FileOutcome]) -> dict:
+    """The FEEDS_DAY row from the all-lines profile rows and the files' outcomes."""
     total = {r["window_ms"]: r for r in profile if r["line"] is None}
-    one_s = total.get(1_000)
+    one_s = total.get(1_000, {})
     row = {
         "date": date,
         "lines": len({o.line for o in outcomes if o.messages}),
         "files": len(outcomes),
         "files_skipped": sum(o.status == "skipped" for o in outcomes),
-        "packets": totals["packets"],
-        "messages": totals["messages"],
-        "bytes": totals["bytes"],
+        "packets": one_s.get("packets", 0),
+        "messages": one_s.get("messages", 0),
+        "bytes": one_s.get("bytes", 0),
         "bad_packets": sum(o.bad_packets for o in outcomes),
-        "messages_per_packet": totals["messages"] / totals["packets"] if totals["packets"] else None,
-        "first_ns": totals["first_ns"],
-        "last_ns": totals["last_ns"],
-        "active_seconds": one_s["windows"] if one_s else 0,
+        "messages_per_packet": one_s["messages"] / one_s["packets"] if one_s.get("packets") else None,
+        "first_ns": one_s.get("first_ns"),
+        "last_ns": one_s.get("last_ns"),
+        "active_seconds": one_s.get("windows", 0),
+        "mean_pps": one_s.get("mean_pps"),
+        "mean_mps": one_s.get("mean_mps"),
     }
     for ms, tag in ((1_000, "1s"), (100, "100ms"), (10, "10ms")):
-        r = total.get(ms)
-        row[f"peak_{tag}_pps"] = r["peak_pps"] if r else None
-        row[f"peak_{tag}_mps"] = r["peak_mps"] if r else None
-    row["mean_pps"] = one_s["mean_pps"] if one_s else None
-    row["mean_mps"] = one_s["mean_mps"] if one_s else None
+        row[f"peak_{tag}_pps"] = total.get(ms, {}).get("peak_pps")
+        row[f"peak_{tag}_mps"] = total.get(ms, {}).get("peak_mps")
     row["rate_x"] = row["mean_pps"] / ONE_X_PPS if row["mean_pps"] is not None else None
     row["peak_1s_rate_x"] = row["peak_1s_pps"] / ONE_X_PPS if row["peak_1s_pps"] is not None else None
     return row
@@ -177,40 +178,31 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
     tables: dict[str, Path] = {}
     tables["feeds_files"] = write_rows([{**o.as_dict(), "date": date} for o in outcomes], out, "feeds_files", FEEDS_FILES)
     day_ticks = read_ticks(spark, layout, date)
-    base = ten_ms_counts(day_ticks).cache()
-    windows = rate_windows(base).cache()
-    profile = rate_profile(windows, date)
-    tables["feeds_rate_profile"] = write_table(profile.orderBy("line", "window_ms"), out, "feeds_rate_profile", FEEDS_RATE_PROFILE)
+    # Not cached: recomputing the small aggregate beats caching it, and the day's ticks are
+    # scanned column-wise (ts_ns, msg_index, packet_bytes) twice at most.
+    windows = rate_windows(ten_ms_counts(day_ticks))
+    profile = sorted(
+        (r.asDict() for r in rate_profile(windows, date).collect()),
+        key=lambda r: (r["line"] is not None, r["line"] or 0, -r["window_ms"]),
+    )
+    tables["feeds_rate_profile"] = write_rows(profile, out, "feeds_rate_profile", FEEDS_RATE_PROFILE)
     tables["feeds_rate_per_second"] = write_table(
-        rate_per_second(windows, date).orderBy("line", "second_ns"), out, "feeds_rate_per_second", FEEDS_RATE_PER_SECOND
+        rate_per_second(windows, date).orderBy(F.col("line").asc_nulls_first(), "second_ns"),
+        out,
+        "feeds_rate_per_second",
+        FEEDS_RATE_PER_SECOND,
     )
-    totals = base.agg(
-        F.coalesce(F.sum("packets"), F.lit(0)).alias("packets"),
-        F.coalesce(F.sum("messages"), F.lit(0)).alias("messages"),
-        F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
-        F.min("first_ns").alias("first_ns"),
-        F.max("last_ns").alias("last_ns"),
-    ).first().asDict()
-    day = _day_row(read_rows(out, "feeds_rate_profile"), totals, date, outcomes)
+    day = _day_row(profile, date, outcomes)
     tables["feeds_day"] = write_rows([day], out, "feeds_day", FEEDS_DAY)
-    tables["feeds_messages_per_packet"] = write_table(
-        messages_per_packet(day_ticks, date).orderBy("line", "messages_per_packet"),
-        out,
-        "feeds_messages_per_packet",
-        FEEDS_MESSAGES_PER_PACKET,
+    tables["feeds_messages_per_packet"] = write_rows(
+        messages_per_packet(day_ticks, date), out, "feeds_messages_per_packet", FEEDS_MESSAGES_PER_PACKET
     )
-    tables["feeds_category_mix"] = write_table(
-        category_mix(day_ticks, date).orderBy(F.col("messages").desc()), out, "feeds_category_mix", FEEDS_CATEGORY_MIX
-    )
-    tables["feeds_top_underlyings"] = write_table(
-        top_underlyings(day_ticks, date, options.top_underlyings).orderBy("rank"),
-        out,
-        "feeds_top_underlyings",
-        FEEDS_TOP_UNDERLYINGS,
+    counts = underlying_category_counts(day_ticks)
+    tables["feeds_category_mix"] = write_rows(category_mix(counts, date), out, "feeds_category_mix", FEEDS_CATEGORY_MIX)
+    tables["feeds_top_underlyings"] = write_rows(
+        top_underlyings(counts, date, options.top_underlyings), out, "feeds_top_underlyings", FEEDS_TOP_UNDERLYINGS
     )
     tables["feeds_skipped_files"] = write_rows([p.row(date, JOB) for p in problems], out, "feeds_skipped_files", SKIPPED_FILES)
-    windows.unpersist()
-    base.unpersist()
     report_problems(date, JOB, problems)
     return FeedsResult(
         date=date,
