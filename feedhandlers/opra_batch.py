@@ -6,11 +6,11 @@ form that sizes buffers for its input.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from feedhandlers.opra_errors import CAPACITY, CODES, OpraDecodeError
+from feedhandlers.opra_errors import CAPACITY, CODES, OPRA_ERROR_DTYPE, OpraDecodeError
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 
@@ -19,15 +19,20 @@ from omdp.native import ffi, lib
 class DecodedBatch:
     """What one batch decode produced. Packet i's records are
     ``records[pkt_first[i] : pkt_first[i] + pkt_count[i]]`` (count 0 for a malformed packet);
-    ``errors`` holds the first errors (at most the decoder's ``max_errors``), ``counters`` this
-    call's packet and message counts and errors per code name."""
+    ``errors`` holds the first errors (at most the decoder's ``max_errors``); ``counters``
+    this call's packet and message counts and errors per code name."""
 
     records: np.ndarray
     side: np.ndarray
     pkt_first: np.ndarray
     pkt_count: np.ndarray
     errors: list[OpraDecodeError]
-    counters: dict[str, int] = field(default_factory=dict)
+    counter_values: np.ndarray
+    """This call's ``omdp_opra_counters_t`` as an array (packets, ok, bad, messages, errors[])."""
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return counters_dict(self.counter_values)
 
 
 def header_counts(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -51,7 +56,8 @@ def _as_u8(buf: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
 
 
 class BatchDecoder:
-    """Decodes batches of packets into buffers it owns and reuses.
+    """Decodes batches of packets into buffers it owns and reuses (grown when a batch needs
+    more), so a steady stream of batches allocates nothing.
 
     The arrays a ``decode`` returns are views into those buffers, valid until the next call.
     ``counters`` accumulate over every call (packets, good, bad, messages, errors per code).
@@ -66,21 +72,26 @@ class BatchDecoder:
         self._max_errors = max_errors
         self._res = ffi.new("omdp_opra_batch_result_t*")
         self._c_counters = ffi.new("omdp_opra_counters_t*")
+        self._totals = np.frombuffer(ffi.buffer(self._c_counters), dtype=np.uint64)
         self._reserve(max_messages, side_bytes, max_packets)
 
     def _reserve(self, messages: int, side_bytes: int, packets: int) -> None:
         if messages > self._records.shape[0]:
             self._records = np.zeros(messages, dtype=OPRA_MSG_DTYPE)
+            self._p_records = ffi.from_buffer("omdp_opra_msg_t[]", self._records)
         if side_bytes > self._side.shape[0]:
             self._side = np.zeros(side_bytes, dtype=np.uint8)
+            self._p_side = ffi.from_buffer("uint8_t[]", self._side)
         if packets > self._first.shape[0]:
             self._first = np.zeros(packets, dtype=np.uint32)
             self._count = np.zeros(packets, dtype=np.uint32)
+            self._p_first = ffi.from_buffer("uint32_t[]", self._first)
+            self._p_count = ffi.from_buffer("uint32_t[]", self._count)
 
     @property
     def counters(self) -> dict[str, int]:
         """Totals over every batch decoded so far."""
-        return _counters_dict(self._c_counters)
+        return counters_dict(self._totals)
 
     def decode(
         self,
@@ -95,45 +106,47 @@ class BatchDecoder:
         offsets = np.ascontiguousarray(offsets, dtype=np.uint64)
         lengths = np.ascontiguousarray(lengths, dtype=np.uint32)
         n = int(offsets.shape[0])
-        if n and int((offsets.astype(np.int64) + lengths).max()) > data.shape[0]:
+        if n and int((offsets + lengths).max()) > data.shape[0]:
             raise ValueError("a packet lies outside the buffer")
-        need = int(header_counts(data, offsets, lengths).sum())
-        self._reserve(need, max(self._side.shape[0], int(lengths.sum()) + 4096), n)
-        call = ffi.new("omdp_opra_counters_t*")
+        self._reserve(0, 0, n)
+        before = self._totals.copy()
+        p_data = ffi.from_buffer("uint8_t[]", data if data.size else np.zeros(1, np.uint8))
+        p_off = ffi.from_buffer("uint64_t[]", offsets)
+        p_len = ffi.from_buffer("uint32_t[]", lengths)
         while True:
             status = lib.omdp_opra_decode_batch(
-                ffi.from_buffer("uint8_t[]", data if data.size else np.zeros(1, np.uint8)),
-                ffi.from_buffer("uint64_t[]", offsets), ffi.from_buffer("uint32_t[]", lengths), n, first_packet_index,
-                ffi.from_buffer("omdp_opra_msg_t[]", self._records), self._records.shape[0],
-                ffi.from_buffer("uint8_t[]", self._side), self._side.shape[0],
-                ffi.from_buffer("uint32_t[]", self._first), ffi.from_buffer("uint32_t[]", self._count),
-                self._errs, self._max_errors, call, self._res,
+                p_data, p_off, p_len, n, first_packet_index,
+                self._p_records, self._records.shape[0], self._p_side, self._side.shape[0],
+                self._p_first, self._p_count, self._errs, self._max_errors, self._c_counters, self._res,
             )
             if status != CAPACITY:
                 break
-            # A packet's variable parts outgrew the side buffer: grow it and decode again.
-            call = ffi.new("omdp_opra_counters_t*")
-            self._side = np.zeros(self._side.shape[0] * 4, dtype=np.uint8)
-        for name in ("packets", "packets_ok", "packets_bad", "messages"):
-            setattr(self._c_counters, name, getattr(self._c_counters, name) + getattr(call, name))
-        for c in range(lib.OMDP_OPRA_ERROR_CODES):
-            self._c_counters.errors[c] += call.errors[c]
+            # The buffers could not take a packet: grow them and decode the batch again.
+            self._totals[:] = before
+            need = int(header_counts(data, offsets, lengths).sum())
+            self._reserve(max(need, 2 * self._records.shape[0]), 2 * self._side.shape[0], n)
         res = self._res
-        errors = [OpraDecodeError.from_c(self._errs[i]) for i in range(min(int(res.errors), self._max_errors))]
+        n_err = min(int(res.errors), self._max_errors)
+        errors = []
+        if n_err:
+            arr = np.frombuffer(ffi.buffer(self._errs, n_err * OPRA_ERROR_DTYPE.itemsize), dtype=OPRA_ERROR_DTYPE)
+            errors = [OpraDecodeError(int(e["code"]), int(e["packet_index"]), int(e["offset"]), int(e["message_index"]), int(e["slot"])) for e in arr]
         return DecodedBatch(
             records=self._records[: res.messages],
             side=self._side[: res.side_used],
             pkt_first=self._first[:n],
             pkt_count=self._count[:n],
             errors=errors,
-            counters=_counters_dict(call),
+            counter_values=self._totals - before,
         )
 
 
-def _counters_dict(c: object) -> dict[str, int]:
-    out = {name: int(getattr(c, name)) for name in ("packets", "packets_ok", "packets_bad", "messages")}
+def counters_dict(values: np.ndarray) -> dict[str, int]:
+    """An ``omdp_opra_counters_t`` (as an array) by name: packets, packets_ok, packets_bad,
+    messages, and the error codes that occurred."""
+    out = {name: int(values[i]) for i, name in enumerate(("packets", "packets_ok", "packets_bad", "messages"))}
     for code, name in CODES.items():
-        v = int(c.errors[-code])  # type: ignore[attr-defined]
+        v = int(values[4 - code])
         if v:
             out[name] = v
     return out
@@ -146,15 +159,10 @@ def decode_batch(
     first_packet_index: int = 0,
     max_errors: int = 1024,
 ) -> DecodedBatch:
-    """Decode many packets in one C call, into freshly allocated arrays the caller keeps."""
+    """Decode many packets in one C call, into arrays sized for them that the caller keeps."""
     n = int(np.asarray(offsets).shape[0])
-    dec = BatchDecoder(max_messages=1, side_bytes=1, max_packets=max(n, 1), max_errors=max_errors)
-    out = dec.decode(buf, offsets, lengths, first_packet_index)
-    return DecodedBatch(
-        records=out.records.copy(),
-        side=out.side.copy(),
-        pkt_first=out.pkt_first.copy(),
-        pkt_count=out.pkt_count.copy(),
-        errors=out.errors,
-        counters=out.counters,
-    )
+    data = _as_u8(buf)
+    need = int(header_counts(data, np.asarray(offsets), np.asarray(lengths)).sum()) if n else 0
+    side = int(np.asarray(lengths, dtype=np.int64).sum()) + 4096 if n else 4096
+    dec = BatchDecoder(max_messages=max(need, 1), side_bytes=side, max_packets=max(n, 1), max_errors=max_errors)
+    return dec.decode(buf, offsets, lengths, first_packet_index)

@@ -43,6 +43,9 @@ __all__ = [
     "new_records",
     "render_ascii",
     "render_records",
+    "render_text",
+    "RENDER_STYLES",
+    "TABLE_HEADER",
 ]
 
 
@@ -210,29 +213,44 @@ def encode_stream(
     return b"".join(parts), np.concatenate(offs), np.concatenate(lens), np.concatenate(firsts)
 
 
-def render_records(records: np.ndarray, side: bytes | np.ndarray, style: str = "ascii") -> list[str]:
-    """Render records one line each: ``style`` 'ascii' is SIAC's reference layout (spec
-    section 7), 'table' readable columns. One C call for all of them."""
-    styles = {"ascii": lib.OMDP_OPRA_RENDER_ASCII, "table": lib.OMDP_OPRA_RENDER_TABLE}
-    if style not in styles:
-        raise ValueError(f"style must be one of {sorted(styles)}")
+RENDER_STYLES = {"ascii": lib.OMDP_OPRA_RENDER_ASCII, "table": lib.OMDP_OPRA_RENDER_TABLE}
+
+TABLE_HEADER = (
+    f"{'c'} {'seq':>10} {'time':12} {'p'} {'root':6} {'expiry':10} {'strike':>10} {'p/c'} "
+    f"{'bid':>10} x {'size':6} / {'offer':>10} x {'size':6} bbo"
+)
+"""Column titles of the 'table' rendering (quotes fill every column; other categories
+describe themselves after the p/c column, text messages after the participant)."""
+
+
+def render_text(records: np.ndarray, side: bytes | np.ndarray, style: str = "ascii") -> tuple[str, np.ndarray]:
+    """All records rendered in one C call: ``(text, line_end)``, each line ending in a newline,
+    ``line_end[i]`` the offset just after record i's newline."""
+    if style not in RENDER_STYLES:
+        raise ValueError(f"style must be one of {sorted(RENDER_STYLES)}")
     n = int(records.shape[0])
     if n == 0:
-        return []
+        return "", np.zeros(0, dtype=np.int64)
     side_arr = np.frombuffer(side, dtype=np.uint8) if isinstance(side, (bytes, bytearray, memoryview)) else np.ascontiguousarray(side, np.uint8)
     side_ptr = ffi.from_buffer("uint8_t[]", side_arr if side_arr.size else np.zeros(1, np.uint8))
     cap = n * 400 + int(records["var_len"].astype(np.int64).sum())
     out = np.empty(cap, dtype=np.uint8)
     ends = np.empty(n, dtype=np.uint64)
     rc = lib.omdp_opra_render_batch(
-        _msgs(records), n, side_ptr, side_arr.size, styles[style], ffi.from_buffer("char[]", out), cap,
+        _msgs(records), n, side_ptr, side_arr.size, RENDER_STYLES[style], ffi.from_buffer("char[]", out), cap,
         ffi.from_buffer("uint64_t[]", ends),
     )
     if rc < 0:
         raise OpraEncodeError(int(rc), -1, -1)
-    text = out[:rc].tobytes().decode("latin-1")
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    return [text[s : e - 1] for s, e in zip(starts.tolist(), ends.astype(np.int64).tolist())]
+    return out[:rc].tobytes().decode("latin-1"), ends.astype(np.int64)
+
+
+def render_records(records: np.ndarray, side: bytes | np.ndarray, style: str = "ascii") -> list[str]:
+    """Render records one line each: ``style`` 'ascii' is SIAC's reference layout (spec
+    section 7), 'table' readable columns. One C call for all of them."""
+    text, ends = render_text(records, side, style)
+    starts = np.concatenate([[0], ends[:-1]]) if ends.size else ends
+    return [text[s : e - 1] for s, e in zip(starts.tolist(), ends.tolist())]
 
 
 def render_ascii(packet: Packet) -> list[str]:
@@ -247,7 +265,8 @@ def build_packet(
 ) -> Packet:
     """Assemble a Packet from records plus their variable parts: ``texts[i]`` for 'C'/'H'/
     default messages, ``y_groups[i]`` (OPRA_Y_ENTRY_DTYPE) for 'Y' messages. Sets each
-    record's var_off/var_len (and y_count); the block sequence is what the encoder derives."""
+    record's var_off/var_len (and y_count); the block sequence is what the encoder derives
+    (characters 4..13 of the first message's ASCII rendering)."""
     records = records.copy()
     side = bytearray()
     for i, t in sorted((texts or {}).items()):
@@ -261,5 +280,6 @@ def build_packet(
         records[i]["var_len"] = g.nbytes
         records[i]["y_count"] = g.shape[0]
         side += g.tobytes()
-    wire = encode_records(records, bytes(side)) if records.shape[0] else b""
-    return Packet(block_seq=wire[2:12], count=int(records.shape[0]), records=records, side=bytes(side))
+    first = render_records(records[:1], bytes(side))
+    block_seq = first[0].ljust(14).encode("latin-1")[4:14] if first else b" " * 10
+    return Packet(block_seq=block_seq, count=int(records.shape[0]), records=records, side=bytes(side))

@@ -1,17 +1,22 @@
 /* OPRA FAST V2 decoder (spec sections 2-6): packets -> omdp_opra_msg_t records.
  *
- * The dictionary is itself a record: each slot's COPY value lives in the record field the
- * slot decodes to, so a message is decoded by writing its present fields into the
- * dictionary and then emitting the dictionary ANDed with its layout's byte mask (fields of
- * other categories cleared). Absent integers are checked against the set of slots the
- * packet has given a value once per message, not per field. Integers and pmaps are read
- * with one unaligned 8-byte load, a stop-bit scan and a bit compaction, no per-byte loop;
- * loads never pass the packet's end (the last bytes are copied into a zeroed word).
+ * The dictionary is an array indexed by slot (the root keeps its bytes and, in the top
+ * byte, its length), so COPY is "keep the entry" and INCREMENT "add one"; `have` is the set
+ * of slots given a value since the packet began, checked once per message, not per field.
+ * A message is decoded into the dictionary, then the record is written from it.
+ *
+ * Two paths give the same result. Quotes ('k', >= 99.9% of the feed) take a fast path:
+ * the message (<= 64 bytes) is scanned once for stop bits, which mark the end of every
+ * field, so field boundaries come from bit operations instead of a chain of dependent
+ * varint reads, and values are read with one unaligned load and a bit compaction each.
+ * Anything the fast path does not accept - other categories, long messages, any
+ * irregularity - goes to the field-by-field path, which is also the one that reports
+ * errors with their exact offset and slot. Nothing reads outside the packet.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#ifdef __BMI2__
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
@@ -22,6 +27,9 @@
 #endif
 
 #define STOPS 0x8080808080808080ULL
+#define FAST_WINDOW 80 /* bytes the quote fast path may load from a message's start */
+#define S_K_ANY (S_HDR | S_SERIES | SLOT(15) | SLOT(25) | SLOT(26) | SLOT(27) | SLOT(28) | SLOT(29) | SLOT(30) | \
+                 S_BEST_BID | S_BEST_OFFER)
 
 static const uint64_t lowmask[9] = {
     0, 0xFFULL, 0xFFFFULL, 0xFFFFFFULL, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL,
@@ -35,12 +43,13 @@ typedef struct ystr {
 } ystr_t;
 
 typedef struct dec {
-    omdp_opra_msg_t rec;     /* the dictionary's integer slots and root */
+    uint64_t dv[64];         /* dictionary: slot -> value (slot 6: root bytes | length << 56) */
     uint64_t have;           /* slots given a value since the packet began */
-    uint32_t ycount[2];      /* slots 39, 40 */
     uint32_t text_off, text_len; /* slot 48, as stored in side */
     uint32_t def_off, def_len;   /* slot 49 */
-    ystr_t ys[7];            /* slots 41..47 (46 and 47 keep their number in b) */
+    ystr_t ys[5];            /* string slots 41..45 */
+    const uint8_t *tail_at;  /* the packet's last FAST_WINDOW bytes (or all, if shorter) ... */
+    uint8_t tail[2 * FAST_WINDOW]; /* ... copied here, zeros after */
     const uint8_t *pkt;      /* packet start: error offsets are relative to it */
     const uint8_t *pe;       /* one past the packet's last byte */
     uint8_t *side;
@@ -143,19 +152,143 @@ static inline int check_slots(dec_t *D, uint64_t pm, uint64_t need, uint64_t all
             p += n_;                                                                       \
         }                                                                                  \
     } while (0)
-#define U8(slot, field) READ_INT(slot, 0xFFu, d->field = (uint8_t)v_)
-#define U32(slot, field) READ_INT(slot, 0xFFFFFFFFu, d->field = (uint32_t)v_)
-#define U64(slot, field) READ_INT(slot, ~0ULL, d->field = v_)
+#define U8(slot) READ_INT(slot, 0xFFu, dv[slot] = v_)
+#define U32(slot) READ_INT(slot, 0xFFFFFFFFu, dv[slot] = v_)
+#define U64(slot) READ_INT(slot, ~0ULL, dv[slot] = v_)
 
-static inline int64_t px(uint8_t den, uint32_t v) {
-    int64_t m = omdp_opra_den_mult[den];
+static inline int64_t px(uint64_t den, uint64_t v) {
+    int64_t m = omdp_opra_den_mult[den & 0xFF];
     return m ? (int64_t)v * m : OMDP_UNDEF_PRICE;
 }
+
+/* ---- writing a record from the dictionary ------------------------------------------- */
+
+/* A record with everything but the message's own fields: copied whole, then filled in. */
+static const omdp_opra_msg_t blank_record = {
+    .hdr = {.type = OMDP_RT_OPRA_MSG, .length = OMDP_OPRA_MSG_SIZE},
+    .underlying_id = OMDP_NO_UNDERLYING,
+};
+
+static inline void emit_start(const dec_t *D, omdp_opra_msg_t *o, uint64_t fields) {
+    *o = blank_record;
+    o->block_seq = D->block_seq;
+    o->fields = fields;
+    o->index = (uint16_t)D->msg_index;
+    o->category = (uint8_t)D->dv[0];
+}
+
+static inline void emit_header(const uint64_t *dv, omdp_opra_msg_t *o) {
+    o->msg_type = (uint8_t)dv[1];
+    o->participant = (uint8_t)dv[2];
+    o->retrans = (uint8_t)dv[3];
+    o->msg_seq = dv[4];
+    o->time = (uint32_t)dv[5];
+}
+
+static inline void emit_series(const uint64_t *dv, omdp_opra_msg_t *o) {
+    memcpy(o->root, &dv[6], OMDP_OPRA_ROOT_MAX);
+    o->root_len = (uint8_t)(dv[6] >> 56);
+    uint8_t mc = (uint8_t)dv[7], day = (uint8_t)dv[8], year = (uint8_t)dv[9];
+    o->month_code = mc;
+    o->expiry_day = day;
+    o->expiry_year = year;
+    o->strike_den = (uint8_t)dv[10];
+    o->strike = (uint32_t)dv[11];
+    o->strike_code = (uint8_t)dv[12];
+    o->strike_px = px(dv[10], dv[11]);
+    uint32_t mo = omdp_opra_month[mc];
+    o->put_call = omdp_opra_put_call[mc];
+    if (mo && day >= 1 && day <= 31 && year <= 99) o->expiry = (2000u + year) * 10000u + mo * 100u + day;
+}
+
+static inline void emit_k(const uint64_t *dv, omdp_opra_msg_t *o, int kind) {
+    o->premium_den = (uint8_t)dv[15];
+    o->bid = (uint32_t)dv[25];
+    o->bid_size = (uint32_t)dv[26];
+    o->offer = (uint32_t)dv[27];
+    o->offer_size = (uint32_t)dv[28];
+    o->session = (uint8_t)dv[29];
+    o->bbo_ind = (uint8_t)dv[30];
+    o->bid_px = px(dv[15], dv[25]);
+    o->offer_px = px(dv[15], dv[27]);
+    if (kind & 1) {
+        o->best_bid_part = (uint8_t)dv[31];
+        o->best_bid_den = (uint8_t)dv[32];
+        o->best_bid = (uint32_t)dv[33];
+        o->best_bid_size = (uint32_t)dv[34];
+        o->best_bid_px = px(dv[32], dv[33]);
+    }
+    if (kind & 2) {
+        o->best_offer_part = (uint8_t)dv[35];
+        o->best_offer_den = (uint8_t)dv[36];
+        o->best_offer = (uint32_t)dv[37];
+        o->best_offer_size = (uint32_t)dv[38];
+        o->best_offer_px = px(dv[36], dv[37]);
+    }
+}
+
+static void emit_body(const uint64_t *dv, omdp_opra_msg_t *o, int L) {
+    switch (L) {
+    case L_A:
+        o->volume = (uint32_t)dv[13];
+        o->premium_den = (uint8_t)dv[15];
+        o->premium = (uint32_t)dv[16];
+        o->session = (uint8_t)dv[29];
+        o->premium_px = px(dv[15], dv[16]);
+        break;
+    case L_D:
+        o->open_interest = (uint32_t)dv[14];
+        break;
+    case L_F:
+        o->volume = (uint32_t)dv[13];
+        o->open_interest = (uint32_t)dv[14];
+        o->premium_den = (uint8_t)dv[15];
+        o->open = (uint32_t)dv[17];
+        o->high = (uint32_t)dv[18];
+        o->low = (uint32_t)dv[19];
+        o->last = (uint32_t)dv[20];
+        o->net_change_ind = (uint8_t)dv[21];
+        o->net_change = (uint32_t)dv[22];
+        o->underlying_den = (uint8_t)dv[23];
+        o->underlying_raw = dv[24];
+        o->bid = (uint32_t)dv[25];
+        o->offer = (uint32_t)dv[27];
+        o->bid_px = px(dv[15], dv[25]);
+        o->offer_px = px(dv[15], dv[27]);
+        break;
+    default:
+        emit_k(dv, o, L - L_K);
+        break;
+    }
+}
+
+/* Bit k of the result = slot k, from the pmap bytes in x (already cut to their length). */
+static inline uint64_t pmap_bits(uint64_t x) {
+#if defined(__GFNI__) && defined(__BMI2__)
+    /* reverse the bits of every byte, drop the stop bits, squeeze out the gaps */
+    __m128i v = _mm_gf2p8affine_epi64_epi8(_mm_cvtsi64_si128((long long)x), _mm_set1_epi64x(0x8040201008040201LL), 0);
+    return _pext_u64(((uint64_t)_mm_cvtsi128_si64(v) >> 1) & 0x7F7F7F7F7F7F7F7FULL, 0x7F7F7F7F7F7F7F7FULL);
+#else
+    uint64_t pm = 0;
+    for (int i = 0; i < 8; i++) pm |= (uint64_t)omdp_opra_rev7[(x >> (8 * i)) & 0x7F] << (7 * i);
+    return pm;
+#endif
+}
+
+static inline unsigned tz64(uint64_t m) {
+#ifdef __BMI__
+    return (unsigned)_tzcnt_u64(m);
+#else
+    return m ? (unsigned)__builtin_ctzll(m) : 64u;
+#endif
+}
+
+/* ---- the field-by-field path: every category, every error ---------------------------- */
 
 /* Decode one message [p, me) into o. Returns 0 or a negative code. */
 static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
     const uint8_t *pe = D->pe;
-    omdp_opra_msg_t *d = &D->rec;
+    uint64_t *dv = D->dv;
 
     /* presence map */
     uint64_t x = load8(p, pe);
@@ -163,19 +296,17 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
     uint64_t stops = x & STOPS & lowmask[min_sz(avail, 8)];
     if (UNLIKELY(!stops)) return fail(D, avail >= 8 ? OMDP_OPRA_E_PMAP_TOO_LONG : OMDP_OPRA_E_FIELD_PAST_MSG, -1, p);
     int nb = (__builtin_ctzll(stops) >> 3) + 1;
-    x &= lowmask[nb];
-    uint64_t pm = 0;
-    for (int i = 0; i < 8; i++) pm |= (uint64_t)omdp_opra_rev7[(x >> (8 * i)) & 0x7F] << (7 * i);
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
     p += nb;
     const uint8_t *fields_at = p;
 
-    U8(0, category);
+    U8(0);
     if (UNLIKELY(!((pm | D->have) & SLOT(0)))) return fail(D, OMDP_OPRA_E_NO_DICT_VALUE, 0, p);
 
     int L;
     uint64_t allowed;
-    switch (d->category) {
-    case 'k': L = L_K; allowed = omdp_opra_layout_slots[L_K_BOTH]; break;
+    switch (dv[0]) {
+    case 'k': L = L_K; allowed = S_K_ANY; break;
     case 'a': L = L_A; allowed = omdp_opra_layout_slots[L_A]; break;
     case 'd': L = L_D; allowed = omdp_opra_layout_slots[L_D]; break;
     case 'f': L = L_F; allowed = omdp_opra_layout_slots[L_F]; break;
@@ -185,7 +316,7 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
     case '?': L = L_DEFAULT; allowed = omdp_opra_layout_slots[L_DEFAULT]; break;
     default: return fail(D, OMDP_OPRA_E_UNKNOWN_CATEGORY, 0, fields_at);
     }
-    uint64_t need = d->category == 'Y' ? S_HDR : omdp_opra_layout_slots[L];
+    uint64_t need = dv[0] == 'Y' ? S_HDR : omdp_opra_layout_slots[L];
     int rc = check_slots(D, pm, need, allowed, p);
     if (UNLIKELY(rc)) return rc;
 
@@ -193,15 +324,15 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
     uint32_t var_off = 0, var_len = 0, y_count = 0;
 
     if (LIKELY(L != L_DEFAULT)) {
-        U8(1, msg_type);
-        U8(2, participant);
-        U8(3, retrans);
+        U8(1);
+        U8(2);
+        U8(3);
         if (pm & SLOT(4)) {
-            U64(4, msg_seq);
+            U64(4);
         } else {
-            d->msg_seq += 1;
+            dv[4] += 1;
         }
-        U32(5, time);
+        U32(5);
     }
 
     switch (L) {
@@ -213,64 +344,61 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
             ystr_t r;
             int n = rd_sstr(p, me, pe, OMDP_OPRA_ROOT_MAX, &r);
             if (UNLIKELY(n < 0)) return fail(D, n, 6, p);
-            memcpy(d->root, &r.b, OMDP_OPRA_ROOT_MAX);
-            d->root_len = r.len;
+            dv[6] = r.b | (uint64_t)r.len << 56;
             p += n;
         }
-        U8(7, month_code);
-        U8(8, expiry_day);
-        U8(9, expiry_year);
-        U8(10, strike_den);
-        U32(11, strike);
-        U8(12, strike_code);
+        U8(7);
+        U8(8);
+        U8(9);
+        U8(10);
+        U32(11);
+        U8(12);
         if (L == L_K) {
-            U8(15, premium_den);
-            U32(25, bid);
-            U32(26, bid_size);
-            U32(27, offer);
-            U32(28, offer_size);
-            U8(29, session);
-            U8(30, bbo_ind);
-            int kind = omdp_opra_bbo_kind[d->bbo_ind];
-            if (kind) {
-                L = L_K + kind;
-                fields = omdp_opra_layout_slots[L];
-            }
+            U8(15);
+            U32(25);
+            U32(26);
+            U32(27);
+            U32(28);
+            U8(29);
+            U8(30);
+            int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
+            L = L_K + kind;
+            fields = omdp_opra_layout_slots[L];
             rc = check_slots(D, pm, fields, fields, p);
             if (UNLIKELY(rc)) return rc;
             if (kind & 1) {
-                U8(31, best_bid_part);
-                U8(32, best_bid_den);
-                U32(33, best_bid);
-                U32(34, best_bid_size);
+                U8(31);
+                U8(32);
+                U32(33);
+                U32(34);
             }
             if (kind & 2) {
-                U8(35, best_offer_part);
-                U8(36, best_offer_den);
-                U32(37, best_offer);
-                U32(38, best_offer_size);
+                U8(35);
+                U8(36);
+                U32(37);
+                U32(38);
             }
         } else if (L == L_A) {
-            U32(13, volume);
-            U8(15, premium_den);
-            U32(16, premium);
-            U8(29, session);
+            U32(13);
+            U8(15);
+            U32(16);
+            U8(29);
         } else if (L == L_D) {
-            U32(14, open_interest);
+            U32(14);
         } else {
-            U32(13, volume);
-            U32(14, open_interest);
-            U8(15, premium_den);
-            U32(17, open);
-            U32(18, high);
-            U32(19, low);
-            U32(20, last);
-            U8(21, net_change_ind);
-            U32(22, net_change);
-            U8(23, underlying_den);
-            U64(24, underlying_raw);
-            U32(25, bid);
-            U32(27, offer);
+            U32(13);
+            U32(14);
+            U8(15);
+            U32(17);
+            U32(18);
+            U32(19);
+            U32(20);
+            U8(21);
+            U32(22);
+            U8(23);
+            U64(24);
+            U32(25);
+            U32(27);
         }
         break;
     case L_TEXT:
@@ -292,15 +420,15 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
         var_len = D->def_len;
         break;
     default: { /* 'Y' */
-        int yl = y_layout(d->msg_type);
+        int yl = y_layout((uint8_t)dv[1]);
         if (yl < 0) return fail(D, OMDP_OPRA_E_Y_TYPE, 1, p);
         L = yl;
         fields = omdp_opra_layout_slots[L];
         int cslot = L == L_Y_FC ? 40 : 39;
         rc = check_slots(D, pm, fields & ~S_Y_ENTRY, fields, p);
         if (UNLIKELY(rc)) return rc;
-        READ_INT(cslot, OMDP_OPRA_Y_MAX, D->ycount[cslot - 39] = (uint32_t)v_);
-        y_count = D->ycount[cslot - 39];
+        READ_INT(cslot, OMDP_OPRA_Y_MAX, dv[cslot] = v_);
+        y_count = (uint32_t)dv[cslot];
         if (y_count == 0) {
             fields &= ~S_Y_ENTRY;
             break;
@@ -317,29 +445,27 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
             memset(&en, 0, sizeof en);
             for (int k = 0; k < 3 && slots[k]; k++) {
                 int s = slots[k];
+                if (s == 46 || s == 47) {
+                    READ_INT(s, s == 46 ? 0xFFu : 0xFFFFFFFFu, dv[s] = v_);
+                    if (s == 46) en.decimals = (uint8_t)dv[46];
+                    else en.spot = (uint32_t)dv[47];
+                    continue;
+                }
                 ystr_t *ys = &D->ys[s - 41];
                 if (pm & SLOT(s)) {
-                    int n;
-                    if (s == 46 || s == 47) {
-                        uint64_t v;
-                        n = rd_uint(p, me, pe, &v);
-                        if (UNLIKELY(n < 0)) return fail(D, n, s, p);
-                        if (UNLIKELY(v > (s == 46 ? 0xFFu : 0xFFFFFFFFu))) return fail(D, OMDP_OPRA_E_VALUE_RANGE, s, p);
-                        ys->b = v;
-                    } else {
-                        n = rd_sstr(p, me, pe, omdp_opra_slots[s].cap, ys);
-                        if (UNLIKELY(n < 0)) return fail(D, n, s, p);
-                    }
+                    int n = rd_sstr(p, me, pe, omdp_opra_slots[s].cap, ys);
+                    if (UNLIKELY(n < 0)) return fail(D, n, s, p);
                     p += n;
                 }
-                switch (s) {
-                case 41:
-                case 45: memcpy(en.symbol, &ys->b, 4); en.symbol_len = ys->len; break;
-                case 42:
-                case 43: memcpy(en.value, &ys->b, 8); en.value_len = ys->len; break;
-                case 44: memcpy(en.offer, &ys->b, 8); en.offer_len = ys->len; break;
-                case 46: en.decimals = (uint8_t)ys->b; break;
-                default: en.spot = (uint32_t)ys->b; break;
+                if (s == 41 || s == 45) {
+                    memcpy(en.symbol, &ys->b, 4);
+                    en.symbol_len = ys->len;
+                } else if (s == 44) {
+                    memcpy(en.offer, &ys->b, 8);
+                    en.offer_len = ys->len;
+                } else {
+                    memcpy(en.value, &ys->b, 8);
+                    en.value_len = ys->len;
                 }
             }
             memcpy(D->side + start + e * sizeof en, &en, sizeof en);
@@ -353,34 +479,129 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
     if (UNLIKELY(p != me)) return fail(D, OMDP_OPRA_E_TRAILING_BYTES, -1, p);
     D->have |= fields;
 
-    /* emit: the dictionary's fields of this layout, then the derived values */
-    const uint64_t *mk = omdp_opra_layout_mask[L];
-    const uint64_t *src = (const uint64_t *)(const void *)d;
-    uint64_t *dst = (uint64_t *)(void *)o;
-    for (int i = 0; i < OMDP_OPRA_MSG_SIZE / 8; i++) dst[i] = src[i] & mk[i];
-    o->hdr.type = OMDP_RT_OPRA_MSG;
-    o->hdr.length = OMDP_OPRA_MSG_SIZE;
-    o->block_seq = D->block_seq;
-    o->fields = fields;
-    o->underlying_id = OMDP_NO_UNDERLYING;
-    o->index = (uint16_t)D->msg_index;
+    emit_start(D, o, fields);
+    if (L == L_DEFAULT) {
+        o->category = '?';
+    } else {
+        emit_header(dv, o);
+    }
+    if (fields & SLOT(11)) {
+        emit_series(dv, o);
+        emit_body(dv, o, L);
+    }
     o->var_off = var_off;
     o->var_len = (uint16_t)var_len;
     o->y_count = (uint16_t)y_count;
-    if (fields & SLOT(11)) {
-        o->strike_px = px(d->strike_den, d->strike);
-        uint8_t mo = omdp_opra_month[d->month_code];
-        o->put_call = omdp_opra_put_call[d->month_code];
-        if (mo && d->expiry_day >= 1 && d->expiry_day <= 31 && d->expiry_year <= 99)
-            o->expiry = (2000u + d->expiry_year) * 10000u + mo * 100u + d->expiry_day;
-        if (fields & SLOT(25)) {
-            o->bid_px = px(d->premium_den, d->bid);
-            o->offer_px = px(d->premium_den, d->offer);
-        }
-        if (fields & SLOT(16)) o->premium_px = px(d->premium_den, d->premium);
-        if (fields & SLOT(33)) o->best_bid_px = px(d->best_bid_den, d->best_bid);
-        if (fields & SLOT(37)) o->best_offer_px = px(d->best_offer_den, d->best_offer);
+    return 0;
+}
+
+/* ---- the quote fast path -------------------------------------------------------------- */
+
+/* Bits a 'k' slot's value must not have to fit its record field (the root is a string). */
+#define HI8 (~0xFFULL)
+#define HI32 (~0xFFFFFFFFULL)
+static const uint64_t k_high[40] = {
+    HI8, HI8, HI8, HI8, 0, HI32, 0, HI8, HI8, HI8, HI8, HI32, HI8, 0, 0, HI8, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, HI32, HI32, HI32, HI32, HI8, HI8, HI8, HI8, HI32, HI32, HI8, HI8, HI32, HI32, 0,
+};
+
+/* Bit i set when byte i of the 64 at b has its top (stop) bit set. */
+static inline uint64_t stop_bits64(const uint8_t *b) {
+#if defined(__AVX512BW__)
+    return _mm512_movepi8_mask(_mm512_loadu_si512((const void *)b));
+#elif defined(__AVX2__)
+    uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)b));
+    uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32)));
+    return lo | hi << 32;
+#elif defined(__SSE2__)
+    uint64_t m = 0;
+    for (int i = 0; i < 4; i++)
+        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 * i))) << (16 * i);
+    return m;
+#else
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++) m |= (uint64_t)(b[i] >> 7) << i;
+    return m;
+#endif
+}
+
+static inline uint64_t compact5(uint64_t y) {
+#ifdef __BMI2__
+    return _pext_u64(y, 0x7F7F7F7F7FULL);
+#else
+    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
+           ((y >> 4) & 0x7F0000000ULL);
+#endif
+}
+
+#include <stdatomic.h>
+static atomic_int fast_path_enabled = 1;
+
+int omdp_opra_set_fast_path(int enabled) {
+    return atomic_exchange_explicit(&fast_path_enabled, enabled ? 1 : 0, memory_order_relaxed);
+}
+
+
+/* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
+ * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
+ * turned out malformed after the dictionary was written (the packet is decoded again by
+ * the field-by-field path alone, which then reports the error). Every field ends at a stop
+ * bit, so the stop bits of the whole message give all field boundaries at once. */
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+    size_t len = (size_t)(me - p);
+    if (UNLIKELY(len > 64 || len == 0)) return 1;
+    const uint8_t *b = p;
+    if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
+    uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
+    uint64_t M = stop_bits64(b) & in_msg;
+    unsigned nb = tz64(M) + 1;
+    if (UNLIKELY(nb > 8)) return 1;
+    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
+    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
+    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 1;
+    uint64_t x;
+    memcpy(&x, b, 8);
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    M &= M - 1;
+    uint64_t *dv = D->dv;
+    uint64_t cat = dv[0];
+    if (pm & 1) {
+        if (!(b[nb] & 0x80)) return 1;
+        cat = b[nb] & 0x7F;
+    } else if (!(D->have & 1)) {
+        return 1;
     }
+    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
+
+    unsigned start = nb;
+    uint64_t bad = 0;
+    for (uint64_t bits = pm; bits; bits &= bits - 1) {
+        unsigned s = (unsigned)__builtin_ctzll(bits);
+        unsigned end = tz64(M); /* 64 once the stops run out: then start != len below */
+        M &= M - 1;
+        unsigned n = end - start + 1; /* <= 5 by the run check, unless the stops ran out */
+        uint64_t w;
+        memcpy(&w, b + start, 8); /* start <= 65: inside the 80-byte window */
+        if (UNLIKELY(s == 6)) {
+            n = n > 8 ? 8 : n;
+            dv[6] = (w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56;
+        } else {
+            uint64_t v = compact5((__builtin_bswap64(w) >> ((64 - 8 * n) & 63)) & 0x7F7F7F7F7FULL);
+            bad |= v & k_high[s];
+            dv[s] = v;
+        }
+        start = end + 1;
+    }
+    int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
+    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+    if (UNLIKELY(bad | M | (uint64_t)(start != len) | (pm & ~fields) | (fields & ~S_STRINGS & ~pm & ~D->have)))
+        return 2; /* the dictionary now holds a bad message: the packet must be decoded again */
+    if (!(pm & SLOT(4))) dv[4] += 1;
+    D->have |= fields;
+    emit_start(D, o, fields);
+    emit_header(dv, o);
+    emit_series(dv, o);
+    emit_k(dv, o, kind);
     return 0;
 }
 
@@ -410,8 +631,17 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
     if (count > out_cap) return fail(D, OMDP_OPRA_E_CAPACITY, -1, pkt + 12);
     D->block_seq = parse_block_seq(pkt + 2);
 
+    uint32_t side_start = D->side_pos;
+    int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
+    /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
+     * reads a zero-padded copy of the packet's tail, made once here. */
+    size_t tail_len = len < FAST_WINDOW ? len : FAST_WINDOW;
+    D->tail_at = pkt + len - tail_len;
+    memcpy(D->tail, D->tail_at, tail_len);
+    memset(D->tail + tail_len, 0, sizeof D->tail - tail_len);
+restart:
     /* the per-packet dictionary reset */
-    memset(&D->rec, 0, sizeof D->rec);
+    memset(D->dv, 0, sizeof D->dv);
     D->have = 0;
     D->text_len = D->def_len = 0;
     D->text_off = D->def_off = 0;
@@ -431,8 +661,16 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
             if (UNLIKELY(ml > (size_t)(etx - p))) return fail(D, OMDP_OPRA_E_MSG_PAST_PACKET, -1, p - 1);
             me = p + ml;
         }
-        int rc = decode_message(D, p, me, &out[i]);
-        if (UNLIKELY(rc)) return rc;
+        int how = fast ? decode_quote_fast(D, p, me, &out[i]) : 1;
+        if (UNLIKELY(how == 2)) {
+            fast = 0;
+            D->side_pos = side_start;
+            goto restart;
+        }
+        if (how) {
+            int rc = decode_message(D, p, me, &out[i]);
+            if (UNLIKELY(rc)) return rc;
+        }
         p = me;
         i++;
     }
@@ -446,7 +684,6 @@ int omdp_opra_decode_packet(const uint8_t *pkt, size_t len, uint64_t packet_inde
                             omdp_opra_msg_t *out, uint32_t out_cap,
                             uint8_t *side, uint32_t side_cap, uint32_t *side_used,
                             omdp_opra_error_t *err) {
-    omdp_opra_tables_init();
     dec_t D;
     D.side = side;
     D.side_cap = side_cap;
@@ -465,7 +702,6 @@ int omdp_opra_decode_batch(const uint8_t *buf, const uint64_t *offsets, const ui
                            uint32_t *pkt_first, uint32_t *pkt_count,
                            omdp_opra_error_t *errs, uint32_t err_cap,
                            omdp_opra_counters_t *counters, omdp_opra_batch_result_t *res) {
-    omdp_opra_tables_init();
     dec_t D;
     omdp_opra_error_t e;
     D.side = side;

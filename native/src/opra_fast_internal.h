@@ -39,10 +39,6 @@ enum {
 
 extern const uint64_t omdp_opra_layout_slots[L_COUNT];
 
-/* Per layout, a 256-byte AND mask over a record keeping exactly the fields of its slots. */
-extern uint64_t omdp_opra_layout_mask[L_COUNT][OMDP_OPRA_MSG_SIZE / 8];
-void omdp_opra_tables_init(void);
-
 /* 'k' appendages by BBO indicator: 0 none, 1 best bid, 2 best offer, 3 both. */
 extern const uint8_t omdp_opra_bbo_kind[256];
 /* Price multiplier to 1e-9 units by denominator code; 0 for codes that are not 'A'..'I'. */

@@ -146,20 +146,23 @@ static int render_ascii(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
     return 0;
 }
 
-/* A price as a decimal number with its denominator code's places ("9.10"); unknown codes
- * print the raw integer followed by '?'. */
-static void w_price(writer_t *w, uint8_t den, uint64_t v) {
+/* A price as a decimal number with its denominator code's places ("9.10") into buf (32
+ * bytes); unknown codes give the raw integer followed by '?'. */
+static const char *fmt_price(char *buf, uint8_t den, uint64_t v) {
     int64_t mult = omdp_opra_den_mult[den];
     int places = 0;
     for (int64_t x = mult; x && x < OMDP_PRICE_SCALE; x *= 10) places++;
-    if (!mult) {
-        w_fmt(w, "%llu?", (unsigned long long)v);
-        return;
-    }
     uint64_t p10 = 1;
     for (int i = 0; i < places; i++) p10 *= 10;
-    if (places == 0) w_fmt(w, "%llu", (unsigned long long)v);
-    else w_fmt(w, "%llu.%0*llu", (unsigned long long)(v / p10), places, (unsigned long long)(v % p10));
+    if (!mult) snprintf(buf, 32, "%llu?", (unsigned long long)v);
+    else if (places == 0) snprintf(buf, 32, "%llu", (unsigned long long)v);
+    else snprintf(buf, 32, "%llu.%0*llu", (unsigned long long)(v / p10), places, (unsigned long long)(v % p10));
+    return buf;
+}
+
+static void w_price(writer_t *w, uint8_t den, uint64_t v) {
+    char buf[32];
+    w_fmt(w, "%s", fmt_price(buf, den, v));
 }
 
 static void w_text(writer_t *w, const uint8_t *s, uint32_t len) {
@@ -215,14 +218,12 @@ static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
     w_fmt(w, "%-6s ", root);
     if (m->expiry) w_fmt(w, "%04u-%02u-%02u ", m->expiry / 10000u, m->expiry / 100u % 100u, m->expiry % 100u);
     else w_fmt(w, "%c%02u%02u      ", m->month_code, m->expiry_day, m->expiry_year);
-    w_price(w, m->strike_den, m->strike);
-    w_fmt(w, " %c ", m->put_call ? m->put_call : '-');
+    char pb[32], pb2[32];
+    w_fmt(w, "%10s %c   ", fmt_price(pb, m->strike_den, m->strike), m->put_call ? m->put_call : '-');
     switch (c) {
     case 'k':
-        w_price(w, m->premium_den, m->bid);
-        w_fmt(w, " x %u / ", m->bid_size);
-        w_price(w, m->premium_den, m->offer);
-        w_fmt(w, " x %u bbo %c", m->offer_size, m->bbo_ind);
+        w_fmt(w, "%10s x %-6u / %10s x %-6u %c", fmt_price(pb, m->premium_den, m->bid), m->bid_size,
+              fmt_price(pb2, m->premium_den, m->offer), m->offer_size, m->bbo_ind);
         if (omdp_opra_bbo_kind[m->bbo_ind] & 1) {
             w_fmt(w, " best bid %c ", m->best_bid_part);
             w_price(w, m->best_bid_den, m->best_bid);
@@ -237,7 +238,7 @@ static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
     case 'a':
         w_fmt(w, "sale %u @ ", m->volume);
         w_price(w, m->premium_den, m->premium);
-        w_fmt(w, " type %c", m->msg_type);
+        w_fmt(w, " condition '%c'", m->msg_type);
         break;
     case 'd':
         w_fmt(w, "open interest %u", m->open_interest);

@@ -1,6 +1,5 @@
 /* Tables of the OPRA FAST V2 codec: where each slot lives in the record, the slot set of
  * each message layout (spec sections 4 and 5), and the value codes of section 6. */
-#include <pthread.h>
 #include <stddef.h>
 
 #include "opra_fast_internal.h"
@@ -77,29 +76,6 @@ const uint64_t omdp_opra_layout_slots[L_COUNT] = {
     [L_TEXT] = S_HDR | SLOT(48),
     [L_DEFAULT] = SLOT(0) | SLOT(49),
 };
-
-uint64_t omdp_opra_layout_mask[L_COUNT][OMDP_OPRA_MSG_SIZE / 8];
-
-static void build_masks(void) {
-    for (int l = 0; l < L_COUNT; l++) {
-        uint8_t m[OMDP_OPRA_MSG_SIZE] = {0};
-        for (int s = 0; s < OMDP_OPRA_SLOTS; s++) {
-            if (!(omdp_opra_layout_slots[l] & SLOT(s))) continue;
-            const slot_info_t *si = &omdp_opra_slots[s];
-            if (si->kind == K_U8 || si->kind == K_U32 || si->kind == K_U64) {
-                memset(m + si->off, 0xFF, si->kind);
-            } else if (si->kind == K_ROOT) {
-                memset(m + offsetof(omdp_opra_msg_t, root), 0xFF, OMDP_OPRA_ROOT_MAX);
-                m[offsetof(omdp_opra_msg_t, root_len)] = 0xFF;
-            }
-        }
-        memcpy(omdp_opra_layout_mask[l], m, sizeof m);
-    }
-}
-
-static pthread_once_t masks_once = PTHREAD_ONCE_INIT;
-
-void omdp_opra_tables_init(void) { pthread_once(&masks_once, build_masks); }
 
 const uint8_t omdp_opra_bbo_kind[256] = {
     ['M'] = 1, ['N'] = 1, ['P'] = 1, ['C'] = 2, ['G'] = 2, ['K'] = 2, ['O'] = 3,

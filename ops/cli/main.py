@@ -18,7 +18,13 @@ def cli() -> None:
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
     import ops.cli.analytics  # noqa: F401
+    import ops.bench.decode  # noqa: F401
+    import ops.cli.bench  # noqa: F401
+    import ops.cli.decode  # noqa: F401
     import ops.cli.native_info  # noqa: F401
+    import ops.cli.synth  # noqa: F401
+    import ops.cli.capture  # noqa: F401
+    import ops.cli.demo  # noqa: F401
 
 
 def main() -> None:

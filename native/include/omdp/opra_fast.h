@@ -155,6 +155,10 @@ int64_t omdp_opra_render_batch(const omdp_opra_msg_t *msgs, uint64_t n,
                                const uint8_t *side, uint64_t side_len, int style,
                                char *out, uint64_t cap, uint64_t *line_end);
 
+/* Turn the quote fast path on (default) or off for every decoder in the process; returns the
+ * previous setting. Both paths give identical results; tests and benchmarks compare them. */
+int omdp_opra_set_fast_path(int enabled);
+
 /* Short constant name of a code ("TRUNCATED", ...), "UNKNOWN" for others. */
 const char *omdp_opra_error_name(int code);
 

@@ -1,0 +1,177 @@
+"""Statistics of a capture, per line and over all lines (``omdp capture stats``).
+
+Definitions (docs/manifest.md "Capture statistics"):
+- span: last packet timestamp minus first; mean rates are counts over the span.
+- peak over a window W (100 ms, 10 ms): the most packets (messages) whose timestamps fall
+  in any [t, t + W) starting at a packet, divided by W - an exact sliding-window maximum.
+- messages per packet from the decoded packets, bytes per packet = the OPRA packet (UDP
+  payload) length; category mix from the C batch decoder over every packet.
+Every number comes from array passes and one C decode call per batch of packets.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from feedhandlers.captures import read_pcap
+from feedhandlers.opra_batch import BatchDecoder
+from ops.capture.locate import capture_lines
+
+WINDOWS_NS = {"100ms": 100_000_000, "10ms": 10_000_000}
+DECODE_BATCH = 1 << 15
+CATEGORY_NAMES = {"k": "quote", "a": "last sale", "d": "open interest", "f": "summary", "Y": "underlying value",
+                  "C": "admin", "H": "control", "?": "default"}
+
+
+@dataclass
+class RateStats:
+    """Counts, rates and shapes of one line's (or all lines') packets."""
+
+    packets: int
+    messages: int
+    payload_bytes: int
+    span_s: float
+    packets_per_s: float
+    messages_per_s: float
+    peak_packets_per_s: dict[str, float]
+    peak_messages_per_s: dict[str, float]
+    messages_per_packet: dict[str, float]
+    bytes_per_packet: dict[str, float]
+    categories: dict[str, int] = field(default_factory=dict)
+    bad_packets: int = 0
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form."""
+        return asdict(self)
+
+
+@dataclass
+class CaptureStats:
+    """Per-line and total statistics of a capture."""
+
+    source: str
+    lines: dict[int, RateStats]
+    total: RateStats
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form."""
+        return {"source": self.source, "lines": {str(k): v.to_dict() for k, v in self.lines.items()},
+                "total": self.total.to_dict()}
+
+
+def peak_rate(ts: np.ndarray, weight_cum: np.ndarray, window_ns: int) -> float:
+    """Largest weight in any window [t_i, t_i + W) over sorted ``ts``, per second.
+
+    ``weight_cum`` is the cumulative weight with a leading 0 (length len(ts) + 1).
+    """
+    if ts.shape[0] == 0:
+        return 0.0
+    end = np.searchsorted(ts, ts + window_ns, side="left")
+    best = (weight_cum[end] - weight_cum[:-1]).max()
+    return float(best) * 1e9 / window_ns
+
+
+def _shape(values: np.ndarray) -> dict[str, float]:
+    if values.shape[0] == 0:
+        return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
+    p50, p99 = np.percentile(values, [50, 99])
+    return {"mean": round(float(values.mean()), 3), "p50": float(p50), "p99": float(p99), "max": float(values.max())}
+
+
+def rate_stats(ts: np.ndarray, msgs: np.ndarray, sizes: np.ndarray, categories: dict[str, int] | None = None,
+               bad_packets: int = 0) -> RateStats:
+    """Statistics of packets at times ``ts`` (ns, any order) with ``msgs`` messages and
+    ``sizes`` bytes each."""
+    order = np.argsort(ts, kind="stable")
+    ts, msgs, sizes = ts[order].astype(np.int64), msgs[order].astype(np.int64), sizes[order].astype(np.int64)
+    n = int(ts.shape[0])
+    span = (int(ts[-1]) - int(ts[0])) / 1e9 if n > 1 else 0.0
+    ones = np.zeros(n + 1, dtype=np.int64)
+    ones[1:] = np.arange(1, n + 1)
+    mcum = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(msgs, out=mcum[1:])
+    return RateStats(
+        packets=n,
+        messages=int(msgs.sum()),
+        payload_bytes=int(sizes.sum()),
+        span_s=round(span, 9),
+        packets_per_s=n / span if span > 0 else 0.0,
+        messages_per_s=float(msgs.sum()) / span if span > 0 else 0.0,
+        peak_packets_per_s={k: peak_rate(ts, ones, w) for k, w in WINDOWS_NS.items()},
+        peak_messages_per_s={k: peak_rate(ts, mcum, w) for k, w in WINDOWS_NS.items()},
+        messages_per_packet=_shape(msgs),
+        bytes_per_packet=_shape(sizes),
+        categories=dict(sorted((categories or {}).items())),
+        bad_packets=bad_packets,
+    )
+
+
+def _line_arrays(files: list[Path], decoder: BatchDecoder) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Packet times, message counts and sizes of a line's files; category counts."""
+    ts, msgs, sizes = [], [], []
+    cats = np.zeros(256, dtype=np.int64)
+    bad = 0
+    for f in files:
+        cap = read_pcap(f)
+        for s in range(0, len(cap), DECODE_BATCH):
+            e = min(len(cap), s + DECODE_BATCH)
+            out = decoder.decode(cap.buf, cap.offsets[s:e], cap.lengths[s:e], s)
+            cats += np.bincount(out.records["category"], minlength=256)
+            msgs.append(out.pkt_count.astype(np.int64).copy())
+            bad += int(out.counters.get("packets_bad", 0))
+        ts.append(cap.ts_ns)
+        sizes.append(cap.lengths.astype(np.int64))
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(ts), cat(msgs), cat(sizes), cats, bad
+
+
+def _category_dict(counts: np.ndarray) -> dict[str, int]:
+    return {chr(c): int(counts[c]) for c in np.flatnonzero(counts)}
+
+
+def capture_stats(path: str | Path, copy: str = "a") -> CaptureStats:
+    """Statistics of the capture at ``path`` (a capture directory or one pcap)."""
+    lines = capture_lines(path, copy)
+    decoder = BatchDecoder()
+    per_line: dict[int, RateStats] = {}
+    all_ts, all_msgs, all_sizes = [], [], []
+    all_cats = np.zeros(256, dtype=np.int64)
+    bad_total = 0
+    for ln, files in sorted(lines.items()):
+        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder)
+        per_line[ln] = rate_stats(ts, msgs, sizes, _category_dict(cats), bad)
+        all_ts.append(ts)
+        all_msgs.append(msgs)
+        all_sizes.append(sizes)
+        all_cats += cats
+        bad_total += bad
+    total = rate_stats(np.concatenate(all_ts), np.concatenate(all_msgs), np.concatenate(all_sizes),
+                       _category_dict(all_cats), bad_total)
+    return CaptureStats(str(path), per_line, total)
+
+
+def format_stats(stats: CaptureStats) -> str:
+    """A readable report: one row per line and a total, then the category mix."""
+    head = (f"{'line':>5} {'packets':>10} {'messages':>11} {'pkt/s':>9} {'msg/s':>10} {'pk100ms':>10} {'pk10ms':>10} "
+            f"{'msg/pkt':>7} {'p99':>4} {'B/pkt':>6} {'p99':>5}")
+    unit = "  (pk100ms / pk10ms: peak messages/s over any 100 ms / 10 ms window)"
+    rows = [head]
+    def row(name: str, s: RateStats) -> str:
+        return (f"{name:>5} {s.packets:>10,} {s.messages:>11,} {s.packets_per_s:>9,.0f} {s.messages_per_s:>10,.0f} "
+                f"{s.peak_messages_per_s['100ms']:>10,.0f} {s.peak_messages_per_s['10ms']:>10,.0f} "
+                f"{s.messages_per_packet['mean']:>7.2f} {s.messages_per_packet['p99']:>4.0f} "
+                f"{s.bytes_per_packet['mean']:>6.1f} {s.bytes_per_packet['p99']:>5.0f}")
+    for ln, s in stats.lines.items():
+        rows.append(row(str(ln), s))
+    t = stats.total
+    rows.append(row("all", t))
+    rows.append(unit)
+    rows.append(f"span {t.span_s:.3f} s; peak packets/s: 100 ms {t.peak_packets_per_s['100ms']:,.0f}, "
+                f"10 ms {t.peak_packets_per_s['10ms']:,.0f}; malformed packets: {t.bad_packets}")
+    total_msgs = max(sum(t.categories.values()), 1)
+    mix = ", ".join(f"{c} {CATEGORY_NAMES.get(c, '?')} {n:,} ({100.0 * n / total_msgs:.3f}%)"
+                    for c, n in sorted(t.categories.items(), key=lambda kv: -kv[1]))
+    rows.append(f"categories: {mix}")
+    return "\n".join(rows)

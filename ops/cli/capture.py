@@ -1,0 +1,34 @@
+"""``omdp capture ...``: tools over recorded captures."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ops.cli.main import cli
+
+
+@cli.group("capture")
+def capture() -> None:
+    """Inspect captures (directories of line pcaps, or single pcaps)."""
+
+
+@capture.command("stats")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--copy", type=click.Choice(["a", "b"]), default="a", show_default=True, help="Which copy of the lines.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the statistics as JSON.")
+def stats(path: Path, copy: str, json_out: Path | None) -> None:
+    """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),
+    messages and bytes per packet, and the category mix (decoded in C)."""
+    from ops.capture.locate import CaptureNotFound
+    from ops.capture.stats import capture_stats, format_stats
+
+    try:
+        st = capture_stats(path, copy)
+    except CaptureNotFound as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(format_stats(st))
+    if json_out is not None:
+        json_out.write_text(json.dumps(st.to_dict(), indent=1))

@@ -1,0 +1,126 @@
+"""``manifest.json`` of a synthetic capture: what is in ``captures/<date>/`` and how it was
+made. The schema is these pydantic models (documented in docs/manifest.md); readers
+validate a manifest with ``load_manifest``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_FILE = "manifest.json"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Endpoint(_Strict):
+    """Where one copy of a line is sent: multicast group and UDP port, and the source."""
+
+    group: str
+    port: int = Field(ge=1, le=65535)
+    source: str
+    source_port: int = Field(ge=1, le=65535)
+
+
+class LineInfo(_Strict):
+    """One OPRA line: its alphabetical root range, addresses, files and counts."""
+
+    line: int = Field(ge=1, le=99)
+    first_root: str
+    last_root: str
+    roots: int = Field(ge=0)
+    a: Endpoint
+    b: Endpoint
+    files: dict[Literal["a", "b"], list[str]]
+    packets: int = Field(ge=0)
+    messages: int = Field(ge=0)
+    first_seq: int = Field(ge=0)
+    last_seq: int = Field(ge=0)
+    categories: dict[str, int]
+
+
+class UnderlyingInfo(_Strict):
+    """One underlying: its id (the ``underlying_id`` routing assigns), symbol and model."""
+
+    id: int = Field(ge=0)
+    symbol: str
+    kind: Literal["equity", "etf", "index", "currency"]
+    spot: float = Field(gt=0)
+    vol: float = Field(gt=0)
+    exchanges: str
+    penny: bool
+    weight: float = Field(ge=0)
+    series: int = Field(ge=0)
+
+
+class RateInfo(_Strict):
+    """The rate asked for and the rate the capture has (over its session seconds)."""
+
+    multiplier: float = Field(gt=0)
+    target_packets_per_second: float = Field(gt=0)
+    target_messages_per_packet: float = Field(gt=0)
+    session_seconds: float = Field(ge=0)
+    packets: int = Field(ge=0)
+    messages: int = Field(ge=0)
+    packets_per_second: float = Field(ge=0)
+    messages_per_second: float = Field(ge=0)
+    messages_per_packet: float = Field(ge=0)
+
+
+class UniverseInfo(_Strict):
+    """Where the names came from and how many there are."""
+
+    source: str
+    underlyings: int = Field(ge=0)
+    roots: int = Field(ge=0)
+    series: int = Field(ge=0)
+
+
+class GroundTruthInfo(_Strict):
+    """The ground-truth file of injected anomalies (Parquet, schema in docs/manifest.md)."""
+
+    file: str
+    rows: int = Field(ge=0)
+    events: int = Field(ge=0)
+    kinds: dict[str, int]
+
+
+class Manifest(_Strict):
+    """Everything a reader of the capture needs besides the pcaps."""
+
+    schema_version: Literal[1] = 1
+    generator: str
+    date: dt.date
+    start_time: str
+    seconds: float = Field(gt=0)
+    seed: int
+    timezone: str
+    session_open: str
+    session_close: str
+    exchanges: dict[str, str]
+    universe: UniverseInfo
+    rate: RateInfo
+    lines: list[LineInfo]
+    roots: dict[str, str] = Field(description="option root -> underlying symbol")
+    underlyings: list[UnderlyingInfo]
+    ground_truth: GroundTruthInfo
+    nbbo_rule: str
+
+
+def write_manifest(manifest: Manifest, directory: Path) -> Path:
+    """Write ``manifest.json`` into ``directory``."""
+    path = Path(directory) / MANIFEST_FILE
+    path.write_text(manifest.model_dump_json(indent=1))
+    return path
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read and validate a manifest (``path`` is the file or its directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_FILE
+    return Manifest.model_validate_json(path.read_text())
