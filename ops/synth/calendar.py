@@ -9,6 +9,7 @@ January of the next two years (feb2008-market.md "Expirations").
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -27,6 +28,7 @@ CYCLES: dict[int, tuple[int, ...]] = {
 """The three quarterly expiration cycles, by cycle number."""
 
 
+@lru_cache(maxsize=None)
 def expiration_saturday(year: int, month: int) -> dt.date:
     """The expiration date of a month: the Saturday after its third Friday."""
     first = dt.date(year, month, 1)
@@ -47,7 +49,8 @@ def _upcoming_months(trade_date: dt.date, count: int) -> list[tuple[int, int]]:
     return [_add_months(y, m, k) for k in range(count)]
 
 
-def regular_expirations(trade_date: dt.date, cycle: int) -> list[dt.date]:
+@lru_cache(maxsize=None)
+def regular_expirations(trade_date: dt.date, cycle: int) -> tuple[dt.date, ...]:
     """Two nearest months plus the next two months of ``cycle`` after them."""
     near = _upcoming_months(trade_date, 2)
     out = [expiration_saturday(y, m) for y, m in near]
@@ -56,10 +59,11 @@ def regular_expirations(trade_date: dt.date, cycle: int) -> list[dt.date]:
         y, m = _add_months(y, m, 1)
         if m in CYCLES[cycle]:
             out.append(expiration_saturday(y, m))
-    return out
+    return tuple(out)
 
 
-def broad_expirations(trade_date: dt.date) -> list[dt.date]:
+@lru_cache(maxsize=None)
+def broad_expirations(trade_date: dt.date) -> tuple[dt.date, ...]:
     """The wider listing of index and index-ETF classes: three nearest months, then the
     March/June/September/December quarters up to a year out."""
     out = [expiration_saturday(y, m) for y, m in _upcoming_months(trade_date, 3)]
@@ -69,14 +73,15 @@ def broad_expirations(trade_date: dt.date) -> list[dt.date]:
         y, m = _add_months(y, m, 1)
         exp = expiration_saturday(y, m)
         if exp > horizon:
-            return out
+            return tuple(out)
         if m in CYCLES[3]:
             out.append(exp)
 
 
-def leaps_expirations(trade_date: dt.date) -> list[dt.date]:
+@lru_cache(maxsize=None)
+def leaps_expirations(trade_date: dt.date) -> tuple[dt.date, ...]:
     """January of the next two years: the LEAPS of ``trade_date``."""
-    return [expiration_saturday(trade_date.year + k, 1) for k in (1, 2)]
+    return tuple(expiration_saturday(trade_date.year + k, 1) for k in (1, 2))
 
 
 def session_bounds_ns(date: dt.date) -> tuple[int, int]:

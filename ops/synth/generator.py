@@ -226,7 +226,9 @@ class Generator:
     def _quote_records(self, cq: ChunkQuotes, t0: int) -> tuple[Messages, list[Messages]]:
         rows = cq.rows
         gt = self.truth.add(cq)
-        # Quotes in (line, time) order: each line's slice is then ready to merge.
+        # Quotes in (line, time) order: each line's slice is then ready to merge. (Series are
+        # laid out by underlying symbol, lines by root, so this order also keeps the template
+        # gather close to sequential.)
         line = self.series_line[rows.series].astype(np.int64)
         order = np.argsort((line << 44) | (rows.time - t0 + (1 << 40)))
         recs = self.builder.quotes(

@@ -7,8 +7,8 @@ after the cut time until the next chunk, so each line's messages, sequence numbe
 packet times only go forward.
 
 Packets take a number of messages drawn from ``1 + NegativeBinomial(2, mean - 1)`` (mean
-``messages_per_packet``, a long tail of full packets), fewer when the encoder closes one
-at 1,456 bytes or where the spec needs a new packet. A packet is stamped with the time of
+``messages_per_packet``, a long tail of full packets; a pool per line used in turn), fewer
+when the encoder closes one at 1,456 bytes or where the spec needs a new packet. A packet is stamped with the time of
 its last message plus ``PACKET_DELAY_NS`` (the line's packing and sending).
 """
 from __future__ import annotations
@@ -30,6 +30,8 @@ from ops.synth.stage_timer import StageTimer
 
 PACKET_DELAY_NS = 20_000
 MAX_WANTED = 120
+WANTED_POOL = 1 << 16
+"""Packet sizes drawn per line up front and used in turn."""
 
 
 def wanted_counts(rng: np.random.Generator, n: int, mean: float) -> np.ndarray:
@@ -83,9 +85,9 @@ class LineWriter:
                  rng: np.random.Generator, b_copy: bool, rotate_bytes: int) -> None:
         self.line = line
         self.clock = clock
-        self.rng = rng
-        self.mean_per_packet = mean_per_packet
         self.next_seq = first_seq
+        self.wanted = wanted_counts(rng, WANTED_POOL, mean_per_packet)
+        self.wanted_at = 0
         self.pending = Messages.empty()
         self.totals = LineTotals(first_seq=first_seq, last_seq=first_seq - 1)
         self.writers: dict[str, PcapWriter] = {}
@@ -119,8 +121,10 @@ class LineWriter:
             recs["var_len"][i] = len(data)
             side += data
         with timer.stage("encode"):
-            wanted = wanted_counts(self.rng, n // max(1, int(self.mean_per_packet // 2)) + 16, self.mean_per_packet)
+            need = min(n + 1, WANTED_POOL)
+            wanted = np.take(self.wanted, np.arange(self.wanted_at, self.wanted_at + need), mode="wrap")
             buf, offsets, lengths, first = encode_stream(recs, bytes(side), wanted, MAX_PACKET_BYTES)
+            self.wanted_at = (self.wanted_at + int(offsets.shape[0])) % WANTED_POOL
         last = np.append(first[1:], n) - 1
         ts = self.clock.epoch(ready.time[last]) + PACKET_DELAY_NS
         with timer.stage("pcap"):

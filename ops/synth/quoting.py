@@ -82,14 +82,17 @@ def quote(book: QuoteBook, series: np.ndarray, theo: np.ndarray) -> tuple[np.nda
     Returns bid, offer (cents) and their sizes, each int32 [6, len(series)]; an exchange
     not listing the series shows zeros, a bid below one tick is no bid (price and size 0).
     """
-    tl = book.tick_lo[series].astype(np.float64)
-    th = book.tick_hi[series].astype(np.float64)
+    # The per-exchange work is float32: its rounding (1e-7 of a premium) is far below the
+    # margin that keeps exchanges from locking (a tenth of the underlying's step).
+    tl = book.tick_lo[series].astype(np.float32)
+    th = book.tick_hi[series].astype(np.float32)
     prem = np.minimum(theo, 10.0) * book.slope[series] + 0.005 * np.maximum(theo - 10.0, 0.0)
-    hs_c = np.maximum(book.hs_min[series], 0.005 * tl + prem) * book.widen[series] * 100.0
+    hs_c = (np.maximum(book.hs_min[series], 0.005 * tl + prem) * book.widen[series] * 100.0).astype(np.float32)
     theo_c = theo * 100.0
+    theo32 = theo_c.astype(np.float32)
     spread = hs_c * book.mult[:, series]
-    lo = theo_c - spread
-    hi = theo_c + spread
+    lo = theo32 - spread
+    hi = theo32 + spread
     bid = np.floor(lo / tl) * tl
     bid = np.where(bid >= PREMIUM_SPLIT_CENTS, np.floor(lo / th) * th, bid)
     ask = np.ceil(hi / tl) * tl
@@ -98,7 +101,7 @@ def quote(book: QuoteBook, series: np.ndarray, theo: np.ndarray) -> tuple[np.nda
     listed = book.listed[:, series]
     bid = np.where(listed & (bid > 0), bid, 0).astype(np.int32)
     ask = np.where(listed, ask, 0).astype(np.int32)
-    level = np.floor(np.mod(theo_c / tl, 1.0) * LEAN_LEVELS).astype(np.int32)
+    level = np.floor(np.mod(theo_c / book.tick_lo[series], 1.0) * LEAN_LEVELS).astype(np.int32)
     base = book.size_base[:, series]
     bsz = np.where(bid > 0, np.maximum(base * (LEAN_LEVELS + level) // LEAN_LEVELS, 1), 0).astype(np.int32)
     asz = np.where(ask > 0, np.maximum(base * (2 * LEAN_LEVELS - 1 - level) // LEAN_LEVELS, 1), 0).astype(np.int32)

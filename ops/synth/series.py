@@ -8,6 +8,7 @@ followed by its put, which is what the quoting engine's index arithmetic relies 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,23 +68,22 @@ def strike_grid(u: Underlying, t_years: float, near: bool) -> np.ndarray:
     strikes near the money in the near months, indices $5 strikes near the money.
     """
     s = u.spot
-    width = float(np.clip(2.5 * u.vol * np.sqrt(max(t_years, 1.0 / 12)), 0.25, 1.2))
-    lo, hi = s * np.exp(-width), s * np.exp(0.7 * width)
+    width = min(max(2.5 * u.vol * math.sqrt(max(t_years, 1.0 / 12)), 0.25), 1.2)
+    lo, hi = s * math.exp(-width), s * math.exp(0.7 * width)
     step = strike_step(lo, u.kind)
-    k = float(np.ceil(lo / step) * step)
+    k = math.ceil(lo / step) * step
     strikes: set[float] = set()
     while k <= hi:
         strikes.add(round(k, 2))
         k += strike_step(k, u.kind)
     if u.kind == "etf" and near:
-        strikes.update(float(x) for x in np.arange(np.ceil(s * 0.85), np.floor(s * 1.15) + 1))
+        strikes.update(float(x) for x in range(math.ceil(s * 0.85), math.floor(s * 1.15) + 1))
     if u.kind == "index" and s >= 500:
-        strikes.update(float(x) for x in np.arange(np.ceil(s * 0.95 / 5) * 5, s * 1.05, 5.0))
-    grid = np.array(sorted(x for x in strikes if x >= 2.5))
-    if grid.size > MAX_STRIKES_PER_EXPIRY:
-        nearest = np.argsort(np.abs(np.log(grid / s)), kind="stable")[:MAX_STRIKES_PER_EXPIRY]
-        grid = np.sort(grid[nearest])
-    return grid
+        strikes.update(float(x) for x in range(math.ceil(s * 0.95 / 5) * 5, math.ceil(s * 1.05), 5))
+    grid = sorted(x for x in strikes if x >= 2.5)
+    if len(grid) > MAX_STRIKES_PER_EXPIRY:
+        grid = sorted(sorted(grid, key=lambda x: abs(math.log(x / s)))[:MAX_STRIKES_PER_EXPIRY])
+    return np.array(grid, dtype=np.float64)
 
 
 def _ymd(d: dt.date) -> int:
@@ -93,7 +93,11 @@ def _ymd(d: dt.date) -> int:
 def build_series(uni: Universe, trade_date: dt.date) -> SeriesTable:
     """Lay out every series of ``uni`` on ``trade_date``; the built-in universe gets a new
     root for every strike band its listing lacks."""
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("und", "root", "exp", "put", "strike", "t")}
+    und_l: list[int] = []
+    exp_l: list[int] = []
+    t_l: list[float] = []
+    grids: list[np.ndarray] = []
+    roots: list[np.ndarray] = []
     first = np.zeros(len(uni.underlyings), dtype=np.int64)
     count = np.zeros(len(uni.underlyings), dtype=np.int64)
     n = 0
@@ -108,20 +112,27 @@ def build_series(uni: Universe, trade_date: dt.date) -> SeriesTable:
             root_of_band = _roots_by_band(uni, uid, leaps_year, np.concatenate([g for _, g in per_exp]), trade_date)
             for exp, grid in per_exp:
                 milli = np.round(grid * 1000).astype(np.int64)
-                m = 2 * grid.size
-                parts["und"].append(np.full(m, uid, dtype=np.int32))
-                parts["root"].append(np.repeat(root_of_band[strike_band(milli)], 2))
-                parts["exp"].append(np.full(m, _ymd(exp), dtype=np.uint32))
-                parts["put"].append(np.tile(np.array([False, True]), grid.size))
-                parts["strike"].append(np.repeat(milli, 2))
-                parts["t"].append(np.full(m, (exp - trade_date).days / 365.0))
-                n += m
+                und_l.append(uid)
+                exp_l.append(_ymd(exp))
+                t_l.append((exp - trade_date).days / 365.0)
+                grids.append(milli)
+                roots.append(root_of_band[strike_band(milli)])
+                n += 2 * grid.size
         count[uid] = n - first[uid]
-    cols = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in parts.items()}
+    sizes = np.array([g.size for g in grids], dtype=np.int64) * 2
+    strikes = np.concatenate(grids) if grids else np.zeros(0, np.int64)
+    cols = {
+        "und": np.repeat(np.array(und_l, dtype=np.int32), sizes),
+        "root": np.repeat(np.concatenate(roots) if roots else np.zeros(0, np.int32), 2),
+        "exp": np.repeat(np.array(exp_l, dtype=np.uint32), sizes),
+        "put": np.tile(np.array([False, True]), int(sizes.sum()) // 2),
+        "strike": np.repeat(strikes, 2),
+        "t": np.repeat(np.array(t_l, dtype=np.float64), sizes),
+    }
     return _to_table(uni, cols, first, count)
 
 
-def _expiration_groups(uni: Universe, uid: int, trade_date: dt.date) -> list[tuple[int, list[dt.date]]]:
+def _expiration_groups(uni: Universe, uid: int, trade_date: dt.date) -> list[tuple[int, tuple[dt.date, ...]]]:
     """(LEAPS year or 0, expirations) of an underlying: regular months, then each LEAPS year
     it has roots for."""
     u = uni.underlyings[uid]
@@ -131,7 +142,7 @@ def _expiration_groups(uni: Universe, uid: int, trade_date: dt.date) -> list[tup
     groups = [(0, regular)]
     for exp in leaps_expirations(trade_date):
         if uni.leaps_roots(uid, exp.year) and exp not in regular:
-            groups.append((exp.year, [exp]))
+            groups.append((exp.year, (exp,)))
     return groups
 
 

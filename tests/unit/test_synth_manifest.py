@@ -1,0 +1,55 @@
+"""The manifest schema: a generated manifest validates; missing or wrong fields do not."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from ops.synth.manifest import load_manifest
+
+MINIMAL = {
+    "schema_version": 1, "generator": "omdp synth", "date": "2008-02-04", "start_time": "09:30:00", "seconds": 1.0,
+    "seed": 0, "timezone": "America/New_York", "session_open": "09:30:00", "session_close": "16:00:00",
+    "exchanges": {"C": "CBOE"},
+    "universe": {"source": "builtin", "underlyings": 1, "roots": 1, "series": 2},
+    "rate": {"multiplier": 1.0, "target_packets_per_second": 24000.0, "target_messages_per_packet": 14.0,
+             "session_seconds": 1.0, "packets": 1, "messages": 2, "packets_per_second": 1.0,
+             "messages_per_second": 2.0, "messages_per_packet": 2.0},
+    "lines": [{"line": 1, "first_root": "IBM", "last_root": "IBM", "roots": 1,
+               "a": {"group": "233.43.202.1", "port": 11001, "source": "10.8.0.1", "source_port": 30000},
+               "b": {"group": "233.43.203.1", "port": 12001, "source": "10.8.1.1", "source_port": 30000},
+               "files": {"a": ["line01.pcap"]}, "packets": 1, "messages": 2, "first_seq": 1, "last_seq": 2,
+               "categories": {"k": 2}}],
+    "roots": {"IBM": "IBM"},
+    "underlyings": [{"id": 0, "symbol": "IBM", "kind": "equity", "spot": 106.0, "vol": 0.3, "exchanges": "ABCIPX",
+                     "penny": False, "weight": 1.0, "series": 2}],
+    "ground_truth": {"file": "ground_truth.parquet", "rows": 0, "events": 0, "kinds": {}},
+    "nbbo_rule": "...",
+}
+
+
+def _write(tmp_path: Path, doc: dict) -> Path:
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_minimal_manifest_validates(tmp_path: Path) -> None:
+    m = load_manifest(_write(tmp_path, MINIMAL))
+    assert m.lines[0].a.port == 11001 and m.roots == {"IBM": "IBM"}
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.pop("seed"),
+    lambda d: d.update(schema_version=2),
+    lambda d: d["lines"][0].update(line=0),
+    lambda d: d["lines"][0]["files"].update(c=["x.pcap"]),
+    lambda d: d["underlyings"][0].update(kind="future"),
+    lambda d: d.update(surprise=1),
+])
+def test_wrong_manifests_are_rejected(tmp_path: Path, change) -> None:
+    doc = json.loads(json.dumps(MINIMAL))
+    change(doc)
+    with pytest.raises(pydantic.ValidationError):
+        load_manifest(_write(tmp_path, doc))
