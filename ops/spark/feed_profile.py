@@ -4,9 +4,14 @@ the per-second series, messages per packet, the category mix and the top underly
 
 A packet is counted once, on its first message (``msg_index`` 0). Spark aggregates the
 ticks (one 10 ms aggregate per line feeds every window size); the results are small and are
-finished on the driver. Means are over the active span (first to last non-empty window,
-empty windows included), peaks are the busiest window, both scaled to per second. Window
-starts are computed in int64: epoch nanoseconds do not survive a double division.
+finished on the driver.
+
+- A mean rate is the count over the span: last packet time minus the first (as ``omdp
+  capture stats`` computes it), so it does not depend on the window size.
+- A peak is the busiest window, scaled to per second. Windows are tumbling, aligned to whole
+  multiples of their size since the epoch: the busiest aligned window can hold fewer packets
+  than the busiest sliding window of ``omdp capture stats`` (never fewer than half of it).
+- Window starts are computed in int64: epoch nanoseconds do not survive a double division.
 """
 from __future__ import annotations
 
@@ -71,6 +76,7 @@ def rate_profile(windows: DataFrame, date: str) -> DataFrame:
     mean and peak packets/s and messages/s - plus the span's ``packets, messages, bytes,
     first_ns, last_ns`` for the day summary."""
     per_s = 1_000.0 / F.col("window_ms")
+    span_s = F.when(F.col("last_ns") > F.col("first_ns"), (F.col("last_ns") - F.col("first_ns")) / 1e9)
     stats = windows.groupBy("line", "window_ms").agg(
         ((F.max("w") - F.min("w")) / F.first(F.col("window_ms") * 1_000_000) + 1).cast("long").alias("windows"),
         F.sum("packets").alias("packets"),
@@ -87,9 +93,9 @@ def rate_profile(windows: DataFrame, date: str) -> DataFrame:
         "line",
         "window_ms",
         "windows",
-        (F.col("packets") * per_s / F.col("windows")).alias("mean_pps"),
+        (F.col("packets") / span_s).alias("mean_pps"),
         (F.col("max_packets") * per_s).alias("peak_pps"),
-        (F.col("messages") * per_s / F.col("windows")).alias("mean_mps"),
+        (F.col("messages") / span_s).alias("mean_mps"),
         (F.col("max_messages") * per_s).alias("peak_mps"),
         "peak_mps_at_ns",
         "packets",

@@ -138,7 +138,7 @@ def _day_row(profile: list[dict], date: str, outcomes: list[FileOutcome]) -> dic
         "messages_per_packet": one_s["messages"] / one_s["packets"] if one_s.get("packets") else None,
         "first_ns": one_s.get("first_ns"),
         "last_ns": one_s.get("last_ns"),
-        "active_seconds": one_s.get("windows", 0),
+        "span_s": (one_s["last_ns"] - one_s["first_ns"]) / 1e9 if one_s.get("first_ns") is not None else None,
         "mean_pps": one_s.get("mean_pps"),
         "mean_mps": one_s.get("mean_mps"),
     }

@@ -1,5 +1,9 @@
-"""The root -> underlying map of a day's captures, from ``captures/<date>/manifest.json``
-(written by ``omdp synth``; DESIGN.md "Data layout")."""
+"""The root -> underlying map of a day's captures: the ``roots`` field of
+``captures/<date>/manifest.json`` (written by ``omdp synth``; docs/manifest.md).
+
+Only that field is read, so a manifest from a newer generator (or one written by hand for
+a recorded capture) still gives its underlyings; ``ops.synth.manifest`` validates the rest.
+"""
 from __future__ import annotations
 
 import json
@@ -20,5 +24,5 @@ def load_root_map(path: Path) -> dict[str, str]:
         raise ManifestError(f"unreadable manifest: {exc}") from exc
     roots = doc.get("roots") if isinstance(doc, dict) else None
     if not isinstance(roots, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in roots.items()):
-        raise ManifestError("manifest has no 'roots' map of root -> underlying")
+        raise ManifestError("manifest has no 'roots' map of root -> underlying symbol")
     return dict(roots)

@@ -89,7 +89,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
     day_cols = [
         ("lines", "lines", INT), ("files", "files", INT), ("files_skipped", "files skipped", INT),
         ("packets", "packets", INT), ("messages", "messages", INT), ("messages_per_packet", "messages/packet", FLOAT),
-        ("bad_packets", "bad packets", INT), ("active_seconds", "active s", INT),
+        ("bad_packets", "bad packets", INT), ("span_s", "span s", FLOAT),
         ("mean_pps", "mean packets/s", FLOAT), ("peak_1s_pps", "peak 1 s packets/s", FLOAT),
         ("peak_100ms_pps", "peak 100 ms packets/s", FLOAT), ("peak_10ms_pps", "peak 10 ms packets/s", FLOAT),
         ("mean_mps", "mean messages/s", FLOAT), ("peak_100ms_mps", "peak 100 ms messages/s", FLOAT),

@@ -115,7 +115,7 @@ FEEDS_DAY = _schema(
     ("messages_per_packet", _D),
     ("first_ns", _L),
     ("last_ns", _L),
-    ("active_seconds", _L),
+    ("span_s", _D),          # last packet time minus the first
     ("mean_pps", _D),
     ("peak_1s_pps", _D),
     ("peak_100ms_pps", _D),
@@ -132,8 +132,8 @@ FEEDS_RATE_PROFILE = _schema(
     ("date", _S),
     ("line", _I),            # null: all lines together
     ("window_ms", _I),
-    ("windows", _L),         # windows in the active span, empty ones included
-    ("mean_pps", _D),
+    ("windows", _L),         # windows from the first to the last packet, empty ones included
+    ("mean_pps", _D),        # count / (last packet time - first), the same for every window
     ("peak_pps", _D),
     ("mean_mps", _D),
     ("peak_mps", _D),

@@ -90,7 +90,8 @@ def root_columns(roots: np.ndarray, root_map: dict[str, str]) -> tuple[pa.Array,
     """(root, underlying) string columns from the records' ``root`` bytes. Work per distinct
     root, not per message; a root the map lacks has a null underlying."""
     uniq, inverse = np.unique(roots, return_inverse=True)
-    names = [u.rstrip(b"\0").decode("ascii", "replace") for u in uniq]
+    # Slot 6 is space padded on the wire (and NUL padded in the record): names have neither.
+    names = [u.rstrip(b"\0 ").decode("ascii", "replace") for u in uniq]
     idx = pa.array(inverse.astype(np.int32))
     root = pa.DictionaryArray.from_arrays(idx, pa.array(names, pa.string())).dictionary_decode()
     under = pa.array([root_map.get(n) for n in names], pa.string())

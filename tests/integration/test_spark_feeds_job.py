@@ -121,11 +121,12 @@ def _expected_profile(ts_list: list[np.ndarray], counts_list: list[np.ndarray], 
     packets = np.bincount(inv)
     messages = np.bincount(inv, weights=counts)
     per_s = 1_000 / window_ms
+    span_s = (ts.max() - ts.min()) / 1e9
     return {
         "windows": windows,
-        "mean_pps": ts.size * per_s / windows,
+        "mean_pps": ts.size / span_s,
         "peak_pps": packets.max() * per_s,
-        "mean_mps": counts.sum() * per_s / windows,
+        "mean_mps": counts.sum() / span_s,
         "peak_mps": messages.max() * per_s,
     }
 
@@ -147,8 +148,8 @@ def test_rate_profile_matches_the_known_timing(day) -> None:
                 assert got[k] == pytest.approx(v), (line, window_ms, k)
     # Worked by hand for line 1: 2 packets per 10 ms normally; the burst puts 30 more in one.
     assert profile[(1, 10)]["peak_pps"] == 3_200.0
-    assert profile[(1, 1_000)]["windows"] == 4  # the empty second 2 counts toward the mean
-    assert profile[(1, 1_000)]["mean_pps"] == (200 + 230 + 50) / 4
+    assert profile[(1, 1_000)]["windows"] == 4  # the empty second 2 is part of the span
+    assert profile[(1, 1_000)]["mean_pps"] == pytest.approx(480 / 3.98)  # last packet at 3.98 s
 
 
 def test_day_summary_and_one_x(day) -> None:
