@@ -85,9 +85,11 @@ def judge_run(meta: dict, growth: dict | None, rule: SustainabilityRule) -> dict
         "last_quarter_p50_ns": last,
         "growth_ratio": last / first if first and last is not None else None,
         "latency_growing": growing,
+        # Compared as products, not ratios: 24,000 x 0.9999 achieved of 24,000 is exactly
+        # the boundary, which a division would round below.
         "sustainable": _all_of(
-            None if achieved is None else achieved >= rule.min_achieved_ratio,
-            None if missed is None else missed <= rule.max_missed_ratio,
+            None if achieved is None else meta["achieved_pps"] >= rule.min_achieved_ratio * target,
+            None if missed is None else meta["messages_missed"] <= rule.max_missed_ratio * sent,
             None if growing is None else not growing,
         ),
     }
