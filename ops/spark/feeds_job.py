@@ -1,24 +1,29 @@
 """The nightly feeds job: a day's captures -> the tick table (``ticks/``, partitioned by date
 and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
 
-Each capture file is one Spark task (the largest first): the executor memory-maps it and
-decodes it a chunk of packets at a time with the C batch decoder, handing Spark Arrow
-batches (``mapInArrow``). The profiles are then computed from the written tick table.
+Each capture file is one Spark task (the largest first): the executor memory-maps it,
+decodes it a chunk of packets at a time with the C batch decoder and writes the chunk's
+Arrow batch to the file's Parquet tick file (``capture_decode``); the task hands back one
+row saying how the file went. Writing from Arrow on the executor keeps the ticks out of
+the JVM's row path, which costs several times the decoding. A rerun for a date replaces
+that date's tick files and no others. The profiles are then computed by Spark from the tick
+table.
 
 Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
 """
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, decode_capture
+from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FILE_OUTCOME_SCHEMA, FileOutcome, write_capture_ticks
 from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
 from ops.spark.feed_profile import (
     ONE_X_PPS,
@@ -31,7 +36,7 @@ from ops.spark.feed_profile import (
     top_underlyings,
     underlying_category_counts,
 )
-from ops.spark.file_problems import FileProblem, LastValueDictParam, report_problems
+from ops.spark.file_problems import FileProblem, report_problems
 from ops.spark.manifest_roots import ManifestError, load_root_map
 from ops.spark.report_schemas import (
     FEEDS_CATEGORY_MIX,
@@ -45,7 +50,7 @@ from ops.spark.report_schemas import (
 )
 from ops.spark.report_tables import read_rows, write_rows, write_table
 from ops.spark.session import build_session
-from ops.spark.tick_table import PARTITION_COLUMNS, TICK_SCHEMA
+from ops.spark.tick_table import TICK_SCHEMA
 
 JOB = "feeds"
 
@@ -75,43 +80,52 @@ class FeedsResult:
     tables: dict[str, Path] = field(default_factory=dict)
 
 
-def decode_frame(
+def decode_captures(
     spark: SparkSession,
     files: list[CaptureFile],
     date: str,
     root_map: dict[str, str],
-    outcomes,
+    ticks_root: Path,
     chunk_packets: int,
-) -> DataFrame:
-    """The ticks of ``files`` as a lazy DataFrame: one partition (task) per file, largest
-    first. Each task adds its file's FileOutcome to the ``outcomes`` accumulator."""
+) -> list[FileOutcome]:
+    """Decode ``files`` into the tick table on the executors: one task per file, largest
+    first; each task writes its file's ticks and hands back one FileOutcome row."""
     if not files:
-        return spark.createDataFrame([], TICK_SCHEMA)
+        return []
     ordered = sorted(files, key=lambda f: -f.size)
     shared = spark.sparkContext.broadcast((ordered, root_map))
+    root = str(ticks_root)
 
     def decode_partition(batches):
         todo, roots = shared.value
         for b in batches:
-            for i in b.column(0).to_pylist():
-                cf = todo[i]
-                outcome = FileOutcome(cf.path, cf.line, cf.copy, cf.part, cf.size)
-                try:
-                    yield from decode_capture(cf, date, roots, outcome, chunk_packets)
-                finally:
-                    outcomes.add({cf.path: outcome.as_dict()})
+            done = [
+                write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
+                for i in b.column(0).to_pylist()
+            ]
+            yield pa.RecordBatch.from_pylist(done, schema=FILE_OUTCOME_SCHEMA)
 
-    return spark.range(0, len(ordered), 1, numPartitions=len(ordered)).mapInArrow(decode_partition, TICK_SCHEMA)
+    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
+    rows = tasks.mapInArrow(decode_partition, from_arrow_schema(FILE_OUTCOME_SCHEMA)).collect()
+    shared.unpersist()
+    by_path = {r["path"]: FileOutcome(**r.asDict()) for r in rows}
+    return [by_path[f.path] for f in files]
 
 
-def _drop_stale_lines(ticks_root: Path, date: str, written: set[int]) -> None:
-    """Remove the date's line partitions this run did not write (a rerun replaces the date)."""
+def replace_date(ticks_root: Path, date: str, outcomes: list[FileOutcome]) -> None:
+    """Make the date's partition hold exactly this run's tick files: remove files (and line
+    directories) an earlier run left that this one did not write, and temporary files of
+    failed task attempts. Other dates are not touched."""
     day = ticks_root / f"date={date}"
     if not day.is_dir():
         return
-    for part in day.iterdir():
-        if part.is_dir() and part.name.startswith("line=") and int(part.name[5:]) not in written:
-            shutil.rmtree(part)
+    keep = {Path(o.output) for o in outcomes if o.output}
+    for line_dir in day.iterdir():
+        for f in line_dir.iterdir() if line_dir.is_dir() else [line_dir]:
+            if f not in keep:
+                f.unlink()
+        if line_dir.is_dir() and not any(line_dir.iterdir()):
+            line_dir.rmdir()
 
 
 def read_ticks(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
@@ -164,13 +178,10 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
             root_map = load_root_map(layout.manifest(date))
         except ManifestError as exc:
             problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; underlyings unknown"))
-    acc = spark.sparkContext.accumulator({}, LastValueDictParam())
-    ticks = decode_frame(spark, files, date, root_map, acc, options.chunk_packets)
     t0 = time.perf_counter()
-    ticks.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(layout.ticks()))
+    outcomes = decode_captures(spark, files, date, root_map, layout.ticks(), options.chunk_packets)
     decode_seconds = time.perf_counter() - t0
-    outcomes = [FileOutcome(**acc.value[f.path]) for f in files if f.path in acc.value]
-    _drop_stale_lines(layout.ticks(), date, {o.line for o in outcomes if o.messages})
+    replace_date(layout.ticks(), date, outcomes)
     for o in outcomes:
         if o.status != "ok":
             problems.append(FileProblem(o.path, o.status, o.error))
@@ -224,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--date", required=True)
     parser.add_argument("--data", default=DEFAULT_DATA_DIR)
     parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
-    parser.add_argument("--copies", default="A", choices=["A", "B", "AB"])
+    parser.add_argument("--copies", default="A", choices=["A", "B"])
     parser.add_argument("--chunk-packets", type=int, default=DEFAULT_CHUNK_PACKETS)
     parser.add_argument("--top-underlyings", type=int, default=20)
     args = parser.parse_args(argv)

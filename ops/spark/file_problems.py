@@ -1,15 +1,11 @@
 """Files a nightly job could not use: reported by name with the reason, skipped, and the
 night goes on (issue 8 "Data rules").
-
-Executors report problems through a Spark accumulator of ``{key: FileProblem}``; a task
-re-run after a failure reports under the same key, so duplicates collapse.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import types as T
 
 log = logging.getLogger("omdp.spark")
@@ -43,14 +39,3 @@ def report_problems(date: str, job: str, problems: list[FileProblem]) -> None:
     """Log each problem on the driver, one line per file."""
     for p in problems:
         log.warning("%s %s: %s %s: %s", job, date, p.action, p.path, p.error)
-
-
-class LastValueDictParam(AccumulatorParam):
-    """Accumulates dicts; for a key reported twice (a retried task) the later value wins."""
-
-    def zero(self, value: dict) -> dict:
-        return {}
-
-    def addInPlace(self, value1: dict, value2: dict) -> dict:
-        value1.update(value2)
-        return value1

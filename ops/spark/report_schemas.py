@@ -187,4 +187,5 @@ FEEDS_FILES = _schema(
     ("frames_skipped", _L),
     ("status", _S),          # "ok", "partly skipped", "skipped"
     ("error", _S),
+    ("output", _S),          # the tick file written ("" if none)
 )

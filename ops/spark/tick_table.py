@@ -1,12 +1,17 @@
-"""The tick table: one row per decoded OPRA message, Parquet partitioned by ``date`` and
-``line`` under ``ticks/``, and the vectorized conversion from decoded records
-(``feedhandlers.opra_record.OPRA_MSG_DTYPE``) to its Arrow batches.
+"""The tick table: one row per decoded OPRA message, Parquet files partitioned by ``date``
+and ``line`` under ``ticks/`` (``ticks/date=<date>/line=<n>/<capture file>.parquet``), and the
+vectorized conversion from decoded records (``feedhandlers.opra_record.OPRA_MSG_DTYPE``) to
+its Arrow batches.
 
 Times are int64 nanoseconds (``ts_ns``: the packet's capture time). Spark has no unsigned
 types, so uint32 fields are longs. A field the message does not carry (its slot bit clear in
-``fields``, or a price whose denominator code is undefined) is null, not 0.
+``fields``, or a price whose denominator code is undefined) is null, not 0. The files hold
+the data columns (TICK_FILE_SCHEMA); ``date`` and ``line`` live in the directory names, as
+Spark's partition discovery expects, and TICK_SCHEMA (what Spark reads) adds them.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -40,16 +45,23 @@ TICK_FIELDS: tuple[tuple[str, T.DataType, pa.DataType], ...] = (
     ("volume", _L, pa.int64()),
     ("open_interest", _L, pa.int64()),
     ("time", _I, pa.int32()),
-    ("date", _S, pa.string()),
-    ("line", _I, pa.int32()),
 )
 
-TICK_SCHEMA = T.StructType([T.StructField(n, s, True) for n, s, _ in TICK_FIELDS])
+PARTITION_FIELDS: tuple[tuple[str, T.DataType], ...] = (("date", _S), ("line", _I))
+
+TICK_FILE_SCHEMA = pa.schema([(n, a) for n, _, a in TICK_FIELDS])
+"""The Arrow schema of a tick file (no partition columns)."""
+
+TICK_SCHEMA = T.StructType(
+    [T.StructField(n, s, True) for n, s, _ in TICK_FIELDS] + [T.StructField(n, s, True) for n, s in PARTITION_FIELDS]
+)
 """The Spark schema of a tick row, partition columns (``date``, ``line``) last."""
 
-TICK_ARROW_SCHEMA = pa.schema([(n, a) for n, _, a in TICK_FIELDS])
 
-PARTITION_COLUMNS = ("date", "line")
+def tick_file_dir(ticks_root: Path, date: str, line: int) -> Path:
+    """``ticks/date=<date>/line=<line>/``."""
+    return ticks_root / f"date={date}" / f"line={line}"
+
 
 # Slots of the OPRA FAST V2 message (spec section 4) that say a value is present.
 _SLOT = {
@@ -78,10 +90,6 @@ def _char_column(codes: np.ndarray) -> pa.Array:
     return pa.DictionaryArray.from_arrays(idx, _ONE_CHAR).dictionary_decode()
 
 
-def _constant_string(value: str, n: int) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), pa.array([value])).dictionary_decode()
-
-
 def _masked(values: np.ndarray, present: np.ndarray, type_: pa.DataType) -> pa.Array:
     return pa.array(values, type=type_, mask=~present)
 
@@ -104,13 +112,10 @@ def ticks_batch(
     ts_ns: np.ndarray,
     packet_messages: np.ndarray,
     packet_bytes: np.ndarray,
-    date: str,
-    line: int,
     root_map: dict[str, str],
 ) -> pa.RecordBatch:
     """The tick rows of decoded ``records`` (OPRA_MSG_DTYPE), given per record its packet's
     capture time, message count and byte length."""
-    n = records.shape[0]
     f = records["fields"]
     root, underlying = root_columns(records["root"], root_map)
 
@@ -145,7 +150,5 @@ def ticks_batch(
         u32("volume", "volume"),
         u32("open_interest", "open_interest"),
         _masked(records["time"].astype(np.int32), _has(f, "time"), pa.int32()),
-        _constant_string(date, n),
-        pa.array(np.full(n, line, np.int32)),
     ]
-    return pa.RecordBatch.from_arrays(cols, schema=TICK_ARROW_SCHEMA)
+    return pa.RecordBatch.from_arrays(cols, schema=TICK_FILE_SCHEMA)

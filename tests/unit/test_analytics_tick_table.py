@@ -10,7 +10,7 @@ import pytest
 
 from feedhandlers.opra_fast import decode_batch, encode_records, new_records
 from ops.spark.data_layout import DataLayout, check_date, parse_capture_name
-from ops.spark.tick_table import TICK_ARROW_SCHEMA, TICK_SCHEMA, ticks_batch
+from ops.spark.tick_table import TICK_FILE_SCHEMA, TICK_SCHEMA, ticks_batch
 
 
 def _records() -> np.ndarray:
@@ -43,13 +43,13 @@ def test_decoded_records_become_typed_columns_with_nulls() -> None:
     rec = decode_batch(buf, np.array([0]), np.array([len(wire)])).records
     batch = ticks_batch(
         rec, ts_ns=np.full(3, 1_202_135_400_123_456_789), packet_messages=np.full(3, 3),
-        packet_bytes=np.full(3, len(wire)), date="2008-02-04", line=7, root_map={"IBM": "IBM", "IBQ": "IBM"},
+        packet_bytes=np.full(3, len(wire)), root_map={"IBM": "IBM", "IBQ": "IBM"},
     )
-    assert batch.schema.equals(TICK_ARROW_SCHEMA)
-    assert [f.name for f in TICK_SCHEMA.fields] == TICK_ARROW_SCHEMA.names
+    assert batch.schema.equals(TICK_FILE_SCHEMA)
+    assert [f.name for f in TICK_SCHEMA.fields] == TICK_FILE_SCHEMA.names + ["date", "line"]
     rows = pa.Table.from_batches([batch]).to_pylist()
     quote, sale, unknown = rows
-    assert quote["ts_ns"] == 1_202_135_400_123_456_789 and quote["line"] == 7 and quote["date"] == "2008-02-04"
+    assert quote["ts_ns"] == 1_202_135_400_123_456_789
     assert quote["msg_index"] == 0 and sale["msg_index"] == 1 and quote["packet_messages"] == 3
     assert quote["root"] == "IBM" and sale["underlying"] == "IBM" and unknown["underlying"] is None
     assert quote["put_call"] == "P" and quote["expiry"] == 20080322 and quote["strike_px"] == 120 * 10**9
