@@ -105,8 +105,8 @@ def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -
     t0 = total[0]["second_ns"]
     x = [(r["second_ns"] - t0) / 1e9 for r in total]
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
-    ax.plot(x, [r["messages"] for r in total], linewidth=0.8, label="per 1 s")
-    ax2.plot(x, [r["packets"] for r in total], linewidth=0.8, color="tab:orange", label="per 1 s")
+    ax.plot(x, [r["messages"] for r in total], linewidth=0.8, drawstyle="steps-post", label="per 1 s")
+    ax2.plot(x, [r["packets"] for r in total], linewidth=0.8, drawstyle="steps-post", color="tab:orange", label="per 1 s")
     for p in profile:
         if p["line"] is None and p["window_ms"] in (100, 10):
             ax.axhline(p["peak_mps"], linestyle="--", linewidth=0.8, color="tab:red" if p["window_ms"] == 10 else "tab:green",

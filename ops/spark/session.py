@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -44,6 +45,9 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
     ``master`` None keeps what ``spark-submit`` configured, else means ``local[*]``. ``ui``
     False leaves the web UI off (tests, cron jobs).
     """
+    # PySpark 4 warns on every Arrow path that it has not been certified with pandas 3; the
+    # jobs hand Arrow batches, not pandas frames, across.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     if master is None and not launched_by_spark_submit():
         master = DEFAULT_MASTER
     builder = SparkSession.builder.appName(app_name)
