@@ -11,6 +11,7 @@ and a retry writes the same name.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -41,13 +42,15 @@ class FileOutcome:
     status: str = "ok"
     error: str = ""
     output: str = ""
+    cpu_s: float = 0.0
 
     def as_dict(self) -> dict:
         """The fields as plain data (it crosses from the executors to the driver)."""
         return asdict(self)
 
 
-FILE_OUTCOME_SCHEMA = pa.schema([(f.name, {"int": pa.int64(), "str": pa.string()}[f.type]) for f in fields(FileOutcome)])
+_ARROW_OF = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
+FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(FileOutcome)])
 """Arrow schema of FileOutcome rows (what each decode task hands back to the driver)."""
 
 
@@ -107,7 +110,9 @@ def write_capture_ticks(
     capture: CaptureFile, date: str, root_map: dict[str, str], ticks_root: Path, chunk_packets: int = DEFAULT_CHUNK_PACKETS
 ) -> FileOutcome:
     """Decode ``capture`` into its tick file; return how it went (``output`` is the file
-    written, "" when the capture held no message)."""
+    written, "" when the capture held no message; ``cpu_s`` the task's CPU seconds: read,
+    decode, convert, write)."""
+    cpu0 = time.process_time()
     outcome = FileOutcome(capture.path, capture.line, capture.copy, capture.part, capture.size)
     final = tick_file_path(ticks_root, date, capture)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -124,4 +129,5 @@ def write_capture_ticks(
     if writer is not None:
         os.replace(tmp, final)
         outcome.output = str(final)
+    outcome.cpu_s = time.process_time() - cpu0
     return outcome

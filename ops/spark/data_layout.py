@@ -49,9 +49,13 @@ def parse_capture_name(path: Path) -> tuple[int, str, int] | None:
 
 @dataclass(frozen=True)
 class DataLayout:
-    """The directories of one ``--data`` root."""
+    """The directories of one ``--data`` root, made absolute: executors on a cluster run in
+    their own working directories and must get the paths the driver means."""
 
     root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root).resolve())
 
     def captures(self, date: str) -> Path:
         """``captures/<date>/``."""

@@ -48,7 +48,7 @@ from ops.spark.report_schemas import (
     FEEDS_TOP_UNDERLYINGS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import read_rows, write_rows, write_table
+from ops.spark.report_tables import write_rows, write_table
 from ops.spark.session import build_session
 from ops.spark.tick_table import TICK_SCHEMA
 
@@ -75,6 +75,7 @@ class FeedsResult:
     messages: int
     seconds: float
     decode_seconds: float
+    decode_cpu_seconds: float
     day: dict = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)
@@ -223,6 +224,7 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         messages=day["messages"],
         seconds=time.perf_counter() - started,
         decode_seconds=decode_seconds,
+        decode_cpu_seconds=sum(o.cpu_s for o in outcomes),
         day=day,
         problems=problems,
         tables=tables,

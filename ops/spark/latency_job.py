@@ -3,8 +3,9 @@ sustainability of each run, the sweeps' sustainable rates, and regressions again
 nights, written as summary tables to ``reports/<date>/latency_*.parquet``.
 
 Spark does the work that grows with the data - every sample and every planned packet of
-every run (``breakdown``, ``latency_growth``), the ingest and signal records; what is left is
-one row per run and hop, judged and compared on the driver.
+every run (``breakdown``, ``latency_growth``: one run's records per group, on the
+executors), the ingest and signal records; what is left is one row per run and hop, judged
+and compared on the driver.
 
 Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency_job.py
 --date D``.
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 from omdp.record import HOPS
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.file_problems import FileProblem, report_problems
-from ops.spark.latency_breakdown import breakdown, hop_latencies
+from ops.spark.latency_breakdown import breakdown
 from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS, SEND_LAG_HOP
 from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
 from ops.spark.report_schemas import (
@@ -113,7 +114,7 @@ def run_latency(
     runs = [r for r in runs if r.name in meta]
     samples = read_record_file(spark, runs, "samples.parquet", list(HOPS))
     intended = read_record_file(spark, runs, "intended.parquet", ["intended_ns", "sent_ns"])
-    stats = [r.asDict() for r in breakdown(hop_latencies(samples, intended)).collect()]
+    stats = [r.asDict() for r in breakdown(samples, intended).collect()]
     bad_samples, bad_intended, more = _reconcile(stats, runs)
     problems += more
     good = sorted(r.name for r in runs if r.name not in bad_samples)

@@ -9,8 +9,8 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from ops.spark.report_tables import read_rows
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
+from ops.spark.report_tables import read_rows
 
 TABLES = (
     "feeds_day",
@@ -122,7 +122,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
         f"<p>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC. Latencies in µs; "
         "a percentile with fewer than 10/(1-p) samples is n/a.</p>",
         verdict,
-        _table(flagged, reg_cols),
+        _table(flagged, reg_cols) if flagged else "",
         "<h2>Files skipped</h2>",
         _table(skipped, [("job", "job", TEXT), ("path", "file", TEXT), ("action", "action", TEXT), ("error", "why", TEXT)]),
         "<h2>Feeds</h2>",

@@ -188,4 +188,5 @@ FEEDS_FILES = _schema(
     ("status", _S),          # "ok", "partly skipped", "skipped"
     ("error", _S),
     ("output", _S),          # the tick file written ("" if none)
+    ("cpu_s", _D),           # CPU seconds of the decode task (read, decode, convert, write)
 )

@@ -1,5 +1,6 @@
-"""Spark DataFrames over the checked run record files of a day, read with explicit schemas
-derived from the Arrow contract (``omdp.metrics.run_records``).
+"""The checked run record files of a day: Spark DataFrames over the big ones (samples,
+packets planned, ingest, signals), read with explicit schemas derived from the Arrow contract
+(``omdp.metrics.run_records``), and the one-row meta files read on the driver.
 
 Spark has no unsigned integers: its Parquet reader widens uint8 -> short, uint16 -> int,
 uint32 -> long and uint64 -> decimal(20, 0); the read schema says the same. Every frame gets

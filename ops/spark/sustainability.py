@@ -9,15 +9,18 @@ by more than ``growth_floor_ns`` (so sub-microsecond jitter on a fast run never 
 With fewer than ``min_quarter_samples`` in either quarter it cannot be told (None), and then
 neither can sustainability, unless another criterion already failed.
 
-The quarter medians are computed by Spark over the samples (``latency_growth``); judging a
-run and summarizing a sweep work on one row per run, on the driver.
+The quarter medians are computed on the executors, one run's samples at a time
+(``latency_growth``); judging a run and summarizing a sweep work on one row per run, on the
+driver.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 
 @dataclass(frozen=True)
@@ -31,30 +34,54 @@ class SustainabilityRule:
     min_quarter_samples: int = 20
 
 
-def latency_growth(samples: DataFrame) -> DataFrame:
-    """``run_dir, first_quarter_p50_ns, last_quarter_p50_ns, first_quarter_n, last_quarter_n``
-    of the end-to-end-from-intended latency (exact medians)."""
-    valid = samples.where((F.col("intended") > 0) & (F.col("mc_in") > 0))
-    run = Window.partitionBy("run_dir")
-    span = valid.select(
-        "run_dir",
-        "intended",
-        (F.col("mc_in") - F.col("intended")).alias("lat"),
-        F.min("intended").over(run).alias("t0"),
-        F.max("intended").over(run).alias("t1"),
-    )
-    quarter = F.floor(4 * (F.col("intended") - F.col("t0")) / (F.col("t1") - F.col("t0") + 1))
+GROWTH_SCHEMA = T.StructType(
+    [
+        T.StructField("run_dir", T.StringType()),
+        T.StructField("first_quarter_p50_ns", T.DoubleType()),
+        T.StructField("last_quarter_p50_ns", T.DoubleType()),
+        T.StructField("first_quarter_n", T.LongType()),
+        T.StructField("last_quarter_n", T.LongType()),
+    ]
+)
+_GROWTH_ARROW = pa.schema(
+    [("run_dir", pa.string()), ("first_quarter_p50_ns", pa.float64()), ("last_quarter_p50_ns", pa.float64()),
+     ("first_quarter_n", pa.int64()), ("last_quarter_n", pa.int64())]
+)
+
+
+def quarter_medians(intended: np.ndarray, mc_in: np.ndarray) -> tuple[float | None, float | None, int, int]:
+    """Exact medians of ``mc_in - intended`` over the first and the last quarter of the run
+    by ``intended`` time, and the samples in each (unstamped samples left out)."""
+    ok = (intended > 0) & (mc_in > 0)
+    t, lat = intended[ok], (mc_in - intended)[ok]
+    if t.size == 0:
+        return None, None, 0, 0
+    t0, t1 = int(t.min()), int(t.max())
+    quarter = (4 * (t - t0)) // (t1 - t0 + 1)  # int64: no rounding of nanosecond stamps
+    first, last = lat[quarter == 0], lat[quarter == 3]
     return (
-        span.select("run_dir", quarter.alias("q"), "lat")
-        .where(F.col("q").isin(0, 3))
-        .groupBy("run_dir")
-        .agg(
-            F.percentile(F.when(F.col("q") == 0, F.col("lat")), 0.5).alias("first_quarter_p50_ns"),
-            F.percentile(F.when(F.col("q") == 3, F.col("lat")), 0.5).alias("last_quarter_p50_ns"),
-            F.count(F.when(F.col("q") == 0, 1)).alias("first_quarter_n"),
-            F.count(F.when(F.col("q") == 3, 1)).alias("last_quarter_n"),
-        )
+        float(np.median(first)) if first.size else None,
+        float(np.median(last)) if last.size else None,
+        int(first.size),
+        int(last.size),
     )
+
+
+def _growth_of_run(key: tuple, table: pa.Table) -> pa.Table:
+    intended = table.column("intended").fill_null(0).to_numpy().astype(np.int64, copy=False)
+    mc_in = table.column("mc_in").fill_null(0).to_numpy().astype(np.int64, copy=False)
+    first, last, n_first, n_last = quarter_medians(intended, mc_in)
+    return pa.Table.from_pylist(
+        [{"run_dir": key[0].as_py(), "first_quarter_p50_ns": first, "last_quarter_p50_ns": last,
+          "first_quarter_n": n_first, "last_quarter_n": n_last}],
+        schema=_GROWTH_ARROW,
+    )
+
+
+def latency_growth(samples: DataFrame) -> DataFrame:
+    """GROWTH_SCHEMA rows: per run, the quarter medians of the end-to-end-from-intended
+    latency (each run's samples go to numpy as one Arrow table)."""
+    return samples.select("run_dir", "intended", "mc_in").groupBy("run_dir").applyInArrow(_growth_of_run, GROWTH_SCHEMA)
 
 
 def _all_of(*verdicts: bool | None) -> bool | None:

@@ -2,6 +2,7 @@
 "Rates, latency, sustainability"), on hand-made rows: no Spark needed."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
@@ -73,3 +74,18 @@ def test_a_rate_tried_twice_must_hold_both_times() -> None:
 def test_undecided_rates_neither_stop_nor_count() -> None:
     (s,) = sweep_summaries([_run(1, True), _run(2, None), _run(3, True)])
     assert s["first_unsustainable_rate_x"] is None and s["max_sustainable_rate_x"] == 3
+
+
+def test_quarter_medians_split_the_run_by_intended_time() -> None:
+    from ops.spark.sustainability import quarter_medians
+
+    t0 = 1_202_135_400_000_000_000  # epoch ns: past 2**53, quarters must not round
+    intended = t0 + np.arange(400, dtype=np.int64) * 1_000_000
+    latency = np.where(np.arange(400) < 100, 10_000, 0) + np.where(np.arange(400) >= 300, 500_000, 0)
+    latency = latency + np.arange(400) % 3
+    mc_in = intended + latency
+    mc_in[5] = 0  # not stamped: left out
+    first, last, n_first, n_last = quarter_medians(intended, mc_in)
+    assert (n_first, n_last) == (99, 100)
+    assert first == float(np.median(latency[:100][np.arange(100) != 5]))
+    assert last == float(np.median(latency[300:]))
