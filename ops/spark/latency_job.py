@@ -2,10 +2,10 @@
 sustainability of each run, the sweeps' sustainable rates, and regressions against earlier
 nights, written as summary tables to ``reports/<date>/latency_*.parquet``.
 
-Spark does the work that grows with the data - every sample and every planned packet of
-every run (``breakdown``, ``latency_growth``: one run's records per group, on the
-executors), the ingest and signal records; what is left is one row per run and hop, judged
-and compared on the driver.
+The work that grows with the data - every sample and every planned packet of every run - is
+spread over the executors by run: one Spark task per run reads its record files with
+pyarrow and computes with numpy (``run_analysis``), handing back one row per run. What is
+left is a few rows per run, judged and compared on the driver.
 
 Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency_job.py
 --date D``.
@@ -17,14 +17,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from omdp.record import HOPS
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.file_problems import FileProblem, report_problems
-from ops.spark.latency_breakdown import breakdown
-from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS, SEND_LAG_HOP
+from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS
 from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
 from ops.spark.report_schemas import (
     LATENCY_BREAKDOWN,
@@ -36,13 +35,12 @@ from ops.spark.report_schemas import (
     SKIPPED_FILES,
 )
 from ops.spark.report_tables import read_history_rows, write_rows
-from ops.spark.run_records_frames import read_meta, read_record_file
-from ops.spark.run_records_scan import RunDirectory, scan_runs
+from ops.spark.run_analysis import RUN_RESULT_SCHEMA, analyze_run
+from ops.spark.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.session import build_session
-from ops.spark.sustainability import SustainabilityRule, judge_run, latency_growth, sweep_summaries
+from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
 
 JOB = "latency"
-_INGEST_COUNTERS = ("packets_received", "messages_received", "messages_missed", "packets_duplicate", "decode_errors")
 
 
 @dataclass(frozen=True)
@@ -67,32 +65,24 @@ class LatencyResult:
     tables: dict[str, Path] = field(default_factory=dict)
 
 
-def _reconcile(stats: list[dict], runs: list[RunDirectory]) -> tuple[set[str], set[str], list[FileProblem]]:
-    """Runs whose samples Spark could read only in part (left out) and runs whose intended
-    file it could read only in part (send lag left out), judged by the rows each footer
-    states. Spark skips a file with corrupt pages (``ignoreCorruptFiles``); this names it."""
-    seen = {(r["run_dir"], r["hop"]): r["rows"] for r in stats}
-    bad_samples: set[str] = set()
-    bad_intended: set[str] = set()
-    problems: list[FileProblem] = []
-    for run in runs:
-        want = run.rows["samples.parquet"]
-        got = seen.get((run.name, SAMPLE_HOPS[0].name), 0)
-        if got != want:
-            bad_samples.add(run.name)
-            problems.append(
-                FileProblem(str(run.files["samples.parquet"]), "skipped", f"only {got} of {want} rows readable; run skipped")
-            )
-        if "intended.parquet" in run.files:
-            want = run.rows["intended.parquet"]
-            got = seen.get((run.name, SEND_LAG_HOP.name), 0)
-            if got != want:
-                bad_intended.add(run.name)
-                problems.append(
-                    FileProblem(str(run.files["intended.parquet"]), "partly skipped",
-                                f"only {got} of {want} rows readable; send lag left out")
-                )
-    return bad_samples, bad_intended, problems
+def analyze_runs(spark: SparkSession, runs: list[RunDirectory]) -> list[dict]:
+    """``run_analysis.analyze_run`` of every run on the executors: one task per run, the
+    biggest first; one nested row per run comes back."""
+    if not runs:
+        return []
+    ordered = sorted(runs, key=lambda r: -sum(r.rows.values()))
+    shared = spark.sparkContext.broadcast(ordered)
+
+    def analyze_partition(batches):
+        todo = shared.value
+        for b in batches:
+            done = [analyze_run(todo[i]) for i in b.column(0).to_pylist()]
+            yield pa.RecordBatch.from_pylist(done, schema=RUN_RESULT_SCHEMA)
+
+    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
+    rows = tasks.mapInArrow(analyze_partition, from_arrow_schema(RUN_RESULT_SCHEMA)).collect()
+    shared.unpersist()
+    return [r.asDict(recursive=True) for r in rows]
 
 
 def _run_key(meta: dict) -> dict:
@@ -112,50 +102,36 @@ def run_latency(
     meta, more = read_meta(runs, date)
     problems += more
     runs = [r for r in runs if r.name in meta]
-    samples = read_record_file(spark, runs, "samples.parquet", list(HOPS))
-    intended = read_record_file(spark, runs, "intended.parquet", ["intended_ns", "sent_ns"])
-    stats = [r.asDict() for r in breakdown(samples, intended).collect()]
-    bad_samples, bad_intended, more = _reconcile(stats, runs)
-    problems += more
-    good = sorted(r.name for r in runs if r.name not in bad_samples)
-    stats = [
-        s for s in stats
-        if s["run_dir"] in good and not (s["hop"] == SEND_LAG_HOP.name and s["run_dir"] in bad_intended)
-    ]
+    results = analyze_runs(spark, runs)
+    for r in results:
+        problems += [FileProblem(p["path"], p["action"], p["error"]) for p in r["problems"]]
+    usable = sorted((r for r in results if r["usable"]), key=lambda r: r["run_dir"])
+    good = [r["run_dir"] for r in usable]
+
+    stats = [s for r in usable for s in r["stats"]]
     breakdown_rows = sorted(
         ({**_run_key(meta[s["run_dir"]]), "target_pps": meta[s["run_dir"]]["target_pps"], **s} for s in stats),
         key=lambda r: (r["run_id"], HOP_ORDER[r["hop"]]),
     )
-
-    growth = {
-        r["run_dir"]: r.asDict() for r in latency_growth(samples.where(F.col("run_dir").isin(good))).collect()
-    }
     by_run_hop = {(s["run_dir"], s["hop"]): s for s in stats}
     run_rows = []
-    for name in good:
-        m = meta[name]
+    for r in usable:
+        name, m = r["run_dir"], meta[r["run_dir"]]
         e2e = {
             f"{h}_{p}": by_run_hop[(name, h)][p] if (name, h) in by_run_hop else None
             for h in ("e2e_fh", "e2e_intended")
             for p in ("p50_ns", "p99_ns")
         }
-        samples_read = by_run_hop.get((name, SAMPLE_HOPS[0].name), {}).get("rows", 0)
-        run_rows.append(
-            {**m, "samples": samples_read, **e2e, **judge_run(m, growth.get(name), options.sustainability)}
-        )
+        samples_read = by_run_hop[(name, SAMPLE_HOPS[0].name)]["rows"]
+        run_rows.append({**m, "samples": samples_read, **e2e, **judge_run(m, r["growth"], options.sustainability)})
     run_rows.sort(key=lambda r: (r["sweep_id"], r["rate_x"], r["run_id"]))
     sweeps = sweep_summaries(run_rows)
 
-    run_id_of = {name: meta[name]["run_id"] for name in good}
-    ingest = read_record_file(spark, runs, "ingest.parquet").where(F.col("run_dir").isin(good))
     ingest_rows = [
-        {**r.asDict(), "date": date, "run_id": run_id_of[r["run_dir"]]}
-        for r in ingest.groupBy("run_dir", "line").agg(*[F.max(c).alias(c) for c in _INGEST_COUNTERS]).collect()
+        {**i, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for i in r["ingest"]
     ]
-    signals = read_record_file(spark, runs, "signals.parquet", ["kind"]).where(F.col("run_dir").isin(good))
     signal_rows = [
-        {**r.asDict(), "date": date, "run_id": run_id_of[r["run_dir"]]}
-        for r in signals.groupBy("run_dir", "kind").agg(F.count(F.lit(1)).alias("signals")).collect()
+        {**k, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for k in r["signals"]
     ]
 
     rule = options.regression

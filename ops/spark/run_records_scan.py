@@ -1,5 +1,6 @@
 """Find the day's run directories and check every run record file against its contract
-(``omdp.metrics.run_records``) on the driver before Spark reads any of it.
+(``omdp.metrics.run_records``) on the driver before any executor reads it; read the one-row
+meta files.
 
 Only Parquet footers are read (cheap): a truncated, garbage or wrong-schema file is reported
 by name and left out, so one bad file never fails the night. A run without a usable
@@ -83,3 +84,20 @@ def scan_runs(runs_dir: Path) -> tuple[list[RunDirectory], list[FileProblem]]:
         if not missing_required:
             runs.append(run)
     return runs, problems
+
+
+def read_meta(runs: list[RunDirectory], date: str) -> tuple[dict[str, dict], list[FileProblem]]:
+    """``{run_dir: meta row}`` (``date`` set to the night) and the problems. Read on the
+    driver: a meta file is one row, and reading it there costs no Spark job. A meta file
+    whose footer was sound but whose row is not is reported and its run left out."""
+    rows: dict[str, dict] = {}
+    problems: list[FileProblem] = []
+    for run in runs:
+        path = run.files["meta.parquet"]
+        try:
+            (row,) = pq.read_table(path, schema=RUN_FILES["meta.parquet"]).to_pylist()
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            problems.append(FileProblem(str(path), "skipped", f"meta row unreadable: {exc}; run skipped"))
+            continue
+        rows[run.name] = {**row, "date": date}
+    return rows, problems

@@ -10,17 +10,14 @@ With fewer than ``min_quarter_samples`` in either quarter it cannot be told (Non
 neither can sustainability, unless another criterion already failed.
 
 The quarter medians are computed on the executors, one run's samples at a time
-(``latency_growth``); judging a run and summarizing a sweep work on one row per run, on the
-driver.
+(``quarter_medians``, called by ``run_analysis``); judging a run and summarizing a sweep work
+on one row per run, on the driver.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import types as T
 
 
 @dataclass(frozen=True)
@@ -32,21 +29,6 @@ class SustainabilityRule:
     growth_factor: float = 2.0
     growth_floor_ns: float = 50_000.0
     min_quarter_samples: int = 20
-
-
-GROWTH_SCHEMA = T.StructType(
-    [
-        T.StructField("run_dir", T.StringType()),
-        T.StructField("first_quarter_p50_ns", T.DoubleType()),
-        T.StructField("last_quarter_p50_ns", T.DoubleType()),
-        T.StructField("first_quarter_n", T.LongType()),
-        T.StructField("last_quarter_n", T.LongType()),
-    ]
-)
-_GROWTH_ARROW = pa.schema(
-    [("run_dir", pa.string()), ("first_quarter_p50_ns", pa.float64()), ("last_quarter_p50_ns", pa.float64()),
-     ("first_quarter_n", pa.int64()), ("last_quarter_n", pa.int64())]
-)
 
 
 def quarter_medians(intended: np.ndarray, mc_in: np.ndarray) -> tuple[float | None, float | None, int, int]:
@@ -65,23 +47,6 @@ def quarter_medians(intended: np.ndarray, mc_in: np.ndarray) -> tuple[float | No
         int(first.size),
         int(last.size),
     )
-
-
-def _growth_of_run(key: tuple, table: pa.Table) -> pa.Table:
-    intended = table.column("intended").fill_null(0).to_numpy().astype(np.int64, copy=False)
-    mc_in = table.column("mc_in").fill_null(0).to_numpy().astype(np.int64, copy=False)
-    first, last, n_first, n_last = quarter_medians(intended, mc_in)
-    return pa.Table.from_pylist(
-        [{"run_dir": key[0].as_py(), "first_quarter_p50_ns": first, "last_quarter_p50_ns": last,
-          "first_quarter_n": n_first, "last_quarter_n": n_last}],
-        schema=_GROWTH_ARROW,
-    )
-
-
-def latency_growth(samples: DataFrame) -> DataFrame:
-    """GROWTH_SCHEMA rows: per run, the quarter medians of the end-to-end-from-intended
-    latency (each run's samples go to numpy as one Arrow table)."""
-    return samples.select("run_dir", "intended", "mc_in").groupBy("run_dir").applyInArrow(_growth_of_run, GROWTH_SCHEMA)
 
 
 def _all_of(*verdicts: bool | None) -> bool | None:
