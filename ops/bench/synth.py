@@ -8,6 +8,7 @@ and wall seconds of every stage (market model, records, merge, C encoder, pcap w
 from __future__ import annotations
 
 import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ def measure_synth(data: Path, seconds: float, rate: float, seed: int, num_lines:
         "msgs_per_s_wall": round(r.messages / wall), "msgs_per_s_cpu": round(r.messages / cpu),
         "msgs_per_s_run_cpu": round(r.messages / res.cpu_s),
         "stages": res.stages,
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
@@ -63,6 +65,7 @@ def bench_synth(seconds: float, rate_text: str, seed: int, num_lines: int, data:
     click.echo(f"wall {result['wall_s']:.1f} s (setup {result['setup_wall_s']:.1f} s), CPU {result['cpu_s']:.1f} s: "
                f"{result['msgs_per_s_wall']:,} messages/s wall, {result['msgs_per_s_cpu']:,} messages/s CPU "
                f"({result['msgs_per_s_run_cpu']:,} after setup)")
+    click.echo(f"peak memory (max RSS of the process) {result['max_rss_mb']} MB")
     for name, st in result["stages"].items():
         click.echo(f"  {name:<8} cpu {st['cpu_s']:7.2f} s  wall {st['wall_s']:7.2f} s")
     click.echo(f"machine: {result['machine']['cpu_model']}, {result['machine']['logical_cpus']} CPUs, "

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_batch import BatchDecoder
@@ -131,7 +132,7 @@ def _category_dict(counts: np.ndarray) -> dict[str, int]:
     return {chr(c): int(counts[c]) for c in np.flatnonzero(counts)}
 
 
-def capture_stats(path: str | Path, copy: str = "a") -> CaptureStats:
+def capture_stats(path: str | Path, copy: str = "a", progress: bool = False) -> CaptureStats:
     """Statistics of the capture at ``path`` (a capture directory or one pcap)."""
     lines = capture_lines(path, copy)
     decoder = BatchDecoder()
@@ -139,7 +140,7 @@ def capture_stats(path: str | Path, copy: str = "a") -> CaptureStats:
     all_ts, all_msgs, all_sizes = [], [], []
     all_cats = np.zeros(256, dtype=np.int64)
     bad_total = 0
-    for ln, files in sorted(lines.items()):
+    for ln, files in tqdm(sorted(lines.items()), desc="lines", unit="line", disable=not progress, leave=False):
         ts, msgs, sizes, cats, bad = _line_arrays(files, decoder)
         per_line[ln] = rate_stats(ts, msgs, sizes, _category_dict(cats), bad)
         all_ts.append(ts)

@@ -26,7 +26,7 @@ def stats(path: Path, copy: str, json_out: Path | None) -> None:
     from ops.capture.stats import capture_stats, format_stats
 
     try:
-        st = capture_stats(path, copy)
+        st = capture_stats(path, copy, progress=True)
     except CaptureNotFound as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(format_stats(st))

@@ -69,6 +69,14 @@ def tick_at(book: QuoteBook, series: np.ndarray, price: np.ndarray) -> np.ndarra
     return np.where(price >= PREMIUM_SPLIT_CENTS, book.tick_hi[series], book.tick_lo[series])
 
 
+def on_grid(book: QuoteBook, s: int, price: np.ndarray, up: bool) -> np.ndarray:
+    """Prices (cents) of series ``s`` moved onto its tick grid: from $3 the coarser tick,
+    rounding up (offers) or down (bids)."""
+    th = int(book.tick_hi[s])
+    coarse = (np.ceil(price / th) if up else np.floor(price / th)).astype(np.int64) * th
+    return np.where(price >= PREMIUM_SPLIT_CENTS, coarse, price)
+
+
 def pick(rng: np.random.Generator, candidates: np.ndarray, k: int) -> np.ndarray:
     """Up to ``k`` distinct elements of ``candidates``, in increasing order."""
     if k <= 0 or candidates.size == 0:
@@ -87,10 +95,10 @@ def apply_parity(rng: np.random.Generator, units: np.ndarray, series: np.ndarray
         sign = 1 if (theo[u] * 100 < 2 * delta or rng.random() < 0.5) else -1
         cols = np.flatnonzero(book.listed[:, s])
         fair_b, fair_a = bid[cols, u].copy(), ask[cols, u].copy()
-        new_b = np.maximum(np.where(fair_b > 0, fair_b + sign * delta, 0), 0)
+        new_b = on_grid(book, s, np.maximum(np.where(fair_b > 0, fair_b + sign * delta, 0), 0), up=False)
         bid[cols, u] = new_b
         bsz[cols, u] = np.where(new_b > 0, np.maximum(bsz[cols, u], 1), 0)
-        ask[cols, u] = np.maximum(fair_a + sign * delta, book.tick_lo[s])
+        ask[cols, u] = on_grid(book, s, np.maximum(fair_a + sign * delta, book.tick_lo[s]), up=True)
         out.add(np.full(cols.size, u), cols, "parity", np.full(cols.size, sign * delta / 100.0), fair_b, fair_a,
                 np.full(cols.size, next_event + i))
     return next_event + units.size

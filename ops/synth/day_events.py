@@ -137,10 +137,13 @@ class DayEvents:
     def trades(self, rows: QuoteRows, builder: SeriesRecords) -> Messages:
         """Last sales hitting the NBBO just after some of ``rows`` (quote messages)."""
         rng = self.rng
-        pick = np.flatnonzero(rng.random(len(rows)) < TRADE_SHARE)
+        n_rows = len(rows)
+        pick = np.unique(rng.integers(0, n_rows, rng.binomial(n_rows, TRADE_SHARE))) if n_rows else np.zeros(0, np.int64)
         buy = rng.random(pick.size) < 0.5
-        price = np.where(buy, rows.no_price[pick], rows.nb_price[pick])
-        exch = np.where(buy, rows.no_exch[pick], rows.nb_exch[pick])
+        bid_px, _, bid_ex = bid_of(rows.best_bid[pick])
+        offer_px, _, offer_ex = offer_of(rows.best_offer[pick])
+        price = np.where(buy, offer_px, bid_px)
+        exch = np.where(buy, offer_ex, bid_ex)
         ok = (price > 0) & (exch >= 0)
         pick, price, exch = pick[ok], price[ok], exch[ok]
         n = pick.size

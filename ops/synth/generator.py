@@ -119,8 +119,9 @@ class Generator:
         t_setup = wallclock.perf_counter()
         self.timer = StageTimer()
         self.cfg = cfg
+        # Independent random streams: quote book, walk, market, events, lines, anomaly counts.
         seeds = np.random.SeedSequence(cfg.seed).spawn(6)
-        rng_book, rng_walk, rng_market, rng_events, rng_lines, self.rng_misc = (np.random.default_rng(s) for s in seeds)
+        rng_book, rng_walk, rng_market, rng_events, self.rng_misc = (np.random.default_rng(seeds[i]) for i in (0, 1, 2, 3, 5))
         self.line_seeds = seeds[4].spawn(cfg.num_lines)
         self.clock = CaptureClock(cfg.date, cfg.start, cfg.seconds)
         self.uni: Universe = (listed_universe(cfg.universe, cfg.date.year) if cfg.universe is not None
@@ -142,10 +143,10 @@ class Generator:
         rates = tick_rates(weight, per_und, self.quotes_per_second)
         self.series_activity = rates[und] * per_series
         self.walk = PriceWalk(spot, atm, rates, rng_walk)
-        self.market = QuoteMarket(self.table, self.book, self.pricer, self.walk, rng_market)
         root_load = np.bincount(self.table.root, weights=self.series_activity, minlength=len(self.uni.roots))
         self.root_line = assign_lines([r.symbol for r in self.uni.roots], root_load, cfg.num_lines)
         self.series_line = self.root_line[self.table.root]
+        self.market = QuoteMarket(self.table, self.book, self.pricer, self.walk, self.series_line, rng_market)
         self.builder = SeriesRecords(self.uni, self.table)
         self.events = DayEvents(self.uni, self.table, self.series_line, cfg.num_lines, self.clock, self.quotes_per_second,
                                 np.maximum(self.series_activity, 1e-9), rng_events)
@@ -221,22 +222,15 @@ class Generator:
         rows = cq.rows
         self.controller.record(len(rows), seconds, scale)
         with self.timer.stage("records"):
-            return self._quote_records(cq, t0)
+            return self._quote_records(cq)
 
-    def _quote_records(self, cq: ChunkQuotes, t0: int) -> tuple[Messages, list[Messages]]:
+    def _quote_records(self, cq: ChunkQuotes) -> tuple[Messages, list[Messages]]:
         rows = cq.rows
         gt = self.truth.add(cq)
-        # Quotes in (line, time) order: each line's slice is then ready to merge. (Series are
-        # laid out by underlying symbol, lines by root, so this order also keeps the template
-        # gather close to sequential.)
-        line = self.series_line[rows.series].astype(np.int64)
-        order = np.argsort((line << 44) | (rows.time - t0 + (1 << 40)))
-        recs = self.builder.quotes(
-            rows.series[order], rows.exch[order], self.clock.opra(rows.time[order]), rows.bid[order], rows.offer[order],
-            rows.bid_size[order], rows.offer_size[order], rows.bbo[order], rows.bid_state[order], rows.offer_state[order],
-            (rows.nb_exch[order], rows.nb_price[order], rows.nb_size[order]),
-            (rows.no_exch[order], rows.no_price[order], rows.no_size[order]))
-        quotes = Messages(recs, rows.time[order], line[order], gt[order])
+        recs = self.builder.quotes(rows.series, rows.exch, self.clock.opra(rows.time), rows.bid, rows.offer,
+                                   rows.bid_size, rows.offer_size, rows.bbo, rows.bid_state, rows.offer_state,
+                                   rows.best_bid, rows.best_offer)
+        quotes = Messages(recs, rows.time, rows.line, gt)
         return quotes, [self.events.trades(rows, self.builder)]
 
     def _to_lines(self, quotes: Messages | None, extras: Messages, writers: list[LineWriter], cut: int | None) -> None:
@@ -260,6 +254,7 @@ class Generator:
             lines.append(LineInfo(
                 line=w.line, first_root=syms[0] if syms else "", last_root=syms[-1] if syms else "", roots=len(syms),
                 a=Endpoint(**a.__dict__), b=Endpoint(**b.__dict__), files=f, packets=t.packets, messages=t.messages,
+                payload_bytes=t.payload_bytes,
                 first_seq=t.first_seq, last_seq=max(t.last_seq, 0), categories=dict(sorted(t.categories.items()))))
         packets = sum(w.totals.packets for w in writers)
         messages = sum(w.totals.messages for w in writers)

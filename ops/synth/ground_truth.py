@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from ops.synth.anomalies import KINDS
 from ops.synth.market import ChunkQuotes
+from ops.synth.nbbo import bid_of, offer_of
 from ops.synth.series import SeriesTable
 from ops.synth.universe import EXCHANGES, Universe
 
@@ -69,8 +70,8 @@ class GroundTruth:
         r = inj["row"]
         ids = self.count + np.arange(n)
         gt[r] = ids
-        nbb = np.where(rows.nb_exch[r] >= 0, rows.nb_price[r], 0)
-        nbo = rows.no_price[r]
+        nbb = bid_of(rows.best_bid[r])[0]
+        nbo = offer_of(rows.best_offer[r])[0]
         cols = {"event": inj["event"], "kind": inj["kind"], "series": rows.series[r], "exch": rows.exch[r],
                 "bid": rows.bid[r], "offer": rows.offer[r], "fair_bid": inj["fair_bid"], "fair_offer": inj["fair_offer"],
                 "nbbo_bid": nbb, "nbbo_offer": nbo, "magnitude": inj["magnitude"]}

@@ -38,6 +38,7 @@ class LineInfo(_Strict):
     files: dict[Literal["a", "b"], list[str]]
     packets: int = Field(ge=0)
     messages: int = Field(ge=0)
+    payload_bytes: int = Field(ge=0)
     first_seq: int = Field(ge=0)
     last_seq: int = Field(ge=0)
     categories: dict[str, int]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ops.synth import anomalies as anom
-from ops.synth.nbbo import (bbo_letter, bbo_states, bid_keys, bid_of, locked_or_crossed, nbbo_by_step,
+from ops.synth.nbbo import (NO_OFFER, bbo_letter, bbo_states, bid_keys, bid_of, locked_or_crossed, nbbo_by_step,
                             offer_keys, offer_of)
 from ops.synth.price_walk import PriceWalk, Ticks
 from ops.synth.pricing import SeriesPricer
@@ -41,11 +41,12 @@ class SynthInvariantError(RuntimeError):
 
 @dataclass
 class QuoteRows:
-    """The quote messages of a chunk, in (unit, exchange) order (not time order)."""
+    """The quote messages of a chunk, in (line, time) order."""
 
     series: np.ndarray       # int64
     exch: np.ndarray         # int64 0..5 (EXCHANGES order)
     time: np.ndarray         # int64 ns, capture-relative
+    line: np.ndarray         # int64 OPRA line (1-based)
     bid: np.ndarray          # int32 cents (0: no bid)
     offer: np.ndarray        # int32 cents
     bid_size: np.ndarray     # int32
@@ -53,12 +54,8 @@ class QuoteRows:
     bbo: np.ndarray          # uint8 BBO indicator letter
     bid_state: np.ndarray    # uint8 (nbbo.BID_*)
     offer_state: np.ndarray  # uint8 (nbbo.OFFER_*)
-    nb_exch: np.ndarray      # int64 best bid exchange after the quote (-1: none)
-    nb_price: np.ndarray     # int64 cents
-    nb_size: np.ndarray      # int64
-    no_exch: np.ndarray      # int64 best offer exchange after the quote (-1: none)
-    no_price: np.ndarray     # int64 cents (0: none)
-    no_size: np.ndarray      # int64
+    best_bid: np.ndarray     # int64 NBBO bid key after the quote (nbbo.bid_of decodes it)
+    best_offer: np.ndarray   # int64 NBBO offer key after the quote (nbbo.offer_of decodes it)
     anomaly: np.ndarray      # int64 index into the chunk's anomalies, -1 for normal quotes
 
     def __len__(self) -> int:
@@ -76,24 +73,24 @@ class ChunkQuotes:
 
 
 class QuoteMarket:
-    """Every exchange's quotes, carried from chunk to chunk (exchange-major arrays [6, n])."""
+    """Every exchange's shown quotes, carried from chunk to chunk as NBBO keys ([6, n],
+    exchange-major: a key holds price and size, so an unchanged key is an unchanged quote)."""
 
     def __init__(self, table: SeriesTable, book: QuoteBook, pricer: SeriesPricer, walk: PriceWalk,
-                 rng: np.random.Generator) -> None:
+                 series_line: np.ndarray, rng: np.random.Generator) -> None:
         self.table = table
+        self.series_line = np.asarray(series_line, dtype=np.int64)
         self.book = book
         self.pricer = pricer
         self.walk = walk
         self.rng = rng
         n = len(table)
-        self.bid = np.zeros((N_EXCH, n), dtype=np.int32)
-        self.offer = np.zeros((N_EXCH, n), dtype=np.int32)
-        self.bid_size = np.zeros((N_EXCH, n), dtype=np.int32)
-        self.offer_size = np.zeros((N_EXCH, n), dtype=np.int32)
+        self.bid_key = np.zeros((N_EXCH, n), dtype=np.int64)
+        self.offer_key = np.full((N_EXCH, n), NO_OFFER, dtype=np.int64)
         self.anomalous = np.zeros(n, dtype=bool)
         """The series' shown quotes include an anomaly."""
         self.last_nbb = np.zeros(n, dtype=np.int64)
-        self.last_nbo = np.zeros(n, dtype=np.int64)
+        self.last_nbo = np.full(n, NO_OFFER, dtype=np.int64)
         self.next_event = 0
 
     def step(self, t0: int, t1: int, scale: float, anomaly_counts: dict[str, int]) -> ChunkQuotes:
@@ -112,7 +109,8 @@ class QuoteMarket:
         bid, ask, bsz, asz = quotes
         lat = np.minimum(EXCHANGE_LATENCY_NS[:, None] + rng.exponential(LATENCY_JITTER_NS, (N_EXCH, k)).astype(np.int64),
                          MAX_LATENCY_NS)
-        rank_t = np.argsort(np.argsort(lat, axis=0, kind="stable"), axis=0, kind="stable").astype(np.int8)
+        step_exch_t = np.argsort(lat, axis=0, kind="stable")
+        rank_t = np.argsort(step_exch_t, axis=0, kind="stable").astype(np.int8)
         rank = rank_t[:, unit_tick]
         has_prev = ~ticks.first_of_und[unit_tick]
         prev_unit = np.arange(n_units, dtype=np.int64) - nser[unit_tick]
@@ -123,52 +121,53 @@ class QuoteMarket:
         unit_anom = np.zeros(n_units, dtype=bool)
         unit_anom[inj["unit"]] = True
 
-        # The quotes shown before this tick: the same series' quotes at the previous tick.
+        # Keys of the new quotes; the keys shown before this tick are the same series' keys
+        # at the underlying's previous tick (or the carried state at its first tick).
+        kb, ka = bid_keys(bid, bsz), offer_keys(ask, asz)
         idx = np.flatnonzero(has_prev)
         src = prev_unit[idx]
-        shown = []
-        for cur, state in ((bid, self.bid), (ask, self.offer), (bsz, self.bid_size), (asz, self.offer_size)):
-            prev = state[:, series]
-            prev[:, idx] = cur[:, src]
-            shown.append(prev)
-        pb, pa, pbs, pas = shown
-        prev_anom = self.anomalous[series]
+        first = np.flatnonzero(~has_prev)
+        kb_prev = np.empty_like(kb)
+        ka_prev = np.empty_like(ka)
+        kb_prev[:, idx], ka_prev[:, idx] = kb[:, src], ka[:, src]
+        kb_prev[:, first], ka_prev[:, first] = self.bid_key[:, series[first]], self.offer_key[:, series[first]]
+        prev_anom = np.empty(n_units, dtype=bool)
         prev_anom[idx] = unit_anom[src]
+        prev_anom[first] = self.anomalous[series[first]]
 
-        changed = (bid != pb) | (ask != pa) | (bsz != pbs) | (asz != pas)
-        changed &= self.book.listed[:, series]
+        changed = (kb != kb_prev) | (ka != ka_prev)
         changed[inj["exch"], inj["unit"]] = True
-        best_bid, best_offer = nbbo_by_step(bid_keys(bid, bsz), bid_keys(pb, pbs), offer_keys(ask, asz),
-                                            offer_keys(pa, pas), rank)
+        best_bid, best_offer = nbbo_by_step(kb, kb_prev, ka, ka_prev, step_exch_t[:, unit_tick])
         self._check_invariant(best_bid, best_offer, unit_anom | prev_anom, series, ticks, unit_tick)
 
-        # Quote messages in unit order, the exchanges of a unit in EXCHANGES order.
-        flat = np.flatnonzero(changed.T.ravel())
-        u = flat // N_EXCH
-        e = flat % N_EXCH
+        # Quote messages, ordered by (line, time): each line's messages are then one slice.
+        flat = np.flatnonzero(changed.ravel())
+        e = flat // n_units
+        u = flat - e * n_units
         j = rank[e, u].astype(np.int64)
-        bb0, bb1 = best_bid[j, u], best_bid[j + 1, u]
-        bo0, bo1 = best_offer[j, u], best_offer[j + 1, u]
-        bid_state, offer_state = bbo_states(e, bb0, bb1, bo0, bo1)
-        nb_price, nb_size, nb_exch = bid_of(bb1)
-        no_price, no_size, no_exch = offer_of(bo1)
         tick_of_row = unit_tick[u]
-        # + rank: exchanges with equal latency still send in their step order.
+        # + j: exchanges with equal latency still send in their step order.
         time = ticks.time[tick_of_row] + lat[e, tick_of_row] + local[u] * SERIES_SPACING_NS + j
+        line = self.series_line[series[u]]
+        order = np.argsort((line << 44) | (time - t0 + (1 << 40)))
+        e, u, j, time, line = e[order], u[order], j[order], time[order], line[order]
+        bb1, bo1 = best_bid[j + 1, u], best_offer[j + 1, u]
+        bid_state, offer_state = bbo_states(e, best_bid[j, u], bb1, best_offer[j, u], bo1)
         anomaly = np.full(flat.shape[0], -1, dtype=np.int64)
-        inj_row = np.searchsorted(flat, inj["unit"] * N_EXCH + inj["exch"])
+        sorted_pos = np.empty(flat.shape[0], dtype=np.int64)
+        sorted_pos[order] = np.arange(flat.shape[0])
+        inj_row = sorted_pos[np.searchsorted(flat, inj["exch"] * n_units + inj["unit"])]
         anomaly[inj_row] = np.arange(inj_row.shape[0])
         inj["row"] = inj_row
-        rows = QuoteRows(series[u], e, time, bid[e, u], ask[e, u], bsz[e, u], asz[e, u],
-                         bbo_letter(bid_state, offer_state), bid_state, offer_state,
-                         nb_exch, nb_price, nb_size, no_exch, no_price, no_size, anomaly)
+        rows = QuoteRows(series[u], e, time, line, bid[e, u], ask[e, u], bsz[e, u], asz[e, u],
+                         bbo_letter(bid_state, offer_state), bid_state, offer_state, bb1, bo1, anomaly)
 
         # Carry each series' quotes at the last tick of its underlying.
         last_tick = np.append(ticks.underlying[1:] != ticks.underlying[:-1], True) if k else np.zeros(0, bool)
         m = np.flatnonzero(last_tick[unit_tick])
         s = series[m]
-        for cur, state in ((bid, self.bid), (ask, self.offer), (bsz, self.bid_size), (asz, self.offer_size)):
-            state[:, s] = cur[:, m]
+        self.bid_key[:, s] = kb[:, m]
+        self.offer_key[:, s] = ka[:, m]
         self.anomalous[s] = unit_anom[m]
         self.last_nbb[s] = best_bid[N_EXCH, m]
         self.last_nbo[s] = best_offer[N_EXCH, m]
@@ -235,15 +234,15 @@ class QuoteMarket:
         moment ``exch`` requotes each unit."""
         bid, ask, _, _ = quotes
         s = series[units]
-        pb = np.where(has_prev[units], bid[:, prev_unit[units]], self.bid[:, s])
-        pa = np.where(has_prev[units], ask[:, prev_unit[units]], self.offer[:, s])
+        pb = np.where(has_prev[units], bid[:, prev_unit[units]], bid_of(self.bid_key[:, s])[0])
+        pa = np.where(has_prev[units], ask[:, prev_unit[units]], offer_of(self.offer_key[:, s])[0])
         cols = np.arange(units.size)
         before = rank[:, units] < rank[exch, units]
         shown_b = np.where(before, bid[:, units], pb)
         shown_a = np.where(before, ask[:, units], pa)
         others = self.book.listed[:, s].copy()
         others[exch, cols] = False
-        none = np.iinfo(np.int32).max
+        none = np.iinfo(np.int64).max
         best_b = np.where(others & (shown_b > 0), shown_b, 0).max(axis=0)
         best_a = np.where(others & (shown_a > 0), shown_a, none).min(axis=0)
         return best_b.astype(np.int64), np.where(best_a == none, 0, best_a).astype(np.int64)

@@ -62,28 +62,32 @@ def offer_of(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def nbbo_by_step(kb_cur: np.ndarray, kb_prev: np.ndarray, ka_cur: np.ndarray, ka_prev: np.ndarray,
-                 rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 step_exch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NBBO keys of units whose exchanges requote one after another.
 
     A unit is one series at one underlying tick: before the tick every exchange shows its
-    ``prev`` quote; exchange e replaces it with its ``cur`` quote at step ``rank[e]`` (0..5).
-    Keys and ranks are [6, n]. Returns ``(best_bid, best_offer)``, each [7, n]: row j is
-    the NBBO after step j - 1 (row 0: before any step).
+    ``prev`` quote; at step j the exchange ``step_exch[j]`` replaces it with its ``cur``
+    quote. Keys are [6, n] (exchange-major). Returns ``(best_bid, best_offer)``, each
+    [7, n]: row j is the NBBO after step j - 1 (row 0: before any step). After step j the
+    exchanges of steps 0..j show ``cur`` and the others ``prev``, so the NBBO is a running
+    best of the new quotes in step order against a running best of the old ones in reverse.
     """
     n = kb_cur.shape[1]
-    best_bid = np.empty((7, n), dtype=np.int64)
-    best_offer = np.empty((7, n), dtype=np.int64)
-    np.max(kb_prev, axis=0, out=best_bid[0])
-    np.min(ka_prev, axis=0, out=best_offer[0])
-    shown_b = kb_prev.copy()
-    shown_a = ka_prev.copy()
-    for j in range(6):
-        step = rank == j
-        np.copyto(shown_b, kb_cur, where=step)
-        np.copyto(shown_a, ka_cur, where=step)
-        np.max(shown_b, axis=0, out=best_bid[j + 1])
-        np.min(shown_a, axis=0, out=best_offer[j + 1])
-    return best_bid, best_offer
+    flat = step_exch.astype(np.int64) * n + np.arange(n, dtype=np.int64)
+    out = []
+    for cur, prev, best in ((kb_cur, kb_prev, np.maximum), (ka_cur, ka_prev, np.minimum)):
+        new = cur.ravel()[flat]
+        old = prev.ravel()[flat]
+        for j in range(1, 6):  # running best of the new quotes, in step order
+            best(new[j - 1], new[j], out=new[j])
+        for j in range(4, -1, -1):  # and of the old ones, from the last step back
+            best(old[j + 1], old[j], out=old[j])
+        res = np.empty((7, n), dtype=np.int64)
+        res[0] = old[0]
+        best(new[:5], old[1:], out=res[1:6])
+        res[6] = new[5]
+        out.append(res)
+    return out[0], out[1]
 
 
 def bbo_states(exch: np.ndarray, bb_before: np.ndarray, bb_after: np.ndarray, bo_before: np.ndarray,

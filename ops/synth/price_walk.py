@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_GAP_NS = 2_000_000
-SHOCKS_PER_SECOND = 1.0
-SHOCK_SHARE = 0.3
+SHOCKS_PER_SECOND = 2.0
+SHOCK_SHARE = 0.1
 """Share of ticks that join a market-wide shock (when the chunk has one)."""
-SHOCK_SPREAD_NS = 1_500_000
+SHOCK_SPREAD_NS = 3_000_000
+"""Mean delay of a tick after the shock it joins (exponential)."""
 SESSION_SECONDS = 23_400.0
 MAX_TICKS_PER_SECOND = 200.0
 
@@ -91,7 +92,7 @@ class PriceWalk:
             shock_at = rng.integers(t0, t1, n_shocks)
             joins = rng.random(n) < SHOCK_SHARE
             which = rng.integers(0, n_shocks, n)
-            lag = rng.exponential(SHOCK_SPREAD_NS / 3, n).astype(np.int64)
+            lag = rng.exponential(SHOCK_SPREAD_NS, n).astype(np.int64)
             times = np.where(joins, np.minimum(shock_at[which] + lag, t1 - 1), times)
         order = np.lexsort((times, und))
         und, times = und[order], times[order]

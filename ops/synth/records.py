@@ -15,7 +15,7 @@ import numpy as np
 
 from feedhandlers.opra_fast import new_records
 from feedhandlers.opra_record import OPRA_MSG_DTYPE, OPRA_Y_ENTRY_DTYPE
-from ops.synth.nbbo import BID_APPENDAGE, OFFER_APPENDAGE
+from ops.synth.nbbo import BID_APPENDAGE, OFFER_APPENDAGE, bid_of, offer_of
 from ops.synth.series import SeriesTable
 from ops.synth.universe import EXCHANGES, Universe
 
@@ -110,9 +110,9 @@ class SeriesRecords:
 
     def quotes(self, series: np.ndarray, exch: np.ndarray, time: np.ndarray, bid: np.ndarray, offer: np.ndarray,
                bid_size: np.ndarray, offer_size: np.ndarray, bbo: np.ndarray, bid_state: np.ndarray,
-               offer_state: np.ndarray, nb: tuple[np.ndarray, ...], no: tuple[np.ndarray, ...]) -> np.ndarray:
-        """'k' records; ``nb``/``no`` are the NBBO after each quote (exchange, price, size),
-        put in the appendages that the BBO states call for."""
+               offer_state: np.ndarray, best_bid: np.ndarray, best_offer: np.ndarray) -> np.ndarray:
+        """'k' records; ``best_bid``/``best_offer`` are the NBBO keys after each quote, put in
+        the appendages that the BBO states call for."""
         r = self._base(series, "k", FIELDS_K)
         r["participant"] = EXCHANGE_CODES[exch]
         r["time"] = time
@@ -125,11 +125,13 @@ class SeriesRecords:
         r["bbo_ind"] = bbo
         app_b = np.flatnonzero(bid_state == BID_APPENDAGE)
         if app_b.size:
-            _set_best(r, app_b, "best_bid", nb)
+            price, size, exch_b = bid_of(best_bid[app_b])
+            _set_best(r, app_b, "best_bid", exch_b, price, size)
             r["fields"][app_b] |= FIELDS_BEST_BID
         app_o = np.flatnonzero(offer_state == OFFER_APPENDAGE)
         if app_o.size:
-            _set_best(r, app_o, "best_offer", no)
+            price, size, exch_o = offer_of(best_offer[app_o])
+            _set_best(r, app_o, "best_offer", exch_o, price, size)
             r["fields"][app_o] |= FIELDS_BEST_OFFER
         return r
 
@@ -174,13 +176,12 @@ class SeriesRecords:
         return r
 
 
-def _set_best(r: np.ndarray, idx: np.ndarray, side: str, best: tuple[np.ndarray, ...]) -> None:
-    exch, price, size = best
-    r[side + "_part"][idx] = EXCHANGE_CODES[exch[idx]]
+def _set_best(r: np.ndarray, idx: np.ndarray, side: str, exch: np.ndarray, price: np.ndarray, size: np.ndarray) -> None:
+    r[side + "_part"][idx] = EXCHANGE_CODES[exch]
     r[side + "_den"][idx] = CENTS
-    r[side][idx] = price[idx]
-    r[side + "_size"][idx] = size[idx]
-    r[side + "_px"][idx] = price[idx].astype(np.int64) * CENTS_MULT
+    r[side][idx] = price
+    r[side + "_size"][idx] = size
+    r[side + "_px"][idx] = price.astype(np.int64) * CENTS_MULT
 
 
 def text_message(category: str, msg_type: str, participant: str, time: int, text: bytes) -> tuple[np.ndarray, bytes]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ops.synth.calendar import broad_expirations, leaps_expirations, regular_expirations
-from ops.synth.symbols import LEAPS_PREFIXES, strike_band, strike_codes
+from ops.synth.symbols import LEAPS_PREFIXES, month_codes, strike_band, strike_codes
 from ops.synth.universe import EXCHANGES, Underlying, Universe
 
 MAX_STRIKES_PER_EXPIRY = 60
@@ -171,8 +171,7 @@ def _roots_by_band(uni: Universe, uid: int, leaps_year: int, strikes: np.ndarray
 def _to_table(uni: Universe, cols: dict[str, np.ndarray], first: np.ndarray, count: np.ndarray) -> SeriesTable:
     exp = cols["exp"].astype(np.int64)
     is_put = cols["put"].astype(bool)
-    months = (exp // 100) % 100
-    mc = np.where(is_put, ord("M") + months - 1, ord("A") + months - 1).astype(np.uint8)
+    mc = month_codes((exp // 100) % 100, is_put)
     strike_milli = cols["strike"].astype(np.int64)
     big = strike_milli >= 1_000_000
     # Denominator 'C' (thousandths) keeps the 6-digit field for strikes under $1000; 'B' above.

@@ -18,9 +18,10 @@ LEAPS_PREFIXES = {1: "VLOK", 2: "WZGJ"}
 """First letters tried for new roots of the first and second LEAPS year."""
 
 
-def month_code(month: int, put: bool) -> str:
-    """The expiration month code of a call or put expiring in ``month`` (1..12)."""
-    return chr((ord("M") if put else ord("A")) + month - 1)
+def month_codes(month: np.ndarray, put: np.ndarray) -> np.ndarray:
+    """Expiration month codes (ASCII) of calls and puts expiring in ``month`` (1..12)."""
+    month = np.asarray(month, dtype=np.int64)
+    return np.where(np.asarray(put, dtype=bool), ord("M") + month - 1, ord("A") + month - 1).astype(np.uint8)
 
 
 def strike_codes(strike_milli: np.ndarray) -> np.ndarray:

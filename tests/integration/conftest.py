@@ -1,7 +1,6 @@
 """Shared synthetic captures for the integration tests (made once per session)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -137,3 +137,15 @@ def test_b_copies_carry_the_same_packets(small_capture: SynthResult, decoded: di
         b = read_pcap(small_capture.directory / ln.files["b"][0])
         assert a.payloads() == b.payloads() and np.array_equal(a.ts_ns, b.ts_ns)
         assert np.all(b.dst_ip == ip_to_int(ln.b.group)) and np.all(b.dst_port == ln.b.port)
+
+
+def test_every_quote_is_on_its_tick_grid(small_capture: SynthResult, decoded: dict) -> None:
+    penny = {u.symbol for u in small_capture.manifest.underlyings if u.penny}
+    roots = small_capture.manifest.roots
+    for _, recs, *_r in decoded.values():
+        k = recs[recs["category"] == ord("k")]
+        is_penny = np.array([roots[bytes(r).rstrip(b" \0").decode()] in penny for r in k["root"]])
+        for side in ("bid", "offer"):
+            p = k[side].astype(np.int64)
+            tick = np.where(p < 300, np.where(is_penny, 1, 5), np.where(is_penny, 5, 10))
+            assert np.all(p % tick == 0)

@@ -72,3 +72,22 @@ def test_a_window_over_the_close_ends_with_summaries_and_end_of_day(tmp_path: Pa
         for c in recs["category"]:
             cats[chr(int(c))] = cats.get(chr(int(c)), 0) + 1
     assert cats.get("f", 0) > 0 and cats.get("a", 0) >= cats["f"]
+
+
+def test_a_listed_options_file_drives_the_universe(tmp_path: Path) -> None:
+    def rec(root: str, und: str, company: str, exch: str, limit: int, typ: str) -> str:
+        return f"{root:<7}{und:<7}{company:<31.31}{exch:<12}{limit * 100:012d} {'000000000':<10}{typ:<3}"
+    lines = [rec("AAQ", "AAPL", "Apple Inc", "ABCIPX", 250_000, "EU"), rec("APV", "AAPL", "Apple Inc (09LPS)", "ABCIPX", 250_000, "EL"),
+             rec("MSQ", "MSFT", "Microsoft", "ABCIPX", 250_000, "EU"), rec("IBM", "IBM", "IBM", "ACIPX", 250_000, "EU"),
+             rec("XYZ", "XYZ", "Xyz Corp", "CX", 25_000, "EU"), rec("1AAQ02", "AAPL", "flex", "ABCIPX", 0, "EF")]
+    listed = tmp_path / "listed.txt"
+    listed.write_text("\n".join(lines) + "\n")
+    res = synthesize(_tiny(tmp_path / "out", universe=listed, num_lines=2, seconds=1.0, rate=0.05))
+    m = res.manifest
+    assert m.universe.source == "file:listed.txt" and m.universe.underlyings == 4
+    assert set(m.roots) == {"AAQ", "APV", "MSQ", "IBM", "XYZ"}
+    seen = set()
+    for ln in m.lines:
+        recs = _records(res.directory / ln.files["a"][0])
+        seen |= {bytes(r).rstrip(b" \0").decode() for r in recs["root"][recs["category"] == ord("k")]}
+    assert seen <= set(m.roots) and {"AAQ", "MSQ"} <= seen

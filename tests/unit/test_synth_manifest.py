@@ -20,7 +20,7 @@ MINIMAL = {
     "lines": [{"line": 1, "first_root": "IBM", "last_root": "IBM", "roots": 1,
                "a": {"group": "233.43.202.1", "port": 11001, "source": "10.8.0.1", "source_port": 30000},
                "b": {"group": "233.43.203.1", "port": 12001, "source": "10.8.1.1", "source_port": 30000},
-               "files": {"a": ["line01.pcap"]}, "packets": 1, "messages": 2, "first_seq": 1, "last_seq": 2,
+               "files": {"a": ["line01.pcap"]}, "packets": 1, "messages": 2, "payload_bytes": 60, "first_seq": 1, "last_seq": 2,
                "categories": {"k": 2}}],
     "roots": {"IBM": "IBM"},
     "underlyings": [{"id": 0, "symbol": "IBM", "kind": "equity", "spot": 106.0, "vol": 0.3, "exchanges": "ABCIPX",

@@ -38,7 +38,8 @@ def test_nbbo_by_step_matches_brute_force() -> None:
     prev_a = prev_b + rng.integers(1, 4, (6, n)) * 5
     cs, ps = rng.integers(1, 5, (6, n)), rng.integers(1, 5, (6, n))
     rank = np.argsort(rng.random((6, n)), axis=0).argsort(axis=0)
-    bb, bo = nbbo_by_step(bid_keys(cur_b, cs), bid_keys(prev_b, ps), offer_keys(cur_a, cs), offer_keys(prev_a, ps), rank)
+    step_exch = np.argsort(rank, axis=0)
+    bb, bo = nbbo_by_step(bid_keys(cur_b, cs), bid_keys(prev_b, ps), offer_keys(cur_a, cs), offer_keys(prev_a, ps), step_exch)
     for u in range(n):
         for j in range(7):
             done = [rank[e, u] < j for e in range(6)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ops.synth.symbols import RootNamer, main_root, month_code, strike_band, strike_codes
+from ops.synth.symbols import RootNamer, main_root, month_codes, strike_band, strike_codes
 
 
 def test_strike_codes_of_the_standard_table() -> None:
@@ -22,8 +22,8 @@ def test_strike_bands_split_at_whole_hundreds() -> None:
 
 
 def test_month_codes() -> None:
-    assert month_code(1, False) == "A" and month_code(12, False) == "L"
-    assert month_code(1, True) == "M" and month_code(7, True) == "S"
+    codes = month_codes(np.array([1, 12, 1, 7]), np.array([False, False, True, True]))
+    assert bytes(codes).decode() == "ALMS"
 
 
 def test_root_namer_never_repeats_and_prefers_letters() -> None:
