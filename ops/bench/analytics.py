@@ -114,12 +114,12 @@ def measure(master: str, data: Path, dates: list[str], repeats: int) -> dict:
               help="Data directory to use (and fill if empty); default: a temporary one.")
 @click.option("--master", "masters", multiple=True, default=("local[1]", "local[2]"), show_default=True,
               help="Spark masters to compare; repeatable (spark://host:7077 for a standalone cluster).")
-@click.option("--seconds", type=float, default=4.0, show_default=True, help="Capture seconds at scale 1.")
+@click.option("--seconds", type=float, default=10.0, show_default=True, help="Capture seconds at scale 1.")
 @click.option("--rate", type=float, default=1.0, show_default=True, help="Capture rate in x (24,000 packets/s).")
 @click.option("--num-lines", type=int, default=24, show_default=True, help="OPRA lines (one file each).")
 @click.option("--scale", "scales", default="1,2", show_default=True, help="Capture days of these multiples of --seconds.")
-@click.option("--runs", type=int, default=6, show_default=True, help="Synthetic runs for the latency job.")
-@click.option("--run-seconds", type=float, default=2.0, show_default=True, help="Length of each synthetic run.")
+@click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
+@click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
 def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate: float, num_lines: int, scales: str,
