@@ -58,6 +58,10 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
         "spark.sql.session.timeZone": "UTC",
         # The jobs' plans are wide (one column per hop and percentile); keep them whole in logs.
         "spark.sql.debug.maxToStringFields": "500",
+        # Python workers start as `python -m pyspark.daemon`, which puts the working
+        # directory first on the path: started from a source checkout they would import its
+        # omdp, which has no compiled module. Python >= 3.11 leaves it off with this.
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
     }
     if master is not None:
         builder = builder.master(master)
