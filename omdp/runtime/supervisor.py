@@ -172,7 +172,10 @@ class Supervisor:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        paths = [p for p in sys.path if p and Path(p).is_dir()]
+        # The omdp this supervisor imported comes first, also when it came from the working
+        # directory ('' on sys.path, which -P keeps from the partitions).
+        here = str(Path(__file__).resolve().parents[2])
+        paths = [here, *(p for p in sys.path if p and Path(p).is_dir())]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]))
         return env
 
