@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "omdp/clock.h"
+#include "socket_io.h"
 
 #define OUT_CAP (256u * 1024u) /* sender's frame buffer for batches */
 
@@ -69,55 +70,6 @@ static int poll_ms(int64_t deadline)
     return ms > 100 ? 100 : (int)ms;
 }
 
-static int resolve(const char *host, uint16_t port, struct sockaddr_in *sa)
-{
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons(port);
-    if (!host || !*host || strcmp(host, "*") == 0) {
-        sa->sin_addr.s_addr = htonl(INADDR_ANY);
-        return 0;
-    }
-    if (inet_pton(AF_INET, host, &sa->sin_addr) == 1)
-        return 0;
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-        return -1;
-    sa->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    freeaddrinfo(res);
-    return 0;
-}
-
-static void set_nodelay(int fd)
-{
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* Write all of iov (blocking socket); 0 or -errno. */
-static int write_all(int fd, struct iovec *iov, int cnt)
-{
-    while (cnt > 0) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        while (cnt > 0 && (size_t)n >= iov->iov_len) {
-            n -= (ssize_t)iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + n;
-            iov->iov_len -= (size_t)n;
-        }
-    }
-    return 0;
-}
-
 /* ---- receiver ---- */
 
 int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_size, uint32_t max_message,
@@ -127,7 +79,7 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
     if (rc)
         return rc;
     struct sockaddr_in sa;
-    if (resolve(host, port, &sa) != 0)
+    if (omdp_sock_resolve(host, port, &sa) != 0)
         return OMDP_VEGA_E_BAD_NAME;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -243,7 +195,7 @@ static void *accept_loop(void *arg)
             close(fd);
             continue;
         }
-        set_nodelay(fd);
+        omdp_sock_nodelay(fd);
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         atomic_store_explicit(&rx->accepted_fd, fd, memory_order_release);
         break;
@@ -425,7 +377,7 @@ int omdp_tcp_sender_connect(const char *host, uint16_t port, uint32_t queue_size
     if (rc)
         return rc;
     struct sockaddr_in sa;
-    if (resolve(host, port, &sa) != 0 || port == 0)
+    if (omdp_sock_resolve(host, port, &sa) != 0 || port == 0)
         return OMDP_VEGA_E_BAD_NAME;
     int64_t deadline = deadline_of(timeout_ns);
     int fd;
@@ -445,11 +397,11 @@ int omdp_tcp_sender_connect(const char *host, uint16_t port, uint32_t queue_size
             return OMDP_VEGA_E_NOT_FOUND;
         usleep(2000);
     }
-    set_nodelay(fd);
+    omdp_sock_nodelay(fd);
     hello_t h = {OMDP_TCP_MAGIC, OMDP_TCP_VERSION, queue_size, max_message};
     struct iovec iov = {&h, sizeof h};
     uint8_t verdict = 0;
-    if (write_all(fd, &iov, 1) != 0 || read_exact(fd, &verdict, 1, omdp_now_ns() + 5000000000LL) != OMDP_VEGA_OK) {
+    if (omdp_sock_write_all(fd, &iov, 1) != 0 || read_exact(fd, &verdict, 1, omdp_now_ns() + 5000000000LL) != OMDP_VEGA_OK) {
         close(fd);
         return OMDP_VEGA_E_PEER_DEAD;
     }
@@ -550,7 +502,7 @@ int omdp_tcp_put(omdp_tcp_sender_t *tx, const void *data, uint32_t size, int64_t
     }
     uint32_t hdr = size;
     struct iovec iov[2] = {{&hdr, 4}, {(void *)data, size}};
-    if (write_all(tx->fd, iov, 2) != 0) {
+    if (omdp_sock_write_all(tx->fd, iov, 2) != 0) {
         rc = send_failed(tx);
         tx_leave(tx);
         return rc;
@@ -591,7 +543,7 @@ int64_t omdp_tcp_put_batch(omdp_tcp_sender_t *tx, const uint8_t *buf, const uint
             k++;
         }
         struct iovec iov = {tx->out, len};
-        if (write_all(tx->fd, &iov, 1) != 0) {
+        if (omdp_sock_write_all(tx->fd, &iov, 1) != 0) {
             rc = send_failed(tx);
             tx_leave(tx);
             return done ? (int64_t)done : rc;
@@ -616,7 +568,7 @@ int omdp_tcp_sender_close(omdp_tcp_sender_t *tx)
     if (!tx->gone) {
         uint32_t bye = OMDP_TCP_GOODBYE;
         struct iovec iov = {&bye, 4};
-        write_all(tx->fd, &iov, 1);
+        omdp_sock_write_all(tx->fd, &iov, 1);
     }
     close(tx->fd);
     pthread_mutex_destroy(&tx->lock);
