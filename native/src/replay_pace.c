@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -30,6 +31,7 @@
 #define START_POLL_NS 200000LL       /* how often a ready sender looks for the start */
 #define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
 #define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
+#define CPU_CLOCK_NS 10000000LL      /* how often the loop publishes its CPU time */
 
 typedef struct time_map {
     int64_t anchor_ns;
@@ -136,11 +138,56 @@ static int orphaned(const omdp_replay_run_args_t *a, int64_t now, int64_t *next_
     return (int64_t)getppid() != a->service_pid;
 }
 
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint64_t thread_preemptions(void)
+{
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+        return (uint64_t)ru.ru_nivcsw;
+#endif
+    return 0;
+}
+
+/* CPU time and preemptions of the loop since it started (cpu0, pre0). */
+typedef struct usage_base {
+    int64_t cpu0;
+    uint64_t pre0;
+    int64_t next;
+} usage_base_t;
+
+static void publish_usage(omdp_replay_sender_status_t *st, usage_base_t *u)
+{
+    STORE_RLX(&st->cpu_ns, thread_cpu_ns() - u->cpu0);
+    STORE_RLX(&st->preemptions, thread_preemptions() - u->pre0);
+}
+
+/* At most every CPU_CLOCK_NS: these are system calls, unlike now_ns. */
+static void publish_usage_now_and_then(omdp_replay_sender_status_t *st, int64_t now, usage_base_t *u)
+{
+    if (now < u->next)
+        return;
+    u->next = now + CPU_CLOCK_NS;
+    publish_usage(st, u);
+}
+
 static int finish(const omdp_replay_run_args_t *a, int result)
 {
     STORE_RLX(&a->status->heartbeat_ns, omdp_now_ns());
     STORE_REL(&a->status->state, OMDP_REPLAY_SENDER_DONE);
     return result;
+}
+
+static int finish_timed(const omdp_replay_run_args_t *a, int result, usage_base_t *u)
+{
+    publish_usage(a->status, u);
+    return finish(a, result);
 }
 
 int omdp_replay_run(const omdp_replay_run_args_t *a)
@@ -173,6 +220,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         sleep_until(now + START_POLL_NS);
     }
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
+    usage_base_t usage = {.cpu0 = thread_cpu_ns(), .pre0 = thread_preemptions(), .next = 0};
     const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
     time_map_t map;
     load_map(ctl, &map);
@@ -191,16 +239,17 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         uint64_t i = 0;
         while (i < n) {
             if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
-                return finish(a, OMDP_REPLAY_STOPPED);
+                return finish_timed(a, OMDP_REPLAY_STOPPED, &usage);
             if (LOAD_ACQ(&ctl->map_seq) != map.seq)
                 load_map(ctl, &map);
             const int64_t due = map_eval(&map, base + pk[i].off);
             STORE_RLX(&st->next_intended_ns, due);
             if (due >= end_ns)
-                return finish(a, OMDP_REPLAY_ENDED);
+                return finish_timed(a, OMDP_REPLAY_ENDED, &usage);
             int64_t now = omdp_now_ns();
             if (now >= end_ns)
-                return finish(a, OMDP_REPLAY_ENDED);
+                return finish_timed(a, OMDP_REPLAY_ENDED, &usage);
+            publish_usage_now_and_then(st, now, &usage);
             if (orphaned(a, now, &next_parent_check)) {
                 omdp_replay_status_fail(st, "the replay service is gone");
                 return OMDP_REPLAY_ORPHANED;
@@ -335,6 +384,6 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             i = j;
         }
         if (!a->loop)
-            return finish(a, OMDP_REPLAY_DONE);
+            return finish_timed(a, OMDP_REPLAY_DONE, &usage);
     }
 }

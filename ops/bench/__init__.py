@@ -1,2 +1,1 @@
-"""Benchmarks behind ``omdp bench ...``: each measures one part and reports medians with the
-machine and the command."""
+"""Benchmarks behind ``omdp bench ...``: each measures, judges its targets and writes JSON."""

@@ -18,10 +18,11 @@ def cli() -> None:
 def _register() -> None:
     # One import per command module; each module adds its commands to ``cli``.
     import ops.cli.bench  # noqa: F401
+    import ops.bench.analytics  # noqa: F401
     import ops.bench.collector  # noqa: F401
     import ops.bench.decode  # noqa: F401
     import ops.bench.synth  # noqa: F401
-    import ops.cli.bench  # noqa: F401
+    import ops.cli.analytics  # noqa: F401
     import ops.cli.bench_engine  # noqa: F401
     import ops.cli.bench_replay  # noqa: F401
     import ops.cli.bench_sweep  # noqa: F401

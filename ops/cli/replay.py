@@ -60,7 +60,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     from ops.replay.capture_set import CaptureInputError
     from ops.replay.config import ReplayConfig, ReplayConfigError
     from ops.replay.rates import RateError, RateSpec
-    from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError
+    from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError, keep_off_cpus
 
     try:
         spec = RateSpec.parse(rate=rate, speed=speed, pps=pps)
@@ -74,6 +74,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     except ValidationError as e:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
+    keep_off_cpus(config.cpus)  # this thread and the HTTP and supervisor threads it starts
     if paused and no_http:
         raise click.UsageError("--paused waits for POST /api/v1/replay/start: it needs the HTTP API (drop --no-http)")
     service = ReplayService()

@@ -26,7 +26,10 @@ class CounterRates:
 
     def add(self, key: Hashable, ts_ns: int, values: Mapping[str, float]) -> None:
         """Record the counters of ``key`` as published at ``ts_ns`` (repeats of the newest
-        publication are ignored)."""
+        publication are ignored, and so is an entry registered but never published: its
+        time is 0, and a rate against it would spread the counts over the whole epoch)."""
+        if ts_ns <= 0:
+            return
         with self._lock:
             q = self._snaps.setdefault(key, deque())
             if q and ts_ns <= q[-1][0]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
-from ops.replay.config import MAX_LINE
+from ops.replay.config import MAX_LINE, line_ranges
 
 
 class CaptureInputError(ValueError):
@@ -93,7 +93,7 @@ class CaptureSet:
         absent = [ln for ln in wanted if ln not in endpoints]
         if absent:
             raise CaptureInputError(
-                f"{capture_dir}: line {', '.join(map(str, absent))} not in the manifest (it lists {_ranges(sorted(endpoints))})"
+                f"{capture_dir}: line {', '.join(map(str, absent))} not in the manifest (it lists {line_ranges(sorted(endpoints))})"
             )
         files: dict[int, list[Path]] = {}
         for ln in wanted:
@@ -141,16 +141,3 @@ class CaptureSet:
     def file_sizes(self) -> dict[Path, int]:
         """Size of every file, so a sender can check it maps what the service read."""
         return {p: p.stat().st_size for ln in self.lines for p in self.files[ln]}
-
-
-def _ranges(nums: list[int]) -> str:
-    """[1, 2, 3, 5] -> '1-3, 5'."""
-    parts: list[str] = []
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(f"{nums[i]}-{nums[j]}" if j > i else str(nums[i]))
-        i = j + 1
-    return ", ".join(parts) or "no lines"

@@ -41,6 +41,19 @@ def parse_lines(text: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def line_ranges(nums: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3, 5': the inverse of parse_lines, for messages."""
+    parts: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(f"{nums[i]}-{nums[j]}" if j > i else str(nums[i]))
+        i = j + 1
+    return ", ".join(parts) or "no lines"
+
+
 def parse_copies(text: str) -> tuple[Copy, ...]:
     """'A', 'B', 'A,B' -> the copies in A, B order."""
     names = {p.strip().upper() for p in str(text).split(",") if p.strip()}

@@ -2,6 +2,7 @@
 the summary printed when a replay ends."""
 from __future__ import annotations
 
+from ops.replay.config import line_ranges
 from ops.replay.rates import PAPER_1X_PPS
 from ops.replay.status import PacingStatus, ReplayStatus
 
@@ -52,6 +53,10 @@ def summary(st: ReplayStatus) -> str:
         out.append(f"rate {st.rate}: target {st.target_pps:,.0f} pps ({st.target_x:.2f}x) averaged over a lap{due}, "
                    f"achieved {ach_pps}{frac}{mps}")
     out.append(pacing_line(st.pacing))
+    for s in st.senders:
+        where = f"CPU {s.cpu}" if s.cpu is not None else "unpinned"
+        out.append(f"sender {s.index} ({where}, lines {line_ranges(s.lines)}): {s.cpu_s:.2f} s of CPU, "
+                   f"preempted {s.preemptions:,} times by other tasks")
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")
         for ln in st.lines:

@@ -17,6 +17,7 @@ from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_table import IntendedTable
 from ops.replay.ring_target import attach_ring
 
+
 @dataclass(frozen=True)
 class UdpTarget:
     """Multicast: the interface, TTL, and (line, copy index) -> (group, port)."""

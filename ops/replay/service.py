@@ -78,6 +78,17 @@ def _reap(proc: subprocess.Popen, timeout: float) -> None:
         proc.wait(5.0)
 
 
+def keep_off_cpus(cpus: tuple[int, ...]) -> None:
+    """Move the calling thread (and the threads it starts later) off the CPUs senders are
+    pinned to, when another CPU is left: a thread of the service waking on a sender's CPU
+    preempts its spinning loop for milliseconds (seen as pacing error)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    others = os.sched_getaffinity(0) - set(cpus)
+    if others:
+        os.sched_setaffinity(0, others)
+
+
 def new_run_id() -> str:
     """A run id: local date and time, pid and a random suffix (unique on a host)."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(2)}"
@@ -266,9 +277,10 @@ class ReplayService:
             )
             plan_path = run.tmpdir / f"sender{i}.plan"
             plan_path.write_bytes(pickle.dumps(plan))
-            # A session of its own: the terminal's Ctrl-C reaches only the service, which
+            # -P: the working directory (maybe a source checkout) stays off the path; the
+            # package root travels in PYTHONPATH. A session of its own: the terminal's Ctrl-C reaches only the service, which
             # stops the senders in order.
-            run.procs.append(subprocess.Popen([sys.executable, "-m", "ops.replay.sender_program", str(plan_path)],
+            run.procs.append(subprocess.Popen([sys.executable, "-P", "-m", "ops.replay.sender_program", str(plan_path)],
                                               env=env, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _wait_ready(self, run: _Run) -> None:
@@ -357,6 +369,7 @@ class ReplayService:
     # ---- supervisor ----------------------------------------------------------------------
 
     def _supervise(self, run: _Run) -> None:
+        keep_off_cpus(run.config.cpus)
         while True:
             time.sleep(POLL_S)
             self._drain(run)
@@ -499,7 +512,8 @@ class ReplayService:
                 state=SENDER_STATES[state] if state < len(SENDER_STATES) else str(state),
                 lines=run.lines_of[i], lap=int(s["lap"]), packets_done=int(s["packets_done"]), lag_ns=lag,
                 batches=int(s["batches"]), behind_batches=int(s["behind_batches"]),
-                source_errors=int(s["source_errors"]), log_overruns=int(s["log_overruns"]),
+                source_errors=int(s["source_errors"]), log_overruns=int(s["log_overruns"]), cpu_s=int(s["cpu_ns"]) / 1e9,
+                preemptions=int(s["preemptions"]),
                 error=bytes(s["error"]).decode(errors="replace"),
             ))
 

@@ -64,6 +64,11 @@ class SenderStatus(BaseModel):
     behind_batches: int
     source_errors: int
     log_overruns: int
+    cpu_s: float
+    """CPU time the sender's loop has used (its load on its core: cpu_s / elapsed)."""
+    preemptions: int
+    """Times another task took the sender's CPU: each costs the packets due meanwhile a
+    pacing error of up to a scheduler slice (milliseconds)."""
     error: str
 
 

@@ -52,9 +52,11 @@ def test_killed_service_leaves_nothing_behind(tmp_path: Path) -> None:
         while _alive(sender_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(sender_pid), "a sender must not outlive its service"
-        assert all(Path("/dev/shm" + n).exists() for n in names)
+        # Another service starting on this host meanwhile may reap them first; either way
+        # they must be gone, and what was still there is ours to reap.
+        left = [n for n in names if Path("/dev/shm" + n).exists()]
         reaped = reap_stale_segments()
-        assert sorted(reaped) == sorted(names)
+        assert set(left) <= set(reaped), (left, reaped)
         assert not any(Path("/dev/shm" + n).exists() for n in names)
     finally:
         if proc.poll() is None:

@@ -26,6 +26,7 @@ def test_bench_replay_writes_its_json(tmp_path: Path) -> None:
     assert sum(1 for k in kinds if k[0] == "pacing") == 6
     for r in doc["rows"]:
         assert r["achieved_pps"] > 0 and r["send_errors"] == 0
+        assert r["sender_cpu_s"] > 0 and r["packets_per_cpu_s"] > 0
         if r["target"] == "ring":
             assert r["received_by_ring_consumer"] == r["sent"], "the consumer got every frame"
     assert doc["machine"]["logical_cpus"] >= 1

@@ -50,3 +50,12 @@ def test_a_silent_writer_runs_at_zero_and_keys_can_be_dropped() -> None:
 def test_gauges_are_levels() -> None:
     assert is_gauge("occupancy") and is_gauge("peer_state") and is_gauge("last_error_offset")
     assert not is_gauge("spins") and not is_gauge("full_events") and not is_gauge("messages")
+
+
+def test_an_entry_never_published_is_no_snapshot() -> None:
+    r = CounterRates(span_s=1.0)
+    r.add("line1", 0, {"packets": 0})          # registered, not yet published
+    r.add("line1", 1_700_000_000 * S, {"packets": 1_000})
+    assert r.rates("line1", 1_700_000_000 * S) is None
+    r.add("line1", 1_700_000_001 * S, {"packets": 25_000})
+    assert r.rates("line1", 1_700_000_001 * S) == {"packets": pytest.approx(24_000.0)}

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ops.replay.config import ReplayConfig, ReplayConfigError, parse_copies, parse_drops, parse_lines
+from ops.replay.config import ReplayConfig, ReplayConfigError, line_ranges, parse_copies, parse_drops, parse_lines
 from ops.replay.rates import PAPER_1X_PPS, RateError, RateSpec
 
 
@@ -39,6 +39,7 @@ def test_exactly_one_rate_option() -> None:
 def test_lines_copies_drops() -> None:
     assert parse_lines("1-3,7, 5-5") == (1, 2, 3, 5, 7)
     assert parse_lines("24") == (24,)
+    assert line_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8" and parse_lines(line_ranges([1, 2, 3, 5])) == (1, 2, 3, 5)
     for bad in ("0", "3-1", "1-100", "a", "1,,2"):
         with pytest.raises(ReplayConfigError):
             parse_lines(bad)

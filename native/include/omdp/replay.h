@@ -141,7 +141,10 @@ typedef struct omdp_replay_sender_status {
     int64_t pacing_max_ns;
     uint64_t pacing_sum_ns;
     uint64_t log_overruns;      /* sent-log entries lost because the service did not drain */
-    uint8_t pad[120];
+    int64_t cpu_ns;             /* CPU time of the loop so far (thread CPU clock, every 10 ms) */
+    uint64_t preemptions;       /* involuntary context switches of the loop so far: another task
+                                   took this sender's CPU (the cause of millisecond pacing errors) */
+    uint8_t pad[104];
     char error[OMDP_REPLAY_ERROR_LEN];
     uint64_t pacing_hist[OMDP_REPLAY_HIST_BUCKETS];  /* sent - intended, first copy sent */
 } omdp_replay_sender_status_t;

@@ -1,0 +1,156 @@
+"""``omdp bench analytics``: how fast the nightly Spark jobs go, and whether they spread over
+cores.
+
+- Decode: the feeds job's decode stage (capture files -> C batch decoder on the executors ->
+  Arrow -> the Parquet tick table) over synthetic captures (``omdp synth``): messages/s of
+  wall time, the same per executor core, and messages per CPU-second of the decode tasks
+  (what one core does when it has the CPU; robust to other load on the machine).
+- Latency: the latency job over synthetic run directories, in record rows/s (samples plus
+  planned packets read).
+
+Each master (default ``local[1]`` then ``local[2]``) gets a fresh SparkSession; each
+measurement is repeated and the median reported after a warm-up pass. Capture days of
+``--scale`` times ``--seconds`` show the work growing linearly with the data.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from ops.bench.machine import machine_info
+from ops.cli.bench import bench
+
+BASE_DATE = dt.date(2008, 2, 4)
+
+
+def _cores(master: str, spark) -> int:
+    from ops.spark.session import is_local_master, local_cores
+
+    if is_local_master(master):
+        return local_cores(master)
+    return int(spark.sparkContext.defaultParallelism)
+
+
+def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int, run_seconds: float) -> list[str]:
+    """Capture days (``scales`` x ``seconds`` each) and one day of runs; return the dates."""
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.synthetic_runs import SyntheticRun, write_synthetic_run
+    from ops.synth.generator import SynthConfig, synthesize
+
+    layout = DataLayout(data)
+    dates = []
+    for i, k in enumerate(scales):
+        date = BASE_DATE + dt.timedelta(days=i)
+        dates.append(date.isoformat())
+        if not layout.manifest(date.isoformat()).exists():
+            synthesize(SynthConfig(data=data, date=date, seconds=seconds * k, rate=rate, seed=11 + i, num_lines=lines, progress=False))
+    runs_dir = layout.runs(dates[0])
+    if not runs_dir.is_dir():
+        for j in range(runs):
+            write_synthetic_run(
+                runs_dir,
+                SyntheticRun(f"bench-{j:02d}", dates[0], rate_x=1.0 + j, duration_s=run_seconds, sweep_id="bench",
+                             sample_every=16, seed=j),
+            )
+    return dates
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def measure(master: str, data: Path, dates: list[str], repeats: int) -> dict:
+    """Decode and latency figures under one master."""
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.feeds_job import run_feeds
+    from ops.spark.latency_job import run_latency
+    from ops.spark.session import build_session
+
+    layout = DataLayout(data)
+    spark = build_session(f"omdp-bench-{master}", master)
+    try:
+        cores = _cores(master, spark)
+        run_feeds(spark, layout, dates[0])  # warm-up: JVM, Python workers, code generation
+        decode = []
+        for date in dates:
+            walls, totals, cpus = [], [], []
+            for _ in range(repeats):
+                r = run_feeds(spark, layout, date)
+                walls.append(r.decode_seconds)
+                totals.append(r.seconds)
+                cpus.append(r.decode_cpu_seconds)
+            mps = r.messages / _median(walls)
+            decode.append(
+                {
+                    "date": date, "files": r.files, "packets": r.packets, "messages": r.messages,
+                    "decode_wall_s": _median(walls), "feeds_job_wall_s": _median(totals),
+                    "messages_per_s": mps, "messages_per_s_per_core": mps / cores,
+                    "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
+                }
+            )
+        run_latency(spark, layout, dates[0])
+        secs = []
+        for _ in range(repeats):
+            lat = run_latency(spark, layout, dates[0])
+            secs.append(lat.seconds)
+        rows = lat.sample_rows + lat.intended_rows
+        latency = {
+            "runs": lat.runs, "sample_rows": lat.sample_rows, "intended_rows": lat.intended_rows,
+            "job_wall_s": _median(secs), "rows_per_s": rows / _median(secs), "rows_per_s_per_core": rows / _median(secs) / cores,
+        }
+    finally:
+        spark.stop()
+    return {"master": master, "cores": cores, "decode": decode, "latency": latency}
+
+
+@bench.command("analytics")
+@click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Data directory to use (and fill if empty); default: a temporary one.")
+@click.option("--master", "masters", multiple=True, default=("local[1]", "local[2]"), show_default=True,
+              help="Spark masters to compare; repeatable (spark://host:7077 for a standalone cluster).")
+@click.option("--seconds", type=float, default=10.0, show_default=True, help="Capture seconds at scale 1.")
+@click.option("--rate", type=float, default=1.0, show_default=True, help="Capture rate in x (24,000 packets/s).")
+@click.option("--num-lines", type=int, default=24, show_default=True, help="OPRA lines (one file each).")
+@click.option("--scale", "scales", default="1,2", show_default=True, help="Capture days of these multiples of --seconds.")
+@click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
+@click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
+@click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
+def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate: float, num_lines: int, scales: str,
+                    runs: int, run_seconds: float, repeats: int, json_out: str | None) -> None:
+    """Nightly Spark jobs: decode messages/s per executor core, latency rows/s; local[1] vs local[2]."""
+    scale_list = [int(s) for s in scales.split(",")]
+    with tempfile.TemporaryDirectory(prefix="omdp-bench-analytics-") as tmp:
+        root = data or Path(tmp)
+        dates = _prepare(root, seconds, rate, num_lines, scale_list, runs, run_seconds)
+        results = [measure(m, root, dates, repeats) for m in masters]
+    out = {
+        "command": "omdp " + " ".join(sys.argv[1:]),
+        "machine": machine_info(),
+        "config": {"seconds": seconds, "rate_x": rate, "num_lines": num_lines, "scales": scale_list, "runs": runs,
+                   "run_seconds": run_seconds, "repeats": repeats},
+        "results": results,
+    }
+    click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
+               f"load {out['machine']['load_average'][0]:.2f}")
+    click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
+               f"{'msg/cpu-s':>11s}")
+    for r in results:
+        for d in r["decode"]:
+            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
+                       f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f}")
+    click.echo(f"{'master':18s} {'runs':>5s} {'rows':>11s} {'job s':>9s} {'rows/s':>11s} {'rows/s/core':>11s}")
+    for r in results:
+        lat = r["latency"]
+        rows = lat["sample_rows"] + lat["intended_rows"]
+        click.echo(f"{r['master']:18s} {lat['runs']:5d} {rows:11,d} {lat['job_wall_s']:9.2f} "
+                   f"{lat['rows_per_s']:11,.0f} {lat['rows_per_s_per_core']:11,.0f}")
+    if json_out:
+        Path(json_out).write_text(json.dumps(out, indent=2))
+        click.echo(f"wrote {json_out}")

@@ -1,0 +1,143 @@
+"""``omdp analytics feeds|latency|nightly``: the nightly Spark jobs (ops/spark) from the
+command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>_job.py``)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from ops.cli.main import cli
+
+_DEFAULT_MASTER = "local[*]"
+_DEFAULT_DATA = "./omdp-data"
+
+
+def _check_date(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from ops.spark.data_layout import check_date
+
+    try:
+        return check_date(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _common(f: Callable) -> Callable:
+    f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
+    f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
+    f = click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
+                     help="Data root: captures/, runs/, ticks/, reports/.")(f)
+    f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
+    return f
+
+
+def _feeds_opts(f: Callable) -> Callable:
+    f = click.option("--top-underlyings", default=20, show_default=True, help="Underlyings listed by messages.")(f)
+    f = click.option("--chunk-packets", default=16_384, show_default=True, help="Packets per C decode call.")(f)
+    f = click.option("--copies", type=click.Choice(["A", "B"]), default="A", show_default=True,
+                     help="Which feed copy to decode: A (the primary) or B (when A was damaged).")(f)
+    return f
+
+
+def _latency_opts(f: Callable) -> Callable:
+    f = click.option("--lookback-nights", default=7, show_default=True, help="Earlier nights searched for a baseline.")(f)
+    f = click.option("--regression-min-delta-ns", default=1_000.0, show_default=True,
+                     help="A regression must also exceed the baseline by this many ns.")(f)
+    f = click.option("--regression-threshold", default=0.20, show_default=True,
+                     help="Flag mean/p99 above baseline by this fraction (sustainable rate below it by it).")(f)
+    return f
+
+
+def _session(name: str, master: str, ui: bool):
+    from ops.spark.session import build_session
+
+    return build_session(name, master, ui=ui)
+
+
+def _feeds_options(copies: str, chunk_packets: int, top_underlyings: int):
+    from ops.spark.feeds_job import FeedsOptions
+
+    return FeedsOptions(copies=copies, chunk_packets=chunk_packets, top_underlyings=top_underlyings)
+
+
+def _latency_options(regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int):
+    from ops.spark.latency_job import LatencyOptions
+    from ops.spark.regression_check import RegressionRule
+
+    return LatencyOptions(
+        regression=RegressionRule(
+            threshold=regression_threshold, min_delta_ns=regression_min_delta_ns, lookback_nights=lookback_nights
+        )
+    )
+
+
+@cli.group("analytics")
+def analytics() -> None:
+    """Nightly Spark analytics: historical feeds, latency breakdowns, the report."""
+
+
+@analytics.command("feeds")
+@_common
+@_feeds_opts
+def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int) -> None:
+    """Decode the day's captures into the tick table and profile the feed."""
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.feeds_job import run_feeds
+
+    spark = _session("omdp-feeds", master, ui)
+    try:
+        r = run_feeds(spark, DataLayout(data), date, _feeds_options(copies, chunk_packets, top_underlyings))
+    finally:
+        spark.stop()
+    click.echo(f"feeds {r.date}: {r.files} files ({r.files_skipped} skipped), {r.packets:,} packets, {r.messages:,} messages")
+    for p in r.problems:
+        click.echo(f"  {p.action}: {p.path}: {p.error}", err=True)
+    click.echo(f"tables: {DataLayout(data).reports(date)}")
+
+
+@analytics.command("latency")
+@_common
+@_latency_opts
+def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: float, regression_min_delta_ns: float,
+            lookback_nights: int) -> None:
+    """Latency breakdowns, sustainability and regressions of the day's runs (exit 1 on a
+    flagged regression)."""
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.latency_job import run_latency
+
+    spark = _session("omdp-latency", master, ui)
+    try:
+        r = run_latency(spark, DataLayout(data), date, _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights))
+    finally:
+        spark.stop()
+    click.echo(f"latency {r.date}: {r.runs} runs, {r.sample_rows:,} samples; {len(r.flagged)} regressions flagged")
+    for p in r.problems:
+        click.echo(f"  {p.action}: {p.path}: {p.error}", err=True)
+    if r.flagged:
+        raise SystemExit(1)
+
+
+@analytics.command("nightly")
+@_common
+@_feeds_opts
+@_latency_opts
+def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int) -> None:
+    """Both jobs, then the report page in reports/<date>/ (exit 1 on a flagged regression)."""
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.nightly_job import run_nightly, summary_lines
+
+    spark = _session("omdp-nightly", master, ui)
+    try:
+        r = run_nightly(
+            spark,
+            DataLayout(data),
+            date,
+            _feeds_options(copies, chunk_packets, top_underlyings),
+            _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
+        )
+    finally:
+        spark.stop()
+    click.echo("\n".join(summary_lines(r)))
+    if r.exit_status:
+        raise SystemExit(r.exit_status)

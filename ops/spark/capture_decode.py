@@ -1,0 +1,133 @@
+"""Executor side of the feeds job: decode one capture file with the C batch decoder, a chunk
+of packets per call (never a Python call per message), and write its ticks as one Parquet
+file of the tick table; report how the file went.
+
+A file may be 256 MB: it is memory-mapped by the pcap reader and decoded ``chunk_packets``
+packets at a time, each chunk becoming a row group, so a task holds one chunk's records, not
+the file's. The tick file is written under a hidden temporary name and renamed into place
+when complete: a task that fails or is retried never leaves half a file where readers look,
+and a retry writes the same name.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ops.spark.data_layout import CaptureFile
+from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir, ticks_batch
+
+DEFAULT_CHUNK_PACKETS = 16_384
+
+
+@dataclass
+class FileOutcome:
+    """How decoding one capture file went (a row of ``feeds_files``)."""
+
+    path: str
+    line: int
+    copy: str
+    part: int
+    bytes: int
+    packets: int = 0
+    messages: int = 0
+    bad_packets: int = 0
+    frames_skipped: int = 0
+    status: str = "ok"
+    error: str = ""
+    output: str = ""
+    cpu_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        """The fields as plain data (it crosses from the executors to the driver)."""
+        return asdict(self)
+
+
+_ARROW_OF = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
+FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(FileOutcome)])
+"""Arrow schema of FileOutcome rows (what each decode task hands back to the driver)."""
+
+
+def decode_capture(
+    capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS
+) -> Iterator[pa.RecordBatch]:
+    """Yield the tick batches of ``capture``, filling ``outcome`` as it goes. A file that is
+    not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
+    way keeps what was decoded before (status "partly skipped"); bad packets are counted."""
+    from feedhandlers.captures import PcapError, read_pcap
+    from feedhandlers.opra_fast import BatchDecoder
+
+    try:
+        cap = read_pcap(capture.path)
+    except (PcapError, OSError, ValueError) as exc:
+        outcome.status, outcome.error = "skipped", str(exc)
+        return
+    outcome.frames_skipped = int(cap.skipped)
+    if cap.meta.get("truncated"):
+        outcome.status = "partly skipped"
+        outcome.error = "file ends inside a packet record (cut short); the packets before it were read"
+    decoder = BatchDecoder(max_packets=chunk_packets)
+    n = len(cap)
+    for start in range(0, n, chunk_packets):
+        end = min(n, start + chunk_packets)
+        lengths = np.asarray(cap.lengths[start:end], dtype=np.int64)
+        try:
+            batch = decoder.decode(cap.buf, cap.offsets[start:end], lengths, start)
+        except (OSError, ValueError) as exc:
+            outcome.status = "partly skipped"
+            outcome.error = f"packets {start}..{n - 1} not decoded: {exc}"
+            return
+        counts = np.asarray(batch.pkt_count, dtype=np.int64)
+        outcome.packets += end - start
+        outcome.bad_packets += int(batch.counters["packets_bad"])
+        outcome.messages += int(batch.records.shape[0])
+        if batch.records.shape[0] == 0:
+            continue
+        # Records come back to back in packet order; a bad packet has count 0. The batch's
+        # arrays are the decoder's buffers: ticks_batch copies what it keeps.
+        pkt = np.repeat(np.arange(end - start), counts)
+        yield ticks_batch(
+            batch.records,
+            ts_ns=cap.ts_ns[start:end][pkt],
+            packet_messages=counts[pkt],
+            packet_bytes=lengths[pkt],
+            root_map=root_map,
+        )
+
+
+def tick_file_path(ticks_root: Path, date: str, capture: CaptureFile) -> Path:
+    """The tick file of one capture file: named after it, in its line's partition."""
+    return tick_file_dir(ticks_root, date, capture.line) / (Path(capture.path).stem + ".parquet")
+
+
+def write_capture_ticks(
+    capture: CaptureFile, date: str, root_map: dict[str, str], ticks_root: Path, chunk_packets: int = DEFAULT_CHUNK_PACKETS
+) -> FileOutcome:
+    """Decode ``capture`` into its tick file; return how it went (``output`` is the file
+    written, "" when the capture held no message; ``cpu_s`` the task's CPU seconds: read,
+    decode, convert, write)."""
+    cpu0 = time.process_time()
+    outcome = FileOutcome(capture.path, capture.line, capture.copy, capture.part, capture.size)
+    final = tick_file_path(ticks_root, date, capture)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in decode_capture(capture, root_map, outcome, chunk_packets):
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, compression="snappy")
+            writer.write_batch(batch)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is not None:
+        os.replace(tmp, final)
+        outcome.output = str(final)
+    outcome.cpu_s = time.process_time() - cpu0
+    return outcome

@@ -1,0 +1,262 @@
+"""The nightly feeds job: a day's captures -> the tick table (``ticks/``, partitioned by date
+and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
+
+Each capture file is one Spark task (the largest first): the executor memory-maps it,
+decodes it a chunk of packets at a time with the C batch decoder and writes the chunk's
+Arrow batch to the file's Parquet tick file (``capture_decode``); the task hands back one
+row saying how the file went. Writing from Arrow on the executor keeps the ticks out of
+the JVM's row path, which costs several times the decoding. A rerun for a date replaces
+that date's tick files and no others. The profiles are then computed by Spark from the tick
+table.
+
+Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FILE_OUTCOME_SCHEMA, FileOutcome, write_capture_ticks
+from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
+from ops.spark.feed_profile import (
+    ONE_X_PPS,
+    category_mix,
+    messages_per_packet,
+    rate_per_second,
+    rate_profile,
+    rate_windows,
+    ten_ms_counts,
+    top_underlyings,
+    underlying_category_counts,
+)
+from ops.spark.file_problems import FileProblem, report_problems
+from ops.spark.manifest_roots import ManifestError, load_root_map
+from ops.spark.report_schemas import (
+    FEEDS_CATEGORY_MIX,
+    FEEDS_DAY,
+    FEEDS_FILES,
+    FEEDS_MESSAGES_PER_PACKET,
+    FEEDS_RATE_PER_SECOND,
+    FEEDS_RATE_PROFILE,
+    FEEDS_TOP_UNDERLYINGS,
+    SKIPPED_FILES,
+)
+from ops.spark.report_tables import write_rows, write_table
+from ops.spark.session import build_session
+from ops.spark.tick_table import TICK_SCHEMA
+
+JOB = "feeds"
+
+
+@dataclass(frozen=True)
+class FeedsOptions:
+    """What the feeds job decodes and how."""
+
+    copies: str = "A"
+    chunk_packets: int = DEFAULT_CHUNK_PACKETS
+    top_underlyings: int = 20
+
+
+@dataclass
+class FeedsResult:
+    """What one night's feeds job did."""
+
+    date: str
+    files: int
+    files_skipped: int
+    packets: int
+    messages: int
+    seconds: float
+    decode_seconds: float
+    decode_cpu_seconds: float
+    day: dict = field(default_factory=dict)
+    problems: list[FileProblem] = field(default_factory=list)
+    tables: dict[str, Path] = field(default_factory=dict)
+
+
+def decode_captures(
+    spark: SparkSession,
+    files: list[CaptureFile],
+    date: str,
+    root_map: dict[str, str],
+    ticks_root: Path,
+    chunk_packets: int,
+) -> list[FileOutcome]:
+    """Decode ``files`` into the tick table on the executors: one task per file, largest
+    first; each task writes its file's ticks and hands back one FileOutcome row."""
+    if not files:
+        return []
+    ordered = sorted(files, key=lambda f: -f.size)
+    shared = spark.sparkContext.broadcast((ordered, root_map))
+    root = str(ticks_root)
+
+    def decode_partition(batches):
+        todo, roots = shared.value
+        for b in batches:
+            done = [
+                write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
+                for i in b.column(0).to_pylist()
+            ]
+            yield pa.RecordBatch.from_pylist(done, schema=FILE_OUTCOME_SCHEMA)
+
+    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
+    rows = tasks.mapInArrow(decode_partition, from_arrow_schema(FILE_OUTCOME_SCHEMA)).collect()
+    shared.unpersist()
+    by_path = {r["path"]: FileOutcome(**r.asDict()) for r in rows}
+    return [by_path[f.path] for f in files]
+
+
+def replace_date(ticks_root: Path, date: str, outcomes: list[FileOutcome]) -> None:
+    """Make the date's partition hold exactly this run's tick files: remove files (and line
+    directories) an earlier run left that this one did not write, and temporary files of
+    failed task attempts. Other dates are not touched."""
+    day = ticks_root / f"date={date}"
+    if not day.is_dir():
+        return
+    keep = {Path(o.output) for o in outcomes if o.output}
+    for line_dir in day.iterdir():
+        for f in line_dir.iterdir() if line_dir.is_dir() else [line_dir]:
+            if f not in keep:
+                f.unlink()
+        if line_dir.is_dir() and not any(line_dir.iterdir()):
+            line_dir.rmdir()
+
+
+def read_ticks(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
+    """The tick table of one date (partition-pruned read with the explicit schema)."""
+    day = layout.ticks() / f"date={date}"
+    if not day.is_dir():
+        return spark.createDataFrame([], TICK_SCHEMA)
+    return spark.read.schema(TICK_SCHEMA).option("basePath", str(layout.ticks())).parquet(str(day))
+
+
+def _day_row(profile: list[dict], date: str, outcomes: list[FileOutcome]) -> dict:
+    """The FEEDS_DAY row from the all-lines profile rows and the files' outcomes."""
+    total = {r["window_ms"]: r for r in profile if r["line"] is None}
+    one_s = total.get(1_000, {})
+    row = {
+        "date": date,
+        "lines": len({o.line for o in outcomes if o.messages}),
+        "files": len(outcomes),
+        "files_skipped": sum(o.status == "skipped" for o in outcomes),
+        "packets": one_s.get("packets", 0),
+        "messages": one_s.get("messages", 0),
+        "bytes": one_s.get("bytes", 0),
+        "bad_packets": sum(o.bad_packets for o in outcomes),
+        "messages_per_packet": one_s["messages"] / one_s["packets"] if one_s.get("packets") else None,
+        "first_ns": one_s.get("first_ns"),
+        "last_ns": one_s.get("last_ns"),
+        "span_s": (one_s["last_ns"] - one_s["first_ns"]) / 1e9 if one_s.get("first_ns") is not None else None,
+        "mean_pps": one_s.get("mean_pps"),
+        "mean_mps": one_s.get("mean_mps"),
+    }
+    for ms, tag in ((1_000, "1s"), (100, "100ms"), (10, "10ms")):
+        row[f"peak_{tag}_pps"] = total.get(ms, {}).get("peak_pps")
+        row[f"peak_{tag}_mps"] = total.get(ms, {}).get("peak_mps")
+    row["rate_x"] = row["mean_pps"] / ONE_X_PPS if row["mean_pps"] is not None else None
+    row["peak_1s_rate_x"] = row["peak_1s_pps"] / ONE_X_PPS if row["peak_1s_pps"] is not None else None
+    return row
+
+
+def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: FeedsOptions = FeedsOptions()) -> FeedsResult:
+    """Decode the day's captures, write the tick table and the feeds tables."""
+    started = time.perf_counter()
+    check_date(date)
+    out = layout.reports(date)
+    out.mkdir(parents=True, exist_ok=True)
+    problems: list[FileProblem] = []
+    files = layout.capture_files(date, options.copies)
+    root_map: dict[str, str] = {}
+    if files:
+        try:
+            root_map = load_root_map(layout.manifest(date))
+        except ManifestError as exc:
+            problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; underlyings unknown"))
+    t0 = time.perf_counter()
+    outcomes = decode_captures(spark, files, date, root_map, layout.ticks(), options.chunk_packets)
+    decode_seconds = time.perf_counter() - t0
+    replace_date(layout.ticks(), date, outcomes)
+    for o in outcomes:
+        if o.status != "ok":
+            problems.append(FileProblem(o.path, o.status, o.error))
+
+    tables: dict[str, Path] = {}
+    tables["feeds_files"] = write_rows([{**o.as_dict(), "date": date} for o in outcomes], out, "feeds_files", FEEDS_FILES)
+    day_ticks = read_ticks(spark, layout, date)
+    # Not cached: recomputing the small aggregate beats caching it, and the day's ticks are
+    # scanned column-wise (ts_ns, msg_index, packet_bytes) twice at most.
+    windows = rate_windows(ten_ms_counts(day_ticks))
+    profile = sorted(
+        (r.asDict() for r in rate_profile(windows, date).collect()),
+        key=lambda r: (r["line"] is not None, r["line"] or 0, -r["window_ms"]),
+    )
+    tables["feeds_rate_profile"] = write_rows(profile, out, "feeds_rate_profile", FEEDS_RATE_PROFILE)
+    tables["feeds_rate_per_second"] = write_table(
+        rate_per_second(windows, date).orderBy(F.col("line").asc_nulls_first(), "second_ns"),
+        out,
+        "feeds_rate_per_second",
+        FEEDS_RATE_PER_SECOND,
+    )
+    day = _day_row(profile, date, outcomes)
+    tables["feeds_day"] = write_rows([day], out, "feeds_day", FEEDS_DAY)
+    tables["feeds_messages_per_packet"] = write_rows(
+        messages_per_packet(day_ticks, date), out, "feeds_messages_per_packet", FEEDS_MESSAGES_PER_PACKET
+    )
+    counts = underlying_category_counts(day_ticks)
+    tables["feeds_category_mix"] = write_rows(category_mix(counts, date), out, "feeds_category_mix", FEEDS_CATEGORY_MIX)
+    tables["feeds_top_underlyings"] = write_rows(
+        top_underlyings(counts, date, options.top_underlyings), out, "feeds_top_underlyings", FEEDS_TOP_UNDERLYINGS
+    )
+    tables["feeds_skipped_files"] = write_rows([p.row(date, JOB) for p in problems], out, "feeds_skipped_files", SKIPPED_FILES)
+    report_problems(date, JOB, problems)
+    return FeedsResult(
+        date=date,
+        files=len(files),
+        files_skipped=day["files_skipped"],
+        packets=day["packets"],
+        messages=day["messages"],
+        seconds=time.perf_counter() - started,
+        decode_seconds=decode_seconds,
+        decode_cpu_seconds=sum(o.cpu_s for o in outcomes),
+        day=day,
+        problems=problems,
+        tables=tables,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit ops/spark/feeds_job.py --date D [--data DIR]``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--data", default=DEFAULT_DATA_DIR)
+    parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
+    parser.add_argument("--copies", default="A", choices=["A", "B"])
+    parser.add_argument("--chunk-packets", type=int, default=DEFAULT_CHUNK_PACKETS)
+    parser.add_argument("--top-underlyings", type=int, default=20)
+    args = parser.parse_args(argv)
+    spark = build_session("omdp-feeds", args.master)
+    try:
+        result = run_feeds(
+            spark,
+            DataLayout(Path(args.data)),
+            args.date,
+            FeedsOptions(copies=args.copies, chunk_packets=args.chunk_packets, top_underlyings=args.top_underlyings),
+        )
+    finally:
+        spark.stop()
+    print(
+        f"feeds {result.date}: {result.files} files ({result.files_skipped} skipped), "
+        f"{result.packets} packets, {result.messages} messages"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

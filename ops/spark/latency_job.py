@@ -1,0 +1,210 @@
+"""The nightly latency job: the day's run directories -> per run and hop breakdowns, the
+sustainability of each run, the sweeps' sustainable rates, and regressions against earlier
+nights, written as summary tables to ``reports/<date>/latency_*.parquet``.
+
+The work that grows with the data - every sample and every planned packet of every run - is
+spread over the executors by run: one Spark task per run reads its record files with
+pyarrow and computes with numpy (``run_analysis``), handing back one row per run. What is
+left is a few rows per run, judged and compared on the driver.
+
+Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency_job.py
+--date D``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
+from ops.spark.file_problems import FileProblem, report_problems
+from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS
+from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
+from ops.spark.report_schemas import (
+    LATENCY_BREAKDOWN,
+    LATENCY_INGEST,
+    LATENCY_REGRESSIONS,
+    LATENCY_RUNS,
+    LATENCY_SIGNALS,
+    LATENCY_SWEEPS,
+    SKIPPED_FILES,
+)
+from ops.spark.report_tables import read_history_rows, write_rows
+from ops.spark.run_analysis import RUN_RESULT_SCHEMA, analyze_run
+from ops.spark.run_records_scan import RunDirectory, read_meta, scan_runs
+from ops.spark.session import build_session
+from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
+
+JOB = "latency"
+
+
+@dataclass(frozen=True)
+class LatencyOptions:
+    """The rules the latency job judges by."""
+
+    sustainability: SustainabilityRule = SustainabilityRule()
+    regression: RegressionRule = RegressionRule()
+
+
+@dataclass
+class LatencyResult:
+    """What one night's latency job did."""
+
+    date: str
+    runs: int
+    sample_rows: int
+    intended_rows: int
+    seconds: float
+    flagged: list[dict] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+    tables: dict[str, Path] = field(default_factory=dict)
+
+
+def analyze_runs(spark: SparkSession, runs: list[RunDirectory]) -> list[dict]:
+    """``run_analysis.analyze_run`` of every run on the executors: one task per run, the
+    biggest first; one nested row per run comes back."""
+    if not runs:
+        return []
+    ordered = sorted(runs, key=lambda r: -sum(r.rows.values()))
+    shared = spark.sparkContext.broadcast(ordered)
+
+    def analyze_partition(batches):
+        todo = shared.value
+        for b in batches:
+            done = [analyze_run(todo[i]) for i in b.column(0).to_pylist()]
+            yield pa.RecordBatch.from_pylist(done, schema=RUN_RESULT_SCHEMA)
+
+    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
+    rows = tasks.mapInArrow(analyze_partition, from_arrow_schema(RUN_RESULT_SCHEMA)).collect()
+    shared.unpersist()
+    return [r.asDict(recursive=True) for r in rows]
+
+
+def _run_key(meta: dict) -> dict:
+    return {k: meta[k] for k in ("date", "run_id", "sweep_id", "topology", "config", "rate_x")}
+
+
+def run_latency(
+    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()
+) -> LatencyResult:
+    """Compute and write the day's latency tables; return what was done."""
+    started = time.perf_counter()
+    check_date(date)
+    runs, problems = scan_runs(layout.runs(date))
+    out = layout.reports(date)
+    out.mkdir(parents=True, exist_ok=True)
+
+    meta, more = read_meta(runs, date)
+    problems += more
+    runs = [r for r in runs if r.name in meta]
+    results = analyze_runs(spark, runs)
+    for r in results:
+        problems += [FileProblem(p["path"], p["action"], p["error"]) for p in r["problems"]]
+    usable = sorted((r for r in results if r["usable"]), key=lambda r: r["run_dir"])
+    good = [r["run_dir"] for r in usable]
+
+    stats = [s for r in usable for s in r["stats"]]
+    breakdown_rows = sorted(
+        ({**_run_key(meta[s["run_dir"]]), "target_pps": meta[s["run_dir"]]["target_pps"], **s} for s in stats),
+        key=lambda r: (r["run_id"], HOP_ORDER[r["hop"]]),
+    )
+    by_run_hop = {(s["run_dir"], s["hop"]): s for s in stats}
+    run_rows = []
+    for r in usable:
+        name, m = r["run_dir"], meta[r["run_dir"]]
+        e2e = {
+            f"{h}_{p}": by_run_hop[(name, h)][p] if (name, h) in by_run_hop else None
+            for h in ("e2e_fh", "e2e_intended")
+            for p in ("p50_ns", "p99_ns")
+        }
+        samples_read = by_run_hop[(name, SAMPLE_HOPS[0].name)]["rows"]
+        run_rows.append({**m, "samples": samples_read, **e2e, **judge_run(m, r["growth"], options.sustainability)})
+    run_rows.sort(key=lambda r: (r["sweep_id"], r["rate_x"], r["run_id"]))
+    sweeps = sweep_summaries(run_rows)
+
+    ingest_rows = [
+        {**i, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for i in r["ingest"]
+    ]
+    signal_rows = [
+        {**k, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for k in r["signals"]
+    ]
+
+    rule = options.regression
+    hist_breakdown, p1 = read_history_rows(layout, date, "latency_breakdown", LATENCY_BREAKDOWN, rule.lookback_nights)
+    hist_sweeps, p2 = read_history_rows(layout, date, "latency_sweeps", LATENCY_SWEEPS, rule.lookback_nights)
+    problems += p1 + p2
+    regressions = compare_latency(date, breakdown_rows, hist_breakdown, rule) + compare_sustainable_rate(
+        date, sweeps, hist_sweeps, rule
+    )
+
+    tables = {
+        "latency_breakdown": write_rows(breakdown_rows, out, "latency_breakdown", LATENCY_BREAKDOWN),
+        "latency_runs": write_rows(run_rows, out, "latency_runs", LATENCY_RUNS),
+        "latency_sweeps": write_rows(sweeps, out, "latency_sweeps", LATENCY_SWEEPS),
+        "latency_regressions": write_rows(regressions, out, "latency_regressions", LATENCY_REGRESSIONS),
+        "latency_ingest": write_rows(
+            sorted(ingest_rows, key=lambda r: (r["run_id"], r["line"])), out, "latency_ingest", LATENCY_INGEST
+        ),
+        "latency_signals": write_rows(
+            sorted(signal_rows, key=lambda r: (r["run_id"], r["kind"])), out, "latency_signals", LATENCY_SIGNALS
+        ),
+        "latency_skipped_files": write_rows(
+            [p.row(date, JOB) for p in problems], out, "latency_skipped_files", SKIPPED_FILES
+        ),
+    }
+    report_problems(date, JOB, problems)
+    return LatencyResult(
+        date=date,
+        runs=len(good),
+        sample_rows=sum(r.rows["samples.parquet"] for r in runs),
+        intended_rows=sum(r.rows.get("intended.parquet", 0) for r in runs),
+        seconds=time.perf_counter() - started,
+        flagged=[r for r in regressions if r["flagged"]],
+        problems=problems,
+        tables=tables,
+    )
+
+
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--regression-*`` and ``--lookback-nights`` options of spark-submit entries."""
+    parser.add_argument("--regression-threshold", type=float, default=RegressionRule.threshold)
+    parser.add_argument("--regression-min-delta-ns", type=float, default=RegressionRule.min_delta_ns)
+    parser.add_argument("--lookback-nights", type=int, default=RegressionRule.lookback_nights)
+
+
+def options_from(args: argparse.Namespace) -> LatencyOptions:
+    """LatencyOptions from parsed ``add_rule_arguments`` options."""
+    return LatencyOptions(
+        regression=RegressionRule(
+            threshold=args.regression_threshold,
+            min_delta_ns=args.regression_min_delta_ns,
+            lookback_nights=args.lookback_nights,
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit ops/spark/latency_job.py --date D [--data DIR]``; exit 1 on a flagged
+    regression."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--data", default=DEFAULT_DATA_DIR)
+    parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
+    add_rule_arguments(parser)
+    args = parser.parse_args(argv)
+    spark = build_session("omdp-latency", args.master)
+    try:
+        result = run_latency(spark, DataLayout(Path(args.data)), args.date, options_from(args))
+    finally:
+        spark.stop()
+    print(f"latency {result.date}: {result.runs} runs, {len(result.problems)} files skipped, {len(result.flagged)} regressions")
+    return 1 if result.flagged else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

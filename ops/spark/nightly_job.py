@@ -1,0 +1,97 @@
+"""The nightly run: the feeds job, the latency job, then the report page in
+``reports/<date>/``. The exit status is 1 when a regression was flagged, so a scheduler
+(cron, a systemd timer; docs/analytics.md) can alert on it.
+
+Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/nightly_job.py
+--date D``.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS
+from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout
+from ops.spark.feeds_job import FeedsOptions, FeedsResult, run_feeds
+from ops.spark.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
+from ops.spark.report_html import render_report
+from ops.spark.session import build_session
+
+EXIT_REGRESSION = 1
+
+
+@dataclass
+class NightlyResult:
+    """Both jobs' results and the page."""
+
+    feeds: FeedsResult
+    latency: LatencyResult
+    page: Path
+
+    @property
+    def exit_status(self) -> int:
+        """0, or EXIT_REGRESSION when a regression was flagged."""
+        return EXIT_REGRESSION if self.latency.flagged else 0
+
+
+def run_nightly(
+    spark: SparkSession,
+    layout: DataLayout,
+    date: str,
+    feeds_options: FeedsOptions = FeedsOptions(),
+    latency_options: LatencyOptions = LatencyOptions(),
+) -> NightlyResult:
+    """Run both jobs for ``date`` and render the report."""
+    feeds = run_feeds(spark, layout, date, feeds_options)
+    latency = run_latency(spark, layout, date, latency_options)
+    page = render_report(layout.reports(date), date)
+    return NightlyResult(feeds, latency, page)
+
+
+def summary_lines(result: NightlyResult) -> list[str]:
+    """What a person reading the scheduler's log wants to see."""
+    f, lat = result.feeds, result.latency
+    lines = [
+        f"feeds {f.date}: {f.files} files ({f.files_skipped} skipped), {f.packets:,} packets, {f.messages:,} messages"
+        + (f", mean {f.day['mean_pps']:,.0f} packets/s = {f.day['rate_x']:.3f}x" if f.day.get("mean_pps") else ""),
+        f"latency {lat.date}: {lat.runs} runs, {lat.sample_rows:,} samples, {lat.intended_rows:,} packets planned",
+        f"files skipped: {len(f.problems) + len(lat.problems)}",
+    ]
+    for p in f.problems + lat.problems:
+        lines.append(f"  {p.action}: {p.path}: {p.error}")
+    lines.append(f"regressions flagged: {len(lat.flagged)}")
+    for r in lat.flagged:
+        lines.append(
+            f"  {r['kind']} {r['topology']} {r['config']} rate {r['rate_x']} {r['hop'] or ''} {r['metric']}: "
+            f"{r['value']:,.1f} vs {r['baseline_value']:,.1f} on {r['baseline_date']}"
+        )
+    lines.append(f"report: {result.page}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit ops/spark/nightly_job.py --date D [--data DIR]``; exit 1 on a flagged
+    regression."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--data", default=DEFAULT_DATA_DIR)
+    parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
+    parser.add_argument("--chunk-packets", type=int, default=DEFAULT_CHUNK_PACKETS)
+    add_rule_arguments(parser)
+    args = parser.parse_args(argv)
+    spark = build_session("omdp-nightly", args.master)
+    try:
+        result = run_nightly(
+            spark, DataLayout(Path(args.data)), args.date, FeedsOptions(chunk_packets=args.chunk_packets), options_from(args)
+        )
+    finally:
+        spark.stop()
+    print("\n".join(summary_lines(result)))
+    return result.exit_status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

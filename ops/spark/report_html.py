@@ -1,0 +1,173 @@
+"""The night's report page: ``reports/<date>/index.html`` with the PNG figures beside it,
+rendered from the summary tables already written there (so a page can be re-rendered
+without Spark). Latencies show in microseconds; a null percentile shows as n/a.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Callable
+from pathlib import Path
+
+from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
+from ops.spark.report_tables import read_rows
+
+TABLES = (
+    "feeds_day",
+    "feeds_rate_profile",
+    "feeds_rate_per_second",
+    "feeds_messages_per_packet",
+    "feeds_category_mix",
+    "feeds_top_underlyings",
+    "feeds_files",
+    "feeds_skipped_files",
+    "latency_breakdown",
+    "latency_runs",
+    "latency_sweeps",
+    "latency_regressions",
+    "latency_ingest",
+    "latency_signals",
+    "latency_skipped_files",
+)
+
+
+def _na(f: Callable[[object], str]) -> Callable[[object], str]:
+    return lambda v: "n/a" if v is None else f(v)
+
+
+US = _na(lambda v: f"{v / 1_000:,.2f}")
+INT = _na(lambda v: f"{v:,}")
+FLOAT = _na(lambda v: f"{v:,.2f}")
+RATIO = _na(lambda v: f"{v:.6f}")
+PCT = _na(lambda v: f"{100 * v:.2f}%")
+TEXT = _na(str)
+BOOL = _na(lambda v: "yes" if v else "no")
+LINE = lambda v: "all" if v is None else f"{v}"  # noqa: E731
+
+
+def _table(rows: list[dict], cols: list[tuple[str, str, Callable[[object], str]]], empty: str = "none") -> str:
+    if not rows:
+        return f"<p class='empty'>{html.escape(empty)}</p>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(k)))}</td>" for k, _, fmt in cols) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _img(name: str, alt: str) -> str:
+    return f"<img src='{html.escape(name)}' alt='{html.escape(alt)}'>"
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }
+th { background: #f0f0f0; }
+td:first-child, th:first-child { text-align: left; }
+.flag { color: #b00; font-weight: bold; }
+.ok { color: #070; }
+.empty { color: #777; font-style: italic; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+"""
+
+
+def render_report(reports_dir: Path, date: str) -> Path:
+    """Draw the figures and write ``index.html`` in ``reports_dir``; return the page."""
+    t = {name: read_rows(reports_dir, name) for name in TABLES}
+    plot_rate_profile(t["feeds_rate_per_second"], t["feeds_rate_profile"], reports_dir / "rate_profile.png")
+    plot_messages_per_packet(t["feeds_messages_per_packet"], reports_dir / "messages_per_packet.png")
+    plot_breakdown(t["latency_breakdown"], reports_dir / "latency_breakdown.png")
+    plot_sweeps(t["latency_runs"], reports_dir / "sweeps.png")
+
+    flagged = [r for r in t["latency_regressions"] if r["flagged"]]
+    skipped = t["feeds_skipped_files"] + t["latency_skipped_files"]
+    verdict = (
+        f"<p class='flag'>{len(flagged)} regression(s) flagged</p>" if flagged else "<p class='ok'>no regression flagged</p>"
+    )
+    day = t["feeds_day"][0] if t["feeds_day"] else None
+    day_cols = [
+        ("lines", "lines", INT), ("files", "files", INT), ("files_skipped", "files skipped", INT),
+        ("packets", "packets", INT), ("messages", "messages", INT), ("messages_per_packet", "messages/packet", FLOAT),
+        ("bad_packets", "bad packets", INT), ("span_s", "span s", FLOAT),
+        ("mean_pps", "mean packets/s", FLOAT), ("peak_1s_pps", "peak 1 s packets/s", FLOAT),
+        ("peak_100ms_pps", "peak 100 ms packets/s", FLOAT), ("peak_10ms_pps", "peak 10 ms packets/s", FLOAT),
+        ("mean_mps", "mean messages/s", FLOAT), ("peak_100ms_mps", "peak 100 ms messages/s", FLOAT),
+        ("peak_10ms_mps", "peak 10 ms messages/s", FLOAT),
+        ("rate_x", "day's 1x in units of 24,000 packets/s (mean)", FLOAT), ("peak_1s_rate_x", "peak 1 s in x", FLOAT),
+    ]
+    lat_cols = [
+        ("run_id", "run", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT), ("hop", "hop", TEXT),
+        ("count", "samples", INT), ("mean_ns", "mean µs", US), ("p50_ns", "p50 µs", US), ("p90_ns", "p90 µs", US),
+        ("p99_ns", "p99 µs", US), ("p999_ns", "p99.9 µs", US), ("p9999_ns", "p99.99 µs", US), ("max_ns", "max µs", US),
+    ]
+    run_cols = [
+        ("run_id", "run", TEXT), ("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
+        ("rate_x", "rate x", FLOAT), ("target_pps", "target packets/s", FLOAT), ("achieved_ratio", "achieved/target", RATIO),
+        ("messages_per_packet", "messages/packet", FLOAT), ("missed_ratio", "missed", PCT), ("samples", "samples", INT),
+        ("e2e_intended_p50_ns", "p50 from intended µs", US), ("first_quarter_p50_ns", "first quarter p50 µs", US),
+        ("last_quarter_p50_ns", "last quarter p50 µs", US), ("latency_growing", "latency growing", BOOL),
+        ("sustainable", "sustainable", BOOL),
+    ]
+    reg_cols = [
+        ("kind", "kind", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT),
+        ("hop", "hop", TEXT), ("metric", "metric", TEXT), ("value", "tonight", FLOAT),
+        ("baseline_date", "baseline night", TEXT), ("baseline_value", "baseline", FLOAT), ("change_ratio", "change", PCT),
+        ("flagged", "flagged", BOOL),
+    ]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>omdp nightly {html.escape(date)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>omdp nightly report {html.escape(date)}</h1>",
+        f"<p>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC. Latencies in µs; "
+        "a percentile with fewer than 10/(1-p) samples is n/a.</p>",
+        verdict,
+        _table(flagged, reg_cols) if flagged else "",
+        "<h2>Files skipped</h2>",
+        _table(skipped, [("job", "job", TEXT), ("path", "file", TEXT), ("action", "action", TEXT), ("error", "why", TEXT)]),
+        "<h2>Feeds</h2>",
+        _table([day] if day else [], day_cols, "no captures this night"),
+        _img("rate_profile.png", "rate profile"),
+        "<h3>Rate profile</h3>",
+        _table(
+            t["feeds_rate_profile"],
+            [("line", "line", LINE), ("window_ms", "window ms", INT), ("windows", "windows", INT),
+             ("mean_pps", "mean packets/s", FLOAT), ("peak_pps", "peak packets/s", FLOAT),
+             ("mean_mps", "mean messages/s", FLOAT), ("peak_mps", "peak messages/s", FLOAT)],
+        ),
+        _img("messages_per_packet.png", "messages per packet"),
+        "<h3>Category mix</h3>",
+        _table(t["feeds_category_mix"], [("category", "category", TEXT), ("category_name", "name", TEXT),
+                                         ("messages", "messages", INT), ("share", "share", PCT)]),
+        "<h3>Top underlyings</h3>",
+        _table(t["feeds_top_underlyings"], [("rank", "rank", INT), ("underlying", "underlying", TEXT),
+                                            ("messages", "messages", INT), ("quotes", "quotes", INT),
+                                            ("last_sales", "last sales", INT), ("share", "share", PCT)]),
+        "<h3>Capture files</h3>",
+        _table(t["feeds_files"], [("path", "file", TEXT), ("line", "line", INT), ("copy", "copy", TEXT), ("part", "part", INT),
+                                  ("bytes", "bytes", INT), ("packets", "packets", INT), ("messages", "messages", INT),
+                                  ("bad_packets", "bad packets", INT), ("status", "status", TEXT)]),
+        "<h2>Latency</h2>",
+        _img("latency_breakdown.png", "latency breakdown"),
+        _table(t["latency_breakdown"], lat_cols, "no runs this night"),
+        "<h3>Runs and sustainability</h3>",
+        _img("sweeps.png", "sweeps"),
+        _table(t["latency_runs"], run_cols, "no runs this night"),
+        "<h3>Sweeps</h3>",
+        _table(t["latency_sweeps"], [("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
+                                     ("runs", "runs", INT), ("min_rate_x", "lowest x", FLOAT), ("max_rate_x", "highest x", FLOAT),
+                                     ("first_unsustainable_rate_x", "first unsustainable x", FLOAT),
+                                     ("max_sustainable_rate_x", "sustainable up to x", FLOAT)]),
+        "<h3>Comparison with earlier nights</h3>",
+        _table(t["latency_regressions"], reg_cols, "no earlier night to compare with"),
+        "<h3>Ingest per line</h3>",
+        _table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", INT), ("packets_received", "packets", INT),
+                                     ("messages_received", "messages", INT), ("messages_missed", "missed", INT),
+                                     ("packets_duplicate", "duplicates", INT), ("decode_errors", "decode errors", INT)]),
+        "<h3>Signals</h3>",
+        _table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
+        "</body></html>",
+    ]
+    page = reports_dir / "index.html"
+    page.write_text("\n".join(parts))
+    return page

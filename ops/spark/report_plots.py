@@ -1,0 +1,137 @@
+"""The report's figures as PNG files (matplotlib, no display): the latency breakdown as
+stacked bars (the paper's Figure 6), latency against offered rate per sweep (Figures 5, 8),
+the day's rate profile and the messages-per-packet histogram.
+
+Each function takes rows as plain dicts (the report tables are small) and writes one PNG.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ops.spark.latency_hops import PIPELINE_HOPS  # noqa: E402
+
+_DPI = 110
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI)
+    plt.close(fig)
+    return path
+
+
+def _empty(path: Path, title: str, why: str) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 2.5))
+    ax.set_title(title)
+    ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return _save(fig, path)
+
+
+def plot_breakdown(breakdown: list[dict], path: Path) -> Path:
+    """Stacked bars of the mean latency per pipeline hop, one bar per run. The hop means add
+    up to the mean end to end from ``fh_in`` (the hops telescope)."""
+    title = "Latency breakdown: mean per hop"
+    means: dict[str, dict[str, float]] = {}
+    labels: dict[str, str] = {}
+    for r in breakdown:
+        means.setdefault(r["run_id"], {})[r["hop"]] = r["mean_ns"]
+        labels[r["run_id"]] = f"{r['config']}\n{r['rate_x']:g}x"
+    runs = [k for k, v in means.items() if all(v.get(h.name) is not None for h in PIPELINE_HOPS)]
+    if not runs:
+        return _empty(path, title, "no runs with every hop stamped")
+    runs.sort(key=lambda k: (labels[k].split("\n")[0], float(labels[k].split("\n")[1][:-1]), k))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(runs) + 2), 4.2))
+    bottom = [0.0] * len(runs)
+    for hop in PIPELINE_HOPS:
+        heights = [means[k][hop.name] / 1_000 for k in runs]
+        ax.bar(range(len(runs)), heights, bottom=bottom, label=hop.label)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(range(len(runs)), [labels[k] for k in runs], fontsize=8)
+    ax.set_ylabel("mean latency (µs)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_sweeps(runs: list[dict], path: Path) -> Path:
+    """Per sweep: end-to-end latency (p50 and p99, from ``intended`` and from ``fh_in``)
+    against the offered rate, unsustainable rates marked x; and achieved against offered."""
+    title = "Sustainable-rate sweeps"
+    sweeps: dict[str, list[dict]] = {}
+    for r in runs:
+        if r["sweep_id"]:
+            sweeps.setdefault(r["sweep_id"], []).append(r)
+    if not sweeps:
+        return _empty(path, title, "no sweep runs this night")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for sid, rows in sorted(sweeps.items()):
+        rows.sort(key=lambda r: r["rate_x"])
+        x = [r["rate_x"] for r in rows]
+        for col, style in (("e2e_intended_p50_ns", "o-"), ("e2e_intended_p99_ns", "s--"), ("e2e_fh_p50_ns", ".:")):
+            pts = [(xi, r[col] / 1_000) for xi, r in zip(x, rows) if r[col] is not None]
+            if pts:
+                ax.plot(*zip(*pts), style, label=f"{sid} {col.replace('_ns', '').replace('e2e_', '')}")
+        bad = [(xi, r["e2e_intended_p50_ns"] / 1_000) for xi, r in zip(x, rows) if r["sustainable"] is False and r["e2e_intended_p50_ns"]]
+        if bad:
+            ax.plot(*zip(*bad), "kx", markersize=9)
+        ax2.plot([r["target_pps"] / 1_000 for r in rows], [r["achieved_pps"] / 1_000 for r in rows], "o-", label=sid)
+    ax.set_yscale("log")
+    ax.set_xlabel("offered rate (x 24,000 packets/s)")
+    ax.set_ylabel("end-to-end latency (µs); x = not sustainable")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    top = max(r["target_pps"] for rows in sweeps.values() for r in rows) / 1_000
+    ax2.plot([0, top], [0, top], color="grey", linewidth=0.8, label="achieved = offered")
+    ax2.set_xlabel("offered (thousand packets/s)")
+    ax2.set_ylabel("achieved (thousand packets/s)")
+    ax2.set_title("Replayer: achieved vs offered")
+    ax2.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -> Path:
+    """Messages/s and packets/s per second of the day (all lines), with the 100 ms and 10 ms
+    peaks as dashed lines."""
+    title = "Rate profile (all lines)"
+    total = sorted((r for r in per_second if r["line"] is None), key=lambda r: r["second_ns"])
+    if not total:
+        return _empty(path, title, "no captures decoded this night")
+    t0 = total[0]["second_ns"]
+    x = [(r["second_ns"] - t0) / 1e9 for r in total]
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
+    ax.plot(x, [r["messages"] for r in total], linewidth=0.8, drawstyle="steps-post", label="per 1 s")
+    ax2.plot(x, [r["packets"] for r in total], linewidth=0.8, drawstyle="steps-post", color="tab:orange", label="per 1 s")
+    for p in profile:
+        if p["line"] is None and p["window_ms"] in (100, 10):
+            ax.axhline(p["peak_mps"], linestyle="--", linewidth=0.8, color="tab:red" if p["window_ms"] == 10 else "tab:green",
+                       label=f"peak over {p['window_ms']} ms")
+            ax2.axhline(p["peak_pps"], linestyle="--", linewidth=0.8, color="tab:red" if p["window_ms"] == 10 else "tab:green",
+                        label=f"peak over {p['window_ms']} ms")
+    ax2.axhline(24_000, color="grey", linewidth=0.8, label="1x = 24,000 packets/s")
+    ax.set_ylabel("messages/s")
+    ax2.set_ylabel("packets/s")
+    ax2.set_xlabel("seconds since the first packet")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax2.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_messages_per_packet(histogram: list[dict], path: Path) -> Path:
+    """Packets by their message count (all lines)."""
+    title = "Messages per packet (all lines)"
+    rows = sorted((r for r in histogram if r["line"] is None), key=lambda r: r["messages_per_packet"])
+    if not rows:
+        return _empty(path, title, "no captures decoded this night")
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.bar([r["messages_per_packet"] for r in rows], [r["packets"] for r in rows])
+    ax.set_xlabel("messages in the packet")
+    ax.set_ylabel("packets")
+    ax.set_title(title)
+    return _save(fig, path)

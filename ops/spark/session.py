@@ -1,0 +1,81 @@
+"""The one way the nightly jobs get a SparkSession: quiet logs, UTC, dynamic partition
+overwrite (a rerun for a date replaces only that date's partitions).
+
+In local mode the Python workers must run the driver's interpreter and see its source tree,
+so both are passed down; on a cluster the executors' Python comes from the cluster's
+configuration (``PYSPARK_PYTHON``, ``spark.archives``; see docs/analytics.md).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+"""The master when none is given and the job was not launched by ``spark-submit``."""
+
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def launched_by_spark_submit() -> bool:
+    """True when this Python driver was started by ``spark-submit`` (its JVM is already up
+    and knows the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def is_local_master(master: str) -> bool:
+    """``local``, ``local[N]``, ``local[*]`` or ``local[N,F]``."""
+    return master == "local" or master.startswith("local[")
+
+
+def local_cores(master: str) -> int:
+    """Worker threads of a local master."""
+    if master == "local":
+        return 1
+    inner = master[len("local[") : -1].split(",")[0]
+    return (os.cpu_count() or 1) if inner == "*" else int(inner)
+
+
+def build_session(app_name: str, master: str | None = None, *, ui: bool = False) -> SparkSession:
+    """Start (or reuse) the SparkSession of a nightly job.
+
+    ``master`` None keeps what ``spark-submit`` configured, else means ``local[*]``. ``ui``
+    False leaves the web UI off (tests, cron jobs).
+    """
+    # PySpark 4 warns on every Arrow path that it has not been certified with pandas 3; the
+    # jobs hand Arrow batches, not pandas frames, across.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    if master is None and not launched_by_spark_submit():
+        master = DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app_name)
+    conf = {
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.session.timeZone": "UTC",
+        # The jobs' plans are wide (one column per hop and percentile); keep them whole in logs.
+        "spark.sql.debug.maxToStringFields": "500",
+        # Python workers start as `python -m pyspark.daemon`, which puts the working
+        # directory first on the path: started from a source checkout they would import its
+        # omdp, which has no compiled module. Python >= 3.11 leaves it off with this.
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
+    }
+    if master is not None:
+        builder = builder.master(master)
+        if is_local_master(master):
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            path = os.environ.get("PYTHONPATH", "")
+            conf["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(_PROJECT_ROOT), path) if p
+            )
+            # The nightly aggregates are small; Spark's 200 shuffle partitions would mostly
+            # schedule empty tasks on one machine.
+            conf["spark.sql.shuffle.partitions"] = str(4 * local_cores(master))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
