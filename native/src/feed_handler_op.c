@@ -154,6 +154,8 @@ static int fh_init(void **state, const omdp_op_init_t *init)
         fh_free(fh);
         return OMDP_ERR_PARAMS;
     }
+    if (fh->stats)
+        omdp_fh_publish(fh, omdp_now_ns(), 1); /* every line live from the start, at zero */
     *state = fh;
     return OMDP_OK;
 }
