@@ -6,11 +6,11 @@ with a magic number and the creator's pid, so a later service can tell whose the
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from omdp.metrics.stats_cleanup import pid_alive
 from omdp.native import ffi, lib
 
 SHM_PREFIX = "omdp-replay-"
@@ -75,18 +75,6 @@ class Segment:
         lib.omdp_replay_shm_unlink(self.name.encode())
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_stale_segments() -> list[str]:
     """Unlink replay segments whose creator is dead (a service that crashed). Returns their
     names. Segments of live services, and files that are not ours, are left alone."""
@@ -112,7 +100,7 @@ def reap_stale_segments() -> list[str]:
                 continue
         finally:
             seg.close()
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             lib.omdp_replay_shm_unlink(name.encode())
             reaped.append(name)
     return reaped
