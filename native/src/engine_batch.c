@@ -19,7 +19,17 @@
 
 #include "omdp/clock.h"
 
-#define CHUNK 16 /* messages whose memory accesses are overlapped (prefetched together) */
+/* Software pipeline over the batch (see omdp_engine_process_batch): while message i is
+ * processed, the series of message i + AHEAD_TWIN has its pair's line requested, the table
+ * entry of message i + AHEAD_SLOT is read and its series lines requested, and the key of
+ * message i + AHEAD_KEY is computed and its table entry requested - so each miss has a few
+ * messages' worth of work to land in. PIPE slots hold the messages in flight. */
+#define AHEAD_KEY 12
+#define AHEAD_SLOT 8
+#define AHEAD_TWIN 4
+#define PIPE 16
+_Static_assert(AHEAD_TWIN < AHEAD_SLOT && AHEAD_SLOT < AHEAD_KEY && AHEAD_KEY < PIPE && (PIPE & (PIPE - 1)) == 0,
+               "pipeline stages in order and within the ring");
 
 /* participant byte -> exchange index + 1 (0: not one of the six) */
 static const uint8_t EXCH_OF[256] = {['A'] = 1, ['B'] = 2, ['C'] = 3, ['I'] = 4, ['P'] = 5, ['X'] = 6};
@@ -98,12 +108,8 @@ static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0,
     atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
     s->state = 0;
     s->is_put = (uint8_t)(k1 >> 63);
-    for (int x = 0; x < ENG_LANES; x++) {
-        s->bid[x] = ENG_NONE_BID;
-        s->ask[x] = ENG_NONE_ASK;
-        s->bid_sz[x] = 0;
-        s->ask_sz[x] = 0;
-    }
+    for (int x = 0; x < OMDP_ENGINE_EXCHANGES; x++)
+        s->lane[x] = (eng_lane_t){.bid = ENG_NONE_BID, .ask = ENG_NONE_ASK};
     eng_series_meta_t *mt = &e->meta[slot];
     mt->strike_px = m->strike_px;
     mt->expiry = m->expiry;
@@ -135,35 +141,84 @@ static inline void read_nbbo(const eng_series_t *s, nbbo_t *o)
 }
 
 /* Best bid: highest price, then largest size, then first exchange in A B C I P X order;
- * best offer: lowest price, same ties. Branch-free over the 8 lanes (the two padding lanes
- * hold no quote), so the compiler turns it into vector max/compare: the outcome of each
- * comparison is as random as the quotes, and a branch per comparison would mispredict. */
-static inline void compute_nbbo(const eng_series_t *s, nbbo_t *o)
+ * best offer: lowest price, same ties. A missing side never wins. */
+static inline int better_bid(int64_t p, uint32_t sz, uint8_t x, int64_t bp, uint32_t bsz, uint8_t bx)
 {
-    int64_t bb = s->bid[0], ba = s->ask[0];
-    for (int x = 1; x < ENG_LANES; x++) {
-        bb = s->bid[x] > bb ? s->bid[x] : bb;
-        ba = s->ask[x] < ba ? s->ask[x] : ba;
+    return p > bp || (p == bp && (sz > bsz || (sz == bsz && x < bx)));
+}
+
+static inline int better_ask(int64_t p, uint32_t sz, uint8_t x, int64_t bp, uint32_t bsz, uint8_t bx)
+{
+    return p < bp || (p == bp && (sz > bsz || (sz == bsz && x < bx)));
+}
+
+/* The whole bid side from the six lanes (the three lane lines). */
+static void recompute_bid(const eng_series_t *s, nbbo_t *o)
+{
+    int64_t bp = ENG_NONE_BID;
+    uint32_t bsz = 0;
+    uint8_t bx = ENG_NO_EXCH;
+    for (uint8_t x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
+        const eng_lane_t *l = &s->lane[x];
+        if (l->bid != ENG_NONE_BID && better_bid(l->bid, l->bid_sz, x, bp, bsz, bx)) {
+            bp = l->bid;
+            bsz = l->bid_sz;
+            bx = x;
+        }
     }
-    uint32_t bbs = 0, bas = 0;
-    for (int x = 0; x < ENG_LANES; x++) {
-        uint32_t zb = s->bid[x] == bb ? s->bid_sz[x] : 0u;
-        uint32_t za = s->ask[x] == ba ? s->ask_sz[x] : 0u;
-        bbs = zb > bbs ? zb : bbs;
-        bas = za > bas ? za : bas;
+    o->bid = bp;
+    o->bid_sz = bsz;
+    o->bid_ex = bx;
+}
+
+static void recompute_ask(const eng_series_t *s, nbbo_t *o)
+{
+    int64_t ap = ENG_NONE_ASK;
+    uint32_t asz = 0;
+    uint8_t ax = ENG_NO_EXCH;
+    for (uint8_t x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
+        const eng_lane_t *l = &s->lane[x];
+        if (l->ask != ENG_NONE_ASK && better_ask(l->ask, l->ask_sz, x, ap, asz, ax)) {
+            ap = l->ask;
+            asz = l->ask_sz;
+            ax = x;
+        }
     }
-    uint32_t mb = 0, ma = 0;
-    for (int x = 0; x < ENG_LANES; x++) {
-        mb |= (uint32_t)(s->bid[x] == bb && s->bid_sz[x] == bbs) << x;
-        ma |= (uint32_t)(s->ask[x] == ba && s->ask_sz[x] == bas) << x;
+    o->ask = ap;
+    o->ask_sz = asz;
+    o->ask_ex = ax;
+}
+
+/* The NBBO after exchange x's lane changed to (bid, bsz, ask, asz), from the NBBO before it:
+ * only when x held a side and its new quote is worse there are the other lanes read. */
+static inline void update_nbbo(const eng_series_t *s, uint8_t x, int64_t bid, uint32_t bsz, int64_t ask,
+                               uint32_t asz, const nbbo_t *before, nbbo_t *now)
+{
+    *now = *before;
+    if (before->bid_ex == x) {
+        if (bid != ENG_NONE_BID && (bid > before->bid || (bid == before->bid && bsz >= before->bid_sz))) {
+            now->bid = bid;
+            now->bid_sz = bsz;
+        } else {
+            recompute_bid(s, now);
+        }
+    } else if (bid != ENG_NONE_BID && better_bid(bid, bsz, x, before->bid, before->bid_sz, before->bid_ex)) {
+        now->bid = bid;
+        now->bid_sz = bsz;
+        now->bid_ex = x;
     }
-    int has_bid = bb != ENG_NONE_BID, has_ask = ba != ENG_NONE_ASK;
-    o->bid = bb;
-    o->ask = ba;
-    o->bid_sz = has_bid ? bbs : 0;
-    o->ask_sz = has_ask ? bas : 0;
-    o->bid_ex = has_bid ? (uint8_t)__builtin_ctz(mb | 0x100u) : ENG_NO_EXCH;
-    o->ask_ex = has_ask ? (uint8_t)__builtin_ctz(ma | 0x100u) : ENG_NO_EXCH;
+    if (before->ask_ex == x) {
+        if (ask != ENG_NONE_ASK && (ask < before->ask || (ask == before->ask && asz >= before->ask_sz))) {
+            now->ask = ask;
+            now->ask_sz = asz;
+        } else {
+            recompute_ask(s, now);
+        }
+    } else if (ask != ENG_NONE_ASK && better_ask(ask, asz, x, before->ask, before->ask_sz, before->ask_ex)) {
+        now->ask = ask;
+        now->ask_sz = asz;
+        now->ask_ex = x;
+    }
 }
 
 static inline int nbbo_bid_equal(const nbbo_t *a, const nbbo_t *b)
@@ -320,7 +375,7 @@ static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, 
 }
 
 /* What a quote's series key needs, computed ahead of processing so the table entry and the
- * series' lines can be prefetched for a whole chunk of messages at once. */
+ * series' lines can be requested messages before they are used. */
 typedef struct pending {
     uint64_t k0, k1, h;
     uint32_t slot;       /* OMDP_ENGINE_NO_SLOT until looked up / inserted */
@@ -378,7 +433,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     uint32_t slot = q->slot;
     if (slot == OMDP_ENGINE_NO_SLOT || e->series[slot].k0 != q->k0 || e->series[slot].k1 != q->k1) {
         /* the guess missed (another key, not yet inserted, or inserted since by an earlier
-         * message of the chunk): the full lookup */
+         * message in flight): the full lookup */
         uint32_t pos = 0;
         slot = eng_lookup(e, q->k0, q->k1, q->h, &pos);
         if (slot == OMDP_ENGINE_NO_SLOT) {
@@ -403,14 +458,15 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
         ask = m->offer_px;
         asz = m->offer_size;
     }
-    s->bid[x] = bid;
-    s->bid_sz[x] = bsz;
-    s->ask[x] = ask;
-    s->ask_sz[x] = asz;
+    eng_lane_t *l = &s->lane[x];
+    l->bid = bid;
+    l->ask = ask;
+    l->bid_sz = bsz;
+    l->ask_sz = asz;
 
     nbbo_t before, now;
     read_nbbo(s, &before);
-    compute_nbbo(s, &now);
+    update_nbbo(s, (uint8_t)x, bid, bsz, ask, asz, &before, &now);
     int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
     if (changed)
         write_nbbo(s, &now);
@@ -437,6 +493,56 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     }
     if (changed || b->refs_changed)
         check_parity(b, m, s, slot);
+}
+
+/* Pipeline stage 1: the message's key, and a request for its table entry (and for the
+ * records a little further on). */
+static inline void stage_key(const struct omdp_engine *e, const omdp_opra_msg_t *msgs, uint32_t n, uint32_t j,
+                             pending_t *q)
+{
+    if (j + AHEAD_KEY < n) {
+        const char *r = (const char *)&msgs[j + AHEAD_KEY];
+        __builtin_prefetch(r, 0, 3);
+        __builtin_prefetch(r + 64, 0, 3);
+        __builtin_prefetch(r + 128, 0, 3);
+        __builtin_prefetch(r + 192, 0, 3);
+    }
+    key_of(&msgs[j], q);
+    if (q->verdict == V_QUOTE)
+        __builtin_prefetch((const void *)&e->table[(uint32_t)q->h & e->table_mask], 0, 3);
+}
+
+/* Stage 2: the home table entry's slot as a guess (process_quote checks it against the key),
+ * and requests for the lines this quote writes: the series' line 0, its exchange's lane
+ * line, and its limits. */
+static inline void stage_slot(const struct omdp_engine *e, const omdp_series_ref_t *refs, pending_t *q)
+{
+    if (q->verdict != V_QUOTE)
+        return;
+    uint64_t ent = atomic_load_explicit(&e->table[(uint32_t)q->h & e->table_mask], memory_order_acquire);
+    if (ent == 0 || (uint32_t)(ent >> 32) != (uint32_t)(q->h >> 32))
+        return;
+    uint32_t slot = (uint32_t)ent - 1u;
+    q->slot = slot;
+    const eng_series_t *s = &e->series[slot];
+    __builtin_prefetch(s, 1, 3);
+    __builtin_prefetch(&s->lane[q->x], 1, 3);
+    __builtin_prefetch(&refs[slot], 0, 3);
+}
+
+/* Stage 3: the other leg's line 0 and the pair's limits, which the parity check reads when
+ * this quote moves the NBBO. */
+static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref_t *refs, pending_t *q)
+{
+    if (q->slot == OMDP_ENGINE_NO_SLOT)
+        return;
+    const eng_series_t *s = &e->series[q->slot];
+    uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
+    if (tw == OMDP_ENGINE_NO_SLOT)
+        return;
+    __builtin_prefetch(&e->series[tw], 1, 3);
+    if (s->is_put)
+        __builtin_prefetch(&refs[tw], 0, 3);
 }
 
 int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
@@ -467,68 +573,45 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     uint32_t start = b.pos;
     uint32_t every = e->cfg.sample_every;
 
-    /* Chunks of CHUNK messages: keys and table prefetches first, then lookups and series
-     * prefetches, then the processing proper - so the cache misses of a chunk overlap. */
-    pending_t q[CHUNK];
+    pending_t q[PIPE];
+    const uint32_t mask = PIPE - 1;
+    for (uint32_t j = 0; j < n && j < AHEAD_KEY; j++)
+        stage_key(e, msgs, n, j, &q[j & mask]);
+    for (uint32_t j = 0; j < n && j < AHEAD_SLOT; j++)
+        stage_slot(e, b.refs, &q[j & mask]);
+    for (uint32_t j = 0; j < n && j < AHEAD_TWIN; j++)
+        stage_twin(e, b.refs, &q[j & mask]);
     uint32_t i = 0;
-    int full = 0;
-    while (i < n && !full) {
-        uint32_t len = n - i < CHUNK ? n - i : CHUNK;
-        uint32_t ahead = n - i - len < CHUNK ? n - i - len : CHUNK;
-        for (uint32_t k = 0; k < ahead; k++) { /* the next chunk's records, while this one works */
-            const char *r = (const char *)&msgs[i + len + k];
-            __builtin_prefetch(r, 0, 3);
-            __builtin_prefetch(r + 128, 0, 3);
-            __builtin_prefetch(r + 192, 0, 3);
+    for (; i < n; i++) {
+        if (i + AHEAD_KEY < n)
+            stage_key(e, msgs, n, i + AHEAD_KEY, &q[(i + AHEAD_KEY) & mask]);
+        if (i + AHEAD_SLOT < n)
+            stage_slot(e, b.refs, &q[(i + AHEAD_SLOT) & mask]);
+        if (i + AHEAD_TWIN < n)
+            stage_twin(e, b.refs, &q[(i + AHEAD_TWIN) & mask]);
+        if (out_cap - b.pos < OMDP_ENGINE_MAX_OUT_PER_MSG) {
+            b.c[C_OUT_FULL_STOPS]++;
+            break;
         }
-        for (uint32_t k = 0; k < len; k++) {
-            key_of(&msgs[i + k], &q[k]);
-            if (q[k].verdict == V_QUOTE)
-                __builtin_prefetch((const void *)&e->table[(uint32_t)q[k].h & e->table_mask], 0, 3);
+        const omdp_opra_msg_t *m = &msgs[i];
+        if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
+            b.c[C_BAD_RECORD]++;
+            continue;
         }
-        for (uint32_t k = 0; k < len; k++) {
-            if (q[k].verdict != V_QUOTE)
-                continue;
-            /* the home entry's slot is a guess (verified against the key when processing):
-             * the key compare would be a cache miss here, the prefetch hides it */
-            uint64_t ent = atomic_load_explicit(&e->table[(uint32_t)q[k].h & e->table_mask], memory_order_acquire);
-            if (ent == 0 || (uint32_t)(ent >> 32) != (uint32_t)(q[k].h >> 32))
-                continue;
-            uint32_t slot = (uint32_t)ent - 1u;
-            q[k].slot = slot;
-            const char *sp = (const char *)&e->series[slot];
-            __builtin_prefetch(sp, 1, 3);
-            __builtin_prefetch(sp + 64, 1, 3);
-            __builtin_prefetch(sp + 128, 1, 3);
-            __builtin_prefetch(sp + 192, 1, 3);
-            __builtin_prefetch((const void *)&b.refs[slot], 0, 3);
-        }
-        for (uint32_t k = 0; k < len; k++, i++) {
-            if (out_cap - b.pos < OMDP_ENGINE_MAX_OUT_PER_MSG) {
-                b.c[C_OUT_FULL_STOPS]++;
-                full = 1;
-                break;
-            }
-            const omdp_opra_msg_t *m = &msgs[i];
-            if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
-                b.c[C_BAD_RECORD]++;
-                continue;
-            }
-            b.c[C_PROCESSED]++;
-            b.signaled = 0;
-            if (m->category == 'k')
-                process_quote(&b, m, &q[k]);
-            else
-                b.c[C_OTHER]++;
-            if (every && --e->sample_left == 0) {
-                e->sample_left = every;
-                omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
-                memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
-                copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
-                copy->hdr.stamps.de_in = t_in;
-                b.pos += OMDP_OPRA_MSG_SIZE;
-                b.c[C_SAMPLED]++;
-            }
+        b.c[C_PROCESSED]++;
+        b.signaled = 0;
+        if (m->category == 'k')
+            process_quote(&b, m, &q[i & mask]);
+        else
+            b.c[C_OTHER]++;
+        if (every && --e->sample_left == 0) {
+            e->sample_left = every;
+            omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
+            memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
+            copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
+            copy->hdr.stamps.de_in = t_in;
+            b.pos += OMDP_OPRA_MSG_SIZE;
+            b.c[C_SAMPLED]++;
         }
     }
     if (b.pos != start) {

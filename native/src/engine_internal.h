@@ -1,7 +1,8 @@
 /* Private layout of the decision engine (engine.h is the contract; this is how it is kept).
  *
  * Series live in a preallocated array of 256-byte, cache-aligned books: line 0 holds the key,
- * the links and the NBBO (what most messages touch), lines 1-3 the per-exchange quotes. The
+ * the links and the NBBO (what every message touches), lines 1-3 the per-exchange quotes, two
+ * exchanges per line, so a quote that leaves the NBBO's holder alone touches two lines. The
  * hash table maps a 128-bit series key to a slot: open addressing, linear probing, at most
  * half full, entries (tag << 32 | slot + 1) so a probe compares a key only on a tag match.
  *
@@ -22,12 +23,18 @@
 #define ENG_NONE_BID INT64_MIN /* no bid on this exchange / in the NBBO */
 #define ENG_NONE_ASK INT64_MAX
 #define ENG_NO_EXCH 0xFFu
-#define ENG_LANES 8            /* 6 exchanges, 2 lanes of padding kept empty */
 
 /* series state bits */
 #define ENG_ST_CROSSED 0x1u
 #define ENG_ST_LOCKED 0x2u
 #define ENG_ST_PARITY 0x4u     /* on the call's slot: the pair is in a parity break */
+
+/* One exchange's quote in a series: ENG_NONE_BID / ENG_NONE_ASK and size 0 for a missing side. */
+typedef struct eng_lane {
+    int64_t bid, ask;
+    uint32_t bid_sz, ask_sz;
+    uint32_t pad[2];
+} eng_lane_t;
 
 typedef struct eng_series {
     /* cache line 0 */
@@ -45,11 +52,8 @@ typedef struct eng_series {
     uint8_t state;               /* ENG_ST_* */
     uint8_t is_put;
     uint8_t pad0[4];
-    /* cache lines 1-3 */
-    alignas(64) int64_t bid[ENG_LANES];
-    int64_t ask[ENG_LANES];
-    uint32_t bid_sz[ENG_LANES];
-    uint32_t ask_sz[ENG_LANES];
+    /* cache lines 1-3: exchange x in lane[x], lanes 2k and 2k+1 sharing a line */
+    alignas(64) eng_lane_t lane[OMDP_ENGINE_EXCHANGES];
 } eng_series_t;
 
 /* Written once when the series is first seen, before it is published; read by snapshots. */
@@ -96,6 +100,7 @@ struct omdp_engine {
     alignas(64) _Atomic uint64_t counters[C_COUNT];
 };
 
+_Static_assert(sizeof(eng_lane_t) == 32, "two exchange lanes per cache line");
 _Static_assert(sizeof(eng_series_t) == 256, "a series book is four cache lines");
 _Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "counter enum matches struct");
 _Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");
