@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from omdp.clock import now_ns
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_collector import LatencyCollector
 from omdp.metrics.latency_summary import HOP_KEYS
+from ops.bench.machine import machine_info
 from omdp.metrics.sample_identity import IdentityLayout
 from omdp.metrics.stats_segment import StatsReader, StatsWriter
 from omdp.record import RECORD_HEADER_DTYPE, RF_SAMPLED
@@ -135,20 +134,6 @@ def time_reader(repeats: int, rng: np.random.Generator) -> dict[str, Any]:
             return {name: _time_call(fn, repeats) for name, fn in calls.items()}
 
 
-def machine() -> dict[str, Any]:
-    """Where the figures were taken."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu_model": cpu, "cpus": os.cpu_count(), "python": sys.version.split()[0],
-            "platform": platform.platform()}
-
-
 def run_collector_bench(batch_records: int, batches: int, record_bytes: int, repeats: int) -> dict[str, Any]:
     """Every figure of the benchmark as one dict."""
     rng = np.random.default_rng(7)
@@ -159,7 +144,7 @@ def run_collector_bench(batch_records: int, batches: int, record_bytes: int, rep
         with_stats = time_collect(all_sampled, batches, w, 1)
     return {
         "benchmark": "collector",
-        "machine": machine(),
+        "machine": machine_info(),
         "record_bytes": record_bytes,
         "collector_all_sampled_no_stats": time_collect(all_sampled, batches, None, 1),
         "collector_all_sampled_with_stats": with_stats,

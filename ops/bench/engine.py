@@ -17,8 +17,6 @@ reported beside.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import platform
 import statistics
 import time
 from typing import Any
@@ -29,6 +27,7 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from ops.bench.machine import machine_info
 from ops.bench.model_market import model_market, quote_stream
 
 AS_OF = dt.date(2008, 2, 4)
@@ -48,18 +47,6 @@ class WideSpreadEngine(CustomEngine):
         spread = records["offer_px"] - records["bid_px"]
         wide = (records["bid_px"] > 0) & (spread > self.max_spread_px) & (spread * 5 > records["offer_px"])
         self.signal(wide, value=spread / 1e9)
-
-
-def cpu_model() -> str:
-    """The CPU's model name, from /proc/cpuinfo where there is one."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 BLOCK = 1024
@@ -144,7 +131,7 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
 
     return {
         "benchmark": "engine",
-        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine_info(),
         "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES), "series": int(counters["series"]),
                    "groups": int(counters["groups"]), "warm_messages": n_warm, "timed_messages": n_messages},
         "engine": results,

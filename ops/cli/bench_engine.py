@@ -20,7 +20,7 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
 
     r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs)
     m = r["market"]
-    click.echo(f"machine: {r['machine']['cpu']} ({r['machine']['cpus']} CPUs)")
+    click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs)")
     click.echo("times: CPU time of the benchmark thread, median of the runs")
     click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} re-quotes per run, {runs} runs")
     for e in r["engine"].values():
