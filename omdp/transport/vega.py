@@ -38,7 +38,8 @@ _get = lib.omdp_vega_get
 _TIMEOUT = lib.OMDP_VEGA_TIMEOUT
 
 
-def _knobs(spec: ChannelSpec) -> tuple[int, int, int, int, int]:
+def c_knobs(spec: ChannelSpec) -> tuple[int, int, int, int, int]:
+    """queue_size, max_message, mutex, wait, on_full as the C calls take them."""
     return spec.queue_size, spec.max_message, int(spec.mutex), WAIT_CODES[spec.wait], ON_FULL_CODES[spec.on_full]
 
 
@@ -240,7 +241,7 @@ class VegaReceiver(_End):
         """Make the shared-memory channel ``name`` (mode 0600) and hold its receiving end."""
         check_endpoint(name)
         out = ffi.new("omdp_vega_receiver_t **")
-        rc = lib.omdp_vega_receiver_create_shm(name.encode(), *_knobs(spec), out)
+        rc = lib.omdp_vega_receiver_create_shm(name.encode(), *c_knobs(spec), out)
         if rc != lib.OMDP_VEGA_OK:
             raise_for(rc, name, "create receiver")
         try:
@@ -344,7 +345,7 @@ def vega_local_pair(spec: ChannelSpec, name: str = "local") -> tuple[VegaSender,
     mm = mmap.mmap(-1, size)
     tx = ffi.new("omdp_vega_sender_t **")
     rx = ffi.new("omdp_vega_receiver_t **")
-    rc = lib.omdp_vega_local_pair(ffi.from_buffer(mm), size, *_knobs(spec), tx, rx)
+    rc = lib.omdp_vega_local_pair(ffi.from_buffer(mm), size, *c_knobs(spec), tx, rx)
     if rc != lib.OMDP_VEGA_OK:
         raise_for(rc, name, "make local pair")
     return VegaSender(spec, name, mm, tx[0]), VegaReceiver(spec, name, mm, rx[0])

@@ -40,7 +40,7 @@ from omdp.transport.ib_bootstrap import (
 from omdp.transport.ib_verbs import NO_IB_BUILD, IbDeviceChoice, IbRegion, IbUnavailableError, ib_unavailable
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.tcp import parse_endpoint
-from omdp.transport.vega import ON_FULL_CODES, WAIT_CODES, VegaBatch, VegaReceiver, VegaSender
+from omdp.transport.vega import VegaBatch, VegaReceiver, VegaSender, c_knobs
 from omdp.transport.vega_status import PEER_STATES
 
 __all__ = ["IbUnavailableError", "VegaIbReceiver", "VegaIbSender", "ib_unavailable", "parse_ib_endpoint"]
@@ -71,8 +71,7 @@ def _knobs(spec: ChannelSpec) -> dict[str, Any]:
 
 
 def _c_knobs(spec: ChannelSpec) -> tuple[int, ...]:
-    return (spec.queue_size, spec.max_message, int(spec.mutex), WAIT_CODES[spec.wait], ON_FULL_CODES[spec.on_full],
-            spec.signal_every)
+    return (*c_knobs(spec), spec.signal_every)
 
 
 def _region(spec: ChannelSpec) -> tuple[mmap.mmap, int, int]:

@@ -16,13 +16,8 @@ from omdp.native import ffi, lib
 from omdp.transport.api import PeerGoneError, TransportError
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.tcp import parse_endpoint
-from omdp.transport.vega import ON_FULL_CODES, WAIT_CODES, VegaBatch, VegaReceiver, VegaSender
+from omdp.transport.vega import VegaBatch, VegaReceiver, VegaSender, c_knobs
 from omdp.transport.vega_status import PEER_STATES, raise_for, timeout_ns
-
-
-def knobs(spec: ChannelSpec) -> tuple[int, int, int, int, int]:
-    """queue_size, max_message, mutex, wait, on_full as the C calls take them."""
-    return spec.queue_size, spec.max_message, int(spec.mutex), WAIT_CODES[spec.wait], ON_FULL_CODES[spec.on_full]
 
 
 def _region(spec: ChannelSpec) -> tuple[mmap.mmap, int]:
@@ -45,14 +40,38 @@ def _with_stream_error(e: PeerGoneError, link: Any) -> PeerGoneError:
     return type(e)(f"{e} (stream error: {text})") if text else e
 
 
-class VegaTcpReceiver(VegaReceiver):
+class _Linked:
+    """What both ends of a vega-tcp channel add to their ring end: the TCP link."""
+
+    _link: Any
+
+    def link_counters(self) -> dict[str, int | str]:
+        """The link's counters (records in and out, stream errors, the peer's state)."""
+        return link_counters(self._link)
+
+    @property
+    def c_link(self) -> Any:
+        """The ``omdp_vtcp_t *`` (a native partition binds it with omdp_chan_vtcp_in_ops or
+        omdp_chan_vtcp_out_ops)."""
+        return self._link
+
+    def _close_link(self) -> bool:
+        """Say goodbye, let the link drain, close; False when already closed."""
+        if self._link is None:
+            return False
+        lib.omdp_vtcp_close(self._link)
+        self._link = None
+        return True
+
+
+class VegaTcpReceiver(_Linked, VegaReceiver):
     """The receiving end of a ``vega-tcp`` channel: the real ring, written by the peer."""
 
     def __init__(self, spec: ChannelSpec, endpoint: str) -> None:
         host, port = parse_endpoint(endpoint)
         mm, size = _region(spec)
         out = ffi.new("omdp_vtcp_t **")
-        rc = lib.omdp_vtcp_receiver_listen(host.encode(), port, ffi.from_buffer(mm), size, *knobs(spec), out)
+        rc = lib.omdp_vtcp_receiver_listen(host.encode(), port, ffi.from_buffer(mm), size, *c_knobs(spec), out)
         if rc:
             raise_for(rc, endpoint, "listen")
         self._link = out[0]
@@ -77,31 +96,20 @@ class VegaTcpReceiver(VegaReceiver):
         except PeerGoneError as e:
             raise _with_stream_error(e, self._link) from None
 
-    def link_counters(self) -> dict[str, int | str]:
-        """The link's counters (records in and out, stream errors, the sender's state)."""
-        return link_counters(self._link)
-
-    @property
-    def c_link(self) -> Any:
-        """The ``omdp_vtcp_t *`` (a native partition binds it with omdp_chan_vtcp_in_ops)."""
-        return self._link
-
     def close(self) -> None:
         """Say goodbye, let the link drain, close; the ring's memory stays for lent views."""
-        if self._link is not None:
-            lib.omdp_vtcp_close(self._link)
-            self._link = None
+        if self._close_link():
             self._rx = None
 
 
-class VegaTcpSender(VegaSender):
+class VegaTcpSender(_Linked, VegaSender):
     """The sending end of a ``vega-tcp`` channel: builds slots in its copy, ships each."""
 
     def __init__(self, spec: ChannelSpec, endpoint: str, connect_timeout: float = 10.0) -> None:
         host, port = parse_endpoint(endpoint)
         mm, size = _region(spec)
         out = ffi.new("omdp_vtcp_t **")
-        rc = lib.omdp_vtcp_sender_connect(host.encode(), port, ffi.from_buffer(mm), size, *knobs(spec),
+        rc = lib.omdp_vtcp_sender_connect(host.encode(), port, ffi.from_buffer(mm), size, *c_knobs(spec),
                                           timeout_ns(connect_timeout), out)
         if rc == lib.OMDP_VEGA_E_LAYOUT:
             raise TransportError(f"channel {endpoint!r}: connect: the receiver refused the hello (queue_size, "
@@ -121,18 +129,7 @@ class VegaTcpSender(VegaSender):
         except PeerGoneError as e:
             raise _with_stream_error(e, self._link) from None
 
-    def link_counters(self) -> dict[str, int | str]:
-        """The link's counters (records in and out, stream errors, the receiver's state)."""
-        return link_counters(self._link)
-
-    @property
-    def c_link(self) -> Any:
-        """The ``omdp_vtcp_t *`` (a native partition binds it with omdp_chan_vtcp_out_ops)."""
-        return self._link
-
     def close(self) -> None:
         """Say goodbye, let the link drain, close."""
-        if self._link is not None:
-            lib.omdp_vtcp_close(self._link)
-            self._link = None
+        if self._close_link():
             self._tx = None
