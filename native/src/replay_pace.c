@@ -4,9 +4,12 @@
  * and late sends never accumulate into drift. Far from a deadline the loop sleeps (in steps
  * of at most 1 ms, so stop and rate changes take effect at once); within spin_ns of it, it
  * spins on the clock. When it falls behind, every packet already due goes out in one batch.
+ * A real-time loop also keeps the rest budget of omdp/replay.h ("real time"), so the kernel
+ * never throttles it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -32,6 +35,10 @@
 #define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
 #define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
 #define CPU_CLOCK_NS 10000000LL      /* how often the loop publishes its CPU time */
+
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000
+#endif
 
 typedef struct time_map {
     int64_t anchor_ns;
@@ -74,6 +81,47 @@ static void sleep_until(int64_t t_ns)
     struct timespec ts = {.tv_sec = t_ns / 1000000000LL, .tv_nsec = t_ns % 1000000000LL};
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+/* The rest budget of a real-time loop (omdp/replay.h, "real time"): the sleep it owes for
+ * the time it has been awake. Every sleep of the loop goes through nap_until. */
+typedef struct rest_budget {
+    int on;                 /* the loop runs real-time */
+    int64_t awake_since;    /* end of the last sleep */
+    int64_t debt_ns;        /* rest owed at awake_since; negative: banked, down to -CREDIT */
+} rest_budget_t;
+
+static inline int64_t rest_owed(const rest_budget_t *b, int64_t now)
+{
+    return b->debt_ns + (now - b->awake_since) / OMDP_REPLAY_RT_REST_DIV;
+}
+
+/* Sleeps from `now` until `t`, settles the budget, and returns the time on waking. */
+static int64_t nap_until(rest_budget_t *b, int64_t now, int64_t t)
+{
+    sleep_until(t);
+    int64_t after = omdp_now_ns();
+    if (b->on) {
+        int64_t d = rest_owed(b, now) - (after - now);
+        b->debt_ns = d < -OMDP_REPLAY_RT_CREDIT_NS ? -OMDP_REPLAY_RT_CREDIT_NS : d;
+        b->awake_since = after;
+    }
+    return after;
+}
+
+/* Publishes the loop's scheduling policy; 1 when it is real-time (SCHED_FIFO or SCHED_RR). */
+static int publish_policy(omdp_replay_sender_status_t *st)
+{
+    int policy = sched_getscheduler(0);
+    if (policy < 0)
+        return 0;
+    policy &= ~SCHED_RESET_ON_FORK;
+    struct sched_param sp = {0};
+    sched_getparam(0, &sp);
+    int rt = policy == SCHED_FIFO || policy == SCHED_RR;
+    STORE_RLX(&st->policy, policy);
+    STORE_RLX(&st->rt_priority, rt ? sp.sched_priority : 0);
+    return rt;
 }
 
 /* Digits of an OPRA header field; a non-digit makes the whole field 0 (the spec lets the
@@ -220,6 +268,9 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         sleep_until(now + START_POLL_NS);
     }
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
+    rest_budget_t rest = {.on = publish_policy(st), .awake_since = omdp_now_ns(), .debt_ns = -OMDP_REPLAY_RT_CREDIT_NS};
+    if (a->sink_kind == OMDP_REPLAY_SINK_RING)
+        ((omdp_replay_ring_sink_t *)a->sink)->realtime = (uint32_t)rest.on;
     usage_base_t usage = {.cpu0 = thread_cpu_ns(), .pre0 = thread_preemptions(), .next = 0};
     const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
     time_map_t map;
@@ -254,11 +305,24 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 omdp_replay_status_fail(st, "the replay service is gone");
                 return OMDP_REPLAY_ORPHANED;
             }
+            int64_t spin_ns = a->spin_ns;
+            if (rest.on) {
+                const int64_t owed = rest_owed(&rest, now);
+                if (owed > OMDP_REPLAY_RT_FORCE_NS) {
+                    /* in steps, like every sleep here, so a stop still takes effect at once */
+                    const int64_t woke = nap_until(&rest, now, now + (owed < SLEEP_STEP_NS ? owed : SLEEP_STEP_NS));
+                    BUMP(&st->rests, 1);
+                    BUMP(&st->rest_ns, woke - now);
+                    STORE_RLX(&st->heartbeat_ns, woke);
+                    continue;
+                }
+                if (owed > 0 && spin_ns > OMDP_REPLAY_RT_OWING_SPIN_NS)
+                    spin_ns = OMDP_REPLAY_RT_OWING_SPIN_NS;
+            }
             if (due > now) {
-                if (due - now > a->spin_ns) {
-                    int64_t until = due - a->spin_ns;
-                    sleep_until(until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS);
-                    STORE_RLX(&st->heartbeat_ns, omdp_now_ns());
+                if (due - now > spin_ns) {
+                    int64_t until = due - spin_ns;
+                    STORE_RLX(&st->heartbeat_ns, nap_until(&rest, now, until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS));
                     continue; /* look at the control block again */
                 }
                 while ((now = omdp_now_ns()) < due)

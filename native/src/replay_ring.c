@@ -3,12 +3,15 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "omdp/vega.h"
 #include "replay_sink.h"
 
 #define RING_WAIT_SLICE_NS 10000000LL   /* a blocked put looks at stop and the peer this often */
+#define RT_WAIT_SLICE_NS 100000LL       /* a real-time loop waits for room this long at a time ... */
+#define RT_WAIT_REST_NS 20000LL         /* ... and sleeps this long between (never one long spin) */
 
 /* A slot for the next frame: at once, or after waiting (on_full=block) until the receiver
  * frees one, the service says stop, or the receiver or the service is gone. NULL with *fatal set when the
@@ -19,9 +22,13 @@ static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, i
     if (p || tx->on_full == OMDP_VEGA_ON_FULL_DROP)
         return p;
     for (;;) {
-        p = omdp_vega_claim_wait(tx, RING_WAIT_SLICE_NS);
+        p = omdp_vega_claim_wait(tx, sink->realtime ? RT_WAIT_SLICE_NS : RING_WAIT_SLICE_NS);
         if (p)
             return p;
+        if (sink->realtime) {
+            struct timespec rest = {.tv_sec = 0, .tv_nsec = RT_WAIT_REST_NS};
+            nanosleep(&rest, NULL);
+        }
         int peer = omdp_vega_sender_peer(tx);
         if (peer == OMDP_VEGA_PEER_DEAD || peer == OMDP_VEGA_PEER_CLOSED) {
             snprintf(err, errlen, "ring %s: its receiver is %s", tx->name, peer == OMDP_VEGA_PEER_DEAD ? "dead" : "closed");

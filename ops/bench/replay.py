@@ -58,7 +58,7 @@ def synth_capture(directory: Path, seconds: float) -> Path:
     return cap
 
 
-class _RingConsumer:
+class RingConsumer:
     """Drains a ring in a C loop on its own thread (on ``cpu`` when given), 256 slots per
     batch, until the replay closes its end: a consumer that is never the bottleneck."""
 
@@ -91,13 +91,13 @@ def _other_cpu(cpus: tuple[int, ...]) -> int | None:
 
 
 def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
-         ring: bool = False) -> tuple[ReplayStatus, int | None]:
+         ring: bool = False, realtime: bool = False) -> tuple[ReplayStatus, int | None]:
     """One replay; with ``ring`` also the frames its consumer received."""
-    consumer = _RingConsumer(_other_cpu(cpus)) if ring else None
+    consumer = RingConsumer(_other_cpu(cpus)) if ring else None
     try:
         cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
                            target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,
-                           write_intended=False)
+                           write_intended=False, realtime=realtime)
         with ReplayService(cfg) as svc:
             svc.start()
             svc.wait()
@@ -127,6 +127,8 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
         "seconds": st.elapsed_s,
         "sender_cpu_s": cpu_s,
         "sender_preemptions": sum(s.preemptions for s in st.senders),
+        "realtime": st.realtime,
+        "sender_forced_rests": sum(s.forced_rests for s in st.senders),
         "packets_per_cpu_s": st.packets_sent / cpu_s if cpu_s else None,
         "pacing_count": st.pacing.count,
         "pacing_p50_ns": st.pacing.p50_ns,
@@ -141,7 +143,7 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
 
 
 def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: float, cpus: tuple[int, ...],
-                     sweep: tuple[float, ...], log: bool = True) -> dict[str, object]:
+                     sweep: tuple[float, ...], realtime: bool = False, log: bool = True) -> dict[str, object]:
     """Every measurement of this benchmark; returns the JSON document."""
     keep_off_cpus(cpus)
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
@@ -157,18 +159,19 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
             capture = synth_capture(tmp / "data", capture_seconds)
         for target, copies in (("multicast", "A"), ("multicast", "A,B"), ("ring", "A")):
             res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
-                       cpus=cpus, ring=target == "ring")
+                       cpus=cpus, ring=target == "ring", realtime=realtime)
             rows.append(_row("max_rate", target, copies, res))
             note(f"max rate {target} {copies}: {res[0].achieved_pps:,.0f} packets/s")
         for target in ("multicast", "ring"):
             for x in (1.0, 5.0, 10.0):
                 res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus,
-                           ring=target == "ring")
+                           ring=target == "ring", realtime=realtime)
                 rows.append(_row("pacing", target, "A", res))
                 note(f"pacing {target} A {x:g}x: p99 {fmt_ns(res[0].pacing.p99_ns)}, "
                      f"{res[0].achieved_fraction:.5f} of schedule")
         for x in sweep:
-            res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus)
+            res = _run(capture, tmp / "run", RateSpec(kind="rate", value=x), copies="A", seconds=seconds, cpus=cpus,
+                       realtime=realtime)
             rows.append(_row("sweep", "multicast", "A", res))
             note(f"sweep multicast A {x:g}x: {res[0].achieved_fraction:.5f} of schedule")
             if (res[0].achieved_fraction or 0) < SUSTAINED_FRACTION:
@@ -180,6 +183,7 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
             "machine": machine_info(),
             "seconds_per_run": seconds,
             "cpus": list(cpus),
+            "realtime_requested": realtime,
             "rows": rows,
             "multicast_keeps_up_to_x": keeps,
             "multicast_behind_at_x": fails,
