@@ -129,6 +129,8 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
         "sender_preemptions": sum(s.preemptions for s in st.senders),
         "realtime": st.realtime,
         "sender_forced_rests": sum(s.forced_rests for s in st.senders),
+        "ring_full_waits": sum(s.ring_full_waits for s in st.senders),
+        "ring_full_wait_s": sum(s.ring_full_wait_s for s in st.senders),
         "packets_per_cpu_s": st.packets_sent / cpu_s if cpu_s else None,
         "pacing_count": st.pacing.count,
         "pacing_p50_ns": st.pacing.p50_ns,

@@ -511,6 +511,9 @@ class ReplayService:
             warnings += realtime_warnings(i, requested=bool(s["rt_requested"]), rt_errno=int(s["rt_errno"]),
                                           mlock_errno=int(s["mlock_errno"]), policy=int(s["policy"]),
                                           priority=int(s["rt_priority"]))
+            if s["sink_waits"]:
+                warnings.append(f"sender {i}: waited {int(s['sink_waits']):,} times ({int(s['sink_wait_ns']) / 1e6:.1f} ms) "
+                                f"for room in {cfg.target}: its consumer fell behind (back-pressure, seen as pacing error)")
             if s["rests"]:
                 warnings.append(f"sender {i}: {int(s['rests'])} rests forced by the real-time budget "
                                 f"({int(s['rest_ns']) / 1e6:.1f} ms): it ran more than 8/9 of a CPU")
@@ -525,7 +528,8 @@ class ReplayService:
                 preemptions=int(s["preemptions"]), policy=policy_name(int(s["policy"])),
                 realtime=int(s["rt_priority"]) > 0, rt_priority=int(s["rt_priority"]),
                 memory_locked=bool(s["memory_locked"]), forced_rests=int(s["rests"]),
-                forced_rest_s=int(s["rest_ns"]) / 1e9,
+                forced_rest_s=int(s["rest_ns"]) / 1e9, ring_full_waits=int(s["sink_waits"]),
+                ring_full_wait_s=int(s["sink_wait_ns"]) / 1e9,
                 error=bytes(s["error"]).decode(errors="replace"),
             ))
 

@@ -77,6 +77,9 @@ class SenderStatus(BaseModel):
     forced_rests: int = 0
     """Sleeps the real-time rest budget forced on the loop (it ran more than 8/9 of a CPU)."""
     forced_rest_s: float = 0.0
+    ring_full_waits: int = 0
+    """Times the sender found the ring full and waited for its consumer (back-pressure)."""
+    ring_full_wait_s: float = 0.0
     error: str
 
 

@@ -152,7 +152,9 @@ typedef struct omdp_replay_sender_status {
     int32_t mlock_errno;        /* why mlockall was refused (EPERM, ENOMEM: RLIMIT_MEMLOCK); 0: not refused */
     uint64_t rests;             /* sleeps the real-time rest budget forced on the loop (see below) */
     int64_t rest_ns;            /* time spent in them */
-    uint8_t pad[64];
+    uint64_t sink_waits;        /* waits for room in a full ring: its consumer fell behind */
+    int64_t sink_wait_ns;       /* time spent in them (back-pressure, seen as pacing error) */
+    uint8_t pad[48];
     char error[OMDP_REPLAY_ERROR_LEN];
     uint64_t pacing_hist[OMDP_REPLAY_HIST_BUCKETS];  /* sent - intended, first copy sent */
 } omdp_replay_sender_status_t;
@@ -236,6 +238,8 @@ typedef struct omdp_replay_ring_sink {
     uint32_t realtime;          /* set by omdp_replay_run: a real-time loop waits for room in short
                                    slices with sleeps between them, never in one long spin */
     uint32_t reserved;
+    uint64_t full_waits;        /* written by the sink: waits for room, and their time */
+    int64_t full_wait_ns;
 } omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
