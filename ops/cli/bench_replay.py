@@ -25,13 +25,14 @@ from ops.cli.bench import bench
 def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, cpus: str, sweep: str,
                  realtime: bool, json_out: Path | None) -> None:
     """Maximum packets/s over loopback multicast, and pacing error at 1x, 5x, 10x."""
-    from ops.bench.replay import render_table, run_replay_bench
+    from ops.bench.replay import render_table, render_targets, run_replay_bench
 
     cpu_tuple = tuple(int(c) for c in cpus.split(",") if c.strip())
     rates = tuple(float(x.strip().rstrip("xX")) for x in sweep.split(",") if x.strip())
     doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates,
                            realtime=realtime)
     click.echo(render_table(doc))
+    click.echo(render_targets(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -172,6 +172,12 @@ class ReplayService:
         return run.table.name if run is not None and run.table is not None and not run.released else None
 
     @property
+    def schedule(self) -> Schedule | None:
+        """The merged schedule of the running (or last) replay; with ``Schedule.scale_for``
+        and ``ops.replay.pacing_floor`` it gives the intended times of every packet sent."""
+        return self._run.schedule if self._run is not None else None
+
+    @property
     def run_dir(self) -> Path | None:
         return self._run.run_dir if self._run is not None else None
 
