@@ -288,11 +288,14 @@ int omdp_replay_run(const omdp_replay_run_args_t *args);
  * it is awake (at most 8/9 of a CPU), may bank OMDP_REPLAY_RT_CREDIT_NS of sleep ahead, sleeps
  * in every gap longer than OMDP_REPLAY_RT_OWING_SPIN_NS while it owes rest, and sleeps at once
  * (a forced rest, counted in rests/rest_ns) when it owes more than OMDP_REPLAY_RT_FORCE_NS. So
- * it never runs longer than (CREDIT + FORCE) * DIV = 24 ms without sleeping. */
+ * it never runs longer than (CREDIT + FORCE) * DIV = 16.4 ms without sleeping, and a forced
+ * rest is short (what is owed, plus the wake-up): on a schedule without gaps to sleep in (one
+ * evenly spaced tighter than the spin window, a flat-out run), about 1/9 of the time goes
+ * to rests of some 50-100 us each, and the packets due in them are that late. */
 #define OMDP_REPLAY_RT_PRIORITY 40
 #define OMDP_REPLAY_RT_REST_DIV 8
 #define OMDP_REPLAY_RT_CREDIT_NS 2000000LL
-#define OMDP_REPLAY_RT_FORCE_NS 1000000LL
+#define OMDP_REPLAY_RT_FORCE_NS 50000LL
 #define OMDP_REPLAY_RT_OWING_SPIN_NS 50000LL
 
 /* Locks the process's memory and makes the calling thread SCHED_FIFO at `priority` (1-99),
