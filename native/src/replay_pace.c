@@ -333,7 +333,8 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             if (due > now) {
                 if (due - now > spin_ns) {
                     int64_t until = due - spin_ns;
-                    STORE_RLX(&st->heartbeat_ns, nap_until(&rest, now, until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS));
+                    until = until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS;
+                    STORE_RLX(&st->heartbeat_ns, nap_until(&rest, now, until));
                     continue; /* look at the control block again */
                 }
                 lookahead_upto(&la, i, i + LOOKAHEAD_PACKETS, log_head);

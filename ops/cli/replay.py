@@ -55,7 +55,8 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the final status as JSON here")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
-           drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None, no_intended: bool,
+           drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
+           no_intended: bool,
            http_port: int, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError

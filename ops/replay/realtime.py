@@ -42,7 +42,8 @@ def realtime_warnings(index: int, *, requested: bool, rt_errno: int, mlock_errno
         out.append(f"sender {index}: --realtime at SCHED_FIFO priority {priority}, the RLIMIT_RTPRIO, "
                    f"below the {REALTIME_PRIORITY} asked for")
     if mlock_errno:
-        hint = " (needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK, `ulimit -l`)" if mlock_errno in (errno.EPERM, errno.ENOMEM) else ""
+        hint = (" (needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK, `ulimit -l`)"
+                if mlock_errno in (errno.EPERM, errno.ENOMEM) else "")
         out.append(f"sender {index}: --realtime could not lock its memory: mlockall: {_why(mlock_errno)}{hint}; "
                    "page faults may delay it")
     return out

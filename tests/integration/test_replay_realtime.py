@@ -230,3 +230,20 @@ def test_cli_realtime_flag_reaches_the_sender(tmp_path: Path) -> None:
         assert st["realtime"] and f"SCHED_FIFO {REALTIME_PRIORITY}, memory locked" in res.output
     else:
         assert not st["realtime"] and "--realtime refused" in res.output
+
+
+def test_topology_feed_sender_passes_realtime_on(tmp_path: Path) -> None:
+    from feedhandlers.feed_handler import FeedLine
+    from omdp.operator import OperatorContext
+    from ops.pipeline.feed_sender import FeedSender, FeedSenderParams
+
+    write_capture(tmp_path / "cap", [make_line(2, 10, seed=1)])
+    ctx = OperatorContext(name="fs", kind="feed_sender", replica=0, replicas=1, inputs=(), outputs=())
+    for realtime in (False, True):
+        params = FeedSenderParams(capture_dir=str(tmp_path / "cap"), lines=[FeedLine(line=2)], target="multicast",
+                                  realtime=realtime)
+        fs = FeedSender(params, ctx)
+        try:
+            assert fs.config.realtime is realtime
+        finally:
+            fs.close()
