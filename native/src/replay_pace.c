@@ -4,9 +4,14 @@
  * and late sends never accumulate into drift. Far from a deadline the loop sleeps (in steps
  * of at most 1 ms, so stop and rate changes take effect at once); within spin_ns of it, it
  * spins on the clock. When it falls behind, every packet already due goes out in one batch.
+ * A real-time loop also keeps the rest budget of omdp/replay.h ("real time"), so the kernel
+ * never throttles it. A few packets ahead of its position the loop asks the caches for what
+ * those packets will touch (replay_lookahead.h): its cost per packet is what makes the
+ * pacing error of a microburst.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,6 +23,7 @@
 
 #include "omdp/clock.h"
 #include "omdp/replay.h"
+#include "replay_lookahead.h"
 #include "replay_sink.h"
 
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -32,6 +38,10 @@
 #define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
 #define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
 #define CPU_CLOCK_NS 10000000LL      /* how often the loop publishes its CPU time */
+
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000
+#endif
 
 typedef struct time_map {
     int64_t anchor_ns;
@@ -74,6 +84,47 @@ static void sleep_until(int64_t t_ns)
     struct timespec ts = {.tv_sec = t_ns / 1000000000LL, .tv_nsec = t_ns % 1000000000LL};
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+/* The rest budget of a real-time loop (omdp/replay.h, "real time"): the sleep it owes for
+ * the time it has been awake. Every sleep of the loop goes through nap_until. */
+typedef struct rest_budget {
+    int on;                 /* the loop runs real-time */
+    int64_t awake_since;    /* end of the last sleep */
+    int64_t debt_ns;        /* rest owed at awake_since; negative: banked, down to -CREDIT */
+} rest_budget_t;
+
+static inline int64_t rest_owed(const rest_budget_t *b, int64_t now)
+{
+    return b->debt_ns + (now - b->awake_since) / OMDP_REPLAY_RT_REST_DIV;
+}
+
+/* Sleeps from `now` until `t`, settles the budget, and returns the time on waking. */
+static int64_t nap_until(rest_budget_t *b, int64_t now, int64_t t)
+{
+    sleep_until(t);
+    int64_t after = omdp_now_ns();
+    if (b->on) {
+        int64_t d = rest_owed(b, now) - (after - now);
+        b->debt_ns = d < -OMDP_REPLAY_RT_CREDIT_NS ? -OMDP_REPLAY_RT_CREDIT_NS : d;
+        b->awake_since = after;
+    }
+    return after;
+}
+
+/* Publishes the loop's scheduling policy; 1 when it is real-time (SCHED_FIFO or SCHED_RR). */
+static int publish_policy(omdp_replay_sender_status_t *st)
+{
+    int policy = sched_getscheduler(0);
+    if (policy < 0)
+        return 0;
+    policy &= ~SCHED_RESET_ON_FORK;
+    struct sched_param sp = {0};
+    sched_getparam(0, &sp);
+    int rt = policy == SCHED_FIFO || policy == SCHED_RR;
+    STORE_RLX(&st->policy, policy);
+    STORE_RLX(&st->rt_priority, rt ? sp.sched_priority : 0);
+    return rt;
 }
 
 /* Digits of an OPRA header field; a non-digit makes the whole field 0 (the spec lets the
@@ -162,19 +213,25 @@ typedef struct usage_base {
     int64_t next;
 } usage_base_t;
 
-static void publish_usage(omdp_replay_sender_status_t *st, usage_base_t *u)
+static void publish_usage(const omdp_replay_run_args_t *a, usage_base_t *u)
 {
+    omdp_replay_sender_status_t *st = a->status;
     STORE_RLX(&st->cpu_ns, thread_cpu_ns() - u->cpu0);
     STORE_RLX(&st->preemptions, thread_preemptions() - u->pre0);
+    if (a->sink_kind == OMDP_REPLAY_SINK_RING) {
+        const omdp_replay_ring_sink_t *rs = a->sink;
+        STORE_RLX(&st->sink_waits, rs->full_waits);
+        STORE_RLX(&st->sink_wait_ns, rs->full_wait_ns);
+    }
 }
 
 /* At most every CPU_CLOCK_NS: these are system calls, unlike now_ns. */
-static void publish_usage_now_and_then(omdp_replay_sender_status_t *st, int64_t now, usage_base_t *u)
+static void publish_usage_now_and_then(const omdp_replay_run_args_t *a, int64_t now, usage_base_t *u)
 {
     if (now < u->next)
         return;
     u->next = now + CPU_CLOCK_NS;
-    publish_usage(st, u);
+    publish_usage(a, u);
 }
 
 static int finish(const omdp_replay_run_args_t *a, int result)
@@ -186,7 +243,7 @@ static int finish(const omdp_replay_run_args_t *a, int result)
 
 static int finish_timed(const omdp_replay_run_args_t *a, int result, usage_base_t *u)
 {
-    publish_usage(a->status, u);
+    publish_usage(a, u);
     return finish(a, result);
 }
 
@@ -220,6 +277,9 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         sleep_until(now + START_POLL_NS);
     }
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
+    rest_budget_t rest = {.on = publish_policy(st), .awake_since = omdp_now_ns(), .debt_ns = -OMDP_REPLAY_RT_CREDIT_NS};
+    if (a->sink_kind == OMDP_REPLAY_SINK_RING)
+        ((omdp_replay_ring_sink_t *)a->sink)->realtime = (uint32_t)rest.on;
     usage_base_t usage = {.cpu0 = thread_cpu_ns(), .pre0 = thread_preemptions(), .next = 0};
     const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
     time_map_t map;
@@ -232,6 +292,8 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
     const int n_copies = __builtin_popcount(a->copies_mask);
     uint64_t log_head = a->log ? LOAD_RLX(&a->log->head) : 0;
     omdp_replay_sent_t *log_entries = a->log ? (omdp_replay_sent_t *)((uint8_t *)a->log + sizeof(omdp_replay_log_t)) : NULL;
+    lookahead_t la;
+    lookahead_init(&la, a, log_entries, (uint32_t)n_copies);
 
     for (uint64_t lap = 0;; lap++) {
         STORE_RLX(&st->lap, lap);
@@ -249,18 +311,33 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
             int64_t now = omdp_now_ns();
             if (now >= end_ns)
                 return finish_timed(a, OMDP_REPLAY_ENDED, &usage);
-            publish_usage_now_and_then(st, now, &usage);
+            publish_usage_now_and_then(a, now, &usage);
             if (orphaned(a, now, &next_parent_check)) {
                 omdp_replay_status_fail(st, "the replay service is gone");
                 return OMDP_REPLAY_ORPHANED;
             }
+            int64_t spin_ns = a->spin_ns;
+            if (rest.on) {
+                const int64_t owed = rest_owed(&rest, now);
+                if (owed > OMDP_REPLAY_RT_FORCE_NS) {
+                    /* in steps, like every sleep here, so a stop still takes effect at once */
+                    const int64_t woke = nap_until(&rest, now, now + (owed < SLEEP_STEP_NS ? owed : SLEEP_STEP_NS));
+                    BUMP(&st->rests, 1);
+                    BUMP(&st->rest_ns, woke - now);
+                    STORE_RLX(&st->heartbeat_ns, woke);
+                    continue;
+                }
+                if (owed > 0 && spin_ns > OMDP_REPLAY_RT_OWING_SPIN_NS)
+                    spin_ns = OMDP_REPLAY_RT_OWING_SPIN_NS;
+            }
             if (due > now) {
-                if (due - now > a->spin_ns) {
-                    int64_t until = due - a->spin_ns;
-                    sleep_until(until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS);
-                    STORE_RLX(&st->heartbeat_ns, omdp_now_ns());
+                if (due - now > spin_ns) {
+                    int64_t until = due - spin_ns;
+                    until = until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS;
+                    STORE_RLX(&st->heartbeat_ns, nap_until(&rest, now, until));
                     continue; /* look at the control block again */
                 }
+                lookahead_upto(&la, i, i + LOOKAHEAD_PACKETS, log_head);
                 while ((now = omdp_now_ns()) < due)
                     omdp_replay_cpu_relax();
             }
@@ -273,6 +350,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 const int64_t d = j == i ? due : map_eval(&map, base + p->off);
                 if (d > now || d >= end_ns)
                     break;
+                lookahead_upto(&la, i, j + LOOKAHEAD_PACKETS, log_head);
                 j++;
                 if (p->src >= a->n_sources || p->len == 0 || p->line == 0 || p->line > OMDP_REPLAY_MAX_LINE ||
                     p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len) {
@@ -286,6 +364,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 q->flags = p->flags;
                 q->block_seq = p->len >= OPRA_HEADER_LEN ? ascii_field(data + 2, 10) : 0;
                 q->messages = p->len >= OPRA_HEADER_LEN ? (uint16_t)ascii_field(data + 12, 3) : 0;
+                lookahead_sent(&la, q->line, q->block_seq, q->messages);
                 if (p->flags & OMDP_REPLAY_PKT_CONTROL)
                     control_done++;
                 else
@@ -328,12 +407,13 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
 
             int any_sent = 0;
             int64_t last_intended = 0;
+            uint64_t n_paced = 0, err_sum = 0;
+            int64_t err_max = INT64_MIN;
             uint64_t log_tail = a->log ? LOAD_ACQ(&a->log->tail) : 0;
             for (int k = 0; k < n_pend; k++) {
                 pending_t *q = &pend[k];
                 omdp_replay_line_stats_t *ls = &a->lines[q->line];
-                omdp_replay_sent_t e = {.intended_ns = q->intended_ns, .block_seq = q->block_seq,
-                                        .line = q->line, .messages = q->messages};
+                int64_t copy_sent_ns[OMDP_REPLAY_COPIES] = {0, 0};
                 int sent_copies = 0;
                 for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
                     if (q->out[c] < 0)
@@ -343,7 +423,7 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                         BUMP(&ls->send_errors[c], 1);
                         continue;
                     }
-                    e.sent_ns[c] = sent_ns;
+                    copy_sent_ns[c] = sent_ns;
                     sent_copies++;
                     BUMP(&ls->packets[c], 1);
                     BUMP(&ls->messages[c], q->messages);
@@ -357,16 +437,31 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 last_intended = q->intended_ns;
                 const int64_t err = sent_ns - q->intended_ns;
                 BUMP(&st->pacing_hist[omdp_replay_hist_index(err)], 1);
-                BUMP(&st->pacing_count, 1);
-                BUMP(&st->pacing_sum_ns, (uint64_t)(err > 0 ? err : 0));
-                if (err > LOAD_RLX(&st->pacing_max_ns))
-                    STORE_RLX(&st->pacing_max_ns, err);
+                n_paced++;
+                err_sum += (uint64_t)(err > 0 ? err : 0);
+                err_max = err > err_max ? err : err_max;
                 if (a->log) {
-                    if (log_head - log_tail < a->log->capacity)
-                        log_entries[log_head++ & (a->log->capacity - 1)] = e;
-                    else
+                    if (log_head - log_tail < a->log->capacity) {
+                        /* field by field: a struct built aside and copied in would be read
+                         * back wider than it was written (a store-forwarding stall) */
+                        omdp_replay_sent_t *e = &log_entries[log_head++ & (a->log->capacity - 1)];
+                        e->intended_ns = q->intended_ns;
+                        e->sent_ns[0] = copy_sent_ns[0];
+                        e->sent_ns[1] = copy_sent_ns[1];
+                        e->block_seq = q->block_seq;
+                        e->line = q->line;
+                        e->messages = q->messages;
+                        e->reserved = 0;
+                    } else {
                         BUMP(&st->log_overruns, 1);
+                    }
                 }
+            }
+            if (n_paced) {
+                BUMP(&st->pacing_count, n_paced);
+                BUMP(&st->pacing_sum_ns, err_sum);
+                if (err_max > LOAD_RLX(&st->pacing_max_ns))
+                    STORE_RLX(&st->pacing_max_ns, err_max);
             }
             if (a->log)
                 STORE_REL(&a->log->head, log_head);
@@ -385,5 +480,6 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
         }
         if (!a->loop)
             return finish_timed(a, OMDP_REPLAY_DONE, &usage);
+        lookahead_new_lap(&la);
     }
 }

@@ -3,25 +3,29 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "omdp/clock.h"
 #include "omdp/vega.h"
 #include "replay_sink.h"
 
 #define RING_WAIT_SLICE_NS 10000000LL   /* a blocked put looks at stop and the peer this often */
+#define RT_WAIT_SLICE_NS 100000LL       /* a real-time loop waits for room this long at a time ... */
+#define RT_WAIT_REST_NS 20000LL         /* ... and sleeps this long between (never one long spin) */
 
-/* A slot for the next frame: at once, or after waiting (on_full=block) until the receiver
- * frees one, the service says stop, or the receiver or the service is gone. NULL with *fatal set when the
- * run cannot go on. */
-static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, int *fatal, char *err, size_t errlen)
+/* claim_slot's wait for room in a full ring. */
+static void *wait_for_room(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, int *fatal, char *err, size_t errlen)
 {
-    void *p = omdp_vega_claim(tx);
-    if (p || tx->on_full == OMDP_VEGA_ON_FULL_DROP)
-        return p;
+    void *p;
     for (;;) {
-        p = omdp_vega_claim_wait(tx, RING_WAIT_SLICE_NS);
+        p = omdp_vega_claim_wait(tx, sink->realtime ? RT_WAIT_SLICE_NS : RING_WAIT_SLICE_NS);
         if (p)
             return p;
+        if (sink->realtime) {
+            struct timespec rest = {.tv_sec = 0, .tv_nsec = RT_WAIT_REST_NS};
+            nanosleep(&rest, NULL);
+        }
         int peer = omdp_vega_sender_peer(tx);
         if (peer == OMDP_VEGA_PEER_DEAD || peer == OMDP_VEGA_PEER_CLOSED) {
             snprintf(err, errlen, "ring %s: its receiver is %s", tx->name, peer == OMDP_VEGA_PEER_DEAD ? "dead" : "closed");
@@ -36,6 +40,21 @@ static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, i
             return NULL;
         }
     }
+}
+
+/* A slot for the next frame: at once, or after waiting (on_full=block) until the receiver
+ * frees one, the service says stop, or the receiver or the service is gone. NULL with *fatal set when the
+ * run cannot go on. */
+static void *claim_slot(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx, int *fatal, char *err, size_t errlen)
+{
+    void *p = omdp_vega_claim(tx);
+    if (p || tx->on_full == OMDP_VEGA_ON_FULL_DROP)
+        return p;
+    const int64_t t0 = omdp_now_ns();
+    sink->full_waits++;
+    p = wait_for_room(sink, tx, fatal, err, errlen);
+    sink->full_wait_ns += omdp_now_ns() - t0;
+    return p;
 }
 
 int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,

@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 #include "omdp/replay.h"
+#include "omdp/vega.h"
+
+#define OMDP_REPLAY_LINE 64    /* cache line */
 
 /* One datagram of a batch: a packet on one copy. `ok` is set by the sink. */
 typedef struct omdp_replay_out {
@@ -27,6 +30,20 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
  * ok or not. Returns 0, or -1 when the receiver is gone or the ring refuses for good. */
 int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,
                           char *err, size_t errlen);
+
+/* Asks for the cache lines of a `len`-byte packet's frame in the slot `ahead` frames past the
+ * next one, for writing: the consumer's core read that slot last, and a store that has to
+ * wait for it to give the lines up costs the sender a cross-core miss per line. */
+static inline void omdp_replay_ring_prefetch(const omdp_replay_ring_sink_t *sink, uint32_t ahead, uint32_t len)
+{
+    const omdp_vega_sender_t *tx = (const omdp_vega_sender_t *)sink->tx;
+    const uint8_t *slot = tx->slots + (size_t)((tx->seq + ahead) & tx->mask) * tx->stride;
+    uint32_t end = OMDP_VEGA_SLOT_HEADER + (uint32_t)sizeof(omdp_replay_frame_t) + len + OMDP_VEGA_SLOT_FOOTER;
+    if (end > tx->stride)
+        end = tx->stride;
+    for (uint32_t off = 0; off < end; off += OMDP_REPLAY_LINE)
+        __builtin_prefetch(slot + off, 1, 3);
+}
 
 static inline void omdp_replay_cpu_relax(void)
 {

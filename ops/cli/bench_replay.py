@@ -20,16 +20,19 @@ from ops.cli.bench import bench
               help="pin the sender to this CPU ('' for none); a ring's consumer runs on another")
 @click.option("--sweep", default="7.5,12.5,15,20", show_default=True,
               help="rates (x) tried, beside 1x, 5x and 10x, to find where multicast falls behind (stops at the first)")
+@click.option("--realtime", is_flag=True, help="senders run SCHED_FIFO with their memory locked (omdp replay --realtime)")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the results here")
 def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, cpus: str, sweep: str,
-                 json_out: Path | None) -> None:
+                 realtime: bool, json_out: Path | None) -> None:
     """Maximum packets/s over loopback multicast, and pacing error at 1x, 5x, 10x."""
-    from ops.bench.replay import render_table, run_replay_bench
+    from ops.bench.replay import render_table, render_targets, run_replay_bench
 
     cpu_tuple = tuple(int(c) for c in cpus.split(",") if c.strip())
     rates = tuple(float(x.strip().rstrip("xX")) for x in sweep.split(",") if x.strip())
-    doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates)
+    doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates,
+                           realtime=realtime)
     click.echo(render_table(doc))
+    click.echo(render_targets(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,9 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--drop", "drop", help="drop packets at random per copy, e.g. A:0.001,B:0.0005")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of --drop")
 @click.option("--spin-us", type=float, default=100.0, show_default=True, help="spin (not sleep) this close to a send")
+@click.option("--realtime", is_flag=True,
+              help="senders lock their memory and run SCHED_FIFO (needs root, CAP_SYS_NICE or RLIMIT_RTPRIO; "
+                   "refused: a warning, and the replay runs on)")
 @click.option("--data", "data_dir", type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
 @click.option("--run-dir", type=click.Path(path_type=Path), help="run directory (default: DATA/runs/<date>/<run_id>)")
 @click.option("--no-intended", is_flag=True, help="do not write intended.parquet")
@@ -52,7 +55,8 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the final status as JSON here")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
-           drop: str | None, seed: int, spin_us: float, data_dir: Path | None, run_dir: Path | None, no_intended: bool,
+           drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
+           no_intended: bool,
            http_port: int, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError
@@ -67,7 +71,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         config = ReplayConfig(
             capture_dir=capture_dir, rate=spec, lines=lines, copies=copies, loop=loop, seconds=seconds, target=target,
             interface=interface, ttl=ttl, senders=senders, cpus=_cpus(cpus), drops=drop or {}, seed=seed,
-            spin_us=spin_us, data_dir=data_dir, run_dir=run_dir, write_intended=not no_intended,
+            spin_us=spin_us, realtime=realtime, data_dir=data_dir, run_dir=run_dir, write_intended=not no_intended,
         )
     except (RateError, ReplayConfigError) as e:
         raise click.UsageError(str(e)) from None

@@ -49,6 +49,7 @@ class FeedSenderParams(BaseModel):
     interface: str = Field("127.0.0.1", description="multicast interface address")
     cpus: list[int] = Field(default_factory=list, description="CPUs of the replay's sender process")
     spin_us: float = Field(100.0, ge=0, description="spin rather than sleep this close to a deadline")
+    realtime: bool = Field(False, description="the sender locks its memory and runs SCHED_FIFO (where allowed)")
     write_intended: bool = Field(True, description="write intended.parquet")
     connect_timeout_s: float = Field(30.0, gt=0, description="wait this long for a handler's ring")
 
@@ -88,7 +89,8 @@ class FeedSender(SourceOperator):
             capture_dir=Path(params.capture_dir), rate=RateSpec.parse(rate=params.rate),
             lines=tuple(sorted(ln.line for ln in mine)), copies=params.copies, loop=params.loop,
             seconds=params.seconds, target=target, interface=params.interface, cpus=tuple(params.cpus),
-            drops=params.drops, seed=params.seed, spin_us=params.spin_us, write_intended=params.write_intended,
+            drops=params.drops, seed=params.seed, spin_us=params.spin_us, realtime=params.realtime,
+            write_intended=params.write_intended,
         )
         self.service = ReplayService(self.config)
         self.started = False

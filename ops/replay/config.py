@@ -102,6 +102,7 @@ class ReplayConfig(BaseModel):
     drops: dict[Copy, float] = Field(default_factory=dict, description="per copy, probability of dropping a packet")
     seed: int = Field(0, ge=0, lt=1 << 64, description="seed of the drop decisions")
     spin_us: float = Field(100.0, ge=0, le=100_000, description="spin rather than sleep this close to a deadline")
+    realtime: bool = Field(False, description="senders lock their memory and run SCHED_FIFO (where allowed)")
     intended_capacity: int = Field(1 << 17, ge=16, le=1 << 24, description="intended table entries per line, a power of two")
     log_capacity: int = Field(1 << 20, ge=1024, le=1 << 26, description="sent-log entries per sender, a power of two")
     write_intended: bool = Field(True, description="write intended.parquet in the run directory")

@@ -55,7 +55,10 @@ def summary(st: ReplayStatus) -> str:
     out.append(pacing_line(st.pacing))
     for s in st.senders:
         where = f"CPU {s.cpu}" if s.cpu is not None else "unpinned"
-        out.append(f"sender {s.index} ({where}, lines {line_ranges(s.lines)}): {s.cpu_s:.2f} s of CPU, "
+        sched = f"SCHED_FIFO {s.rt_priority}" if s.realtime else f"SCHED_{s.policy.upper()}"
+        if s.memory_locked:
+            sched += ", memory locked"
+        out.append(f"sender {s.index} ({where}, {sched}, lines {line_ranges(s.lines)}): {s.cpu_s:.2f} s of CPU, "
                    f"preempted {s.preemptions:,} times by other tasks")
     if st.lines:
         out.append(f"{'line':>4} {'packets':>20} {'messages':>22} {'dropped':>14} {'errors':>8} {'resets':>6}")

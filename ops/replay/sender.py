@@ -52,6 +52,8 @@ class SenderPlan:
     drop_thresholds: tuple[int, int]
     drop_seed: int
     spin_ns: int
+    realtime_priority: int
+    """SCHED_FIFO priority asked for (--realtime); 0: an ordinary task."""
     cpu: int | None
     target: UdpTarget | RingTarget
     parent_pid: int
@@ -142,6 +144,9 @@ def run_sender(plan: SenderPlan) -> int:
         args.drop_seed = plan.drop_seed
         args.spin_ns = plan.spin_ns
         args.service_pid = plan.parent_pid
+        if plan.realtime_priority:
+            # last, so the memory lock covers everything mapped above; refusals go to the status
+            lib.omdp_replay_realtime_enter(status, plan.realtime_priority)
         return int(lib.omdp_replay_run(args))
     except Exception as e:  # noqa: BLE001 - any failure must reach the service as status text
         lib.omdp_replay_status_fail(status, f"sender {plan.index}: {e}".encode(errors="replace")[:255])

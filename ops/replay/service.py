@@ -32,6 +32,7 @@ from ops.replay.intended_parquet import IntendedParquetWriter
 from ops.replay.intended_table import IntendedTable
 from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES, SENT_DTYPE
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.realtime import REALTIME_PRIORITY, policy_name, realtime_warnings
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
 from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
 from ops.replay.shm_segments import ctl_name, intended_name, reap_stale_segments
@@ -171,6 +172,12 @@ class ReplayService:
         return run.table.name if run is not None and run.table is not None and not run.released else None
 
     @property
+    def schedule(self) -> Schedule | None:
+        """The merged schedule of the running (or last) replay; with ``Schedule.scale_for``
+        and ``ops.replay.pacing_floor`` it gives the intended times of every packet sent."""
+        return self._run.schedule if self._run is not None else None
+
+    @property
     def run_dir(self) -> Path | None:
         return self._run.run_dir if self._run is not None else None
 
@@ -271,6 +278,7 @@ class ReplayService:
                 drop_thresholds=thresholds,
                 drop_seed=cfg.seed,
                 spin_ns=int(cfg.spin_us * 1000),
+                realtime_priority=REALTIME_PRIORITY if cfg.realtime else 0,
                 cpu=cfg.cpus[i % len(cfg.cpus)] if cfg.cpus else None,
                 target=RingTarget(cfg.ring_name) if cfg.ring_name else UdpTarget(cfg.interface, cfg.ttl, dests),
                 parent_pid=os.getpid(),
@@ -456,6 +464,7 @@ class ReplayService:
                     target=cfg.target if cfg else None,
                     copies=list(cfg.copies_sent) if cfg else [],
                     loop=cfg.loop if cfg else False,
+                    realtime_requested=cfg.realtime if cfg else False,
                     rate=cfg.rate.describe() if cfg else None,
                 )
             return self._status_of(run)
@@ -505,6 +514,15 @@ class ReplayService:
             if s["log_overruns"]:
                 warnings.append(f"sender {i}: {int(s['log_overruns'])} packets missing from intended.parquet "
                                 "(the service did not drain the sent log in time)")
+            warnings += realtime_warnings(i, requested=bool(s["rt_requested"]), rt_errno=int(s["rt_errno"]),
+                                          mlock_errno=int(s["mlock_errno"]), policy=int(s["policy"]),
+                                          priority=int(s["rt_priority"]))
+            if s["sink_waits"]:
+                warnings.append(f"sender {i}: waited {int(s['sink_waits']):,} times ({int(s['sink_wait_ns']) / 1e6:.1f} ms) "
+                                f"for room in {cfg.target}: its consumer fell behind (back-pressure, seen as pacing error)")
+            if s["rests"]:
+                warnings.append(f"sender {i}: {int(s['rests'])} rests forced by the real-time budget "
+                                f"({int(s['rest_ns']) / 1e6:.1f} ms): it ran more than 8/9 of a CPU")
             if s["source_errors"]:
                 warnings.append(f"sender {i}: {int(s['source_errors'])} packets skipped, outside their capture file")
             senders.append(SenderStatus(
@@ -513,7 +531,11 @@ class ReplayService:
                 lines=run.lines_of[i], lap=int(s["lap"]), packets_done=int(s["packets_done"]), lag_ns=lag,
                 batches=int(s["batches"]), behind_batches=int(s["behind_batches"]),
                 source_errors=int(s["source_errors"]), log_overruns=int(s["log_overruns"]), cpu_s=int(s["cpu_ns"]) / 1e9,
-                preemptions=int(s["preemptions"]),
+                preemptions=int(s["preemptions"]), policy=policy_name(int(s["policy"])),
+                realtime=int(s["rt_priority"]) > 0, rt_priority=int(s["rt_priority"]),
+                memory_locked=bool(s["memory_locked"]), forced_rests=int(s["rests"]),
+                forced_rest_s=int(s["rest_ns"]) / 1e9, ring_full_waits=int(s["sink_waits"]),
+                ring_full_wait_s=int(s["sink_wait_ns"]) / 1e9,
                 error=bytes(s["error"]).decode(errors="replace"),
             ))
 
@@ -545,6 +567,8 @@ class ReplayService:
             target=cfg.target,
             copies=copies,
             loop=cfg.loop,
+            realtime_requested=cfg.realtime,
+            realtime=bool(senders) and started and all(s.realtime for s in senders),
             rate=run.rate.describe(),
             target_pps=run.target_pps,
             target_x=run.target_pps / PAPER_1X_PPS,

@@ -69,6 +69,17 @@ class SenderStatus(BaseModel):
     preemptions: int
     """Times another task took the sender's CPU: each costs the packets due meanwhile a
     pacing error of up to a scheduler slice (milliseconds)."""
+    policy: str = "other"
+    """Scheduling policy of its loop: 'fifo' when real-time (--realtime), 'other' otherwise."""
+    realtime: bool = False
+    rt_priority: int = 0
+    memory_locked: bool = False
+    forced_rests: int = 0
+    """Sleeps the real-time rest budget forced on the loop (it ran more than 8/9 of a CPU)."""
+    forced_rest_s: float = 0.0
+    ring_full_waits: int = 0
+    """Times the sender found the ring full and waited for its consumer (back-pressure)."""
+    ring_full_wait_s: float = 0.0
     error: str
 
 
@@ -82,6 +93,9 @@ class ReplayStatus(BaseModel):
     target: str | None = None
     copies: list[str] = []
     loop: bool = False
+    realtime_requested: bool = False
+    realtime: bool = False
+    """Every sender's loop runs real-time (SCHED_FIFO); see the warnings when one was refused."""
     rate: str | None = None
     target_pps: float | None = None
     target_x: float | None = None

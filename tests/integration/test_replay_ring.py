@@ -58,3 +58,26 @@ def test_ring_too_small_for_a_packet_is_refused(tmp_path: Path) -> None:
         assert rx.get(timeout=0) is None, "nothing was put"
     finally:
         rx.close()
+
+
+def test_a_consumer_that_falls_behind_is_reported(tmp_path: Path) -> None:
+    """A 16-slot ring drained by Python cannot take 1 M packets/s: the sender waits for room
+    (back-pressure), counts the waits and their time, warns, and still delivers everything."""
+    data = [make_line(4, 3000, seed=3)]
+    write_capture(tmp_path / "cap", data)
+    name = shm_name(new_run_id(), "slow")
+    rx = VegaReceiver.create(ChannelSpec(queue_size=16, max_message=2048, mutex=False), name)
+    try:
+        with RingDrain(rx) as drain:
+            svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=1_000_000),
+                                             target=f"ring:{name}", run_dir=tmp_path / "run"))
+            svc.start()
+            assert svc.wait(30.0)
+        st = svc.status()
+    finally:
+        rx.close()
+    assert st.state == "finished" and len(drain.frames) == 3000, st.error
+    assert [p for _, p in drain.frames] == data[0].packets
+    s = st.senders[0]
+    assert s.ring_full_waits > 0 and s.ring_full_wait_s > 0
+    assert [w for w in st.warnings if f"for room in ring:{name}" in w and "consumer fell behind" in w], st.warnings

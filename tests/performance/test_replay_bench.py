@@ -14,12 +14,14 @@ _register()
 
 
 @pytest.mark.bench
-def test_bench_replay_writes_its_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [[], ["--realtime"]], ids=["ordinary", "realtime"])
+def test_bench_replay_writes_its_json(tmp_path: Path, extra: list[str]) -> None:
     out = tmp_path / "replay.json"
     res = CliRunner().invoke(cli, ["bench", "replay", "--capture-seconds", "0.5", "--seconds", "0.3",
-                                   "--sweep", "15", "--json", str(out)])
+                                   "--sweep", "15", *extra, "--json", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
+    assert doc["realtime_requested"] == bool(extra)
     kinds = [(r["kind"], r["target"], r["copies"]) for r in doc["rows"]]
     assert ("max_rate", "multicast", "A") in kinds and ("max_rate", "multicast", "A,B") in kinds
     assert ("max_rate", "ring", "A") in kinds
@@ -29,4 +31,11 @@ def test_bench_replay_writes_its_json(tmp_path: Path) -> None:
         assert r["sender_cpu_s"] > 0 and r["packets_per_cpu_s"] > 0
         if r["target"] == "ring":
             assert r["received_by_ring_consumer"] == r["sent"], "the consumer got every frame"
+        if r["kind"] in ("pacing", "sweep"):
+            assert r["floor_cost_ns"] > 0 and 0 <= r["floor_p50_ns"] <= r["floor_p99_ns"]
+            assert isinstance(r["within_floor"], bool)
+    names = [t["target"] for t in doc["targets"]]
+    assert len(names) == 3 and all(t["verdict"] for t in doc["targets"])
+    assert "ring A at 10x" in " ".join(names) and "multicast A at 5x" in " ".join(names)
+    assert "floor" in res.output
     assert doc["machine"]["logical_cpus"] >= 1

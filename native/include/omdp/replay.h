@@ -144,7 +144,17 @@ typedef struct omdp_replay_sender_status {
     int64_t cpu_ns;             /* CPU time of the loop so far (thread CPU clock, every 10 ms) */
     uint64_t preemptions;       /* involuntary context switches of the loop so far: another task
                                    took this sender's CPU (the cause of millisecond pacing errors) */
-    uint8_t pad[104];
+    int32_t policy;             /* the loop's scheduling policy: SCHED_OTHER 0, SCHED_FIFO 1, SCHED_RR 2 */
+    int32_t rt_priority;        /* its real-time priority; 0 when it is not real-time */
+    uint32_t rt_requested;      /* omdp_replay_realtime_enter() was called (--realtime) */
+    uint32_t memory_locked;     /* mlockall(MCL_CURRENT | MCL_FUTURE) took effect */
+    int32_t rt_errno;           /* why SCHED_FIFO was refused (EPERM: no CAP_SYS_NICE and RLIMIT_RTPRIO 0); 0: not refused */
+    int32_t mlock_errno;        /* why mlockall was refused (EPERM, ENOMEM: RLIMIT_MEMLOCK); 0: not refused */
+    uint64_t rests;             /* sleeps the real-time rest budget forced on the loop (see below) */
+    int64_t rest_ns;            /* time spent in them */
+    uint64_t sink_waits;        /* waits for room in a full ring: its consumer fell behind */
+    int64_t sink_wait_ns;       /* time spent in them (back-pressure, seen as pacing error) */
+    uint8_t pad[48];
     char error[OMDP_REPLAY_ERROR_LEN];
     uint64_t pacing_hist[OMDP_REPLAY_HIST_BUCKETS];  /* sent - intended, first copy sent */
 } omdp_replay_sender_status_t;
@@ -225,6 +235,11 @@ typedef struct omdp_replay_ring_sink {
     void *tx;                   /* omdp_vega_sender_t * */
     const uint32_t *command;    /* the control block's command: a stop ends a wait for room */
     int64_t service_pid;        /* as in omdp_replay_run_args_t: a dead service ends it too */
+    uint32_t realtime;          /* set by omdp_replay_run: a real-time loop waits for room in short
+                                   slices with sleeps between them, never in one long spin */
+    uint32_t reserved;
+    uint64_t full_waits;        /* written by the sink: waits for room, and their time */
+    int64_t full_wait_ns;
 } omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
@@ -256,6 +271,37 @@ typedef struct omdp_replay_run_args {
  * packet is checked against its source's bounds and its OPRA header; a bad one is counted in
  * status->source_errors and skipped. */
 int omdp_replay_run(const omdp_replay_run_args_t *args);
+
+/* ---- real time ----------------------------------------------------------------------
+ *
+ * With --realtime a sender locks its memory (mlockall: no page fault in the loop) and runs
+ * SCHED_FIFO at OMDP_REPLAY_RT_PRIORITY: above every ordinary task, so nothing but interrupts
+ * and the kernel's own real-time threads (threaded interrupt handlers at 50, per-CPU
+ * housekeeping at 99) takes its CPU. Where that is not allowed (EPERM: neither CAP_SYS_NICE
+ * nor an RLIMIT_RTPRIO; ENOMEM: RLIMIT_MEMLOCK too small) it says why in its status and runs
+ * on as an ordinary task. An RLIMIT_RTPRIO below the priority is used as the priority.
+ *
+ * The kernel throttles real-time tasks that use more than sched_rt_runtime_us of every
+ * sched_rt_period_us (950 ms of 1 s by default) and then stops them for the rest of the
+ * period: 50 ms without a send. A real-time loop (whatever made it one: --realtime or chrt)
+ * therefore keeps a rest budget: it must sleep at least 1/OMDP_REPLAY_RT_REST_DIV of the time
+ * it is awake (at most 8/9 of a CPU), may bank OMDP_REPLAY_RT_CREDIT_NS of sleep ahead, sleeps
+ * in every gap longer than OMDP_REPLAY_RT_OWING_SPIN_NS while it owes rest, and sleeps at once
+ * (a forced rest, counted in rests/rest_ns) when it owes more than OMDP_REPLAY_RT_FORCE_NS. So
+ * it never runs longer than (CREDIT + FORCE) * DIV = 16.4 ms without sleeping, and a forced
+ * rest is short (what is owed, plus the wake-up): on a schedule without gaps to sleep in (one
+ * evenly spaced tighter than the spin window, a flat-out run), about 1/9 of the time goes
+ * to rests of some 50-100 us each, and the packets due in them are that late. */
+#define OMDP_REPLAY_RT_PRIORITY 40
+#define OMDP_REPLAY_RT_REST_DIV 8
+#define OMDP_REPLAY_RT_CREDIT_NS 2000000LL
+#define OMDP_REPLAY_RT_FORCE_NS 50000LL
+#define OMDP_REPLAY_RT_OWING_SPIN_NS 50000LL
+
+/* Locks the process's memory and makes the calling thread SCHED_FIFO at `priority` (1-99),
+ * recording in `status` what took effect and why anything was refused. Returns 1 when the
+ * thread is real-time now, 0 when it runs on as an ordinary task. */
+int omdp_replay_realtime_enter(omdp_replay_sender_status_t *status, int priority);
 
 /* ---- sinks ---------------------------------------------------------------------------- */
 
