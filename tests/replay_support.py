@@ -224,3 +224,26 @@ class RingDrain:
         self._thread.join(10.0)
         self._stop.set()
         self._thread.join()
+
+
+def replay_into_ring(cap: Path, run_dir: Path, *, queue_size: int = 256, timeout: float = 20.0,
+                     **config: object) -> tuple[object, RingDrain]:
+    """Replay ``cap`` into a fresh Vega ring drained by a ``RingDrain`` until the replay ends;
+    returns the final status and the drain (its frames and error). ``config``: the other
+    ``ReplayConfig`` fields (``rate`` as a RateSpec, copies, realtime, ...)."""
+    from omdp.transport.shm_names import new_run_id, shm_name
+    from omdp.transport.spec import ChannelSpec
+    from omdp.transport.vega import VegaReceiver
+    from ops.replay.config import ReplayConfig
+    from ops.replay.service import ReplayService
+
+    name = shm_name(new_run_id(), "replay")
+    rx = VegaReceiver.create(ChannelSpec(queue_size=queue_size, max_message=2048, mutex=False), name)
+    try:
+        with RingDrain(rx) as drain:
+            svc = ReplayService(ReplayConfig(capture_dir=cap, target=f"ring:{name}", run_dir=run_dir, **config))
+            svc.start()
+            svc.wait(timeout)
+        return svc.status(), drain
+    finally:
+        rx.close()

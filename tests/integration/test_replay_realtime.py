@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from replay_support import RingDrain, make_line, write_capture
+from replay_support import RingDrain, make_line, replay_into_ring, write_capture
 
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
@@ -83,17 +83,7 @@ def test_realtime_sender_runs_fifo_with_locked_memory(tmp_path: Path) -> None:
 
 def test_ordinary_sender_reports_policy_other(tmp_path: Path) -> None:
     write_capture(tmp_path / "cap", [make_line(3, 50, seed=2)])
-    name = shm_name(new_run_id(), "rt")
-    rx = VegaReceiver.create(ChannelSpec(queue_size=256, max_message=2048, mutex=False), name)
-    try:
-        with RingDrain(rx):
-            svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=20000),
-                                             target=f"ring:{name}", run_dir=tmp_path / "run"))
-            svc.start()
-            assert svc.wait(20.0)
-        st = svc.status()
-    finally:
-        rx.close()
+    st, _ = replay_into_ring(tmp_path / "cap", tmp_path / "run", rate=RateSpec.parse(pps=20000))
     assert st.state == "finished" and not st.realtime_requested and not st.realtime
     assert (st.senders[0].policy, st.senders[0].memory_locked) == ("other", False)
 

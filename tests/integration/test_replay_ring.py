@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from replay_support import RingDrain, make_line, write_capture
+from replay_support import make_line, replay_into_ring, write_capture
 
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
@@ -19,17 +19,7 @@ from ops.replay.service import ReplaySenderError, ReplayService
 def test_every_packet_reaches_the_ring_framed(tmp_path: Path) -> None:
     data = [make_line(ln, 500, seed=8) for ln in (2, 9)]
     write_capture(tmp_path / "cap", data)
-    name = shm_name(new_run_id(), "replay")
-    rx = VegaReceiver.create(ChannelSpec(queue_size=256, max_message=2048, mutex=False), name)
-    try:
-        with RingDrain(rx) as drain:
-            svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=100_000),
-                                             target=f"ring:{name}", copies="A,B", run_dir=tmp_path / "run"))
-            svc.start()
-            assert svc.wait(20.0)
-        st = svc.status()
-    finally:
-        rx.close()
+    st, drain = replay_into_ring(tmp_path / "cap", tmp_path / "run", rate=RateSpec.parse(pps=100_000), copies="A,B")
     assert drain.error is None
     assert st.state == "finished" and st.packets_sent == 1000, st.error
     heads = np.array([h for h, _ in drain.frames])
@@ -65,19 +55,10 @@ def test_a_consumer_that_falls_behind_is_reported(tmp_path: Path) -> None:
     (back-pressure), counts the waits and their time, warns, and still delivers everything."""
     data = [make_line(4, 3000, seed=3)]
     write_capture(tmp_path / "cap", data)
-    name = shm_name(new_run_id(), "slow")
-    rx = VegaReceiver.create(ChannelSpec(queue_size=16, max_message=2048, mutex=False), name)
-    try:
-        with RingDrain(rx) as drain:
-            svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=1_000_000),
-                                             target=f"ring:{name}", run_dir=tmp_path / "run"))
-            svc.start()
-            assert svc.wait(30.0)
-        st = svc.status()
-    finally:
-        rx.close()
+    st, drain = replay_into_ring(tmp_path / "cap", tmp_path / "run", queue_size=16, timeout=30.0,
+                                 rate=RateSpec.parse(pps=1_000_000))
     assert st.state == "finished" and len(drain.frames) == 3000, st.error
     assert [p for _, p in drain.frames] == data[0].packets
     s = st.senders[0]
     assert s.ring_full_waits > 0 and s.ring_full_wait_s > 0
-    assert [w for w in st.warnings if f"for room in ring:{name}" in w and "consumer fell behind" in w], st.warnings
+    assert [w for w in st.warnings if "for room in ring:" in w and "consumer fell behind" in w], st.warnings
