@@ -368,6 +368,10 @@ def judge(rep: dict[str, Any]) -> list[dict[str, Any]]:
             ratios = [(t["p50_ns"] / m["p50_ns"], s) for s in rep["plan"]["lat_sizes"]
                       if (m := _row(lat, medium, s)) and (t := _row(lat, other, s)) and m["p50_ns"] and t["p50_ns"]]
             worst = min(ratios, default=None)
+            where = ""
+            if worst:
+                floor = (_row(lat, medium, worst[1]) or {}).get("floor_p50_ns")
+                where = f"; worst at {worst[1]} B" + (f", ping-pong floor of that run {floor:.0f} ns" if floor else "")
             target(f"p50 of {other} over p50 of {medium} (worst size)", worst[0] if worst else None, f">= {factor}x",
-                   lambda v, f=factor: v >= f, base + (f"; worst at {worst[1]} B" if worst else ""))
+                   lambda v, f=factor: v >= f, base + where)
     return out

@@ -74,9 +74,10 @@ def markdown(rep: dict[str, Any], command: str) -> str:
         f"offsets seen in this run: {_offsets(rep)}.",
         "",
     ]
-    lines += ["Cache-line ping-pong one-way p50 measured by each vega-shm C latency run's own two processes "
+    lines += ["Cache-line ping-pong one-way p50 measured by each vega-shm latency run's own two processes "
               "(the vCPUs' placement on the host changes over time; this is the floor that run had):", ""]
-    lines += _grid(rep["latency"], lat_sizes, lambda r: _ns(r.get("floor_p50_ns")) if r else "-", ["vega-shm C"])
+    lines += _grid(rep["latency"], lat_sizes, lambda r: _ns(r.get("floor_p50_ns")) if r else "-",
+                   ["vega-shm C", "vega-shm Python"])
     lines.append("")
     for key, title in (("p50_ns", "p50"), ("p99_ns", "p99"), ("p99.9_ns", "p99.9"), ("max_ns", "max")):
         lines += [f"One-way latency, {title} (samples per cell: C paths and fused "
