@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from omdp.runtime.clock_sync import (
 )
 from omdp.runtime.control import EXIT_ENDED, EXIT_STOPPED, ControlError, LineReader, LineWriter
 from omdp.runtime.hosts import HostLaunchers, HostStartError
+from omdp.runtime.machine import threads_kept_off
 from omdp.runtime.rundir import log_name
 
 CLOCK_PONG_TIMEOUT_S = 5.0
@@ -321,8 +323,12 @@ class Supervisor:
         (self.run_dir / "plan.json").write_text(self.plan.model_dump_json(indent=2))
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         status, failure = "failed", None
+        affinity = ExitStack()
         try:
             self._start()
+            # partitions are started (and pinned): the supervisor stays off the spinning ones' CPUs
+            affinity.enter_context(threads_kept_off({cpu for p in self.plan.partitions if p.wait == "spin"
+                                                     for cpu in p.cpus}))
             self.echo(f"run {self.run_id}: {len(self.children)} partitions starting; logs in {self.run_dir / 'logs'}")
             self._phase("listening", self.plan.run.start_timeout_s)
             endpoints = {k: v for c in self.children for k, v in c.endpoints.items()}
@@ -342,6 +348,7 @@ class Supervisor:
         except _Abort as e:
             failure = str(e)
         finally:
+            affinity.close()
             self._hard_stop()
             self.hosts.close()
             for s, h in old.items():
