@@ -38,6 +38,7 @@ from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
 from ops.replay.shm_segments import ctl_name, intended_name, reap_stale_segments
 from ops.replay.status import (
     LAG_WARN_NS,
+    SINK_WAIT_WARN_SHARE,
     SUSTAINED_FRACTION,
     LineStatus,
     ReplayStatus,
@@ -77,6 +78,15 @@ def _reap(proc: subprocess.Popen, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5.0)
+
+
+def sink_wait_warning(sender: int, waits: int, wait_ns: int, elapsed_ns: int, target: str) -> str | None:
+    """The warning for a sender that waited for room in its ring, once the waits add up to
+    SINK_WAIT_WARN_SHARE of the run's time (None below that: counted, not warned)."""
+    if not waits or wait_ns < SINK_WAIT_WARN_SHARE * max(elapsed_ns, 1):
+        return None
+    return (f"sender {sender}: waited {waits:,} times ({wait_ns / 1e6:.1f} ms) for room in {target}: its consumer "
+            "fell behind (back-pressure, seen as pacing error)")
 
 
 def keep_off_cpus(cpus: tuple[int, ...]) -> None:
@@ -517,9 +527,9 @@ class ReplayService:
             warnings += realtime_warnings(i, requested=bool(s["rt_requested"]), rt_errno=int(s["rt_errno"]),
                                           mlock_errno=int(s["mlock_errno"]), policy=int(s["policy"]),
                                           priority=int(s["rt_priority"]))
-            if s["sink_waits"]:
-                warnings.append(f"sender {i}: waited {int(s['sink_waits']):,} times ({int(s['sink_wait_ns']) / 1e6:.1f} ms) "
-                                f"for room in {cfg.target}: its consumer fell behind (back-pressure, seen as pacing error)")
+            waited = sink_wait_warning(i, int(s["sink_waits"]), int(s["sink_wait_ns"]), elapsed_ns, cfg.target)
+            if waited:
+                warnings.append(waited)
             if s["rests"]:
                 warnings.append(f"sender {i}: {int(s['rests'])} rests forced by the real-time budget "
                                 f"({int(s['rest_ns']) / 1e6:.1f} ms): it ran more than 8/9 of a CPU")

@@ -17,6 +17,9 @@ ReplayState = Literal["idle", "starting", "running", "finished", "stopped", "fai
 
 LAG_WARN_NS = 1_000_000
 """A sender more than this far behind its schedule is not achieving the target rate."""
+SINK_WAIT_WARN_SHARE = 0.001
+"""Waits for room in a ring are always counted; they are warned about once they add up to
+this share of the run's time (a consumer that costs the schedule more than noise)."""
 SUSTAINED_FRACTION = 0.9999
 """DESIGN.md "sustainable": >= 99.99% of the target packets/s."""
 
