@@ -9,26 +9,11 @@
 #include "omdp/clock.h"
 #include "feed_handler_internal.h"
 
-#define OPRA_HEADER_LEN 15
-
 static int init_error(const omdp_op_init_t *init, const char *fmt, unsigned a, unsigned b)
 {
     if (init->err && init->err_size)
         snprintf(init->err, init->err_size, fmt, a, b);
     return OMDP_ERR_PARAMS;
-}
-
-/* Digits of an OPRA header field; any non-digit makes it 0 (the spec lets the block
- * sequence hold anything). */
-static uint64_t ascii_field(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return 0;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    return v;
 }
 
 static void fh_free(feed_handler_t *fh)
@@ -175,12 +160,9 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
 {
     fh_line_t *l = &fh->lines[li];
     l->packets[copy & 1]++;
-    uint64_t block_seq = 0;
-    uint32_t count = 0;
-    if (len >= OPRA_HEADER_LEN) {
-        block_seq = ascii_field(pkt + 2, 10);
-        count = (uint32_t)ascii_field(pkt + 12, 3);
-    }
+    uint64_t block_seq;
+    uint32_t count;
+    omdp_opra_header_peek(pkt, len, &block_seq, &count);
     if (omdp_fh_arb_packet_is_duplicate(&l->arb, copy, block_seq, count)) {
         l->packets_duplicate++;
         l->arb.duplicates += count;

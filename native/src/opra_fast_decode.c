@@ -607,15 +607,6 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     return 0;
 }
 
-static uint64_t parse_block_seq(const uint8_t *s) {
-    uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
-        if (s[i] < '0' || s[i] > '9') return 0;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    return v;
-}
-
 /* Decode the packet [pkt, pkt+len) into out; D->side/side_cap/side_pos set by the caller. */
 static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t *out, uint64_t out_cap) {
     D->pkt = pkt;
@@ -631,7 +622,7 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
         count = count * 10 + (uint32_t)(pkt[i] - '0');
     }
     if (count > out_cap) return fail(D, OMDP_OPRA_E_CAPACITY, -1, pkt + 12);
-    D->block_seq = parse_block_seq(pkt + 2);
+    D->block_seq = omdp_opra_header_digits(pkt + 2, 10);
 
     uint32_t side_start = D->side_pos;
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);

@@ -22,6 +22,7 @@
 #endif
 
 #include "omdp/clock.h"
+#include "omdp/opra_fast.h"
 #include "omdp/replay.h"
 #include "replay_lookahead.h"
 #include "replay_sink.h"
@@ -35,7 +36,6 @@
 
 #define SLEEP_STEP_NS 1000000LL      /* longest sleep between looks at the control block */
 #define START_POLL_NS 200000LL       /* how often a ready sender looks for the start */
-#define OPRA_HEADER_LEN 15           /* SOH, version, 10-digit block sequence, 3-digit count */
 #define PARENT_CHECK_NS 10000000LL   /* how often a sender checks that its service lives */
 #define CPU_CLOCK_NS 10000000LL      /* how often the loop publishes its CPU time */
 
@@ -125,19 +125,6 @@ static int publish_policy(omdp_replay_sender_status_t *st)
     STORE_RLX(&st->policy, policy);
     STORE_RLX(&st->rt_priority, rt ? sp.sched_priority : 0);
     return rt;
-}
-
-/* Digits of an OPRA header field; a non-digit makes the whole field 0 (the spec lets the
- * block sequence hold anything, and decoders must not reject a packet for it). */
-static uint64_t ascii_field(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return 0;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    return v;
 }
 
 void omdp_replay_status_fail(omdp_replay_sender_status_t *st, const char *msg)
@@ -362,8 +349,9 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
                 q->intended_ns = d;
                 q->line = p->line;
                 q->flags = p->flags;
-                q->block_seq = p->len >= OPRA_HEADER_LEN ? ascii_field(data + 2, 10) : 0;
-                q->messages = p->len >= OPRA_HEADER_LEN ? (uint16_t)ascii_field(data + 12, 3) : 0;
+                uint32_t count;
+                omdp_opra_header_peek(data, p->len, &q->block_seq, &count);
+                q->messages = (uint16_t)count;
                 lookahead_sent(&la, q->line, q->block_seq, q->messages);
                 if (p->flags & OMDP_REPLAY_PKT_CONTROL)
                     control_done++;

@@ -28,6 +28,30 @@
 #define OMDP_OPRA_Y_MAX 99           /* slots 39/40: two digits */
 #define OMDP_OPRA_SLOTS 50
 #define OMDP_OPRA_VERSION 2
+
+/* ---- the packet header, read without decoding -------------------------------------- */
+
+/* The value of n ASCII digits; 0 when any byte is not a digit (the spec lets the block
+ * sequence hold anything, and nothing may reject a packet for it). */
+static inline uint64_t omdp_opra_header_digits(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return v;
+}
+
+/* Block sequence and message count of a packet's header, each 0 when not all digits, both 0
+ * when the packet is shorter than the header: what a feed handler arbitrates on and a
+ * replayer publishes, before (or without) decoding. */
+static inline void omdp_opra_header_peek(const uint8_t *pkt, size_t len, uint64_t *block_seq, uint32_t *count)
+{
+    *block_seq = len >= OMDP_OPRA_HEADER_SIZE ? omdp_opra_header_digits(pkt + 2, 10) : 0;
+    *count = len >= OMDP_OPRA_HEADER_SIZE ? (uint32_t)omdp_opra_header_digits(pkt + 12, 3) : 0;
+}
 /* Normalized price of a field whose denominator code is not 'A'..'I'. */
 #define OMDP_UNDEF_PRICE INT64_MAX
 
