@@ -115,19 +115,24 @@ def _wait(conn: Any, proc: Any, timeout: float, what: str) -> tuple[str, Any]:
 
 
 def run_pair(recv_fn: Callable[..., dict[str, Any]], send_fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any],
-             timeout: float = 120.0) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Receiver on CPU 1 (opens its end, says where), then sender on CPU 0; both results."""
+             timeout: float = 120.0, *, target: Callable[..., None] = _child, recv_args: tuple[Any, ...] = (),
+             send_args: tuple[Any, ...] = (), send_suffix: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Receiver on CPU 1 (opens its end, says where), then sender on CPU 0 (its endpoint: the
+    receiver's plus ``send_suffix``); both results. Each process runs ``target`` with its
+    ``*_args`` first, then the arguments of ``_child`` (which ``target`` ends by calling)."""
     shared = mmap.mmap(-1, 4096)
     r_parent, r_child = CTX.Pipe(duplex=False)
     s_parent, s_child = CTX.Pipe(duplex=False)
-    receiver = CTX.Process(target=_child, args=(RECEIVER_CPU, recv_fn, {**kwargs, "shared": shared}, r_child, True))
+    receiver = CTX.Process(target=target, args=(*recv_args, RECEIVER_CPU, recv_fn, {**kwargs, "shared": shared},
+                                                r_child, True))
     receiver.start()
     r_child.close()
     sender = None
     try:
         _, endpoint = _wait(r_parent, receiver, 30, f"{recv_fn.__name__} start")
-        sender = CTX.Process(target=_child, args=(SENDER_CPU, send_fn,
-                                                  {**kwargs, "endpoint": endpoint, "shared": shared}, s_child, False))
+        sender = CTX.Process(target=target, args=(*send_args, SENDER_CPU, send_fn,
+                                                  {**kwargs, "endpoint": endpoint + send_suffix, "shared": shared},
+                                                  s_child, False))
         sender.start()
         s_child.close()
         _, sent = _wait(s_parent, sender, timeout, send_fn.__name__)

@@ -40,16 +40,13 @@ from omdp.transport.ib_verbs import ib_unavailable
 from omdp.transport.spec import ChannelSpec
 from ops.bench import transport_workers as w
 from ops.bench.transport import (
-    CTX,
-    RECEIVER_CPU,
-    SENDER_CPU,
     BenchError,
     _check,
     _child,
-    _wait,
     clock_offset,
     machine_info,
     percentiles,
+    run_pair,
 )
 from ops.netns.lab import NamespaceLab, lab_unavailable
 
@@ -114,31 +111,8 @@ def run_placed(recv_fn: Callable[..., dict[str, Any]], send_fn: Callable[..., di
                timeout: float = 120.0) -> tuple[dict[str, Any], dict[str, Any]]:
     """Receiver on CPU 1 in ``recv_ns``, then sender on CPU 0 in ``send_ns`` (its endpoint:
     the receiver's plus ``send_suffix``); both results."""
-    shared = mmap.mmap(-1, 4096)
-    r_parent, r_child = CTX.Pipe(duplex=False)
-    s_parent, s_child = CTX.Pipe(duplex=False)
-    receiver = CTX.Process(target=_placed, args=(recv_ns, RECEIVER_CPU, recv_fn, {**kwargs, "shared": shared},
-                                                 r_child, True))
-    receiver.start()
-    r_child.close()
-    sender = None
-    try:
-        _, endpoint = _wait(r_parent, receiver, 30, f"{recv_fn.__name__} start")
-        sender = CTX.Process(target=_placed, args=(send_ns, SENDER_CPU, send_fn,
-                                                   {**kwargs, "endpoint": endpoint + send_suffix, "shared": shared},
-                                                   s_child, False))
-        sender.start()
-        s_child.close()
-        _, sent = _wait(s_parent, sender, timeout, send_fn.__name__)
-        _, got = _wait(r_parent, receiver, timeout, recv_fn.__name__)
-    finally:
-        for proc in (receiver, sender):
-            if proc is not None:
-                proc.join(5)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
-    return got, sent
+    return run_pair(recv_fn, send_fn, kwargs, timeout, target=_placed, recv_args=(recv_ns,), send_args=(send_ns,),
+                    send_suffix=send_suffix)
 
 
 # ---- the C loops on any Vega medium's ends ----
