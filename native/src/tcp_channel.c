@@ -72,6 +72,19 @@ static int poll_ms(int64_t deadline)
 
 /* ---- receiver ---- */
 
+/* Everything a receiver allocated (NULL and half-made receivers included). */
+static void receiver_free(omdp_tcp_receiver_t *rx)
+{
+    if (!rx)
+        return;
+    if (rx->own_slots)
+        free(rx->slots);
+    free(rx->sizes);
+    free(rx->released);
+    free(rx->in);
+    free(rx);
+}
+
 int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_size, uint32_t max_message,
                              uint32_t wait, void *slot_mem, omdp_tcp_receiver_t **out)
 {
@@ -103,14 +116,7 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
         rx->in = malloc(rx->in_cap);
     }
     if (!rx || !rx->slots || !rx->sizes || !rx->released || !rx->in) {
-        if (rx) {
-            if (rx->own_slots)
-                free(rx->slots);
-            free(rx->sizes);
-            free(rx->released);
-            free(rx->in);
-        }
-        free(rx);
+        receiver_free(rx);
         close(fd);
         return OMDP_VEGA_E_SYS;
     }
@@ -126,12 +132,7 @@ int omdp_tcp_receiver_listen(const char *host, uint16_t port, uint32_t queue_siz
     atomic_init(&rx->stop, 0);
     if (pthread_create(&rx->acceptor, NULL, accept_loop, rx) != 0) {
         close(fd);
-        if (rx->own_slots)
-            free(rx->slots);
-        free(rx->sizes);
-        free(rx->released);
-        free(rx->in);
-        free(rx);
+        receiver_free(rx);
         return OMDP_VEGA_E_SYS;
     }
     *out = rx;
@@ -359,12 +360,7 @@ int omdp_tcp_receiver_close(omdp_tcp_receiver_t *rx)
         close(rx->fd);
     }
     close(rx->listen_fd);
-    if (rx->own_slots)
-        free(rx->slots);
-    free(rx->sizes);
-    free(rx->released);
-    free(rx->in);
-    free(rx);
+    receiver_free(rx);
     return OMDP_VEGA_OK;
 }
 
