@@ -27,9 +27,6 @@ typedef struct lookahead {
     uint32_t frames_per_packet;    /* copies sent */
     omdp_replay_sent_t *log_entries;
     uint64_t log_mask;
-    omdp_replay_intended_entry_t *intended;
-    uint64_t intended_mask;
-    uint32_t intended_lines;
     uint64_t next;                 /* lap position of the next packet to prefetch; may pass n (next lap) */
     uint64_t next_seq[OMDP_REPLAY_MAX_LINE + 1];   /* each line's expected next block sequence */
 } lookahead_t;
@@ -39,11 +36,6 @@ static inline void lookahead_init(lookahead_t *la, const omdp_replay_run_args_t 
 {
     *la = (lookahead_t){.a = a, .pkts = a->pkts, .n = a->n_pkts, .frames_per_packet = frames_per_packet,
                         .log_entries = log_entries, .log_mask = a->log ? a->log->capacity - 1 : 0};
-    if (a->intended) {
-        la->intended = omdp_replay_intended_entries(a->intended);
-        la->intended_mask = a->intended->capacity - 1;
-        la->intended_lines = a->intended->max_line;
-    }
 }
 
 /* Lines of [p, p + len) for reading. */
@@ -67,9 +59,8 @@ static inline void lookahead_packet(const lookahead_t *la, const omdp_replay_pkt
         __builtin_prefetch(e, 1, 3);
         __builtin_prefetch((const uint8_t *)e + sizeof *e - 1, 1, 3);
     }
-    if (la->intended && p->line >= 1 && p->line <= la->intended_lines)
-        __builtin_prefetch(&la->intended[(uint64_t)(p->line - 1) * (la->intended_mask + 1) +
-                                         (la->next_seq[p->line] & la->intended_mask)], 1, 3);
+    if (a->intended && p->line >= 1 && p->line <= a->intended->max_line)
+        __builtin_prefetch(omdp_replay_intended_entry(a->intended, p->line, la->next_seq[p->line]), 1, 3);
 }
 
 /* Prefetches every packet up to lap position `upto` not yet prefetched; `pos` is the loop's. */

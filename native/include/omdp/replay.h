@@ -359,14 +359,20 @@ static inline omdp_replay_intended_entry_t *omdp_replay_intended_entries(const o
     return (omdp_replay_intended_entry_t *)((uint8_t *)t + sizeof(omdp_replay_intended_header_t));
 }
 
+/* The entry of (line, block_seq); line in 1..max_line (callers check). */
+static inline omdp_replay_intended_entry_t *omdp_replay_intended_entry(const omdp_replay_intended_header_t *t,
+                                                                      uint32_t line, uint64_t block_seq)
+{
+    return &omdp_replay_intended_entries(t)[(uint64_t)(line - 1) * t->capacity + (block_seq & (t->capacity - 1))];
+}
+
 /* Seqlock writer of one entry; one writer per line. */
 static inline void omdp_replay_intended_publish(omdp_replay_intended_header_t *t, uint32_t line,
                                                 uint64_t block_seq, int64_t intended_ns)
 {
     if (line == 0 || line > t->max_line)
         return;
-    omdp_replay_intended_entry_t *e =
-        &omdp_replay_intended_entries(t)[(uint64_t)(line - 1) * t->capacity + (block_seq & (t->capacity - 1))];
+    omdp_replay_intended_entry_t *e = omdp_replay_intended_entry(t, line, block_seq);
     __atomic_store_n(&e->tag, 0, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&e->intended_ns, intended_ns, __ATOMIC_RELAXED);
@@ -379,8 +385,7 @@ static inline int omdp_replay_intended_lookup(const omdp_replay_intended_header_
 {
     if (line == 0 || line > t->max_line)
         return 0;
-    const omdp_replay_intended_entry_t *e =
-        &omdp_replay_intended_entries(t)[(uint64_t)(line - 1) * t->capacity + (block_seq & (t->capacity - 1))];
+    const omdp_replay_intended_entry_t *e = omdp_replay_intended_entry(t, line, block_seq);
     uint64_t tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
     if (tag != block_seq + 1)
         return 0;
