@@ -73,28 +73,39 @@ def check_machine(plan: Plan) -> list[tuple[str, str]]:
     return problems
 
 
-def _set_all_threads(cpus: set[int]) -> None:
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except OSError:  # a thread that ended meanwhile
-            pass
+def keep_thread_off(cpus: set[int], tid: int = 0) -> set[int] | None:
+    """Move thread ``tid`` (0: the calling one; threads it starts later inherit it) off
+    ``cpus`` when an allowed CPU is left; returns the CPUs it had, None when nothing changed.
+    A thread waking on a CPU where a loop spins takes that CPU from it for a scheduler slice:
+    milliseconds on the measured path."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return None
+    before = os.sched_getaffinity(tid)
+    others = before - set(cpus)
+    if not others or others == before:
+        return None
+    os.sched_setaffinity(tid, others)
+    return before
 
 
 @contextmanager
 def threads_kept_off(cpus: set[int]) -> Iterator[set[int] | None]:
-    """While open, every thread of this process (and, through them, threads started
-    meanwhile) stays off ``cpus`` when an allowed CPU is left; yields the CPUs kept to (None:
-    nothing changed). On exit every thread gets back the CPUs it had. A supervisor waking on
-    a spinning partition's CPU takes that CPU from it for a scheduler slice: milliseconds on
-    the measured path."""
-    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
-    others = before - set(cpus)
-    if not cpus or not others or others == before:
-        yield None
-        return
-    _set_all_threads(others)
+    """While open, every thread of this process (and threads started meanwhile) stays off
+    ``cpus`` as ``keep_thread_off`` moves it; yields the calling thread's CPUs now (None: it
+    was not moved). On exit each moved thread gets back the CPUs it had."""
+    had: dict[int, set[int]] = {}
+    for tid in [0, *(int(t) for t in os.listdir("/proc/self/task"))]:
+        try:
+            before = keep_thread_off(cpus, tid)
+        except OSError:  # a thread that ended meanwhile
+            continue
+        if before is not None:
+            had[tid] = before
     try:
-        yield others
+        yield os.sched_getaffinity(0) if 0 in had else None
     finally:
-        _set_all_threads(before)
+        for tid, before in had.items():
+            try:
+                os.sched_setaffinity(tid, before)
+            except OSError:
+                pass

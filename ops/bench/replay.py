@@ -32,6 +32,7 @@ from pathlib import Path
 import click
 
 from omdp.native import ffi, lib
+from omdp.runtime.machine import keep_thread_off
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
@@ -41,7 +42,7 @@ from ops.replay.pacing_floor import FLOOR_MARGIN_FRACTION, FLOOR_MARGIN_NS, floo
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
 from ops.replay.report import fmt_ns
 from ops.replay.schedule import Schedule
-from ops.replay.service import ReplayService, keep_off_cpus
+from ops.replay.service import ReplayService
 from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus
 from ops.synth.generator import SynthConfig, synthesize
 
@@ -217,7 +218,7 @@ def targets_of(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: float, cpus: tuple[int, ...],
                      sweep: tuple[float, ...], realtime: bool = False, log: bool = True) -> dict[str, object]:
     """Every measurement of this benchmark; returns the JSON document."""
-    keep_off_cpus(cpus)
+    keep_thread_off(set(cpus))
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
     rows: list[dict[str, object]] = []
 

@@ -61,10 +61,11 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError
 
+    from omdp.runtime.machine import keep_thread_off
     from ops.replay.capture_set import CaptureInputError
     from ops.replay.config import ReplayConfig, ReplayConfigError
     from ops.replay.rates import RateError, RateSpec
-    from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError, keep_off_cpus
+    from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError
 
     try:
         spec = RateSpec.parse(rate=rate, speed=speed, pps=pps)
@@ -78,7 +79,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     except ValidationError as e:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
-    keep_off_cpus(config.cpus)  # this thread and the HTTP and supervisor threads it starts
+    keep_thread_off(set(config.cpus))  # this thread and the HTTP and supervisor threads it starts
     if paused and no_http:
         raise click.UsageError("--paused waits for POST /api/v1/replay/start: it needs the HTTP API (drop --no-http)")
     service = ReplayService()

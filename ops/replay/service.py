@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from omdp.clock import now_ns
+from omdp.runtime.machine import keep_thread_off
 from ops.replay.capture_set import CaptureSet
 from ops.replay.config import COPY_INDEX, ReplayConfig
 from ops.replay.control_packets import reset_packets
@@ -87,17 +88,6 @@ def sink_wait_warning(sender: int, waits: int, wait_ns: int, elapsed_ns: int, ta
         return None
     return (f"sender {sender}: waited {waits:,} times ({wait_ns / 1e6:.1f} ms) for room in {target}: its consumer "
             "fell behind (back-pressure, seen as pacing error)")
-
-
-def keep_off_cpus(cpus: tuple[int, ...]) -> None:
-    """Move the calling thread (and the threads it starts later) off the CPUs senders are
-    pinned to, when another CPU is left: a thread of the service waking on a sender's CPU
-    preempts its spinning loop for milliseconds (seen as pacing error)."""
-    if not cpus or not hasattr(os, "sched_setaffinity"):
-        return
-    others = os.sched_getaffinity(0) - set(cpus)
-    if others:
-        os.sched_setaffinity(0, others)
 
 
 def new_run_id() -> str:
@@ -387,7 +377,7 @@ class ReplayService:
     # ---- supervisor ----------------------------------------------------------------------
 
     def _supervise(self, run: _Run) -> None:
-        keep_off_cpus(run.config.cpus)
+        keep_thread_off(set(run.config.cpus))
         while True:
             time.sleep(POLL_S)
             self._drain(run)
