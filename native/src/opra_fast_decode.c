@@ -579,13 +579,13 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
         unsigned s = (unsigned)__builtin_ctzll(bits);
         unsigned end = tz64(M); /* 64 once the stops run out: then start != len below */
         M &= M - 1;
+        if (UNLIKELY(end < start))
+            return 2; /* a field with no byte left (the stops ran out): the careful path says why */
         unsigned n = end - start + 1; /* <= 5 by the run check, unless the stops ran out */
         uint64_t w;
         memcpy(&w, b + start, 8); /* start <= 65: inside the 80-byte window */
         if (UNLIKELY(s == 6)) {
-            /* with the stops run out, n is 0 (start past end) or large: the message is
-             * refused below (start != len), but the shift must stay defined */
-            n = n > 8 ? 8 : n == 0 ? 1 : n;
+            n = n > 8 ? 8 : n;
             dv[6] = (w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56;
         } else {
             uint64_t v = compact5((__builtin_bswap64(w) >> ((64 - 8 * n) & 63)) & 0x7F7F7F7F7FULL);
