@@ -1,19 +1,68 @@
-"""Checks of a plan against the machine ``omdp run`` is on: CPUs that exist and are
-allowed, hosts that are this machine (or one of its network namespaces), transports this
-build carries. Planning checks none of this, so a 32-core plan prints on a laptop."""
+"""The machine omdp runs on: what it is (``cpu_model``, ``machine_info``: printed beside every
+benchmark figure and recorded in a run's meta.parquet), checks of a plan against it (CPUs
+that exist and are allowed, hosts that are this machine or one of its network namespaces,
+transports this build carries; planning checks none of this, so a 32-core plan prints on a
+laptop), and keeping threads off busy CPUs."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
+import platform
+import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from omdp.plan import Plan, PlanHost
 from omdp.runtime.channels import transport_unavailable
 
 NETNS_DIR = Path("/var/run/netns")
+CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU model name as ``lscpu`` prints it (``/proc/cpuinfo`` where lscpu is missing)."""
+    if shutil.which("lscpu"):
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def clocksource() -> str:
+    """The kernel's current clock source (tsc, hpet, ...), ``unknown`` where unreadable."""
+    try:
+        return CLOCKSOURCE.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """What to print beside every benchmark figure: CPU model, CPUs, kernel, Python, numpy, load."""
+    import numpy as np
+
+    return {
+        "cpu_model": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "load_average": list(os.getloadavg()),
+    }
 
 
 def is_local_address(address: str) -> bool:

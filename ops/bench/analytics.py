@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from ops.bench.machine import machine_info
+from omdp.runtime.machine import machine_info
 from ops.cli.bench import bench
 
 BASE_DATE = dt.date(2008, 2, 4)

@@ -20,7 +20,7 @@ import numpy as np
 from feedhandlers.captures import read_capture
 from feedhandlers.opra_fast import BatchDecoder, decode_packet
 from omdp.native import ffi, lib
-from ops.bench.machine import machine_info
+from omdp.runtime.machine import machine_info
 from ops.bench.random_capture import random_packets
 from ops.cli.bench import bench
 

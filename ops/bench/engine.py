@@ -27,7 +27,7 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
-from ops.bench.machine import machine_info
+from omdp.runtime.machine import machine_info
 from ops.bench.model_market import model_market, quote_stream
 
 AS_OF = dt.date(2008, 2, 4)

@@ -32,11 +32,10 @@ from pathlib import Path
 import click
 
 from omdp.native import ffi, lib
-from omdp.runtime.machine import keep_thread_off
+from omdp.runtime.machine import keep_thread_off, machine_info
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
-from ops.bench.machine import machine_info
 from ops.replay.config import ReplayConfig
 from ops.replay.pacing_floor import FLOOR_MARGIN_FRACTION, FLOOR_MARGIN_NS, floor_percentiles, run_intended_ns, within_floor
 from ops.replay.rates import PAPER_1X_PPS, RateSpec

@@ -15,7 +15,6 @@ from __future__ import annotations
 import mmap
 import multiprocessing as mp
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -25,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ops.bench import transport_workers as w
+from omdp.runtime import machine
 from omdp.transport import mpqueue
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
+from ops.bench import transport_workers as w
 
 CTX = mp.get_context("fork")
 SENDER_CPU, RECEIVER_CPU = 0, 1
@@ -237,22 +237,12 @@ class Report:
                 "targets": self.targets}
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores, kernel, clock source, Python: printed beside every table."""
-    model = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        clocksource = open("/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip()
-    except OSError:
-        clocksource = "unknown"
-    return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version(),
-            "clocksource": clocksource, "sender_cpu": SENDER_CPU, "receiver_cpu": RECEIVER_CPU}
+def report_machine() -> dict[str, Any]:
+    """CPU model, cores, kernel, clock source, Python: printed beside every table (the
+    report's keys; the figures are ``omdp.runtime.machine``'s)."""
+    m = machine.machine_info()
+    return {"cpu": m["cpu_model"], "cpus": m["logical_cpus"], "kernel": m["kernel"], "python": m["python"],
+            "clocksource": machine.clocksource(), "sender_cpu": SENDER_CPU, "receiver_cpu": RECEIVER_CPU}
 
 
 def _check(what: str, got: dict[str, Any], sent: dict[str, Any], n: int) -> None:
@@ -264,7 +254,7 @@ def _check(what: str, got: dict[str, Any], sent: dict[str, Any], n: int) -> None
 
 def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
     """Run the whole plan; ``say`` gets one line per finished measurement."""
-    report = Report(machine_info(), {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
+    report = Report(report_machine(), {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
                                      "lat_n": plan.lat_n, "tput_n": plan.tput_n})
     tmpdir = tempfile.mkdtemp(prefix="omdp-bench-")  # zmq ipc sockets
     try:

@@ -44,8 +44,8 @@ from ops.bench.transport import (
     _check,
     _child,
     clock_offset,
-    machine_info,
     percentiles,
+    report_machine,
     run_pair,
 )
 from ops.netns.lab import NamespaceLab, lab_unavailable
@@ -179,7 +179,7 @@ def measure_hosts(plan: HostPlan, say: Callable[[str], None] = print) -> dict[st
     why_ns = lab_unavailable()
     media = {m: how for m, how in MEDIA.items() if how["transport"] != "vega-ib" or why_ib is None}
     report: dict[str, Any] = {
-        "machine": machine_info(), "plan": {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
+        "machine": report_machine(), "plan": {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
                                             "lat_n": plan.lat_n, "tput_n": plan.tput_n},
         "knobs": KNOBS, "latency": [], "throughput": [],
         "not_measured": ({} if why_ib is None else {"vega-ib": why_ib})

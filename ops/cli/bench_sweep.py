@@ -3,8 +3,6 @@ configuration, the sustainable rate of each (ops/pipeline/sweep.py)."""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import sys
 from pathlib import Path
 
@@ -36,10 +34,10 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
                 sample_every: int | None, json_out: Path | None, md_out: Path | None) -> None:
     """Run each topology at each rate (one run at a time, one sweep_id) and report the
     breakdown, missed ratio, achieved rate and the sustainable rate per configuration."""
+    from omdp.runtime.machine import machine_info
     from omdp.topology.load import TopologyError
     from ops.cli.run import latest_capture_date
     from ops.pipeline.capture_info import CaptureInputError
-    from ops.pipeline.run_report import cpu_model
     from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep
 
     knob_sets = [k.strip() for k in knobs.split(",") if k.strip()]
@@ -62,7 +60,8 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
         click.echo(str(e), err=True)
         sys.exit(2)
     command = "omdp bench sweep " + " ".join(sys.argv[3:])
-    machine = f"{cpu_model()} ({len(os.sched_getaffinity(0))} CPUs), Python {platform.python_version()}"
+    m = machine_info()
+    machine = f"{m['cpu_model']} ({m['cpus_usable']} CPUs), Python {m['python']}"
     text = markdown(sweep, command, machine)
     click.echo(text)
     if json_out:

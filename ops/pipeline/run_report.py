@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from omdp.metrics.breakdown import BASE_PPS, Breakdown
 from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
+from omdp.runtime.machine import cpu_model
 from omdp.runtime.supervisor import RunResult
 from ops.pipeline.assemble import Assembly
 from ops.pipeline.feed_sender import read_replay_status, replay_dir
@@ -248,16 +249,6 @@ def breakdown(run_dir: Path) -> Breakdown | None:
         return Breakdown.from_run_dir(run_dir)
     except RunRecordError:
         return None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def summary_dict(acc: Accounting, replay: ReplayTotals, growth: Growth, v: Verdict) -> dict[str, Any]:
