@@ -9,19 +9,19 @@ pipeline's kinds are:
   decision_engine    books, NBBO, checks, 1-in-N samples and signals (C; decision_engines)
   latency_collector  per-hop latency of the samples, samples.parquet (C; omdp.metrics)
   signal_collector   signals.parquet (ops.pipeline.signal_collector)
-  ingest_collector   ingest.parquet from the handlers' live line counters (ops.pipeline)
+  ingest_collector   ingest.parquet from the handlers' live line counters (omdp.metrics)
 """
 from __future__ import annotations
 
 from decision_engines.operator import OPRA_MSG, SIGNAL, register_decision_engines
 from feedhandlers.feed_handler import ENGINE_PORTS, FeedHandlerParams, make_feed_handler
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from omdp.metrics.ingest_operator import IngestCollectorOperator, IngestCollectorParams
 from omdp.metrics.latency_operator import register_latency_collector
 from omdp.metrics.sample_identity import IdentityLayout
 from omdp.registry import OperatorKind, Port, Registry
 from omdp.seq_ops import register_seq_ops
 from ops.pipeline.feed_sender import FeedSender, FeedSenderParams
-from ops.pipeline.ingest_operator import IngestCollectorOperator, IngestCollectorParams
 from ops.pipeline.signal_collector import SignalCollector
 
 REGISTRY_REF = "ops.pipeline.registry:build_registry"

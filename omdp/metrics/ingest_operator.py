@@ -7,6 +7,9 @@ segment's line table once per ``interval_s`` (``omdp.metrics.IngestCollector``) 
 the run stops, waits for the figures to settle (the handlers publish their last counters as
 they drain) before writing the final rows. It sleeps between looks: its partition does
 nothing else, and no Python runs on the pipeline's hot path for it.
+
+Generic runtime (nothing of OPRA): the composition root registers the kind
+(``ops/pipeline/registry.py``).
 """
 from __future__ import annotations
 
