@@ -8,18 +8,17 @@ once per batch), with and without live publication to a stats segment; and the c
 record walked when 1 in 1,600 is sampled (what the collector pays for forwarded records it
 does not sample). Reader: a StatsReader in this process over a segment whose per-second ring
 holds 60 populated seconds. Figures are medians (and p90) over repeated timed runs.
+
+The command line is ``ops/cli/bench/collector.py``; this module only measures.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import click
 import numpy as np
 
 from omdp.clock import now_ns
@@ -30,14 +29,13 @@ from omdp.metrics.sample_identity import IdentityLayout
 from omdp.metrics.stats_segment import StatsReader, StatsWriter
 from omdp.record import RECORD_HEADER_DTYPE, RF_SAMPLED
 from omdp.runtime.machine import machine_info
-from ops.cli.bench import bench
 
 
 def bench_record_dtype(record_bytes: int) -> np.dtype:
     """A generic record: the omdp header, identity-like fields, padding to record_bytes."""
     pad = record_bytes - RECORD_HEADER_DTYPE.itemsize - 24
     if pad < 0 or record_bytes % 8:
-        raise click.BadParameter(f"record size must be a multiple of 8 and >= {RECORD_HEADER_DTYPE.itemsize + 24}")
+        raise ValueError(f"record size must be a multiple of 8 and >= {RECORD_HEADER_DTYPE.itemsize + 24}")
     return np.dtype([("hdr", RECORD_HEADER_DTYPE), ("seq", "<u8"), ("key", "<u4"), ("line", "<u2"),
                      ("category", "u1"), ("flag", "u1"), ("sub", "<u8"), ("pad", "u1", (pad,))])
 
@@ -152,26 +150,3 @@ def run_collector_bench(batch_records: int, batches: int, record_bytes: int, rep
         "collector_one_record_batch": time_collect(all_sampled[:1].copy(), batches, None, 1),
         "stats_reader_us": time_reader(repeats, rng),
     }
-
-
-@bench.command("collector")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
-@click.option("--batch-records", default=1024, show_default=True, help="Records per batch.")
-@click.option("--batches", default=400, show_default=True, help="Timed collect() calls per case.")
-@click.option("--record-bytes", default=256, show_default=True, help="Record size (the OPRA record is 256).")
-@click.option("--repeats", default=200, show_default=True, help="Timed calls per stats reader query.")
-def collector(json_out: Path | None, batch_records: int, batches: int, record_bytes: int, repeats: int) -> None:
-    """Latency collector ns per sampled record; stats segment snapshot read cost."""
-    if batch_records < 1 or batches < 1 or repeats < 1:
-        raise click.BadParameter("--batch-records, --batches and --repeats must be >= 1")
-    res = run_collector_bench(batch_records, batches, record_bytes, repeats)
-    for case in ("collector_all_sampled_no_stats", "collector_all_sampled_with_stats", "collector_1_in_1600",
-                 "collector_one_record_batch"):
-        r = res[case]
-        click.echo(f"{case:34} {r['ns_per_sample']['median']:9.1f} ns/sample  {r['ns_per_record']['median']:8.2f} "
-                   f"ns/record  (median of {r['batches']} batches of {r['records_per_batch']} records)")
-    for name, q in res["stats_reader_us"].items():
-        click.echo(f"reader {name:27} {q['median']:9.1f} us median  {q['p90']:9.1f} us p90")
-    if json_out:
-        json_out.write_text(json.dumps(res, indent=2) + "\n")
-        click.echo(f"wrote {json_out}")

@@ -29,8 +29,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-import click
-
 from omdp.native import ffi, lib
 from omdp.runtime.machine import keep_thread_off, machine_info
 from omdp.transport.shm_names import new_run_id, shm_name
@@ -223,7 +221,7 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
 
     def note(msg: str) -> None:
         if log:
-            click.echo(msg, err=True)
+            print(msg, file=sys.stderr, flush=True)
 
     try:
         if capture is None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
 _DEFAULT_MASTER = "local[*]"
 _DEFAULT_DATA = "./omdp-data"
@@ -71,7 +70,7 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
     )
 
 
-@cli.group("analytics")
+@click.group("analytics")
 def analytics() -> None:
     """Nightly Spark analytics: historical feeds, latency breakdowns, the report."""
 

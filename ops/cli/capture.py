@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.group("capture")
+@click.group("capture")
 def capture() -> None:
     """Inspect captures (directories of line pcaps, or single pcaps)."""
 

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.command("dashboard")
+@click.command("dashboard")
 @click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="a finished run directory (runs/<date>/<run_id>/)")
 @click.option("--live", "run_id", default=None, help="the id of a run live on this host (reads its stats segment)")

@@ -6,12 +6,11 @@ import sys
 
 import click
 
-from ops.cli.main import cli
 
 CHUNK_PACKETS = 4096
 
 
-@cli.command("decode")
+@click.command("decode")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["pcap", "siac"]), default=None,
               help="Capture format (default: a pcap if the file starts with a pcap magic, else SIAC).")

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.command("demo")
+@click.command("demo")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory: the capture and the run are kept there")
 @click.option("--seconds", type=float, default=30.0, show_default=True, help="how long the pipeline runs")

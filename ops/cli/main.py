@@ -1,10 +1,29 @@
-"""``omdp``: the command line of omdp. Each command lives in its own module of ``ops.cli``."""
+"""``omdp``: the command line of omdp.
+
+Each command (or group of commands) lives in its own module of ``ops.cli`` and knows
+nothing of its parent; this module imports them and adds them to ``cli``. The ``bench``
+group is built the same way in ``ops/cli/bench/``."""
 from __future__ import annotations
 
 import click
 
+from ops.cli.analytics import analytics
+from ops.cli.bench import bench
+from ops.cli.capture import capture
+from ops.cli.dashboard import dashboard
+from ops.cli.decode import decode
+from ops.cli.demo import demo
+from ops.cli.native_info import info
+from ops.cli.plan import plan_command
+from ops.cli.replay import replay
+from ops.cli.run import run_command
+from ops.cli.runs import runs
+from ops.cli.shm import shm
+from ops.cli.synth import synth
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Documentation: README.md and docs/ (architecture: docs/architecture.md).")
 @click.version_option(package_name="omdp")
 def cli() -> None:
     """omdp: low-latency OPRA options market data processing.
@@ -15,33 +34,13 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    # One import per command module; each module adds its commands to ``cli``.
-    import ops.cli.bench  # noqa: F401
-    import ops.bench.analytics  # noqa: F401
-    import ops.bench.collector  # noqa: F401
-    import ops.bench.decode  # noqa: F401
-    import ops.bench.synth  # noqa: F401
-    import ops.cli.analytics  # noqa: F401
-    import ops.cli.bench_engine  # noqa: F401
-    import ops.cli.bench_replay  # noqa: F401
-    import ops.cli.bench_sweep  # noqa: F401
-    import ops.cli.capture  # noqa: F401
-    import ops.cli.dashboard  # noqa: F401
-    import ops.cli.decode  # noqa: F401
-    import ops.cli.demo  # noqa: F401
-    import ops.cli.native_info  # noqa: F401
-    import ops.cli.plan  # noqa: F401
-    import ops.cli.replay  # noqa: F401
-    import ops.cli.run  # noqa: F401
-    import ops.cli.runs  # noqa: F401
-    import ops.cli.shm  # noqa: F401
-    import ops.cli.synth  # noqa: F401
+for _command in (analytics, bench, capture, dashboard, decode, demo, info, plan_command, replay, run_command, runs, shm,
+                 synth):
+    cli.add_command(_command)
 
 
 def main() -> None:
     """Console entry point."""
-    _register()
     cli()
 
 

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.command("info")
+@click.command("info")
 def info() -> None:
     """Print the native build and the record layouts this installation uses."""
     from feedhandlers.opra_record import OPRA_MSG_DTYPE

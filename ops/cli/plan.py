@@ -17,10 +17,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.command("plan")
+@click.command("plan")
 @click.argument("topology", type=click.Path(dir_okay=False), required=False)
 @click.option("--json", "as_json", is_flag=True, help="print the plan as JSON (what plan.json holds)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",

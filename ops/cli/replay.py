@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
 STATUS_PERIOD_S = 0.2
 PLAIN_STATUS_EVERY_S = 10.0
@@ -24,7 +23,7 @@ def _cpus(text: str | None) -> tuple[int, ...]:
         raise click.BadParameter(f"{text!r}: give CPU numbers separated by commas", param_hint="--cpus") from None
 
 
-@cli.command("replay")
+@click.command("replay")
 @click.argument("capture_dir", type=click.Path(path_type=Path))
 @click.option("--rate", help="N x 24,000 packets/s over the lines replayed, e.g. 10x or 0.5x (recorded gaps scaled)")
 @click.option("--speed", type=str, help="K times the recorded speed")

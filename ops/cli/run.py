@@ -23,8 +23,6 @@ from typing import Any
 
 import click
 
-from ops.cli.main import cli
-
 
 def _summary(result: Any) -> list[str]:
     lines = [f"run {result.run_id}: {result.status} in {result.ended_at - result.started_at:.1f} s; {result.run_dir}"]
@@ -42,12 +40,6 @@ def _write_json(out: str, data: Any) -> None:
         click.echo(text)
     else:
         Path(out).write_text(text + "\n")
-
-
-def latest_capture_date(data_dir: Path) -> str | None:
-    """The newest ``captures/<YYYY-MM-DD>`` holding a manifest, if any."""
-    found = sorted(p.parent.name for p in (data_dir / "captures").glob("*/manifest.json"))
-    return found[-1] if found else None
 
 
 def dashboard_hook(address: str) -> Any:
@@ -95,7 +87,7 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
     """Assemble, run and report a pipeline; returns the exit status."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
-    from ops.pipeline.capture_info import CaptureInputError
+    from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
     from ops.pipeline.run_pipeline import plan_pipeline, run_pipeline
 
     date = capture_date or latest_capture_date(data_dir)
@@ -127,7 +119,7 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
     return any(op.kind == "feed_handler" for op in load_topology(topology, overrides).operators.values())
 
 
-@cli.command("run")
+@click.command("run")
 @click.argument("topology", type=click.Path(dir_okay=False))
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.group("runs")
+@click.group("runs")
 def runs() -> None:
     """Look at finished runs (runs/<date>/<run_id>/ under --data)."""
 

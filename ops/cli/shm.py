@@ -6,10 +6,8 @@ import json
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.group("shm")
+@click.group("shm")
 def shm() -> None:
     """Vega shared-memory segments (/dev/shm/omdp-<run>-<channel>)."""
 

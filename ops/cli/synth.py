@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
-
 
 def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
     from ops.synth.anomalies import DEFAULT_RATES, KINDS
@@ -23,7 +21,7 @@ def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
     return rates
 
 
-@cli.command("synth")
+@click.command("synth")
 @click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="Data directory; the capture goes to DATA/captures/<date>/.")
 @click.option("--date", "date", type=click.DateTime(formats=["%Y-%m-%d"]), default="2008-02-04", show_default=True,

@@ -23,6 +23,12 @@ def capture_dir(data_dir: str | Path, capture_date: str | dt.date) -> Path:
     return Path(data_dir) / "captures" / f"{date:%Y-%m-%d}"
 
 
+def latest_capture_date(data_dir: str | Path) -> str | None:
+    """The newest ``captures/<YYYY-MM-DD>`` holding a manifest, if any."""
+    found = sorted(p.parent.name for p in (Path(data_dir) / "captures").glob("*/manifest.json"))
+    return found[-1] if found else None
+
+
 @dataclass(frozen=True)
 class CaptureInfo:
     """A capture directory, checked: lines, files, endpoints, roots and underlyings."""

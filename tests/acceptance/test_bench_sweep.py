@@ -10,10 +10,8 @@ from click.testing import CliRunner
 from pipeline_support import CAPTURE_DATE
 
 from omdp.metrics.run_files import read_meta
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from ops.topologies import topology_path
-
-_register()
 
 
 @pytest.mark.slow

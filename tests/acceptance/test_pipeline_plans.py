@@ -11,12 +11,10 @@ from click.testing import CliRunner
 from pipeline_support import CAPTURE_DATE, make_capture
 
 from omdp.topology.load import TopologyError
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.run_pipeline import plan_pipeline
 from ops.topologies import topology_path
-
-_register()
 
 
 def test_plan_shows_lines_and_routing(data_dir: Path) -> None:

@@ -6,9 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
-
-_register()
+from ops.cli.main import cli
 
 
 def test_bench_synth_writes_json(tmp_path: Path) -> None:

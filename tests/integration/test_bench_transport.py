@@ -31,9 +31,8 @@ def test_tiny_plan_runs_every_medium() -> None:
 
 @pytest.mark.bench
 def test_quick_command_writes_json(tmp_path) -> None:
-    from ops.cli.main import _register, cli
+    from ops.cli.main import cli
 
-    _register()
     out = tmp_path / "t.json"
     result = CliRunner().invoke(cli, ["bench", "transport", "--quick", "--json", str(out)])
     assert result.exit_code == 0, result.output

@@ -11,12 +11,11 @@ from click.testing import CliRunner
 
 from feedhandlers.captures import write_pcap, write_siac
 from feedhandlers.opra_fast import TABLE_HEADER, decode_packet, render_ascii
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import test_codec_golden as golden  # noqa: E402
 
-_register()
 
 GOOD = [
     golden.packet("0000005000", golden.K_BEST_BID, golden.K_BEST_OFFER, golden.K_BOTH),

@@ -8,13 +8,11 @@ import pytest
 from click.testing import CliRunner
 from replay_support import MulticastReceiver, make_line, multicast_works, write_capture
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from ops.replay.capture_set import CaptureInputError
 from ops.replay.config import ReplayConfig
 from ops.replay.rates import RateSpec
 from ops.replay.service import ReplayService
-
-_register()
 
 
 def _capture(tmp_path: Path) -> tuple[Path, dict]:

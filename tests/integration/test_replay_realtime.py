@@ -19,7 +19,7 @@ from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
 from ops.bench.replay import RingConsumer
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from ops.replay.config import ReplayConfig
 from ops.replay.rates import RateSpec
 from ops.replay.realtime import REALTIME_PRIORITY
@@ -201,7 +201,6 @@ def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
 
 
 def test_cli_realtime_flag_reaches_the_sender(tmp_path: Path) -> None:
-    _register()
     write_capture(tmp_path / "cap", [make_line(7, 200, seed=3)])
     name = shm_name(new_run_id(), "rtcli")
     out = tmp_path / "status.json"

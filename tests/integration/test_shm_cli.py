@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from omdp.transport.shm_names import new_run_id, read_stats, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
@@ -23,7 +23,6 @@ def hold_receiver(name: str) -> None:
 
 
 def test_list_and_clean_only_touch_dead_vega_segments() -> None:
-    _register()
     runner = CliRunner()
     run = new_run_id()
     live = VegaReceiver.create(ChannelSpec(queue_size=4, max_message=64), shm_name(run, "live"))

@@ -24,7 +24,7 @@ from omdp.metrics.stats_cleanup import clean_stats_segments, list_stats_segments
 from omdp.metrics.stats_segment import StatsReader, StatsWriter, stats_segment_name
 from omdp.native import lib
 from omdp.record import STAMPS_DTYPE
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 CTX = mp.get_context("fork")
 HOP_NS = {"fh": 100, "to_de": 200, "de": 300, "to_mc": 400, "e2e": 1000, "e2e_intended": 1500}
@@ -139,7 +139,6 @@ def test_sigkill_leaves_a_segment_that_clean_removes(run_id: str) -> None:
     status = {s.run_id: s for s in list_stats_segments()}[run_id]
     assert status.stale and "gone" in status.reason
     assert clean_stats_segments(run="some-other-run") == []
-    _register()
     dry = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id, "--dry-run"])
     assert dry.exit_code == 0 and f"would remove {path.name}" in dry.output and path.exists()
     res = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id])

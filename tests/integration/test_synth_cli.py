@@ -6,10 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 from ops.synth.manifest import load_manifest
-
-_register()
 
 
 def test_synth_then_stats(tmp_path: Path) -> None:

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
-
-_register()
+from ops.cli.main import cli
 
 
 @pytest.mark.bench

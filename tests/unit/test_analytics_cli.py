@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 
 def test_analytics_commands_and_options() -> None:
-    _register()
     runner = CliRunner()
     out = runner.invoke(cli, ["analytics", "--help"])
     assert out.exit_code == 0
@@ -21,6 +20,5 @@ def test_analytics_commands_and_options() -> None:
 
 
 def test_bad_date_is_refused_before_spark_starts() -> None:
-    _register()
     out = CliRunner().invoke(cli, ["analytics", "latency", "--date", "2008-02-30"])
     assert out.exit_code == 2 and "Invalid value for '--date'" in out.output

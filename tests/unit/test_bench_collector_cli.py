@@ -7,11 +7,10 @@ import os
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 
 def test_bench_collector_writes_json(tmp_path) -> None:
-    _register()
     out = tmp_path / "collector.json"
     res = CliRunner().invoke(cli, ["bench", "collector", "--batches", "5", "--batch-records", "64", "--repeats", "3",
                                    "--json", str(out)])

@@ -10,9 +10,7 @@ from click.testing import CliRunner
 
 from feedhandlers.opra_fast import decode_batch
 from ops.bench.random_capture import random_packets
-from ops.cli.main import _register, cli
-
-_register()
+from ops.cli.main import cli
 
 
 def test_random_packets_are_valid_and_deterministic() -> None:

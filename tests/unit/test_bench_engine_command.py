@@ -7,11 +7,10 @@ import json
 
 from click.testing import CliRunner
 
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 
 def test_bench_engine_writes_json_and_accounts_for_every_message(tmp_path) -> None:
-    _register()
     out = tmp_path / "engine.json"
     res = CliRunner().invoke(cli, ["bench", "engine", "--underlyings", "10", "--messages", "20000", "--runs", "2",
                                    "--json", str(out)])

@@ -14,7 +14,7 @@ from omdp.metrics.ingest_collector import IngestCollector
 from omdp.metrics.latency_collector import LatencyCollector
 from omdp.metrics.run_files import write_meta
 from omdp.record import STAMPS_DTYPE
-from ops.cli.main import _register, cli
+from ops.cli.main import cli
 
 META = {
     "run_id": "r1", "sweep_id": "", "date": "2026-01-02", "capture_date": "2008-02-01", "topology": "fused-2core",
@@ -107,7 +107,6 @@ def test_empty_and_unknown_figures_print_cleanly() -> None:
 
 def test_runs_show_cli(tmp_path) -> None:
     make_run(tmp_path)
-    _register()
     runner = CliRunner()
     res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
     assert res.exit_code == 0, res.output

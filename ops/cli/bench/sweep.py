@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.bench import bench
 
-
-@bench.command("sweep")
+@click.command("sweep")
 @click.argument("topologies", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--rates", default="1x,2.5x,5x,10x", show_default=True, help="comma-separated rates, Nx")
 @click.option("--seconds", type=float, default=30.0, show_default=True, help="replay length of each run")
@@ -36,8 +34,7 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
     breakdown, missed ratio, achieved rate and the sustainable rate per configuration."""
     from omdp.runtime.machine import machine_info
     from omdp.topology.load import TopologyError
-    from ops.cli.run import latest_capture_date
-    from ops.pipeline.capture_info import CaptureInputError
+    from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
     from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep
 
     knob_sets = [k.strip() for k in knobs.split(",") if k.strip()]

@@ -1,4 +1,5 @@
-"""``omdp bench ...``: benchmarks that measure, judge their targets and write JSON."""
+"""``omdp bench transport``: the paper's Figure 7 on this machine (the work is in
+``ops.bench.transport`` and ``ops.bench.transport_hosts``)."""
 from __future__ import annotations
 
 import json
@@ -6,15 +7,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.main import cli
 
-
-@cli.group("bench")
-def bench() -> None:
-    """Benchmarks (results and commands: docs/benchmarks.md)."""
-
-
-@bench.command("transport")
+@click.command("transport")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the full report here")
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.bench import bench
 
-
-@bench.command("engine")
+@click.command("engine")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write results here")
 @click.option("--messages", default=1_000_000, show_default=True, help="re-quotes timed per run")
 @click.option("--underlyings", default=400, show_default=True, help="underlyings in the engine's share")

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import click
 
-from ops.cli.bench import bench
 
-
-@bench.command("replay")
+@click.command("replay")
 @click.option("--capture", type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="capture directory to replay (default: one made with omdp synth)")
 @click.option("--capture-seconds", type=float, default=5.0, show_default=True,

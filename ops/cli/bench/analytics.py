@@ -1,0 +1,51 @@
+"""``omdp bench analytics``: how fast the nightly Spark jobs go, and whether they spread over
+cores (the work is in ``ops.bench.analytics``)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("analytics")
+@click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Data directory to use (and fill if empty); default: a temporary one.")
+@click.option("--master", "masters", multiple=True, default=("local[1]", "local[2]"), show_default=True,
+              help="Spark masters to compare; repeatable (spark://host:7077 for a standalone cluster).")
+@click.option("--seconds", type=float, default=10.0, show_default=True, help="Capture seconds at scale 1.")
+@click.option("--rate", type=float, default=1.0, show_default=True, help="Capture rate in x (24,000 packets/s).")
+@click.option("--num-lines", type=int, default=24, show_default=True, help="OPRA lines (one file each).")
+@click.option("--scale", "scales", default="1,2", show_default=True, help="Capture days of these multiples of --seconds.")
+@click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
+@click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
+@click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
+def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate: float, num_lines: int, scales: str,
+                    runs: int, run_seconds: float, repeats: int, json_out: str | None) -> None:
+    """Nightly Spark jobs: decode messages/s per executor core, latency rows/s; local[1] vs local[2]."""
+    from ops.bench.analytics import run_analytics_bench
+
+    scale_list = [int(s) for s in scales.split(",")]
+    res = run_analytics_bench(data, masters, seconds=seconds, rate=rate, num_lines=num_lines, scales=scale_list,
+                              runs=runs, run_seconds=run_seconds, repeats=repeats)
+    out = {"command": "omdp " + " ".join(sys.argv[1:]), **res}
+    results = out["results"]
+    click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
+               f"load {out['machine']['load_average'][0]:.2f}")
+    click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
+               f"{'msg/cpu-s':>11s}")
+    for r in results:
+        for d in r["decode"]:
+            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
+                       f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f}")
+    click.echo(f"{'master':18s} {'runs':>5s} {'rows':>11s} {'job s':>9s} {'rows/s':>11s} {'rows/s/core':>11s}")
+    for r in results:
+        lat = r["latency"]
+        rows = lat["sample_rows"] + lat["intended_rows"]
+        click.echo(f"{r['master']:18s} {lat['runs']:5d} {rows:11,d} {lat['job_wall_s']:9.2f} "
+                   f"{lat['rows_per_s']:11,.0f} {lat['rows_per_s_per_core']:11,.0f}")
+    if json_out:
+        Path(json_out).write_text(json.dumps(out, indent=2))
+        click.echo(f"wrote {json_out}")
