@@ -1,6 +1,7 @@
 """Shared pytest configuration: tiers (unit, integration, acceptance) live in folders and are
-marked here from the folder; cost is marked in the tests (``slow``, ``bench``); hardware tests
-skip with their reason.
+marked here from the folder; cost is marked in the tests (``full``, ``slow``, ``bench``);
+hardware tests skip with their reason. Plain ``pytest`` runs what is not full, slow or bench
+(pyproject.toml); every acceptance test runs the whole pipeline, so it is ``full`` too.
 
 Subprocesses the tests start (``python -P -c ...``, partitions of a run) import the same omdp
 as this process: its package root goes first on PYTHONPATH, and ``-P`` keeps the working
@@ -25,7 +26,7 @@ _TESTS = Path(__file__).resolve().parent
 _FOLDER_MARKS = {
     "unit": ("unit",),
     "integration": ("integration",),
-    "acceptance": ("acceptance",),
+    "acceptance": ("acceptance", "full"),
     "performance": ("bench",),
 }
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import _register, cli
+
+pytestmark = pytest.mark.full  # synth three times over
 
 _register()
 
