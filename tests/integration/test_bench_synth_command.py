@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import cli
+
+pytestmark = pytest.mark.full  # synth three times over
 
 
 def test_bench_synth_writes_json(tmp_path: Path) -> None:

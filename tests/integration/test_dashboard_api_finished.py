@@ -27,6 +27,8 @@ from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
 from ops.dashboard.serve import parse_address
 
+pytestmark = pytest.mark.full  # a 3.2 s live run first
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -121,6 +121,7 @@ def two_publications(client: TestClient, path: str, key: str, items: str) -> tup
         time.sleep(0.05)
 
 
+@pytest.mark.full  # a fixed wait for a new publication
 def test_line_rates_are_the_published_change_per_second(unsampled: tuple[LiveFeed, TestClient]) -> None:
     feed, client = unsampled
     first, second = two_publications(client, "/api/v1/ingest", "line", "lines")
@@ -140,6 +141,7 @@ def test_line_rates_are_the_published_change_per_second(unsampled: tuple[LiveFee
     assert totals["packets_per_s"] == pytest.approx(sum(r["packets_per_s"] for r in second["lines"]))
 
 
+@pytest.mark.full  # a fixed wait for a new publication
 def test_counter_rates_are_the_published_change_per_second(unsampled: tuple[LiveFeed, TestClient]) -> None:
     _, client = unsampled
     first, second = two_publications(client, "/api/v1/operators", "name", "operators")
@@ -158,6 +160,7 @@ def test_counter_rates_are_the_published_change_per_second(unsampled: tuple[Live
     assert all(0 < o["process_cpu_percent"] <= 100 * os.cpu_count() for o in second["operators"])
 
 
+@pytest.mark.full  # a fixed 2.5 s wait after the pauses
 def test_ingest_history_has_a_point_per_second(running: tuple[LiveFeed, TestClient]) -> None:
     _, client = running
     points = client.get("/api/v1/ingest/history", params={"seconds": 60}).json()["points"]

@@ -33,6 +33,7 @@ def check(capture: Path) -> None:
     assert s.recall >= 0.9, (s.recall, s.per_kind)
 
 
+@pytest.mark.full  # synth and score 4 s of feed
 def test_signals_score_against_ground_truth(tmp_path: Path) -> None:
     check(synth_capture(tmp_path, seed=11, seconds=4.0, underlyings=400, lines=4))
 

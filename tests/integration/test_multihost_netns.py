@@ -107,6 +107,7 @@ channel = {{ transport = "tcp" }}
     return path
 
 
+@pytest.mark.full  # a whole run over three hosts
 def test_three_hosts_account_for_every_record_and_recover_a_clock_offset(lab: NamespaceLab, tmp_path: Path) -> None:
     topo = topology(lab, tmp_path, f'env = {{ OMDP_CLOCK_OFFSET_NS = "{SKEW_NS}" }}\n')
     r = subprocess.run([*CLI, "run", str(topo), "--data", str(tmp_path / "data"), "--json", "-",

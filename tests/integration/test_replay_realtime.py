@@ -49,6 +49,7 @@ def _vm_locked_kb(pid: int) -> int:
     return 0
 
 
+@pytest.mark.full  # a fixed 1 s replay
 def test_realtime_sender_runs_fifo_with_locked_memory(tmp_path: Path) -> None:
     why = _may_go_realtime()
     if why:
@@ -154,6 +155,7 @@ def _unprivileged_child(tmp_path: Path, rtprio: int) -> dict:
     return st
 
 
+@pytest.mark.full  # a fresh interpreter replays
 def test_refused_realtime_warns_and_replays_anyway(tmp_path: Path) -> None:
     st = _unprivileged_child(tmp_path, rtprio=0)
     assert not st["realtime"]
@@ -163,6 +165,7 @@ def test_refused_realtime_warns_and_replays_anyway(tmp_path: Path) -> None:
     assert len(refused) == 1 and "EPERM" in refused[0] and "CAP_SYS_NICE" in refused[0], st["warnings"]
 
 
+@pytest.mark.full  # a fresh interpreter replays
 def test_rtprio_limit_below_the_priority_is_used(tmp_path: Path) -> None:
     st = _unprivileged_child(tmp_path, rtprio=10)
     assert st["realtime"]
@@ -172,6 +175,7 @@ def test_rtprio_limit_below_the_priority_is_used(tmp_path: Path) -> None:
     assert not [w for w in st["warnings"] if "--realtime refused" in w]
 
 
+@pytest.mark.full  # a fixed 1 s replay
 def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
     """A schedule no sender can keep: the loop never sleeps of its own accord, so the budget
     must force rests, and the loop's CPU share stays near 8/9, under the kernel's 95%."""

@@ -17,7 +17,7 @@ from ops.replay.service import ReplayService
 from ops.synth.generator import SynthConfig, synthesize
 
 _why = multicast_works()
-pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
+pytestmark = [pytest.mark.full, pytest.mark.skipif(_why is not None, reason=_why or "")]  # synth, then a whole replay
 
 
 def test_synth_capture_replays_whole(tmp_path: Path) -> None:

@@ -88,6 +88,7 @@ def assert_exact_accounting(result: dict[str, Any]) -> None:
         assert a["bad_frames"] == b["bad_frames"] == a["drops"] == 0, name
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions
 def test_small_graph_runs_to_the_end_with_every_record_accounted(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path)
     out, err = proc.communicate(timeout=120)
@@ -106,6 +107,7 @@ def test_small_graph_runs_to_the_end_with_every_record_accounted(tmp_path: Path)
     assert_nothing_left(run_dir)
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions
 def test_ctrl_c_stops_sources_drains_queues_and_cleans_up(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path, *[a for s in UNBOUNDED for a in ("--set", s)])
     run_dir = run_dir_of(tmp_path)
@@ -121,6 +123,7 @@ def test_ctrl_c_stops_sources_drains_queues_and_cleans_up(tmp_path: Path) -> Non
     assert_nothing_left(run_dir)
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions
 def test_duration_stop_drains(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path, "--duration", "1.5", *[a for s in UNBOUNDED for a in ("--set", s)])
     out, err = proc.communicate(timeout=60)
@@ -131,6 +134,7 @@ def test_duration_stop_drains(tmp_path: Path) -> None:
     assert_nothing_left(Path(result["partitions"]["snk"]["log"]).parents[1])
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions
 def test_killed_partition_fails_the_run_and_leaves_nothing(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path, *[a for s in UNBOUNDED for a in ("--set", s)])
     run_dir = run_dir_of(tmp_path)
@@ -146,6 +150,7 @@ def test_killed_partition_fails_the_run_and_leaves_nothing(tmp_path: Path) -> No
     assert_nothing_left(run_dir)
 
 
+@pytest.mark.full  # `omdp plan` and `omdp run` in fresh interpreters
 def test_cpu_out_of_range_is_refused_at_run_time_only(tmp_path: Path) -> None:
     setting = ("--set", "partitions.snk.cpus=[4096]")
     plan = subprocess.run([*CLI, "plan", str(TOPOLOGY), *setting], capture_output=True, text=True, timeout=60)
@@ -157,6 +162,7 @@ def test_cpu_out_of_range_is_refused_at_run_time_only(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("runs/*/*"))
 
 
+@pytest.mark.full  # `omdp plan` and `omdp run` in fresh interpreters
 def test_transport_missing_from_this_build_is_refused_at_run_time(tmp_path: Path) -> None:
     setting = ("--set", 'edges.5.channel={transport = "vega-ib"}')
     assert subprocess.run([*CLI, "plan", str(TOPOLOGY), *setting], capture_output=True, timeout=60).returncode == 0
@@ -175,6 +181,7 @@ def test_host_that_is_not_this_machine_is_refused(tmp_path: Path) -> None:
     assert "partitions.snk.host: host far (192.0.2.7) is not this machine" in r.stderr
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions
 def test_silent_partition_is_declared_dead(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path, "--set", "run.heartbeat_timeout_s=1.5", *[a for s in UNBOUNDED for a in ("--set", s)])
     run_dir = run_dir_of(tmp_path)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.full  # whole `omdp run` runs
+
 CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
 TOPOLOGY = """
 name = "vega-tcp-chain"

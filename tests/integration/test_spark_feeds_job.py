@@ -17,6 +17,8 @@ from ops.spark.feeds_job import FeedsResult, read_ticks, run_feeds
 from spark_test_data import ROOTS, T0_NS, write_capture, write_manifest
 from spark_test_session import local_spark
 
+pytestmark = pytest.mark.full  # a Spark session
+
 DATE = "2008-02-04"
 MS = 1_000_000
 

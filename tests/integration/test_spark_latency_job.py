@@ -17,6 +17,8 @@ from ops.spark.latency_job import LatencyResult, run_latency
 from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from spark_test_session import local_spark
 
+pytestmark = pytest.mark.full  # a Spark session
+
 NIGHT1, NIGHT2 = "2026-03-01", "2026-03-02"
 RATES = (0.5, 1.0, 2.0, 4.0)
 

@@ -24,6 +24,8 @@ from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write
 from ops.synth.generator import SynthConfig, synthesize
 from spark_test_session import local_spark
 
+pytestmark = pytest.mark.full  # a Spark session
+
 NIGHT0, NIGHT = "2008-02-03", "2008-02-04"
 SCHEMAS = {
     "feeds_day": FEEDS_DAY, "feeds_rate_profile": FEEDS_RATE_PROFILE, "feeds_rate_per_second": FEEDS_RATE_PER_SECOND,

@@ -99,6 +99,7 @@ def test_rate_and_messages_per_packet(small_capture: SynthResult, decoded: dict)
     assert sizes.max() <= 1456
 
 
+@pytest.mark.full  # a Python NBBO over 50,000 quotes
 def test_bbo_indicators_match_an_independent_nbbo(small_capture: SynthResult, decoded: dict) -> None:
     gt = pq.read_table(small_capture.directory / small_capture.manifest.ground_truth.file).to_pydict()
     anomalous = set(zip(gt["line"], gt["seq"]))

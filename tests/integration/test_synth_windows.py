@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_fast import BatchDecoder
@@ -56,6 +57,7 @@ def test_a_mid_day_window_continues_the_sequence(tmp_path: Path) -> None:
     assert res.manifest.lines[0].first_seq == int(recs["msg_seq"][0])
 
 
+@pytest.mark.full  # 42 s of feed synthesized
 def test_a_window_over_the_close_ends_with_summaries_and_end_of_day(tmp_path: Path) -> None:
     res = synthesize(_tiny(tmp_path, start=dt.time(15, 59, 50), seconds=42.0, rate=0.3))
     assert res.manifest.rate.session_seconds == 10.0
