@@ -270,7 +270,7 @@ static inline void omdp_vega_relaxed_add(_Atomic uint64_t *c, uint64_t v)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
 }
 
-/* ---- slow paths and setup (native/src/vega_*.c) ---- */
+/* ---- slow paths and setup (native/src/transport/vega_*.c) ---- */
 
 int omdp_vega_put_full(omdp_vega_sender_t *tx, const void *data, uint32_t size, int64_t timeout_ns);
 int omdp_vega_get_wait(omdp_vega_receiver_t *rx, omdp_vega_msg_t *msg, int64_t timeout_ns);
