@@ -157,16 +157,6 @@ static int check_args(const omdp_replay_run_args_t *a)
     return 0;
 }
 
-/* One packet of the batch being assembled. */
-typedef struct pending {
-    int64_t intended_ns;
-    uint64_t block_seq;
-    uint16_t line;
-    uint16_t messages;
-    uint16_t flags;
-    int8_t out[OMDP_REPLAY_COPIES]; /* index in the out array, -1: not sent on that copy */
-} pending_t;
-
 /* True when the service that started this sender is gone (we were re-parented). */
 static int orphaned(const omdp_replay_run_args_t *a, int64_t now, int64_t *next_check)
 {
@@ -234,6 +224,332 @@ static int finish_timed(const omdp_replay_run_args_t *a, int result, usage_base_
     return finish(a, result);
 }
 
+/* ---- the loop, part by part ---------------------------------------------------------- */
+
+#define RUN_ON 0x100 /* not an OMDP_REPLAY_* result: the run goes on */
+/* The loop's parts are always inlined: together they are the one loop they were written as,
+ * its state in registers. */
+#define LOOP_PART static inline __attribute__((always_inline))
+
+/* Waits for the service's common start: RUN_ON once it is set, else the run's result. */
+static int wait_for_start(const omdp_replay_run_args_t *a, int64_t *next_parent_check)
+{
+    omdp_replay_sender_status_t *st = a->status;
+    omdp_replay_control_t *ctl = a->control;
+    STORE_REL(&st->state, OMDP_REPLAY_SENDER_READY);
+    for (;;) {
+        if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
+            return finish(a, OMDP_REPLAY_STOPPED);
+        if (LOAD_ACQ(&ctl->start_ns) != 0)
+            return RUN_ON;
+        int64_t now = omdp_now_ns();
+        if (orphaned(a, now, next_parent_check)) {
+            omdp_replay_status_fail(st, "the replay service is gone");
+            return OMDP_REPLAY_ORPHANED;
+        }
+        STORE_RLX(&st->heartbeat_ns, now);
+        sleep_until(now + START_POLL_NS);
+    }
+}
+
+/* What the running loop reads and never changes. */
+typedef struct run {
+    const omdp_replay_run_args_t *a;
+    omdp_replay_sender_status_t *st;
+    omdp_replay_control_t *ctl;
+    const omdp_replay_pkt_t *pk;    /* the lap's packets ... */
+    uint64_t n;                     /* ... and how many */
+    int64_t end_ns;
+    int n_copies;                   /* copies sent of each packet */
+    omdp_replay_sent_t *log_entries; /* NULL: no sent log */
+    char *sink_err;                 /* OMDP_REPLAY_ERROR_LEN bytes: what the sink last said */
+} run_t;
+
+/* One packet of the batch being assembled. */
+typedef struct pending {
+    int64_t intended_ns;
+    uint64_t block_seq;
+    uint16_t line;
+    uint16_t messages;
+    uint16_t flags;
+    int8_t out[OMDP_REPLAY_COPIES]; /* index in the out array, -1: not sent on that copy */
+} pending_t;
+
+/* The batch being assembled: datagrams for the sink, packets for the accounting ... */
+typedef struct batch {
+    omdp_replay_out_t out[OMDP_REPLAY_BATCH_MAX];
+    pending_t pend[OMDP_REPLAY_BATCH_MAX];
+} batch_t;
+
+/* ... and its counts, apart, so they stay in registers. */
+typedef struct batch_counts {
+    int n_out, n_pend;
+    uint64_t data_done, control_done;
+} batch_counts_t;
+
+/* Before the packet at schedule offset `off`: a stop, a new time map, the end of the run,
+ * an orphaned sender. RUN_ON with the packet's intended time and the time now, else the
+ * run's result. */
+LOOP_PART int before_packet(const run_t *R, time_map_t *map, usage_base_t *usage, int64_t *next_parent_check,
+                            int64_t off, int64_t *due_out, int64_t *now_out)
+{
+    if (LOAD_ACQ(&R->ctl->command) == OMDP_REPLAY_CMD_STOP)
+        return finish_timed(R->a, OMDP_REPLAY_STOPPED, usage);
+    if (LOAD_ACQ(&R->ctl->map_seq) != map->seq)
+        load_map(R->ctl, map);
+    const int64_t due = map_eval(map, off);
+    STORE_RLX(&R->st->next_intended_ns, due);
+    if (due >= R->end_ns)
+        return finish_timed(R->a, OMDP_REPLAY_ENDED, usage);
+    int64_t now = omdp_now_ns();
+    if (now >= R->end_ns)
+        return finish_timed(R->a, OMDP_REPLAY_ENDED, usage);
+    publish_usage_now_and_then(R->a, now, usage);
+    if (orphaned(R->a, now, next_parent_check)) {
+        omdp_replay_status_fail(R->st, "the replay service is gone");
+        return OMDP_REPLAY_ORPHANED;
+    }
+    *due_out = due;
+    *now_out = now;
+    return RUN_ON;
+}
+
+/* Until packet i is due: a forced rest when a real-time loop owes too much, a sleep while the
+ * deadline is far (0: look at the control block again), else prefetch and spin to it (1,
+ * *now the time it is due or later). */
+LOOP_PART int wait_until_due(const run_t *R, rest_budget_t *rest, lookahead_t *la, uint64_t i, uint64_t log_head,
+                             int64_t due, int64_t *now_io)
+{
+    omdp_replay_sender_status_t *st = R->st;
+    int64_t now = *now_io;
+    int64_t spin_ns = R->a->spin_ns;
+    if (rest->on) {
+        const int64_t owed = rest_owed(rest, now);
+        if (owed > OMDP_REPLAY_RT_FORCE_NS) {
+            /* in steps, like every sleep here, so a stop still takes effect at once */
+            const int64_t woke = nap_until(rest, now, now + (owed < SLEEP_STEP_NS ? owed : SLEEP_STEP_NS));
+            BUMP(&st->rests, 1);
+            BUMP(&st->rest_ns, woke - now);
+            STORE_RLX(&st->heartbeat_ns, woke);
+            return 0;
+        }
+        if (owed > 0 && spin_ns > OMDP_REPLAY_RT_OWING_SPIN_NS)
+            spin_ns = OMDP_REPLAY_RT_OWING_SPIN_NS;
+    }
+    if (due > now) {
+        if (due - now > spin_ns) {
+            int64_t until = due - spin_ns;
+            until = until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS;
+            STORE_RLX(&st->heartbeat_ns, nap_until(rest, now, until));
+            return 0;
+        }
+        lookahead_upto(la, i, i + LOOKAHEAD_PACKETS, log_head);
+        while ((now = omdp_now_ns()) < due)
+            omdp_replay_cpu_relax();
+    }
+    *now_io = now;
+    return 1;
+}
+
+/* Packet p, intended at d, into the batch: checked against its source's bounds (a bad one
+ * is counted and skipped), its intended time published, a datagram per copy not dropped. */
+LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d, uint64_t lap, lookahead_t *la,
+                          batch_t *B, batch_counts_t *c)
+{
+    const omdp_replay_run_args_t *a = R->a;
+    if (p->src >= a->n_sources || p->len == 0 || p->line == 0 || p->line > OMDP_REPLAY_MAX_LINE ||
+        p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len) {
+        BUMP(&R->st->source_errors, 1);
+        return;
+    }
+    const uint8_t *data = a->sources[p->src].base + p->src_off;
+    pending_t *q = &B->pend[c->n_pend++];
+    q->intended_ns = d;
+    q->line = p->line;
+    q->flags = p->flags;
+    uint32_t count;
+    omdp_opra_header_peek(data, p->len, &q->block_seq, &count);
+    q->messages = (uint16_t)count;
+    lookahead_sent(la, q->line, q->block_seq, q->messages);
+    if (p->flags & OMDP_REPLAY_PKT_CONTROL)
+        c->control_done++;
+    else
+        c->data_done++;
+    /* Published before the send: a consumer on this host may look the packet up the moment
+     * it arrives, before sendmmsg has even returned here. */
+    if (a->intended)
+        omdp_replay_intended_publish(a->intended, q->line, q->block_seq, d);
+    for (uint32_t cp = 0; cp < OMDP_REPLAY_COPIES; cp++) {
+        q->out[cp] = -1;
+        if (!(a->copies_mask & (1u << cp)))
+            continue;
+        if (!(p->flags & OMDP_REPLAY_PKT_CONTROL) && a->drop_threshold[cp] &&
+            omdp_replay_drop_hash(a->drop_seed, p->line, cp, lap, p->line_index) < a->drop_threshold[cp]) {
+            BUMP(&a->lines[p->line].dropped[cp], 1);
+            continue;
+        }
+        omdp_replay_out_t *o = &B->out[c->n_out];
+        o->data = data;
+        o->len = p->len;
+        o->line = p->line;
+        o->copy = (uint8_t)cp;
+        o->flags = (uint8_t)p->flags;
+        o->intended_ns = d;
+        q->out[cp] = (int8_t)c->n_out++;
+    }
+}
+
+/* The batch to the sink, stamped sent_ns: 0, or -1 when the sink failed for good (the
+ * sender then fails with its reason). */
+LOOP_PART int send_batch(const run_t *R, batch_t *B, int n_out, int64_t sent_ns)
+{
+    const omdp_replay_run_args_t *a = R->a;
+    const int sink_rc = n_out == 0 ? 0
+                        : a->sink_kind == OMDP_REPLAY_SINK_UDP
+                            ? omdp_replay_udp_send(a->sink, B->out, n_out, R->sink_err, OMDP_REPLAY_ERROR_LEN)
+                            : omdp_replay_ring_send(a->sink, B->out, n_out, sent_ns, R->sink_err, OMDP_REPLAY_ERROR_LEN);
+    if (sink_rc != 0) {
+        omdp_replay_status_fail(R->st, R->sink_err);
+        return -1;
+    }
+    if (R->sink_err[0] && R->st->error[0] == 0)
+        snprintf(R->st->error, sizeof R->st->error, "%s", R->sink_err);
+    return 0;
+}
+
+/* Packet q's copies as the sink left them: each line's counters; *copy_sent_ns the time of
+ * each copy sent (0: not sent). Returns how many were sent. */
+LOOP_PART int count_copies(const run_t *R, const batch_t *B, const pending_t *q, int64_t sent_ns,
+                           int64_t copy_sent_ns[OMDP_REPLAY_COPIES])
+{
+    omdp_replay_line_stats_t *ls = &R->a->lines[q->line];
+    int sent_copies = 0;
+    for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
+        if (q->out[c] < 0)
+            continue;
+        const omdp_replay_out_t *o = &B->out[q->out[c]];
+        if (!o->ok) {
+            BUMP(&ls->send_errors[c], 1);
+            continue;
+        }
+        copy_sent_ns[c] = sent_ns;
+        sent_copies++;
+        BUMP(&ls->packets[c], 1);
+        BUMP(&ls->messages[c], q->messages);
+        BUMP(&ls->bytes[c], o->len);
+    }
+    if (q->flags & OMDP_REPLAY_PKT_CONTROL)
+        BUMP(&ls->control_packets, 1);
+    return sent_copies;
+}
+
+/* The sent packet q into the sent log, or an overrun when the service has not drained it. */
+LOOP_PART void log_sent(const run_t *R, const pending_t *q, const int64_t copy_sent_ns[OMDP_REPLAY_COPIES],
+                        uint64_t *log_head, uint64_t log_tail)
+{
+    const omdp_replay_log_t *log = R->a->log;
+    if (*log_head - log_tail < log->capacity) {
+        /* field by field: a struct built aside and copied in would be read back wider than
+         * it was written (a store-forwarding stall) */
+        omdp_replay_sent_t *e = &R->log_entries[(*log_head)++ & (log->capacity - 1)];
+        e->intended_ns = q->intended_ns;
+        e->sent_ns[0] = copy_sent_ns[0];
+        e->sent_ns[1] = copy_sent_ns[1];
+        e->block_seq = q->block_seq;
+        e->line = q->line;
+        e->messages = q->messages;
+        e->reserved = 0;
+    } else {
+        BUMP(&R->st->log_overruns, 1);
+    }
+}
+
+/* After the send: line counters, pacing error, the sent log and the sender's status. */
+LOOP_PART void account_batch(const run_t *R, const batch_t *B, const batch_counts_t *c, int64_t sent_ns,
+                             uint64_t *log_head)
+{
+    const omdp_replay_run_args_t *a = R->a;
+    omdp_replay_sender_status_t *st = R->st;
+    int any_sent = 0;
+    int64_t last_intended = 0;
+    uint64_t n_paced = 0, err_sum = 0;
+    int64_t err_max = INT64_MIN;
+    uint64_t log_tail = a->log ? LOAD_ACQ(&a->log->tail) : 0;
+    for (int k = 0; k < c->n_pend; k++) {
+        const pending_t *q = &B->pend[k];
+        int64_t copy_sent_ns[OMDP_REPLAY_COPIES] = {0, 0};
+        if (!count_copies(R, B, q, sent_ns, copy_sent_ns))
+            continue;
+        any_sent = 1;
+        last_intended = q->intended_ns;
+        const int64_t err = sent_ns - q->intended_ns;
+        BUMP(&st->pacing_hist[omdp_replay_hist_index(err)], 1);
+        n_paced++;
+        err_sum += (uint64_t)(err > 0 ? err : 0);
+        err_max = err > err_max ? err : err_max;
+        if (a->log)
+            log_sent(R, q, copy_sent_ns, log_head, log_tail);
+    }
+    if (n_paced) {
+        BUMP(&st->pacing_count, n_paced);
+        BUMP(&st->pacing_sum_ns, err_sum);
+        if (err_max > LOAD_RLX(&st->pacing_max_ns))
+            STORE_RLX(&st->pacing_max_ns, err_max);
+    }
+    if (a->log)
+        STORE_REL(&a->log->head, *log_head);
+    BUMP(&st->batches, 1);
+    if (c->n_pend > 1)
+        BUMP(&st->behind_batches, 1);
+    BUMP(&st->packets_done, c->data_done);
+    BUMP(&st->control_done, c->control_done);
+    if (any_sent) {
+        STORE_RLX(&st->last_intended_ns, last_intended);
+        STORE_RLX(&st->last_sent_ns, sent_ns);
+    }
+}
+
+/* One lap of the schedule: RUN_ON at its end, else the run's result. */
+LOOP_PART int run_lap(const run_t *R, uint64_t lap, time_map_t *map, rest_budget_t *rest, usage_base_t *usage,
+                      lookahead_t *la, uint64_t *log_head, int64_t *next_parent_check)
+{
+    omdp_replay_sender_status_t *st = R->st;
+    batch_t B;
+    STORE_RLX(&st->lap, lap);
+    const int64_t base = (int64_t)lap * R->a->lap_span;
+    uint64_t i = 0;
+    while (i < R->n) {
+        int64_t due, now;
+        int rc = before_packet(R, map, usage, next_parent_check, base + R->pk[i].off, &due, &now);
+        if (rc != RUN_ON)
+            return rc;
+        if (!wait_until_due(R, rest, la, i, *log_head, due, &now))
+            continue; /* it slept: look at the control block again */
+
+        /* Everything due by `now` goes in this batch (one packet when on time). */
+        batch_counts_t c = {0, 0, 0, 0};
+        uint64_t j = i;
+        while (j < R->n && c.n_pend < OMDP_REPLAY_BATCH_MAX && c.n_out + R->n_copies <= OMDP_REPLAY_BATCH_MAX) {
+            const omdp_replay_pkt_t *p = &R->pk[j];
+            const int64_t d = j == i ? due : map_eval(map, base + p->off);
+            if (d > now || d >= R->end_ns)
+                break;
+            lookahead_upto(la, i, j + LOOKAHEAD_PACKETS, *log_head);
+            j++;
+            add_packet(R, p, d, lap, la, &B, &c);
+        }
+
+        const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
+        if (send_batch(R, &B, c.n_out, sent_ns) != 0)
+            return OMDP_REPLAY_ESINK;
+        account_batch(R, &B, &c, sent_ns, log_head);
+        STORE_RLX(&st->position, j);
+        STORE_RLX(&st->heartbeat_ns, sent_ns);
+        i = j;
+    }
+    return RUN_ON;
+}
+
 int omdp_replay_run(const omdp_replay_run_args_t *a)
 {
     if (!a || !a->status)
@@ -249,223 +565,35 @@ int omdp_replay_run(const omdp_replay_run_args_t *a)
 #endif
 
     int64_t next_parent_check = 0;
-    STORE_REL(&st->state, OMDP_REPLAY_SENDER_READY);
-    for (;;) {
-        if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
-            return finish(a, OMDP_REPLAY_STOPPED);
-        if (LOAD_ACQ(&ctl->start_ns) != 0)
-            break;
-        int64_t now = omdp_now_ns();
-        if (orphaned(a, now, &next_parent_check)) {
-            omdp_replay_status_fail(st, "the replay service is gone");
-            return OMDP_REPLAY_ORPHANED;
-        }
-        STORE_RLX(&st->heartbeat_ns, now);
-        sleep_until(now + START_POLL_NS);
-    }
+    int rc = wait_for_start(a, &next_parent_check);
+    if (rc != RUN_ON)
+        return rc;
     STORE_REL(&st->state, OMDP_REPLAY_SENDER_RUNNING);
     rest_budget_t rest = {.on = publish_policy(st), .awake_since = omdp_now_ns(), .debt_ns = -OMDP_REPLAY_RT_CREDIT_NS};
     if (a->sink_kind == OMDP_REPLAY_SINK_RING)
         ((omdp_replay_ring_sink_t *)a->sink)->realtime = (uint32_t)rest.on;
     usage_base_t usage = {.cpu0 = thread_cpu_ns(), .pre0 = thread_preemptions(), .next = 0};
-    const int64_t end_ns = LOAD_RLX(&ctl->end_ns);
+    const run_t R = {
+        .a = a,
+        .st = st,
+        .ctl = ctl,
+        .pk = a->pkts,
+        .n = a->n_pkts,
+        .end_ns = LOAD_RLX(&ctl->end_ns),
+        .n_copies = __builtin_popcount(a->copies_mask),
+        .log_entries = a->log ? (omdp_replay_sent_t *)((uint8_t *)a->log + sizeof(omdp_replay_log_t)) : NULL,
+        .sink_err = sink_err,
+    };
     time_map_t map;
     load_map(ctl, &map);
-
-    omdp_replay_out_t out[OMDP_REPLAY_BATCH_MAX];
-    pending_t pend[OMDP_REPLAY_BATCH_MAX];
-    const omdp_replay_pkt_t *pk = a->pkts;
-    const uint64_t n = a->n_pkts;
-    const int n_copies = __builtin_popcount(a->copies_mask);
     uint64_t log_head = a->log ? LOAD_RLX(&a->log->head) : 0;
-    omdp_replay_sent_t *log_entries = a->log ? (omdp_replay_sent_t *)((uint8_t *)a->log + sizeof(omdp_replay_log_t)) : NULL;
     lookahead_t la;
-    lookahead_init(&la, a, log_entries, (uint32_t)n_copies);
+    lookahead_init(&la, a, R.log_entries, (uint32_t)R.n_copies);
 
     for (uint64_t lap = 0;; lap++) {
-        STORE_RLX(&st->lap, lap);
-        const int64_t base = (int64_t)lap * a->lap_span;
-        uint64_t i = 0;
-        while (i < n) {
-            if (LOAD_ACQ(&ctl->command) == OMDP_REPLAY_CMD_STOP)
-                return finish_timed(a, OMDP_REPLAY_STOPPED, &usage);
-            if (LOAD_ACQ(&ctl->map_seq) != map.seq)
-                load_map(ctl, &map);
-            const int64_t due = map_eval(&map, base + pk[i].off);
-            STORE_RLX(&st->next_intended_ns, due);
-            if (due >= end_ns)
-                return finish_timed(a, OMDP_REPLAY_ENDED, &usage);
-            int64_t now = omdp_now_ns();
-            if (now >= end_ns)
-                return finish_timed(a, OMDP_REPLAY_ENDED, &usage);
-            publish_usage_now_and_then(a, now, &usage);
-            if (orphaned(a, now, &next_parent_check)) {
-                omdp_replay_status_fail(st, "the replay service is gone");
-                return OMDP_REPLAY_ORPHANED;
-            }
-            int64_t spin_ns = a->spin_ns;
-            if (rest.on) {
-                const int64_t owed = rest_owed(&rest, now);
-                if (owed > OMDP_REPLAY_RT_FORCE_NS) {
-                    /* in steps, like every sleep here, so a stop still takes effect at once */
-                    const int64_t woke = nap_until(&rest, now, now + (owed < SLEEP_STEP_NS ? owed : SLEEP_STEP_NS));
-                    BUMP(&st->rests, 1);
-                    BUMP(&st->rest_ns, woke - now);
-                    STORE_RLX(&st->heartbeat_ns, woke);
-                    continue;
-                }
-                if (owed > 0 && spin_ns > OMDP_REPLAY_RT_OWING_SPIN_NS)
-                    spin_ns = OMDP_REPLAY_RT_OWING_SPIN_NS;
-            }
-            if (due > now) {
-                if (due - now > spin_ns) {
-                    int64_t until = due - spin_ns;
-                    until = until < now + SLEEP_STEP_NS ? until : now + SLEEP_STEP_NS;
-                    STORE_RLX(&st->heartbeat_ns, nap_until(&rest, now, until));
-                    continue; /* look at the control block again */
-                }
-                lookahead_upto(&la, i, i + LOOKAHEAD_PACKETS, log_head);
-                while ((now = omdp_now_ns()) < due)
-                    omdp_replay_cpu_relax();
-            }
-
-            /* Everything due by `now` goes in this batch (one packet when on time). */
-            int n_out = 0, n_pend = 0;
-            uint64_t j = i, data_done = 0, control_done = 0;
-            while (j < n && n_pend < OMDP_REPLAY_BATCH_MAX && n_out + n_copies <= OMDP_REPLAY_BATCH_MAX) {
-                const omdp_replay_pkt_t *p = &pk[j];
-                const int64_t d = j == i ? due : map_eval(&map, base + p->off);
-                if (d > now || d >= end_ns)
-                    break;
-                lookahead_upto(&la, i, j + LOOKAHEAD_PACKETS, log_head);
-                j++;
-                if (p->src >= a->n_sources || p->len == 0 || p->line == 0 || p->line > OMDP_REPLAY_MAX_LINE ||
-                    p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len) {
-                    BUMP(&st->source_errors, 1);
-                    continue;
-                }
-                const uint8_t *data = a->sources[p->src].base + p->src_off;
-                pending_t *q = &pend[n_pend++];
-                q->intended_ns = d;
-                q->line = p->line;
-                q->flags = p->flags;
-                uint32_t count;
-                omdp_opra_header_peek(data, p->len, &q->block_seq, &count);
-                q->messages = (uint16_t)count;
-                lookahead_sent(&la, q->line, q->block_seq, q->messages);
-                if (p->flags & OMDP_REPLAY_PKT_CONTROL)
-                    control_done++;
-                else
-                    data_done++;
-                /* Published before the send: a consumer on this host may look the packet up
-                 * the moment it arrives, before sendmmsg has even returned here. */
-                if (a->intended)
-                    omdp_replay_intended_publish(a->intended, q->line, q->block_seq, d);
-                for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
-                    q->out[c] = -1;
-                    if (!(a->copies_mask & (1u << c)))
-                        continue;
-                    if (!(p->flags & OMDP_REPLAY_PKT_CONTROL) && a->drop_threshold[c] &&
-                        omdp_replay_drop_hash(a->drop_seed, p->line, c, lap, p->line_index) < a->drop_threshold[c]) {
-                        BUMP(&a->lines[p->line].dropped[c], 1);
-                        continue;
-                    }
-                    omdp_replay_out_t *o = &out[n_out];
-                    o->data = data;
-                    o->len = p->len;
-                    o->line = p->line;
-                    o->copy = (uint8_t)c;
-                    o->flags = (uint8_t)p->flags;
-                    o->intended_ns = d;
-                    q->out[c] = (int8_t)n_out++;
-                }
-            }
-
-            const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
-            const int sink_rc = n_out == 0 ? 0
-                                : a->sink_kind == OMDP_REPLAY_SINK_UDP
-                                    ? omdp_replay_udp_send(a->sink, out, n_out, sink_err, sizeof sink_err)
-                                    : omdp_replay_ring_send(a->sink, out, n_out, sent_ns, sink_err, sizeof sink_err);
-            if (sink_rc != 0) {
-                omdp_replay_status_fail(st, sink_err);
-                return OMDP_REPLAY_ESINK;
-            }
-            if (sink_err[0] && st->error[0] == 0)
-                snprintf(st->error, sizeof st->error, "%s", sink_err);
-
-            int any_sent = 0;
-            int64_t last_intended = 0;
-            uint64_t n_paced = 0, err_sum = 0;
-            int64_t err_max = INT64_MIN;
-            uint64_t log_tail = a->log ? LOAD_ACQ(&a->log->tail) : 0;
-            for (int k = 0; k < n_pend; k++) {
-                pending_t *q = &pend[k];
-                omdp_replay_line_stats_t *ls = &a->lines[q->line];
-                int64_t copy_sent_ns[OMDP_REPLAY_COPIES] = {0, 0};
-                int sent_copies = 0;
-                for (uint32_t c = 0; c < OMDP_REPLAY_COPIES; c++) {
-                    if (q->out[c] < 0)
-                        continue;
-                    const omdp_replay_out_t *o = &out[q->out[c]];
-                    if (!o->ok) {
-                        BUMP(&ls->send_errors[c], 1);
-                        continue;
-                    }
-                    copy_sent_ns[c] = sent_ns;
-                    sent_copies++;
-                    BUMP(&ls->packets[c], 1);
-                    BUMP(&ls->messages[c], q->messages);
-                    BUMP(&ls->bytes[c], o->len);
-                }
-                if (q->flags & OMDP_REPLAY_PKT_CONTROL)
-                    BUMP(&ls->control_packets, 1);
-                if (!sent_copies)
-                    continue;
-                any_sent = 1;
-                last_intended = q->intended_ns;
-                const int64_t err = sent_ns - q->intended_ns;
-                BUMP(&st->pacing_hist[omdp_replay_hist_index(err)], 1);
-                n_paced++;
-                err_sum += (uint64_t)(err > 0 ? err : 0);
-                err_max = err > err_max ? err : err_max;
-                if (a->log) {
-                    if (log_head - log_tail < a->log->capacity) {
-                        /* field by field: a struct built aside and copied in would be read
-                         * back wider than it was written (a store-forwarding stall) */
-                        omdp_replay_sent_t *e = &log_entries[log_head++ & (a->log->capacity - 1)];
-                        e->intended_ns = q->intended_ns;
-                        e->sent_ns[0] = copy_sent_ns[0];
-                        e->sent_ns[1] = copy_sent_ns[1];
-                        e->block_seq = q->block_seq;
-                        e->line = q->line;
-                        e->messages = q->messages;
-                        e->reserved = 0;
-                    } else {
-                        BUMP(&st->log_overruns, 1);
-                    }
-                }
-            }
-            if (n_paced) {
-                BUMP(&st->pacing_count, n_paced);
-                BUMP(&st->pacing_sum_ns, err_sum);
-                if (err_max > LOAD_RLX(&st->pacing_max_ns))
-                    STORE_RLX(&st->pacing_max_ns, err_max);
-            }
-            if (a->log)
-                STORE_REL(&a->log->head, log_head);
-            BUMP(&st->batches, 1);
-            if (n_pend > 1)
-                BUMP(&st->behind_batches, 1);
-            BUMP(&st->packets_done, data_done);
-            BUMP(&st->control_done, control_done);
-            if (any_sent) {
-                STORE_RLX(&st->last_intended_ns, last_intended);
-                STORE_RLX(&st->last_sent_ns, sent_ns);
-            }
-            STORE_RLX(&st->position, j);
-            STORE_RLX(&st->heartbeat_ns, sent_ns);
-            i = j;
-        }
+        rc = run_lap(&R, lap, &map, &rest, &usage, &la, &log_head, &next_parent_check);
+        if (rc != RUN_ON)
+            return rc;
         if (!a->loop)
             return finish_timed(a, OMDP_REPLAY_DONE, &usage);
         lookahead_new_lap(&la);
