@@ -20,7 +20,7 @@ static void attach_tables(feed_handler_t *fh, int64_t now)
         if (!base)
             continue;
         const omdp_replay_intended_header_t *h = base;
-        int ok = size >= sizeof *h && __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == OMDP_REPLAY_INTENDED_MAGIC &&
+        int ok = size >= sizeof *h && atomic_load_explicit(OMDP_REPLAY_ATOMIC(&h->magic), memory_order_acquire) == OMDP_REPLAY_INTENDED_MAGIC &&
                  h->version == OMDP_REPLAY_VERSION && h->capacity && !(h->capacity & (h->capacity - 1)) &&
                  omdp_replay_intended_size(h->max_line, h->capacity) == size;
         if (!ok) {

@@ -27,10 +27,11 @@
 #include "replay_lookahead.h"
 #include "replay_sink.h"
 
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* C11 atomics on the plain fields of the shared blocks (omdp/replay.h). */
+#define LOAD_ACQ(p) atomic_load_explicit(OMDP_REPLAY_ATOMIC(p), memory_order_acquire)
+#define LOAD_RLX(p) atomic_load_explicit(OMDP_REPLAY_ATOMIC(p), memory_order_relaxed)
+#define STORE_RLX(p, v) atomic_store_explicit(OMDP_REPLAY_ATOMIC(p), (v), memory_order_relaxed)
+#define STORE_REL(p, v) atomic_store_explicit(OMDP_REPLAY_ATOMIC(p), (v), memory_order_release)
 /* Counters have one writer (this sender); readers in other processes see whole values. */
 #define BUMP(p, d) STORE_RLX((p), LOAD_RLX(p) + (d))
 
@@ -60,9 +61,8 @@ static void load_map(const omdp_replay_control_t *c, time_map_t *m)
         }
         int64_t an = LOAD_RLX(&c->anchor_ns);
         int64_t ao = LOAD_RLX(&c->anchor_off);
-        double sc;
-        __atomic_load(&c->scale, &sc, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        double sc = LOAD_RLX(&c->scale);
+        atomic_thread_fence(memory_order_acquire);
         if (LOAD_RLX(&c->map_seq) == s1) {
             m->anchor_ns = an;
             m->anchor_off = ao;
