@@ -5,10 +5,11 @@
  * waits of vega_wait.c) and the life cycle of a channel over shared memory or memory the
  * caller owns (vega_shm.c). Other components include this header.
  *
- * Dependency order of the sources (native/src/transport/), each using only those before it:
- *   vega_ring.h  <-  vega_ring.c, vega_peer.c  <-  vega_wait.c  <-  vega.h  <-  vega_shm.c
- *   and on top: vega_mirror.c <- vega_tcp.c, vega_ib.c; tcp_channel.c; partition_channels.c;
- *   transport_bench.c.
+ * Dependency order of the transport's files (native/src/transport/), each using only files
+ * on its left, never one on its right (so no two use each other):
+ *   vega_ring.h <- vega_ring.c, vega_peer.c <- vega_wait.c <- vega.h <- vega_shm.c,
+ *   vega_mirror.c, tcp_channel.c, transport_bench.c <- partition_channels.c <- vega_tcp.c,
+ *   vega_ib.c
  *
  * From a C loop (Python hands over the ends as VegaSender/VegaReceiver.c_handle):
  *
