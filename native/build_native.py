@@ -1,9 +1,13 @@
 """cffi build of the omdp native module, ``omdp._native``.
 
 Every C component contributes three things, and nothing here names a component:
-``native/include/omdp/<name>.h`` (its ABI contract), optional ``native/src/<name>*.c``
-(its code) and ``native/cdef/<NN>_<name>.cdef`` (the declarations Python may call, in
-cffi's C subset). Adding a component is adding files.
+``native/include/omdp/<name>.h`` (its ABI contract), optional sources
+``native/src/<folder>/<name>*.c`` (its code, grouped by component: codec/, transport/,
+runtime/, metrics/, replay/, feed_handler/, engine/; see native/README.md) and
+``native/cdef/<NN>_<name>.cdef`` (the declarations Python may call, in cffi's C subset).
+Sources are collected from every folder under ``native/src``; a component's private
+headers sit next to its sources and are included by plain name. Adding a component is
+adding files.
 
 Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
 ``infiniband/verbs.h`` exists (DESIGN.md principle 8), and its cdef must be named
@@ -22,6 +26,7 @@ from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
 INCLUDE = NATIVE / "include"
+SRC = NATIVE / "src"
 
 
 def _have_verbs() -> bool:
@@ -30,6 +35,11 @@ def _have_verbs() -> bool:
 
 def _wanted(path: Path, suffix: str) -> bool:
     return not path.stem.endswith("_ib") or _have_verbs()
+
+
+def _sources() -> list[Path]:
+    """Every C source under native/src, in a stable order, less the optional ones not wanted here."""
+    return sorted(p for p in SRC.rglob("*.c") if _wanted(p, ".c"))
 
 
 def _compile_args() -> list[str]:
@@ -46,7 +56,7 @@ def _link_args() -> list[str]:
     args = ["-lrt", "-lpthread"]
     if os.environ.get("OMDP_SANITIZE") == "1":
         args += ["-fsanitize=address,undefined"]
-    if _have_verbs() and any(_wanted(p, ".c") and p.stem.endswith("_ib") for p in (NATIVE / "src").glob("*.c")):
+    if _have_verbs() and any(p.stem.endswith("_ib") for p in _sources()):
         args += ["-libverbs"]
     return args
 
@@ -59,7 +69,7 @@ def make_ffibuilder() -> FFI:
     headers = sorted((INCLUDE / "omdp").glob("*.h"))
     headers = [h for h in headers if not h.stem.endswith("_ib") or _have_verbs()]
     includes = "\n".join(f'#include "omdp/{h.name}"' for h in headers)
-    sources = sorted(str(p.relative_to(NATIVE.parent)) for p in (NATIVE / "src").glob("*.c") if _wanted(p, ".c"))
+    sources = [str(p.relative_to(NATIVE.parent)) for p in _sources()]
     ffibuilder.set_source(
         "omdp._native",
         includes,

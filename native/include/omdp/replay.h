@@ -34,14 +34,20 @@
  * omdp_replay_frame_t (line, copy, intended and sent times) followed by the packet's bytes.
  *
  * Shared fields are plain integers so that cffi and numpy can map the same structs; every
- * access that another process may race with goes through the __atomic builtins with an
- * explicit C11 memory order.
+ * access that another process may race with is a C11 atomic (<stdatomic.h>) on an _Atomic
+ * view of the field (OMDP_REPLAY_ATOMIC), with an explicit memory order.
  */
 #ifndef OMDP_REPLAY_H
 #define OMDP_REPLAY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The _Atomic view of a plain shared field, for atomic_load_explicit & co.: same size,
+ * alignment and representation (every field so used is a naturally aligned integer or
+ * double, lock-free), so the struct's layout stays what cffi and numpy see. */
+#define OMDP_REPLAY_ATOMIC(p) ((_Atomic __typeof__(*(p)) *)(p))
 
 #define OMDP_REPLAY_MAX_LINE 99        /* OPRA lines 1..99 */
 #define OMDP_REPLAY_COPIES 2           /* copy 0 = A, copy 1 = B */
@@ -373,10 +379,10 @@ static inline void omdp_replay_intended_publish(omdp_replay_intended_header_t *t
     if (line == 0 || line > t->max_line)
         return;
     omdp_replay_intended_entry_t *e = omdp_replay_intended_entry(t, line, block_seq);
-    __atomic_store_n(&e->tag, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&e->intended_ns, intended_ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->tag, block_seq + 1, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->tag), 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->intended_ns), intended_ns, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->tag), block_seq + 1, memory_order_release);
 }
 
 /* Seqlock reader: 1 and *out set when the table holds (line, block_seq), else 0. */
@@ -386,12 +392,12 @@ static inline int omdp_replay_intended_lookup(const omdp_replay_intended_header_
     if (line == 0 || line > t->max_line)
         return 0;
     const omdp_replay_intended_entry_t *e = omdp_replay_intended_entry(t, line, block_seq);
-    uint64_t tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+    uint64_t tag = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&e->tag), memory_order_acquire);
     if (tag != block_seq + 1)
         return 0;
-    int64_t v = __atomic_load_n(&e->intended_ns, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&e->tag, __ATOMIC_RELAXED) != tag)
+    int64_t v = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&e->intended_ns), memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(OMDP_REPLAY_ATOMIC(&e->tag), memory_order_relaxed) != tag)
         return 0;
     *out = v;
     return 1;

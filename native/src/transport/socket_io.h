@@ -1,4 +1,4 @@
-/* Small blocking-socket helpers of the network media (internal to native/src): IPv4
+/* Small blocking-socket helpers of the network media (internal to native/src/transport): IPv4
  * resolution, TCP_NODELAY, whole writes, reads bounded by a deadline. */
 #ifndef OMDP_SOCKET_IO_H
 #define OMDP_SOCKET_IO_H

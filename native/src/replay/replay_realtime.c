@@ -43,24 +43,24 @@ int omdp_replay_realtime_enter(omdp_replay_sender_status_t *st, int priority)
         priority = lo;
     if (priority > hi)
         priority = hi;
-    __atomic_store_n(&st->rt_requested, 1u, __ATOMIC_RELAXED);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->rt_requested), 1u, memory_order_relaxed);
 
     /* Every page mapped now (schedule, captures, shared memory, sink) is faulted in and
      * stays in; MCL_FUTURE covers what is mapped later. */
     if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0) {
-        __atomic_store_n(&st->memory_locked, 1u, __ATOMIC_RELAXED);
-        __atomic_store_n(&st->mlock_errno, 0, __ATOMIC_RELAXED);
+        atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->memory_locked), 1u, memory_order_relaxed);
+        atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->mlock_errno), 0, memory_order_relaxed);
     } else {
-        __atomic_store_n(&st->mlock_errno, errno, __ATOMIC_RELAXED);
+        atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->mlock_errno), errno, memory_order_relaxed);
     }
 
     int got = set_fifo(priority);
-    __atomic_store_n(&st->rt_errno, got < 0 ? -got : 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->rt_errno), got < 0 ? -got : 0, memory_order_relaxed);
     int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
     struct sched_param sp = {0};
     sched_getparam(0, &sp);
     int rt = policy == SCHED_FIFO || policy == SCHED_RR;
-    __atomic_store_n(&st->policy, policy, __ATOMIC_RELAXED);
-    __atomic_store_n(&st->rt_priority, rt ? sp.sched_priority : 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->policy), policy, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&st->rt_priority), rt ? sp.sched_priority : 0, memory_order_relaxed);
     return rt;
 }

@@ -1,5 +1,6 @@
-/* The feed handler operator: init, one packet (arbitrate, decode, stamp, route, emit),
- * counters, close (feed_handler.h). The inputs live in feed_handler_input.c. */
+/* The feed handler operator (feed_handler.h): init, poll, end of stream, counters (and
+ * their live copy in the stats segment), close. The top of the feed handler: it drives the
+ * inputs (feed_handler_input.c), which hand every packet to feed_handler_packet.c. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ static void fh_free(feed_handler_t *fh)
     if (!fh)
         return;
     omdp_fh_input_close(fh);
+    omdp_fh_tables_close(fh);
     omdp_fh_routes_free(fh->routes);
     free(fh->lines);
     free(fh->dec);
@@ -92,6 +94,30 @@ static int setup_lines(feed_handler_t *fh, const omdp_fh_params_t *p, const omdp
     return OMDP_OK;
 }
 
+/* ---- live counters ---------------------------------------------------------------------- */
+
+/* Publish every line's counters to the stats segment when due (or always with force). */
+static void publish_lines(feed_handler_t *fh, int64_t now_ns, int force)
+{
+    if (!fh->stats || (!force && now_ns < fh->next_publish_ns))
+        return;
+    fh->next_publish_ns = now_ns + fh->stats_interval_ns;
+    for (uint32_t i = 0; i < fh->n_lines; i++) {
+        const fh_line_t *l = &fh->lines[i];
+        if (l->stats_index < 0)
+            continue;
+        omdp_line_counts_t c = {
+            .packets_received = (int64_t)l->packets_accepted,
+            .messages_received = (int64_t)l->arb.accepted,
+            .messages_missed = (int64_t)l->arb.missed,
+            .packets_duplicate = (int64_t)l->packets_duplicate,
+            .decode_errors = (int64_t)l->decode_errors,
+        };
+        if (omdp_stats_line_publish(fh->stats, l->stats_index, &c, now_ns) < 0)
+            fh->publish_errors++;
+    }
+}
+
 static int fh_init(void **state, const omdp_op_init_t *init)
 {
     if (init->params_size != sizeof(omdp_fh_params_t) || !init->params)
@@ -140,132 +166,8 @@ static int fh_init(void **state, const omdp_op_init_t *init)
         return OMDP_ERR_PARAMS;
     }
     if (fh->stats)
-        omdp_fh_publish(fh, omdp_now_ns(), 1); /* every line live from the start, at zero */
+        publish_lines(fh, omdp_now_ns(), 1); /* every line live from the start, at zero */
     *state = fh;
-    return OMDP_OK;
-}
-
-/* Stamp fh_out on n records and hand them to engine port e. */
-static inline int send_batch(feed_handler_t *fh, uint32_t e, omdp_opra_msg_t *m, uint32_t n, const omdp_emitter_t *em)
-{
-    int64_t out = omdp_now_ns();
-    for (uint32_t i = 0; i < n; i++)
-        m[i].hdr.stamps.fh_out = out;
-    fh->batches_out++;
-    return omdp_emit(em, e, (const uint8_t *)m, n * (uint32_t)sizeof *m);
-}
-
-int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
-                           int64_t fh_in, int64_t intended, const omdp_emitter_t *em)
-{
-    fh_line_t *l = &fh->lines[li];
-    l->packets[copy & 1]++;
-    uint64_t block_seq;
-    uint32_t count;
-    omdp_opra_header_peek(pkt, len, &block_seq, &count);
-    if (omdp_fh_arb_packet_is_duplicate(&l->arb, copy, block_seq, count)) {
-        l->packets_duplicate++;
-        l->arb.duplicates += count;
-        return OMDP_OK;
-    }
-    uint32_t side_used = 0;
-    omdp_opra_error_t err;
-    int n = omdp_opra_decode_packet(pkt, len, fh->packet_index++, fh->dec, OMDP_OPRA_MAX_MESSAGES, fh->side,
-                                    FH_SIDE_BYTES, &side_used, &err);
-    if (n < 0) {
-        l->decode_errors++;
-        fh->last_error = err;
-        return OMDP_OK;
-    }
-    if (n == 0) {
-        l->packets_accepted++; /* a packet of no messages: nothing to arbitrate */
-        return OMDP_OK;
-    }
-    omdp_fh_arb_observe_block(&l->arb, block_seq, fh->dec[0].msg_seq);
-    int need_intended = intended == 0 && l->table >= 0; /* looked up once the packet has news */
-
-    uint32_t per_engine[OMDP_FH_MAX_ENGINES];
-    memset(per_engine, 0, fh->n_engines * sizeof per_engine[0]);
-    uint32_t kept = 0, first_engine = FH_SKIP, mixed = 0, last = 0;
-    for (uint32_t i = 0; i < (uint32_t)n; i++) {
-        omdp_opra_msg_t *m = &fh->dec[i];
-        int reset = m->category == 'H' && m->msg_type == 'K';
-        if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE) {
-            fh->msg_engine[i] = FH_SKIP;
-            continue;
-        }
-        if (need_intended) {
-            intended = omdp_fh_intended_lookup(fh, l, block_seq);
-            need_intended = 0;
-        }
-        uint32_t uid, e = fh->default_engine;
-        int found;
-        uint64_t key = (uint64_t)m->root_len << 48;
-        memcpy(&key, m->root, OMDP_OPRA_ROOT_MAX); /* 6 bytes: the high two keep root_len */
-        if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
-            /* messages of one root come in runs: the last lookup answers most of them */
-            found = fh->route_found;
-            uid = fh->route_uid;
-            e = fh->route_engine;
-        } else {
-            found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
-            fh->route_key = key;
-            fh->route_found = found;
-            fh->route_uid = uid;
-            fh->route_engine = e;
-        }
-        if (found < 0) {
-            fh->no_root++;
-            e = fh->default_engine;
-        } else if (found == 0) {
-            fh->unknown_root++;
-        }
-        m->underlying_id = uid;
-        m->line = (uint16_t)l->line;
-        m->var_off = 0;
-        m->var_len = 0;
-        m->hdr.flags = 0;
-        m->hdr.stamps.intended = intended;
-        m->hdr.stamps.fh_in = fh_in;
-        fh->msg_engine[i] = (uint16_t)e;
-        per_engine[e]++;
-        if (first_engine == FH_SKIP)
-            first_engine = e;
-        else if (e != first_engine)
-            mixed = 1;
-        kept++;
-        last = i;
-    }
-    if (kept == 0) {
-        l->packets_duplicate++;
-        return OMDP_OK;
-    }
-    l->packets_accepted++;
-    fh->routed += kept;
-    fh->dec[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
-    if (!mixed && kept == (uint32_t)n)
-        return send_batch(fh, first_engine, fh->dec, kept, em); /* the whole packet to one engine, in place */
-
-    /* Group by engine (a counting sort keeps packet order within each engine). */
-    uint32_t start[OMDP_FH_MAX_ENGINES], pos = 0;
-    for (uint32_t e = 0; e < fh->n_engines; e++) {
-        start[e] = pos;
-        pos += per_engine[e];
-    }
-    uint32_t fill[OMDP_FH_MAX_ENGINES];
-    memcpy(fill, start, fh->n_engines * sizeof fill[0]);
-    for (uint32_t i = 0; i < (uint32_t)n; i++) {
-        uint16_t e = fh->msg_engine[i];
-        if (e != FH_SKIP)
-            fh->staging[fill[e]++] = fh->dec[i];
-    }
-    for (uint32_t e = 0; e < fh->n_engines; e++) {
-        if (!per_engine[e])
-            continue;
-        int rc = send_batch(fh, e, fh->staging + start[e], per_engine[e], em);
-        if (rc < 0)
-            return rc;
-    }
     return OMDP_OK;
 }
 
@@ -278,7 +180,7 @@ static int fh_poll(void *state, const omdp_emitter_t *em)
     /* The clock is read for the live counters only every FH_PUBLISH_POLLS polls. */
     if (fh->stats && (++fh->polls_since_clock >= FH_PUBLISH_POLLS || rc == OMDP_POLL_DONE)) {
         fh->polls_since_clock = 0;
-        omdp_fh_publish(fh, omdp_now_ns(), rc == OMDP_POLL_DONE);
+        publish_lines(fh, omdp_now_ns(), rc == OMDP_POLL_DONE);
     }
     return rc;
 }
@@ -288,7 +190,7 @@ static int fh_end_of_stream(void *state, const omdp_emitter_t *em)
     feed_handler_t *fh = state;
     int rc = omdp_fh_input_drain(fh, em);
     if (fh->stats)
-        omdp_fh_publish(fh, omdp_now_ns(), 1);
+        publish_lines(fh, omdp_now_ns(), 1);
     return rc < 0 ? rc : OMDP_OK;
 }
 

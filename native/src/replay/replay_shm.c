@@ -143,32 +143,31 @@ void omdp_replay_ctl_init(void *base, uint32_t n_senders, uint64_t log_capacity,
         log->capacity = log_capacity;
     }
     /* The magic last: a reader that sees it sees an initialized segment. */
-    __atomic_store_n(&c->magic, OMDP_REPLAY_CTL_MAGIC, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->magic), OMDP_REPLAY_CTL_MAGIC, memory_order_release);
 }
 
 void omdp_replay_control_set_map(omdp_replay_control_t *c, int64_t anchor_ns, int64_t anchor_off, double scale)
 {
-    uint64_t s = __atomic_load_n(&c->map_seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->map_seq, s + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&c->anchor_ns, anchor_ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->anchor_off, anchor_off, __ATOMIC_RELAXED);
-    __atomic_store(&c->scale, &scale, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->map_seq, s + 2, __ATOMIC_RELEASE);
+    uint64_t s = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->map_seq), memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->map_seq), s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->anchor_ns), anchor_ns, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->anchor_off), anchor_off, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->scale), scale, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->map_seq), s + 2, memory_order_release);
 }
 
 void omdp_replay_control_get_map(const omdp_replay_control_t *c, int64_t *anchor_ns, int64_t *anchor_off, double *scale)
 {
     for (;;) {
-        uint64_t s1 = __atomic_load_n(&c->map_seq, __ATOMIC_ACQUIRE);
+        uint64_t s1 = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->map_seq), memory_order_acquire);
         if (s1 & 1)
             continue;
-        int64_t an = __atomic_load_n(&c->anchor_ns, __ATOMIC_RELAXED);
-        int64_t ao = __atomic_load_n(&c->anchor_off, __ATOMIC_RELAXED);
-        double sc;
-        __atomic_load(&c->scale, &sc, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&c->map_seq, __ATOMIC_RELAXED) == s1) {
+        int64_t an = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->anchor_ns), memory_order_relaxed);
+        int64_t ao = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->anchor_off), memory_order_relaxed);
+        double sc = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->scale), memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(OMDP_REPLAY_ATOMIC(&c->map_seq), memory_order_relaxed) == s1) {
             *anchor_ns = an;
             *anchor_off = ao;
             *scale = sc;
@@ -179,27 +178,27 @@ void omdp_replay_control_get_map(const omdp_replay_control_t *c, int64_t *anchor
 
 void omdp_replay_control_start(omdp_replay_control_t *c, int64_t start_ns, int64_t end_ns)
 {
-    __atomic_store_n(&c->end_ns, end_ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->start_ns, start_ns, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->end_ns), end_ns, memory_order_relaxed);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->start_ns), start_ns, memory_order_release);
 }
 
 void omdp_replay_control_stop(omdp_replay_control_t *c)
 {
-    __atomic_store_n(&c->command, OMDP_REPLAY_CMD_STOP, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&c->command), OMDP_REPLAY_CMD_STOP, memory_order_release);
 }
 
 uint64_t omdp_replay_log_drain(omdp_replay_log_t *log, omdp_replay_sent_t *out, uint64_t max)
 {
     const omdp_replay_sent_t *entries = (const void *)((const uint8_t *)log + sizeof(omdp_replay_log_t));
     uint64_t mask = log->capacity - 1;
-    uint64_t head = __atomic_load_n(&log->head, __ATOMIC_ACQUIRE);
-    uint64_t tail = __atomic_load_n(&log->tail, __ATOMIC_RELAXED);
+    uint64_t head = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&log->head), memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(OMDP_REPLAY_ATOMIC(&log->tail), memory_order_relaxed);
     uint64_t n = head - tail;
     if (n > max)
         n = max;
     for (uint64_t k = 0; k < n; k++)
         out[k] = entries[(tail + k) & mask];
-    __atomic_store_n(&log->tail, tail + n, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&log->tail), tail + n, memory_order_release);
     return n;
 }
 
@@ -218,7 +217,7 @@ void omdp_replay_intended_init(omdp_replay_intended_header_t *t, uint32_t max_li
     t->capacity = capacity;
     t->creator_pid = creator_pid;
     snprintf(t->run_id, sizeof t->run_id, "%s", run_id ? run_id : "");
-    __atomic_store_n(&t->magic, OMDP_REPLAY_INTENDED_MAGIC, __ATOMIC_RELEASE);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&t->magic), OMDP_REPLAY_INTENDED_MAGIC, memory_order_release);
 }
 
 uint64_t omdp_replay_intended_lookup_many(const omdp_replay_intended_header_t *t, const uint16_t *lines,

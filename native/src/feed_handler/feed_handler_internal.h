@@ -1,5 +1,6 @@
-/* Private to the feed handler's sources: its state, shared by the operator (packets,
- * routing, emission) and the inputs (multicast, ring, intended tables, live counters). */
+/* Private to the feed handler's sources: its state, shared by the operator, the inputs
+ * (multicast, ring), the per-packet work (arbitration, decode, routing, emission) and the
+ * intended tables. */
 #ifndef OMDP_FEED_HANDLER_INTERNAL_H
 #define OMDP_FEED_HANDLER_INTERNAL_H
 
@@ -80,7 +81,17 @@ typedef struct feed_handler {
     omdp_opra_error_t last_error;
 } feed_handler_t;
 
-/* feed_handler_op.c: one packet of line `li` (index into fh->lines) on `copy`. */
+/* The sources, each using only those listed before it (and feed_handler_arb.c and
+ * feed_handler_routes.c, which use none of them):
+ *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_input.c <- feed_handler_op.c */
+
+/* feed_handler_intended.c */
+/* Intended time of (line, block_seq) from the replayer's table; 0 when unknown. */
+int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq);
+/* Unmap the tables attached so far. */
+void omdp_fh_tables_close(feed_handler_t *fh);
+
+/* feed_handler_packet.c: one packet of line `li` (index into fh->lines) on `copy`. */
 int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
 
@@ -91,9 +102,5 @@ void omdp_fh_input_close(feed_handler_t *fh);
 int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em);
 /* Take what is still queued (end of stream), without waiting. */
 int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em);
-/* Intended time of (line, block_seq) from the replayer's table; 0 when unknown. */
-int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq);
-/* Publish every line's counters to the stats segment when due (or always with force). */
-void omdp_fh_publish(feed_handler_t *fh, int64_t now_ns, int force);
 
 #endif /* OMDP_FEED_HANDLER_INTERNAL_H */

@@ -1,10 +1,11 @@
-/* Vega over POSIX shared memory, and the pieces that watch the other side.
+/* Vega's channels: over POSIX shared memory, and over memory the caller owns (vega.h).
  *
  * The receiver creates the segment (mode 0600, O_EXCL), the sender attaches. Each side
  * records its pid and process start time; a peer whose pid is gone, a zombie, or a reused
  * pid counts as dead. Closing marks the side closed; the last side out (or the survivor
  * of a dead peer) unlinks the segment, and `omdp shm clean` removes what two dead sides
- * left behind. Also the in-process pair over caller-owned memory (`fused`, tests).
+ * left behind. Also the in-process pair over caller-owned memory (`fused`, tests). The
+ * other side's liveness is vega_peer.c's.
  */
 #define _GNU_SOURCE
 #include "omdp/vega.h"
@@ -12,14 +13,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "omdp/clock.h"
 
 static int name_ok(const char *name)
 {
@@ -42,77 +40,6 @@ static void shm_path(char *out, const char *name)
     strcpy(out + 1, name);
 }
 
-uint64_t omdp_vega_pid_start_time(int64_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    if (!p || p[1] != ' ')
-        return 0;
-    p += 2;
-    char state = *p;
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return 0; /* exited, not reaped: as dead as it gets */
-    /* field 3 is the state; starttime is field 22, 19 fields further on */
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return 0;
-        p++;
-    }
-    return strtoull(p, NULL, 10) + 1; /* +1: a start time of 0 still reads as alive */
-}
-
-int omdp_vega_pid_alive(int64_t pid, uint64_t start_time)
-{
-    if (pid <= 0)
-        return 1; /* no pid recorded (a mirror's copy): liveness is the mirror's to report */
-    if (pid == (int64_t)getpid())
-        return 1;
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    uint64_t now_start = omdp_vega_pid_start_time(pid);
-    if (now_start == 0)
-        return 0;
-    return start_time == 0 || now_start == start_time;
-}
-
-static int side_state(const omdp_vega_side_t *side)
-{
-    uint32_t state = atomic_load_explicit(&side->state, memory_order_acquire);
-    if (state != OMDP_VEGA_PEER_ATTACHED)
-        return (int)state;
-    int64_t pid = atomic_load_explicit(&side->pid, memory_order_relaxed);
-    uint64_t start = atomic_load_explicit(&side->start_time, memory_order_relaxed);
-    return omdp_vega_pid_alive(pid, start) ? OMDP_VEGA_PEER_ATTACHED : OMDP_VEGA_PEER_DEAD;
-}
-
-int omdp_vega_sender_peer(omdp_vega_sender_t *tx)
-{
-    return side_state(&tx->ctl->rx);
-}
-
-int omdp_vega_receiver_peer(omdp_vega_receiver_t *rx)
-{
-    return side_state(&rx->ctl->tx);
-}
-
-static void claim_side(omdp_vega_side_t *side)
-{
-    int64_t pid = (int64_t)getpid();
-    atomic_store_explicit(&side->start_time, omdp_vega_pid_start_time(pid), memory_order_relaxed);
-    atomic_store_explicit(&side->pid, pid, memory_order_relaxed);
-    atomic_store_explicit(&side->state, OMDP_VEGA_PEER_ATTACHED, memory_order_release);
-}
-
 void omdp_vega_stats(const void *base, omdp_vega_stats_t *out)
 {
     const omdp_vega_ctl_t *ctl = base;
@@ -129,8 +56,8 @@ void omdp_vega_stats(const void *base, omdp_vega_stats_t *out)
     out->credit = atomic_load_explicit(&ctl->credit, memory_order_relaxed);
     out->tx_pid = atomic_load_explicit(&ctl->tx.pid, memory_order_relaxed);
     out->rx_pid = atomic_load_explicit(&ctl->rx.pid, memory_order_relaxed);
-    out->tx_state = (uint32_t)side_state(&ctl->tx);
-    out->rx_state = (uint32_t)side_state(&ctl->rx);
+    out->tx_state = (uint32_t)omdp_vega_side_state(&ctl->tx);
+    out->rx_state = (uint32_t)omdp_vega_side_state(&ctl->rx);
     out->queue_size = ctl->layout.queue_size;
     out->max_message = ctl->layout.max_message;
     out->slot_stride = ctl->layout.slot_stride;
@@ -205,8 +132,8 @@ int omdp_vega_local_pair(void *base, uint64_t size, uint32_t queue_size, uint32_
     if (rc)
         return rc;
     omdp_vega_ctl_t *ctl = base;
-    claim_side(&ctl->tx);
-    claim_side(&ctl->rx);
+    omdp_vega_side_claim(&ctl->tx);
+    omdp_vega_side_claim(&ctl->rx);
     if ((rc = omdp_vega_sender_open_local(base, size, tx_out)))
         return rc;
     if ((rc = omdp_vega_receiver_open_local(base, size, rx_out))) {
@@ -256,7 +183,7 @@ int omdp_vega_receiver_create_shm(const char *name, uint32_t queue_size, uint32_
         shm_unlink(path);
         return rc ? rc : OMDP_VEGA_E_SYS;
     }
-    claim_side(&rx->ctl->rx);
+    omdp_vega_side_claim(&rx->ctl->rx);
     atomic_store_explicit(&rx->ctl->layout.magic, OMDP_VEGA_MAGIC, memory_order_release);
     rx->kind = OMDP_VEGA_REGION_SHM;
     rx->map_size = size;
@@ -321,7 +248,7 @@ int omdp_vega_sender_attach_shm(const char *name, omdp_vega_sender_t **tx_out)
         munmap(base, size);
         return rc;
     }
-    int rx_state = side_state(&ctl->rx);
+    int rx_state = omdp_vega_side_state(&ctl->rx);
     if (rx_state != OMDP_VEGA_PEER_ATTACHED) {
         pthread_mutex_destroy(&tx->lock);
         free(tx);
@@ -357,7 +284,7 @@ static int leave_region(omdp_vega_ctl_t *ctl, omdp_vega_side_t *mine, const omdp
     uint32_t before = atomic_fetch_or_explicit(&ctl->closed, my_bit, memory_order_acq_rel);
     if (before & peer_bit)
         return 1;
-    int peer_state = side_state(peer);
+    int peer_state = omdp_vega_side_state(peer);
     return peer_state == OMDP_VEGA_PEER_ABSENT || peer_state == OMDP_VEGA_PEER_DEAD;
 }
 

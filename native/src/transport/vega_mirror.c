@@ -1,7 +1,6 @@
 /* Pieces shared by the mirrored Vega media (vega_mirror.h). */
 #include "omdp/vega_mirror.h"
 
-#include <unistd.h>
 
 static omdp_vega_side_t *peer_side(omdp_vega_ctl_t *ctl, int role)
 {
@@ -77,11 +76,7 @@ int omdp_vega_mirror_copy_layout(void *base, uint64_t size, const omdp_vega_layo
 void omdp_vega_mirror_claim(void *base, int role)
 {
     omdp_vega_ctl_t *ctl = base;
-    omdp_vega_side_t *mine = role == OMDP_VEGA_MIRROR_SENDER ? &ctl->tx : &ctl->rx;
-    int64_t pid = (int64_t)getpid();
-    atomic_store_explicit(&mine->start_time, omdp_vega_pid_start_time(pid), memory_order_relaxed);
-    atomic_store_explicit(&mine->pid, pid, memory_order_relaxed);
-    atomic_store_explicit(&mine->state, OMDP_VEGA_PEER_ATTACHED, memory_order_release);
+    omdp_vega_side_claim(role == OMDP_VEGA_MIRROR_SENDER ? &ctl->tx : &ctl->rx);
 }
 
 void omdp_vega_mirror_set_peer(void *base, int role, uint32_t state)

@@ -285,24 +285,37 @@ static inline unsigned tz64(uint64_t m) {
 
 /* ---- the field-by-field path: every category, every error ---------------------------- */
 
-/* Decode one message [p, me) into o. Returns 0 or a negative code. */
-static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
-    const uint8_t *pe = D->pe;
-    uint64_t *dv = D->dv;
+/* What the record of a message is written from, besides the dictionary: its layout, the
+ * slots it carries, and its variable part in side (text, or 'Y' entries). */
+typedef struct msg_shape {
+    int L;
+    uint64_t fields;
+    uint32_t var_off, var_len, y_count;
+} msg_shape_t;
 
-    /* presence map */
-    uint64_t x = load8(p, pe);
+/* The parts of decode_message below read a message's fields from *pp on (the message ends
+ * at me) into the dictionary and advance *pp past them: 0, or a negative code with the
+ * error filled in. Always inlined: together they are one function, as fast as one. */
+#define MSG_PART static inline __attribute__((always_inline))
+
+/* The presence map at p: bytes used (its slot bits in *pm), or a negative code. */
+MSG_PART int read_pmap(dec_t *D, const uint8_t *p, const uint8_t *me, uint64_t *pm) {
+    uint64_t x = load8(p, D->pe);
     size_t avail = (size_t)(me - p);
     uint64_t stops = x & STOPS & lowmask[min_sz(avail, 8)];
     if (UNLIKELY(!stops)) return fail(D, avail >= 8 ? OMDP_OPRA_E_PMAP_TOO_LONG : OMDP_OPRA_E_FIELD_PAST_MSG, -1, p);
     int nb = (__builtin_ctzll(stops) >> 3) + 1;
-    uint64_t pm = pmap_bits(x & lowmask[nb]);
-    p += nb;
-    const uint8_t *fields_at = p;
+    *pm = pmap_bits(x & lowmask[nb]);
+    return nb;
+}
 
+/* Slot 0, the category: the message's layout and the slots it must and may carry. */
+MSG_PART int read_category(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, msg_shape_t *s) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    const uint8_t *fields_at = p;
     U8(0);
     if (UNLIKELY(!((pm | D->have) & SLOT(0)))) return fail(D, OMDP_OPRA_E_NO_DICT_VALUE, 0, p);
-
     int L;
     uint64_t allowed;
     switch (dv[0]) {
@@ -319,179 +332,254 @@ static int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_op
     uint64_t need = dv[0] == 'Y' ? S_HDR : omdp_opra_layout_slots[L];
     int rc = check_slots(D, pm, need, allowed, p);
     if (UNLIKELY(rc)) return rc;
+    s->L = L;
+    s->fields = omdp_opra_layout_slots[L];
+    *pp = p;
+    return 0;
+}
 
-    uint64_t fields = omdp_opra_layout_slots[L];
-    uint32_t var_off = 0, var_len = 0, y_count = 0;
+/* Slots 1-5, the header of every category but the default one; an absent slot 4 (the
+ * message sequence number) counts up from the previous message's. */
+MSG_PART int read_header_fields(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    U8(1);
+    U8(2);
+    U8(3);
+    if (pm & SLOT(4)) {
+        U64(4);
+    } else {
+        dv[4] += 1;
+    }
+    U32(5);
+    *pp = p;
+    return 0;
+}
 
-    if (LIKELY(L != L_DEFAULT)) {
-        U8(1);
-        U8(2);
-        U8(3);
-        if (pm & SLOT(4)) {
-            U64(4);
+/* Slots 6-12, the series: root, expiry, strike. */
+MSG_PART int read_series_fields(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    if (pm & SLOT(6)) {
+        ystr_t r;
+        int n = rd_sstr(p, me, pe, OMDP_OPRA_ROOT_MAX, &r);
+        if (UNLIKELY(n < 0)) return fail(D, n, 6, p);
+        dv[6] = r.b | (uint64_t)r.len << 56;
+        p += n;
+    }
+    U8(7);
+    U8(8);
+    U8(9);
+    U8(10);
+    U32(11);
+    U8(12);
+    *pp = p;
+    return 0;
+}
+
+/* A quote's body: the bid and offer, then the best bid and offer its BBO indicator (slot
+ * 30) says follow, which settles the layout. */
+MSG_PART int read_quote_fields(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, msg_shape_t *s) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    U8(15);
+    U32(25);
+    U32(26);
+    U32(27);
+    U32(28);
+    U8(29);
+    U8(30);
+    int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
+    s->L = L_K + kind;
+    s->fields = omdp_opra_layout_slots[s->L];
+    int rc = check_slots(D, pm, s->fields, s->fields, p);
+    if (UNLIKELY(rc)) return rc;
+    if (kind & 1) {
+        U8(31);
+        U8(32);
+        U32(33);
+        U32(34);
+    }
+    if (kind & 2) {
+        U8(35);
+        U8(36);
+        U32(37);
+        U32(38);
+    }
+    *pp = p;
+    return 0;
+}
+
+/* The body of a last sale ('a'), open interest ('d') or end-of-day summary ('f'). */
+MSG_PART int read_value_fields(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, int L) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    if (L == L_A) {
+        U32(13);
+        U8(15);
+        U32(16);
+        U8(29);
+    } else if (L == L_D) {
+        U32(14);
+    } else {
+        U32(13);
+        U32(14);
+        U8(15);
+        U32(17);
+        U32(18);
+        U32(19);
+        U32(20);
+        U8(21);
+        U32(22);
+        U8(23);
+        U64(24);
+        U32(25);
+        U32(27);
+    }
+    *pp = p;
+    return 0;
+}
+
+/* A message of a series: the series, then the body of its category. */
+MSG_PART int read_series_message(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, msg_shape_t *s) {
+    int rc = read_series_fields(D, pm, pp, me);
+    if (UNLIKELY(rc)) return rc;
+    if (s->L == L_K) return read_quote_fields(D, pm, pp, me, s);
+    return read_value_fields(D, pm, pp, me, s->L);
+}
+
+/* A text message (slot 48, or 49 of the default category): the text, kept in side. */
+MSG_PART int read_text_message(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, int slot, uint32_t *off,
+                                    uint32_t *len, msg_shape_t *s) {
+    if (pm & SLOT(slot)) {
+        int n = rd_text(D, *pp, me, slot, off, len);
+        if (n < 0) return n;
+        *pp += n;
+    }
+    s->var_off = *len ? *off : 0;
+    s->var_len = *len;
+    return 0;
+}
+
+/* One 'Y' entry of a layout whose string and value slots are `slots` (0: none). */
+MSG_PART int read_y_entry(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, const uint8_t *slots,
+                               omdp_opra_y_entry_t *en) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    memset(en, 0, sizeof *en);
+    for (int k = 0; k < 3 && slots[k]; k++) {
+        int s = slots[k];
+        if (s == 46 || s == 47) {
+            READ_INT(s, s == 46 ? 0xFFu : 0xFFFFFFFFu, dv[s] = v_);
+            if (s == 46) en->decimals = (uint8_t)dv[46];
+            else en->spot = (uint32_t)dv[47];
+            continue;
+        }
+        ystr_t *ys = &D->ys[s - 41];
+        if (pm & SLOT(s)) {
+            int n = rd_sstr(p, me, pe, omdp_opra_slots[s].cap, ys);
+            if (UNLIKELY(n < 0)) return fail(D, n, s, p);
+            p += n;
+        }
+        if (s == 41 || s == 45) {
+            memcpy(en->symbol, &ys->b, 4);
+            en->symbol_len = ys->len;
+        } else if (s == 44) {
+            memcpy(en->offer, &ys->b, 8);
+            en->offer_len = ys->len;
         } else {
-            dv[4] += 1;
+            memcpy(en->value, &ys->b, 8);
+            en->value_len = ys->len;
         }
-        U32(5);
     }
+    *pp = p;
+    return 0;
+}
 
-    switch (L) {
-    case L_K:
-    case L_A:
-    case L_D:
-    case L_F:
-        if (pm & SLOT(6)) {
-            ystr_t r;
-            int n = rd_sstr(p, me, pe, OMDP_OPRA_ROOT_MAX, &r);
-            if (UNLIKELY(n < 0)) return fail(D, n, 6, p);
-            dv[6] = r.b | (uint64_t)r.len << 56;
-            p += n;
-        }
-        U8(7);
-        U8(8);
-        U8(9);
-        U8(10);
-        U32(11);
-        U8(12);
-        if (L == L_K) {
-            U8(15);
-            U32(25);
-            U32(26);
-            U32(27);
-            U32(28);
-            U8(29);
-            U8(30);
-            int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
-            L = L_K + kind;
-            fields = omdp_opra_layout_slots[L];
-            rc = check_slots(D, pm, fields, fields, p);
-            if (UNLIKELY(rc)) return rc;
-            if (kind & 1) {
-                U8(31);
-                U8(32);
-                U32(33);
-                U32(34);
-            }
-            if (kind & 2) {
-                U8(35);
-                U8(36);
-                U32(37);
-                U32(38);
-            }
-        } else if (L == L_A) {
-            U32(13);
-            U8(15);
-            U32(16);
-            U8(29);
-        } else if (L == L_D) {
-            U32(14);
-        } else {
-            U32(13);
-            U32(14);
-            U8(15);
-            U32(17);
-            U32(18);
-            U32(19);
-            U32(20);
-            U8(21);
-            U32(22);
-            U8(23);
-            U64(24);
-            U32(25);
-            U32(27);
-        }
-        break;
-    case L_TEXT:
-        if (pm & SLOT(48)) {
-            int n = rd_text(D, p, me, 48, &D->text_off, &D->text_len);
-            if (n < 0) return n;
-            p += n;
-        }
-        var_off = D->text_len ? D->text_off : 0;
-        var_len = D->text_len;
-        break;
-    case L_DEFAULT:
-        if (pm & SLOT(49)) {
-            int n = rd_text(D, p, me, 49, &D->def_off, &D->def_len);
-            if (n < 0) return n;
-            p += n;
-        }
-        var_off = D->def_len ? D->def_off : 0;
-        var_len = D->def_len;
-        break;
-    default: { /* 'Y' */
-        int yl = y_layout((uint8_t)dv[1]);
-        if (yl < 0) return fail(D, OMDP_OPRA_E_Y_TYPE, 1, p);
-        L = yl;
-        fields = omdp_opra_layout_slots[L];
-        int cslot = L == L_Y_FC ? 40 : 39;
-        rc = check_slots(D, pm, fields & ~S_Y_ENTRY, fields, p);
-        if (UNLIKELY(rc)) return rc;
-        READ_INT(cslot, OMDP_OPRA_Y_MAX, dv[cslot] = v_);
-        y_count = (uint32_t)dv[cslot];
-        if (y_count == 0) {
-            fields &= ~S_Y_ENTRY;
-            break;
-        }
-        rc = check_slots(D, pm, fields, fields, p);
-        if (UNLIKELY(rc)) return rc;
-        uint32_t start = (D->side_pos + 7u) & ~7u;
-        uint32_t bytes = y_count * (uint32_t)sizeof(omdp_opra_y_entry_t);
-        if ((uint64_t)start + bytes > D->side_cap) return fail(D, OMDP_OPRA_E_CAPACITY, cslot, p);
-        static const uint8_t y_slots[3][3] = {{41, 42, 0}, {41, 43, 44}, {45, 46, 47}};
-        const uint8_t *slots = y_slots[L - L_Y_SPACE];
-        for (uint32_t e = 0; e < y_count; e++) {
-            omdp_opra_y_entry_t en;
-            memset(&en, 0, sizeof en);
-            for (int k = 0; k < 3 && slots[k]; k++) {
-                int s = slots[k];
-                if (s == 46 || s == 47) {
-                    READ_INT(s, s == 46 ? 0xFFu : 0xFFFFFFFFu, dv[s] = v_);
-                    if (s == 46) en.decimals = (uint8_t)dv[46];
-                    else en.spot = (uint32_t)dv[47];
-                    continue;
-                }
-                ystr_t *ys = &D->ys[s - 41];
-                if (pm & SLOT(s)) {
-                    int n = rd_sstr(p, me, pe, omdp_opra_slots[s].cap, ys);
-                    if (UNLIKELY(n < 0)) return fail(D, n, s, p);
-                    p += n;
-                }
-                if (s == 41 || s == 45) {
-                    memcpy(en.symbol, &ys->b, 4);
-                    en.symbol_len = ys->len;
-                } else if (s == 44) {
-                    memcpy(en.offer, &ys->b, 8);
-                    en.offer_len = ys->len;
-                } else {
-                    memcpy(en.value, &ys->b, 8);
-                    en.value_len = ys->len;
-                }
-            }
-            memcpy(D->side + start + e * sizeof en, &en, sizeof en);
-        }
-        D->side_pos = start + bytes;
-        var_off = start;
-        var_len = bytes;
-        break;
+/* A 'Y' message (underlying values): its type (slot 1) picks the layout; a count, then that
+ * many entries, written to side as omdp_opra_y_entry_t. */
+MSG_PART int read_y_message(dec_t *D, uint64_t pm, const uint8_t **pp, const uint8_t *me, msg_shape_t *s) {
+    const uint8_t *p = *pp, *pe = D->pe;
+    uint64_t *dv = D->dv;
+    int yl = y_layout((uint8_t)dv[1]);
+    if (yl < 0) return fail(D, OMDP_OPRA_E_Y_TYPE, 1, p);
+    s->L = yl;
+    s->fields = omdp_opra_layout_slots[s->L];
+    int cslot = s->L == L_Y_FC ? 40 : 39;
+    int rc = check_slots(D, pm, s->fields & ~S_Y_ENTRY, s->fields, p);
+    if (UNLIKELY(rc)) return rc;
+    READ_INT(cslot, OMDP_OPRA_Y_MAX, dv[cslot] = v_);
+    s->y_count = (uint32_t)dv[cslot];
+    if (s->y_count == 0) {
+        s->fields &= ~S_Y_ENTRY;
+        *pp = p;
+        return 0;
     }
+    rc = check_slots(D, pm, s->fields, s->fields, p);
+    if (UNLIKELY(rc)) return rc;
+    uint32_t start = (D->side_pos + 7u) & ~7u;
+    uint32_t bytes = s->y_count * (uint32_t)sizeof(omdp_opra_y_entry_t);
+    if ((uint64_t)start + bytes > D->side_cap) return fail(D, OMDP_OPRA_E_CAPACITY, cslot, p);
+    static const uint8_t y_slots[3][3] = {{41, 42, 0}, {41, 43, 44}, {45, 46, 47}};
+    const uint8_t *slots = y_slots[s->L - L_Y_SPACE];
+    for (uint32_t e = 0; e < s->y_count; e++) {
+        omdp_opra_y_entry_t en;
+        rc = read_y_entry(D, pm, &p, me, slots, &en);
+        if (rc) return rc;
+        memcpy(D->side + start + e * sizeof en, &en, sizeof en);
     }
-    if (UNLIKELY(p != me)) return fail(D, OMDP_OPRA_E_TRAILING_BYTES, -1, p);
-    D->have |= fields;
+    D->side_pos = start + bytes;
+    s->var_off = start;
+    s->var_len = bytes;
+    *pp = p;
+    return 0;
+}
 
-    emit_start(D, o, fields);
-    if (L == L_DEFAULT) {
+/* The record of a decoded message, from the dictionary. */
+MSG_PART void emit_record(const dec_t *D, omdp_opra_msg_t *o, const msg_shape_t *s) {
+    const uint64_t *dv = D->dv;
+    emit_start(D, o, s->fields);
+    if (s->L == L_DEFAULT) {
         o->category = '?';
     } else {
         emit_header(dv, o);
     }
-    if (fields & SLOT(11)) {
+    if (s->fields & SLOT(11)) {
         emit_series(dv, o);
-        emit_body(dv, o, L);
+        emit_body(dv, o, s->L);
     }
-    o->var_off = var_off;
-    o->var_len = (uint16_t)var_len;
-    o->y_count = (uint16_t)y_count;
+    o->var_off = s->var_off;
+    o->var_len = (uint16_t)s->var_len;
+    o->y_count = (uint16_t)s->y_count;
+}
+
+/* Decode one message [p, me) into o. Returns 0 or a negative code. Kept out of the packet
+ * loop (decode_one), which the quote fast path serves; its helpers are inlined here. */
+static __attribute__((noinline)) int decode_message(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+    uint64_t pm;
+    int rc = read_pmap(D, p, me, &pm);
+    if (UNLIKELY(rc < 0)) return rc;
+    p += rc;
+    msg_shape_t s = {.L = 0, .fields = 0, .var_off = 0, .var_len = 0, .y_count = 0};
+    rc = read_category(D, pm, &p, me, &s);
+    if (UNLIKELY(rc)) return rc;
+    if (LIKELY(s.L != L_DEFAULT)) {
+        rc = read_header_fields(D, pm, &p, me);
+        if (UNLIKELY(rc)) return rc;
+    }
+    switch (s.L) {
+    case L_K:
+    case L_A:
+    case L_D:
+    case L_F: rc = read_series_message(D, pm, &p, me, &s); break;
+    case L_TEXT: rc = read_text_message(D, pm, &p, me, 48, &D->text_off, &D->text_len, &s); break;
+    case L_DEFAULT: rc = read_text_message(D, pm, &p, me, 49, &D->def_off, &D->def_len, &s); break;
+    default: rc = read_y_message(D, pm, &p, me, &s); break;
+    }
+    if (UNLIKELY(rc)) return rc;
+    if (UNLIKELY(p != me)) return fail(D, OMDP_OPRA_E_TRAILING_BYTES, -1, p);
+    D->have |= s.fields;
+    emit_record(D, o, &s);
     return 0;
 }
 

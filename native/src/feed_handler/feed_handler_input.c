@@ -1,5 +1,6 @@
-/* The feed handler's inputs: multicast sockets (epoll + recvmmsg), the replayer's Vega ring,
- * the replayer's intended-time tables, and live per-line counters (feed_handler.h). */
+/* The feed handler's inputs: multicast sockets (epoll + recvmmsg) and the replayer's Vega
+ * ring (feed_handler.h). Every packet received goes to omdp_fh_process_packet
+ * (feed_handler_packet.c); the operator (feed_handler_op.c) polls, drains and closes them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -158,11 +159,6 @@ void omdp_fh_input_close(feed_handler_t *fh)
     fh->mm = NULL;
     fh->iov = NULL;
     fh->rxbuf = NULL;
-    for (uint32_t t = 0; t < fh->n_tables; t++) {
-        if (fh->tables[t].hdr)
-            omdp_replay_shm_unmap((void *)fh->tables[t].hdr, fh->tables[t].size);
-        fh->tables[t].hdr = NULL;
-    }
 }
 
 int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em)
@@ -213,73 +209,4 @@ int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em)
             break;
     }
     return OMDP_OK;
-}
-
-/* ---- intended tables -------------------------------------------------------------------- */
-
-/* Map the tables the replayer has made since the last look (it makes them when it starts). */
-static void attach_tables(feed_handler_t *fh, int64_t now)
-{
-    fh->next_table_try_ns = now + FH_TABLE_RETRY_NS;
-    for (uint32_t t = 0; t < fh->n_tables; t++) {
-        fh_table_t *tab = &fh->tables[t];
-        if (tab->hdr)
-            continue;
-        char err[128];
-        uint64_t size = 0;
-        void *base = omdp_replay_shm_open(tab->name, &size, 0, err, sizeof err);
-        if (!base)
-            continue;
-        const omdp_replay_intended_header_t *h = base;
-        int ok = size >= sizeof *h && __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == OMDP_REPLAY_INTENDED_MAGIC &&
-                 h->version == OMDP_REPLAY_VERSION && h->capacity && !(h->capacity & (h->capacity - 1)) &&
-                 omdp_replay_intended_size(h->max_line, h->capacity) == size;
-        if (!ok) {
-            omdp_replay_shm_unmap(base, size); /* not (yet) a table of this version: look again later */
-            continue;
-        }
-        tab->hdr = h;
-        tab->size = size;
-        fh->tables_missing--;
-    }
-}
-
-int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq)
-{
-    fh_table_t *tab = &fh->tables[l->table];
-    if (!tab->hdr && fh->tables_missing) {
-        int64_t now = omdp_now_ns();
-        if (now >= fh->next_table_try_ns)
-            attach_tables(fh, now);
-    }
-    int64_t v = 0;
-    if (tab->hdr && block_seq && omdp_replay_intended_lookup(tab->hdr, l->line, block_seq, &v)) {
-        fh->intended_found++;
-        return v;
-    }
-    fh->intended_missing++;
-    return 0;
-}
-
-/* ---- live counters ---------------------------------------------------------------------- */
-
-void omdp_fh_publish(feed_handler_t *fh, int64_t now_ns, int force)
-{
-    if (!fh->stats || (!force && now_ns < fh->next_publish_ns))
-        return;
-    fh->next_publish_ns = now_ns + fh->stats_interval_ns;
-    for (uint32_t i = 0; i < fh->n_lines; i++) {
-        const fh_line_t *l = &fh->lines[i];
-        if (l->stats_index < 0)
-            continue;
-        omdp_line_counts_t c = {
-            .packets_received = (int64_t)l->packets_accepted,
-            .messages_received = (int64_t)l->arb.accepted,
-            .messages_missed = (int64_t)l->arb.missed,
-            .packets_duplicate = (int64_t)l->packets_duplicate,
-            .decode_errors = (int64_t)l->decode_errors,
-        };
-        if (omdp_stats_line_publish(fh->stats, l->stats_index, &c, now_ns) < 0)
-            fh->publish_errors++;
-    }
 }

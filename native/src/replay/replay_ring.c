@@ -32,7 +32,7 @@ static void *wait_for_room(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx
             *fatal = 1;
             return NULL;
         }
-        if (sink->command && __atomic_load_n(sink->command, __ATOMIC_ACQUIRE) == OMDP_REPLAY_CMD_STOP)
+        if (sink->command && atomic_load_explicit(OMDP_REPLAY_ATOMIC(sink->command), memory_order_acquire) == OMDP_REPLAY_CMD_STOP)
             return NULL;
         if (sink->service_pid && (int64_t)getppid() != sink->service_pid) {
             snprintf(err, errlen, "the replay service is gone");
