@@ -10,7 +10,7 @@ headers sit next to its sources and are included by plain name. Adding a compone
 adding files.
 
 Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
-``infiniband/verbs.h`` exists (DESIGN.md principle 8), and its cdef must be named
+``infiniband/verbs.h`` exists (docs/architecture.md principle 8), and its cdef must be named
 ``*_ib.cdef``.
 
 Environment knobs (documented in the README):

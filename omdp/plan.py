@@ -1,5 +1,5 @@
 """The physical plan: partitions (processes) with their fused operators, CPUs and host, and
-the transport pairs the runtime inserts between them (seed 000, section III).
+the transport pairs the runtime inserts between them (the Vega paper, section III).
 
 Operators in one partition are fused: their edges become direct calls. Every edge that
 crosses partitions is carried by a sender in the upstream partition and a receiver in the

@@ -1,6 +1,6 @@
 """Names of rotated capture files.
 
-A line's capture is ``line<NN>.pcap``; when a writer rotates (DESIGN.md: at <= 256 MB) the
+A line's capture is ``line<NN>.pcap``; when a writer rotates (docs/architecture.md: at <= 256 MB) the
 next files are ``line<NN>.1.pcap``, ``line<NN>.2.pcap``, ... in order. The first file keeps
 the plain name so an unrotated capture needs no suffix.
 """

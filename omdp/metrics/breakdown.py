@@ -31,7 +31,7 @@ from omdp.native import ffi, lib
 from omdp.record import HOPS
 
 BASE_PPS = 24_000.0
-"""1x: the February 2008 OPRA rate in packets/s over all lines (DESIGN.md)."""
+"""1x: the February 2008 OPRA rate in packets/s over all lines (docs/architecture.md)."""
 
 COMPONENT_HOPS = ("fh", "to_de", "de", "to_mc")
 """The hops that add up to end to end from fh_in (the stacked bar)."""

@@ -1,6 +1,6 @@
 """What a latency report holds: the hops, the percentiles, and when a tail is n/a.
 
-The rule (DESIGN.md): every percentile is printed with its sample count, and a tail
+The rule (docs/architecture.md): every percentile is printed with its sample count, and a tail
 percentile p with fewer than 10 / (1 - p) samples is n/a (None), because it would be
 decided by a handful of samples. One summary shape serves the collector, the stats
 segment reader, the breakdown printer and the dashboard.

@@ -1,4 +1,4 @@
-"""Schemas of the Parquet run records in ``runs/<date>/<run_id>/`` (DESIGN.md "Data layout").
+"""Schemas of the Parquet run records in ``runs/<date>/<run_id>/`` (docs/architecture.md "Data layout").
 
 Every time is int64 nanoseconds of the omdp clock (Spark cannot read nanosecond Parquet
 timestamps, so none is a Parquet timestamp type). These schemas are the contract between the

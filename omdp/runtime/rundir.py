@@ -1,4 +1,4 @@
-"""Run ids and run directories (DESIGN.md "Data layout": ``runs/<date>/<run_id>/``).
+"""Run ids and run directories (docs/architecture.md "Data layout": ``runs/<date>/<run_id>/``).
 
 A run id names the run's directory and its shared memory segments
 (``omdp.transport.shm_names.new_run_id``: ``<YYYYMMDD>T<HHMMSS>p<pid><4 hex>``).

@@ -3,7 +3,7 @@ and port, check the port is up, open the device, make the protection domain and 
 one copy of a Vega region for remote writes. vega-ib's C link (vega_ib.h) then makes its
 queue pair on these objects and carries the data without Python.
 
-pyverbs is optional (DESIGN.md principle 8): this module imports it only when called, and
+pyverbs is optional (docs/architecture.md principle 8): this module imports it only when called, and
 every failure is an ``IbUnavailableError`` naming what is missing - no pyverbs, no
 InfiniBand path in this build, "No IB devices found" (the words of rdma-core's own tests),
 a device or port that does not exist, or a port that is not active. docs/infiniband.md

@@ -1,6 +1,6 @@
 """A channel's description: which medium carries it and its knobs.
 
-The defaults below are the only place these defaults live (DESIGN.md "Transports and knobs");
+The defaults below are the only place these defaults live (docs/architecture.md "Transports and knobs");
 the C side's defaults are checked against them by a test. Paper defaults: queue 128 slots of
 64 KiB, mutex on; the tuned OMDP setting is queue 32, a packet's worth of records, mutex off.
 """

@@ -8,7 +8,7 @@ capture for a fixed time):
 - the pacing error (sent - intended) at 1x, 5x and 10x, A only, over multicast and into a
   ring, on a bursty recorded capture;
 - a sweep of rates that finds where multicast stops keeping up (below 99.99% of the schedule,
-  DESIGN.md "sustainable");
+  docs/architecture.md "sustainable");
 - beside each paced run, the schedule's queueing floor (``ops.replay.pacing_floor``): the
   pacing error a sender with that target's flat-out cost per packet (its max-rate row, per
   sender CPU-second) would have on exactly the packets of that run. The target verdicts say

@@ -2,7 +2,7 @@
 
 Latencies are in microseconds, rates per second, times int64 nanoseconds since the epoch.
 A percentile is null (n/a) when its window has fewer than 10 / (1 - p) samples
-(DESIGN.md), as everywhere in omdp.
+(docs/architecture.md), as everywhere in omdp.
 """
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ class RunStatus(BaseModel):
     plan: dict[str, Any] | None = Field(description="plan.json of the run directory, when there is one")
     target_pps: float | None
     achieved_pps: float | None
-    target_x: float | None = Field(description="target / 24,000 packets/s (DESIGN.md 'Nx')")
+    target_x: float | None = Field(description="target / 24,000 packets/s (docs/architecture.md 'Nx')")
     achieved_x: float | None
     achieved_fraction: float | None = Field(description="achieved / target packets/s")
     messages_per_packet: float | None

@@ -18,7 +18,7 @@ __all__ = ["CaptureInfo", "CaptureInputError", "capture_dir", "open_capture"]
 
 
 def capture_dir(data_dir: str | Path, capture_date: str | dt.date) -> Path:
-    """``<data>/captures/<YYYY-MM-DD>`` (DESIGN.md "Data layout")."""
+    """``<data>/captures/<YYYY-MM-DD>`` (docs/architecture.md "Data layout")."""
     date = capture_date if isinstance(capture_date, dt.date) else dt.date.fromisoformat(str(capture_date))
     return Path(data_dir) / "captures" / f"{date:%Y-%m-%d}"
 

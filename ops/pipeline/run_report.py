@@ -5,7 +5,7 @@ Sources: the partitions' final operator counters (run.json), the feed senders' r
 status (``replay-fs<k>/status.json``) and the collectors' files (samples.parquet). Nothing
 is measured here; figures are gathered, checked against each other and written.
 
-Sustainable (DESIGN.md): the replayer achieved >= 99.99% of the target packets/s, at most
+Sustainable (docs/architecture.md): the replayer achieved >= 99.99% of the target packets/s, at most
 0.01% of the messages were missed, and latency from ``intended`` did not grow over the run.
 "Did not grow" is made precise here: the samples, in arrival order, are cut into thirds;
 the median end-to-end latency from ``intended`` of the last third may exceed the first
@@ -206,7 +206,7 @@ class Verdict:
 
 
 def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool) -> Verdict:
-    """The DESIGN.md test of a rate, with the reasons it failed."""
+    """The docs/architecture.md test of a rate, with the reasons it failed."""
     why = []
     if not run_ok:
         why.append("the run failed")

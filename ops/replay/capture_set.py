@@ -31,7 +31,7 @@ class LineEndpoints:
 
 
 def line_file(capture_dir: Path, line: int) -> Path:
-    """First capture file of a line (DESIGN.md "Data layout": line<NN>.pcap)."""
+    """First capture file of a line (docs/architecture.md "Data layout": line<NN>.pcap)."""
     return capture_dir / f"line{line:02d}.pcap"
 
 

@@ -1,6 +1,6 @@
 """How fast to replay: ``--rate Nx``, ``--speed K`` or ``--pps N``.
 
-DESIGN.md "Rates": Nx is N x 24,000 packets/s summed over the lines being replayed (the
+docs/architecture.md "Rates": Nx is N x 24,000 packets/s summed over the lines being replayed (the
 paper's "1x the February 2008 OPRA rate"); the recorded inter-packet timing is scaled to
 reach it. ``--speed K`` plays K times the recorded speed. ``--pps N`` sends N packets/s
 evenly spaced in recorded order (no bursts), for uniform load.
@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 PAPER_1X_PPS = 24_000
-"""Packets/s of "1x" over all lines (DESIGN.md "Rates")."""
+"""Packets/s of "1x" over all lines (docs/architecture.md "Rates")."""
 
 RateKind = Literal["rate", "speed", "pps"]
 

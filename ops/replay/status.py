@@ -21,7 +21,7 @@ SINK_WAIT_WARN_SHARE = 0.001
 """Waits for room in a ring are always counted; they are warned about once they add up to
 this share of the run's time (a consumer that costs the schedule more than noise)."""
 SUSTAINED_FRACTION = 0.9999
-"""DESIGN.md "sustainable": >= 99.99% of the target packets/s."""
+"""docs/architecture.md "sustainable": >= 99.99% of the target packets/s."""
 
 _, _UPPER = hist_bucket_bounds()
 
@@ -29,7 +29,7 @@ _, _UPPER = hist_bucket_bounds()
 class PacingStatus(BaseModel):
     """Pacing error (actual - intended send time) over the packets sent. Percentiles are
     rounded up to their histogram bucket (<= 3.2%) and are None (n/a) with fewer than
-    10 / (1 - p) samples (DESIGN.md)."""
+    10 / (1 - p) samples (docs/architecture.md)."""
 
     count: int = 0
     mean_ns: float | None = None

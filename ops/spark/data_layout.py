@@ -1,5 +1,5 @@
 """Where the nightly jobs find their inputs and put their outputs under ``--data DIR``
-(DESIGN.md "Data layout"), and how a capture file's name says its line, copy and part.
+(docs/architecture.md "Data layout"), and how a capture file's name says its line, copy and part.
 
     captures/<date>/line<NN>[-b][.<k>].pcap, manifest.json    (input: feeds)
     runs/<date>/<run_id>/*.parquet, plan.json                (input: latency)

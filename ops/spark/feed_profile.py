@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 ONE_X_PPS = 24_000.0
-"""The paper's unit: 1x = 24,000 packets/s summed over all lines (DESIGN.md)."""
+"""The paper's unit: 1x = 24,000 packets/s summed over all lines (docs/architecture.md)."""
 
 WINDOWS_MS: tuple[int, ...] = (1_000, 100, 10)
 _BASE_NS = 10_000_000

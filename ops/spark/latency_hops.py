@@ -1,4 +1,4 @@
-"""The hops and percentiles of a latency breakdown (DESIGN.md "Rates, latency,
+"""The hops and percentiles of a latency breakdown (docs/architecture.md "Rates, latency,
 sustainability"): names, the stamps that bound each hop, and the sample count a percentile
 needs before it is printed (fewer than 10 / (1 - p) samples: n/a)."""
 from __future__ import annotations

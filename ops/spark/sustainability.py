@@ -1,6 +1,6 @@
 """Is a run's rate sustainable, and how far does each sweep go (the paper's Figures 5, 8)?
 
-DESIGN.md: a rate is sustainable when the replayer achieves >= 99.99% of the target
+docs/architecture.md: a rate is sustainable when the replayer achieves >= 99.99% of the target
 packets/s, missed messages are <= 0.01%, and latency from ``intended`` does not grow over
 the run. "Grows" is made concrete here: split the run's samples into quarters by their
 ``intended`` time; latency is growing when the median end-to-end-from-intended latency of
@@ -22,7 +22,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SustainabilityRule:
-    """The thresholds of "sustainable" (defaults: DESIGN.md and the growth rule above)."""
+    """The thresholds of "sustainable" (defaults: docs/architecture.md and the growth rule above)."""
 
     min_achieved_ratio: float = 0.9999
     max_missed_ratio: float = 0.0001

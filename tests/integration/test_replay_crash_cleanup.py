@@ -1,5 +1,5 @@
 """A replay service killed outright: its senders follow it, and the next service unlinks the
-shared memory it left behind (DESIGN.md principle 7)."""
+shared memory it left behind (docs/architecture.md principle 7)."""
 from __future__ import annotations
 
 import os

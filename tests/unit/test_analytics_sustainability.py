@@ -1,4 +1,4 @@
-"""The sustainability rule and the sweep summary of the nightly latency job (DESIGN.md
+"""The sustainability rule and the sweep summary of the nightly latency job (docs/architecture.md
 "Rates, latency, sustainability"), on hand-made rows: no Spark needed."""
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
  *
  * The final stamp, mc_in, is taken once per batch and kept in the sample rows.
  *
- * Hops (DESIGN.md "Rates, latency, sustainability"), from the stamp block:
+ * Hops (docs/architecture.md "Rates, latency, sustainability"), from the stamp block:
  *   OMDP_LAT_FH           fh_out - fh_in
  *   OMDP_LAT_TO_DE        de_in  - fh_out
  *   OMDP_LAT_DE           de_out - de_in

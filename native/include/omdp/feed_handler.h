@@ -1,4 +1,4 @@
-/* omdp feed handler: OPRA lines in, routed OPRA message records out (DESIGN.md "feedhandlers").
+/* omdp feed handler: OPRA lines in, routed OPRA message records out (docs/architecture.md "feedhandlers").
  *
  * One operator instance serves one or more OPRA lines. It is a source (operator.h): the
  * partition loop polls it, and each poll takes what arrived and pushes it downstream.

@@ -1,4 +1,4 @@
-/* omdp operator contract: what every native operator implements (DESIGN.md "Operators").
+/* omdp operator contract: what every native operator implements (docs/architecture.md "Operators").
  *
  * An operator is a vtable plus the state its `init` returns. The runtime calls
  * `process_batch` with a batch - records laid back to back, each starting with an

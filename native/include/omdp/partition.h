@@ -3,9 +3,9 @@
  * The runtime builds a partition from the physical plan: operators (native vtables, or
  * Python operators behind the same vtable), the fused connections between their ports,
  * and the channels at the partition's boundary - one input per upstream partition, one
- * output per downstream partition (seed 000: all edges between two partitions share one
+ * output per downstream partition (the Vega paper: all edges between two partitions share one
  * transport pair). `omdp_partition_run` then polls sources and inputs and pushes every
- * batch depth-first through the fused operators (seed 004) until every source is done and
+ * batch depth-first through the fused operators (XStream) until every source is done and
  * every input has ended, or a stop is requested. Python calls it once.
  *
  * Multiplexing: every message on a channel is one frame, an omdp_frame_header_t then the

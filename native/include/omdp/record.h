@@ -1,6 +1,6 @@
 /* omdp record header: the first 56 bytes of every record that flows through omdp.
  *
- * One fixed, 8-byte aligned layout end to end (DESIGN.md "Records"). The stamp block
+ * One fixed, 8-byte aligned layout end to end (docs/architecture.md "Records"). The stamp block
  * carries the six hop times of a record in int64 nanoseconds of the omdp clock
  * (clock.h); 0 means "not stamped". A record is `length` bytes long, header included,
  * and a batch is records laid back to back, each length a multiple of 8.

@@ -1,6 +1,6 @@
 /* Vega channel knob defaults as the C side sees them.
  *
- * The one place these defaults are decided is omdp/transport/spec.py (DESIGN.md
+ * The one place these defaults are decided is omdp/transport/spec.py (docs/architecture.md
  * "Transports and knobs"); this header repeats them for C callers that build a channel
  * without Python, and tests/unit/test_transport_defaults.py fails when the two disagree.
  */

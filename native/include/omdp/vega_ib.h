@@ -1,7 +1,7 @@
-/* vega-ib: the Vega ring mirrored at the receiver with RDMA WRITEs (seed 000, seed 003).
+/* vega-ib: the Vega ring mirrored at the receiver with RDMA WRITEs (the Vega paper, Slash).
  *
  * Built only where infiniband/verbs.h exists (native/build_native.py compiles *_ib.c then;
- * DESIGN.md principle 8). The control path is Python's (omdp/transport/vega_ib.py, with
+ * docs/architecture.md principle 8). The control path is Python's (omdp/transport/vega_ib.py, with
  * pyverbs): it opens the device, checks the port, makes the protection domain, registers
  * each side's copy of the region (remote write: the receiver's copy for the slots, the
  * sender's for the credit word), and exchanges QP number, PSN, LID/GID, rkey and address

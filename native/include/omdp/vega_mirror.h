@@ -13,7 +13,7 @@
  * Writes are applied so that the Vega markers keep their meaning: the first 8 bytes (a
  * slot's begin word, or a scrubbed end word) and the last 8 bytes (the end word, or the
  * credit) are stored with release order around the payload, so a receiver that sees the
- * end word sees everything before it (seed 003: the end marker is polled last).
+ * end word sees everything before it (Slash: the end marker is polled last).
  *
  * A mirror has no pids to watch: the medium reports the peer's state into the peer's side
  * span of the local copy (omdp_vega_mirror_set_peer), which the ring's waits already read.

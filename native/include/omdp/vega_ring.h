@@ -1,6 +1,6 @@
 /* The Vega ring itself: one protocol over a piece of memory, header-only.
  *
- * seeds/000 section IV, with footer polling from seeds/003. The region is a control block
+ * the Vega paper section IV, with footer polling from Slash. The region is a control block
  * (one 128-byte span per writer, Agrona style, so the two sides never share a cache line)
  * followed by `queue_size` slots of `slot_stride` bytes (64-byte aligned):
  *
@@ -360,7 +360,7 @@ static inline void omdp_vega_seal(omdp_vega_sender_t *tx, uint8_t *slot, uint32_
     uint64_t end = omdp_vega_end_word(tx->seq, tx->log2_queue, size, tx->nonce);
     _Atomic uint64_t *endp = (_Atomic uint64_t *)(slot + end_off);
     uint64_t slot_off = tx->slots_offset + (uint64_t)(tx->seq & tx->mask) * tx->stride;
-    /* Stale bytes where the end word goes must not already equal it (seeds/003). The
+    /* Stale bytes where the end word goes must not already equal it (Slash). The
      * begin word's release orders this scrub before anything the receiver reads after it. */
     if (atomic_load_explicit(endp, memory_order_relaxed) == end) {
         atomic_store_explicit(endp, ~end, memory_order_relaxed);
