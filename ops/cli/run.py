@@ -83,7 +83,8 @@ def pipeline_options(f: Any) -> Any:
 def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ...], capture_date: str | None,
                          rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
-                         run_id: str | None = None, sweep_id: str = "") -> int:
+                         run_id: str | None = None, sweep_id: str = "",
+                         max_p99_from_intended: float | None = 1000.0) -> int:
     """Assemble, run and report a pipeline; returns the exit status."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
@@ -96,7 +97,7 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
         return 2
     hook = dashboard_hook(dashboard) if dashboard else None
     options = RunOptions(rate=rate, seconds=None if no_loop else seconds, loop=not no_loop, drops=drops, seed=seed,
-                         sample_every=sample_every)
+                         sample_every=sample_every, max_p99_from_intended_us=max_p99_from_intended)
     try:
         pp = plan_pipeline(topology, data_dir, date, options, overrides)
         run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
@@ -129,10 +130,13 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
 @click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@click.option("--max-p99-from-intended", type=float, default=1000.0, show_default=True, metavar="US",
+              help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @pipeline_options
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
                 json_out: str | None, capture_date: str | None, rate: str, seconds: float, no_loop: bool, drops: str,
-                seed: int, sample_every: int | None, config_label: str, dashboard: str | None) -> None:
+                seed: int, sample_every: int | None, config_label: str, dashboard: str | None,
+                max_p99_from_intended: float) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
     from omdp.plan import build_plan
     from omdp.runtime.run import run_plan
@@ -148,7 +152,8 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
         if duration is not None:
             raise click.UsageError("--duration: a pipeline runs as long as its replay (--seconds)")
         sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate, seconds, no_loop, drops, seed,
-                                      sample_every, config_label, dashboard, json_out, run_id))
+                                      sample_every, config_label, dashboard, json_out, run_id,
+                                      max_p99_from_intended=max_p99_from_intended or None))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
         result = run_plan(plan, data_dir, duration, run_id, echo=lambda line: click.echo(line, err=True))
