@@ -77,7 +77,7 @@ class FeedHandlerParams(BaseModel):
     interface: str = Field("127.0.0.1", description="multicast interface address")
     rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
-    coalesce_packets: int = Field(16, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
+    coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
                                   description="packets already waiting in the input that leave as one batch per "
                                               "engine (never waited for; bounds the added latency); 1: off")
     ring: str = Field("", description="ring shm name; empty: omdp-<run_id>-feed<replica>")

@@ -73,7 +73,7 @@ def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
     and on (the default): the same signals and the same NBBO agreement, every message
     accounted for, and the batch sizes reported."""
     runs = {}
-    for cap in (1, 16):
+    for cap in (1, 16):  # off, and a cap above the default (4)
         pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
                            RunOptions(rate="4x", seconds=None, loop=False, sample_every=SAMPLE_EVERY),
                            (f"operators.fh.params.coalesce_packets={cap}",))
