@@ -63,12 +63,36 @@ def dashboard_hook(address: str) -> Any:
     return serve
 
 
+def check_rate(ctx: Any, param: Any, value: str | None) -> str | None:
+    """Click callback: ``--rate`` must be ``Nx`` (parsed by the replay's own parser,
+    ``ops.replay.rates.RateSpec``) before anything is created."""
+    if value is None:
+        return value
+    from ops.replay.rates import RateError, RateSpec
+
+    try:
+        RateSpec.parse(rate=value)
+    except RateError as e:
+        raise click.UsageError(str(e), ctx=ctx) from None
+    return value
+
+
+def check_positive_seconds(ctx: Any, param: Any, value: float | None) -> float | None:
+    """Click callback: a number of seconds must be a finite number above 0."""
+    import math
+
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise click.UsageError(f"--{param.name} must be positive (got {value:g})", ctx=ctx)
+    return value
+
+
 def pipeline_options(f: Any) -> Any:
     """The options a pipeline run takes (shared by ``omdp run`` and ``omdp demo``)."""
     for opt in reversed([
         click.option("--capture-date", default=None, help="replay <data>/captures/<date> (default: the newest capture)"),
-        click.option("--rate", default="1x", show_default=True, help="Nx = N x 24,000 packets/s over all lines"),
-        click.option("--seconds", type=float, default=30.0, show_default=True, help="replay this long"),
+        click.option("--rate", default="1x", show_default=True, callback=check_rate, help="Nx = N x 24,000 packets/s over all lines"),
+        click.option("--seconds", type=float, default=30.0, show_default=True, callback=check_positive_seconds,
+                     help="replay this long"),
         click.option("--no-loop", is_flag=True, help="replay the capture once (the run ends with it)"),
         click.option("--drop", "drops", default="", help="inject losses at the replayer, e.g. A:0.001"),
         click.option("--seed", type=int, default=0, show_default=True, help="seed of the injected losses"),

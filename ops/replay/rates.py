@@ -64,17 +64,18 @@ class RateSpec(BaseModel):
             m = _RATE_RE.match(str(rate))
             if not m:
                 raise RateError(f"--rate {rate!r} is not a rate: write N x, e.g. 10x or 0.5x (N x 24,000 packets/s)")
-            return cls(kind="rate", value=_positive("--rate", m.group(1)))
+            return cls(kind="rate", value=_positive("--rate", m.group(1), shown=str(rate).strip()))
         if speed is not None:
             return cls(kind="speed", value=_positive("--speed", speed))
         return cls(kind="pps", value=_positive("--pps", pps))
 
 
-def _positive(option: str, text: object) -> float:
+def _positive(option: str, text: object, shown: str | None = None) -> float:
+    shown = shown if shown is not None else str(text)
     try:
         v = float(str(text).strip())
     except ValueError:
-        raise RateError(f"{option} {text!r} is not a number") from None
+        raise RateError(f"{option} {shown!r} is not a number") from None
     if not math.isfinite(v) or v <= 0:
-        raise RateError(f"{option} {text!r} must be a finite number above 0")
+        raise RateError(f"{option} {shown!r} must be a finite number above 0")
     return v
