@@ -20,13 +20,19 @@ def capture() -> None:
 def stats(path: Path, copy: str, json_out: Path | None) -> None:
     """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),
     messages and bytes per packet, and the category mix (decoded in C)."""
+    from feedhandlers.captures import PcapError
     from ops.capture.locate import CaptureNotFound
     from ops.capture.stats import capture_stats, format_stats
 
     try:
         st = capture_stats(path, copy, progress=True)
-    except CaptureNotFound as exc:
-        raise click.ClickException(str(exc)) from exc
+    except (CaptureNotFound, PcapError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
     click.echo(format_stats(st))
     if json_out is not None:
         json_out.write_text(json.dumps(st.to_dict(), indent=1))
+    if st.total.truncated_packets:
+        raise click.ClickException(f"{st.total.truncated_packets} truncated packet record(s): "
+                                   + "; ".join(st.total.truncated))
