@@ -50,8 +50,8 @@ class TruncatedTail:
     available: int
 
     def describe(self) -> str:
-        return (f"{self.path}: truncated: the file ends inside packet record {self.record} at offset {self.offset} "
-                f"({self.available} of {self.needed} bytes)")
+        return (f"{self.path}: ends inside a packet record (truncated: record {self.record} at offset {self.offset}, "
+                f"{self.available} of its {self.needed} bytes)")
 
 
 def global_header(snaplen: int = DEFAULT_SNAPLEN) -> bytes:
