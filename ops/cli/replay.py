@@ -93,7 +93,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         if not paused:
             try:
                 st = service.start()
-            except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError) as e:
+            except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError, RateError) as e:
                 raise click.ClickException(f"nothing sent: {e}") from None
             started = True
             click.echo(f"replay {st.run_id}: {st.rate} ({st.target_pps:,.0f} pps) of {capture_dir} -> {config.target}, "
