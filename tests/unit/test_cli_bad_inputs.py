@@ -36,3 +36,8 @@ def test_run_rejects_non_positive_seconds(tmp_path: Path) -> None:
     code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--seconds", "0"])
     assert code != 0 and "--seconds must be positive" in out
     assert not data.exists()
+
+
+def test_dashboard_live_needs_a_live_run() -> None:
+    code, out = invoke(["dashboard", "--live", "NO_SUCH_RUN_i16a", "--address", "127.0.0.1:0"])
+    assert code == 2 and "--live" in out and "no live run 'NO_SUCH_RUN_i16a'" in out and "Traceback" not in out
