@@ -83,3 +83,22 @@ def test_capture_stats_counts_the_truncation(tmp_path: Path) -> None:
     code, out = _invoke(["capture", "stats", str(path)])
     assert code != 0 and "Traceback" not in out
     assert "malformed packets: 1 (1 truncated)" in out and str(path) in out
+
+
+@pytest.mark.parametrize("argv,copy", [([], "a"), (["--copies", "b"], "b"), (["--copies", "B"], "b"),
+                                       (["--copies", "a"], "a"), (["--copy", "b"], "b")])
+def test_capture_stats_copies_spellings(tmp_path: Path, argv: list[str], copy: str) -> None:
+    for name, n in (("line01.pcap", 2), ("line01-b.pcap", 3)):
+        write_pcap(tmp_path / name, [_packet(1, 1 + i) for i in range(n)], [T0 + i * 1000 for i in range(n)],
+                   dst_ip=GROUP, dst_port=PORT)
+    code, out = _invoke(["capture", "stats", str(tmp_path), *argv])
+    assert code == 0, out
+    assert f"    1 {2 if copy == 'a' else 3:>10,}" in out
+
+
+def test_analytics_copies_either_case() -> None:
+    from ops.cli.analytics import analytics
+
+    feeds = analytics.commands["feeds"]
+    ctx = feeds.make_context("feeds", ["--date", "2008-02-04", "--copies", "b"], resilient_parsing=False)
+    assert ctx.params["copies"] == "B"
