@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -33,7 +34,7 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
     copy = parse_copies_option(old_copy or copies or "A", option=option, one=True)[0].lower()
 
     try:
-        st = capture_stats(path, copy, progress=True)
+        st = capture_stats(path, copy, progress=sys.stderr.isatty())
     except (CaptureNotFound, PcapError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
