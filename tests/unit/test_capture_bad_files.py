@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from feedhandlers.captures import TruncatedTail, read_pcap, write_pcap
 from ops.capture.stats import capture_stats
 from ops.cli.main import cli
-from tests.unit.test_capture_stats import T0, _packet
+from test_capture_stats import T0, _packet
 
 GROUP, PORT = "233.43.202.1", 11101
 
