@@ -153,18 +153,13 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
 @click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
-@click.option("--max-p99-from-intended", type=float, default=1000.0, show_default=True, metavar="US",
+@click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @pipeline_options
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
-<<<<<<< HEAD
-                json_out: str | None, capture_date: str | None, rate: str, seconds: float, no_loop: bool, drops: str,
+                json_out: str | None, capture_date: str | None, rate: str, seconds: float | None, no_loop: bool, drops: str,
                 seed: int, sample_every: int | None, config_label: str, dashboard: str | None,
                 max_p99_from_intended: float) -> None:
-=======
-                json_out: str | None, capture_date: str | None, rate: str, seconds: float | None, no_loop: bool, drops: str,
-                seed: int, sample_every: int | None, config_label: str, dashboard: str | None) -> None:
->>>>>>> main
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
     if duration is not None:
         if seconds is not None:
@@ -181,17 +176,10 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
         click.echo(str(e), err=True)
         sys.exit(2)
     if pipeline:
-<<<<<<< HEAD
-        if duration is not None:
-            raise click.UsageError("--duration: a pipeline runs as long as its replay (--seconds)")
-        sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate, seconds, no_loop, drops, seed,
-                                      sample_every, config_label, dashboard, json_out, run_id,
-                                      max_p99_from_intended=max_p99_from_intended or None))
-=======
         sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate,
                                       DEFAULT_PIPELINE_SECONDS if seconds is None else seconds, no_loop, drops, seed,
-                                      sample_every, config_label, dashboard, json_out, run_id))
->>>>>>> main
+                                      sample_every, config_label, dashboard, json_out, run_id,
+                                      max_p99_from_intended=max_p99_from_intended or None))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
         result = run_plan(plan, data_dir, seconds, run_id, echo=lambda line: click.echo(line, err=True))
