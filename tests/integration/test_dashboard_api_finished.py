@@ -164,4 +164,11 @@ def test_omdp_dashboard_serves_a_run_directory_until_ctrl_c(run_dir: Path, tmp_p
         assert "<title>omdp" in httpx.get(url, timeout=10).text
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(15) == 0
+        # communicate() drains both pipes, so a chatty child cannot block on a full pipe.
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"omdp dashboard still running 30 s after SIGINT; its stderr:\n{err[-3000:]}")
+    assert proc.returncode == 0, err[-3000:]
