@@ -1,5 +1,5 @@
 """``omdp dashboard``: serve the latency dashboard of a finished run (``--run RUN_DIR``) or
-of a run live on this host (``--live RUN_ID``) until Ctrl-C.
+of a run live on this host (``--live RUN_ID``) until Ctrl-C or SIGTERM.
 
 ``omdp run ... --dashboard HOST:PORT`` and ``omdp demo`` start the same dashboard inside
 the run's own process (``ops.dashboard.serve.start_dashboard``).
@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 
 import click
+
+from ops.cli.stop_signals import stop_on_signals
 
 
 @click.command("dashboard")
@@ -38,7 +40,8 @@ def dashboard(run_dir: Path | None, run_id: str | None, address: str) -> None:
     what = f"run directory {run_dir}" if run_dir is not None else f"live run {run_id}"
     click.echo(f"dashboard of {what} on {server.url} (API docs {server.url}docs); Ctrl-C stops", err=False)
     try:
-        threading.Event().wait()
+        with stop_on_signals():
+            threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ops.cli.options import positive_seconds
+from ops.cli.stop_signals import stop_on_signals
 
 
 STATUS_PERIOD_S = 0.2
@@ -92,21 +93,22 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     server = _serve(service, token, http_port) if not no_http else None
     started = False
     try:
-        if not paused:
-            try:
-                st = service.start()
-            except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError, RateError) as e:
-                raise click.ClickException(f"nothing sent: {e}") from None
-            started = True
-            click.echo(f"replay {st.run_id}: {st.rate} ({st.target_pps:,.0f} pps) of {capture_dir} -> {config.target}, "
-                       f"copies {','.join(st.copies)}; run directory {st.run_dir}", err=True)
-            if st.intended_table:
-                click.echo(f"intended-time table (shared memory): {st.intended_table}", err=True)
-            _follow(service)
-        if server is not None and (hold or paused):
-            click.echo("holding the HTTP API; Ctrl-C to quit", err=True)
-            while True:
-                time.sleep(1.0)
+        with stop_on_signals():
+            if not paused:
+                try:
+                    st = service.start()
+                except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError, RateError) as e:
+                    raise click.ClickException(f"nothing sent: {e}") from None
+                started = True
+                click.echo(f"replay {st.run_id}: {st.rate} ({st.target_pps:,.0f} pps) of {capture_dir} -> {config.target}, "
+                           f"copies {','.join(st.copies)}; run directory {st.run_dir}", err=True)
+                if st.intended_table:
+                    click.echo(f"intended-time table (shared memory): {st.intended_table}", err=True)
+                _follow(service)
+            if server is not None and (hold or paused):
+                click.echo("holding the HTTP API; Ctrl-C to quit", err=True)
+                while True:
+                    time.sleep(1.0)
     except KeyboardInterrupt:
         click.echo("stopping", err=True)
     finally:

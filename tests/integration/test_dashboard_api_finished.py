@@ -147,13 +147,20 @@ def test_parse_address() -> None:
             parse_address(bad)
 
 
-def test_omdp_dashboard_serves_a_run_directory_until_ctrl_c(run_dir: Path, tmp_path: Path) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_omdp_dashboard_serves_a_run_directory_until_stopped(run_dir: Path, tmp_path: Path, stop: int) -> None:
+    """Started as a script's background job is (SIGINT ignored at start), ``omdp dashboard``
+    still stops cleanly on Ctrl-C and on SIGTERM."""
     # The child imports omdp from where this process does (an installed package or the checkout).
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.Popen(
         [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
          "--address", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=_ignore_sigint,
     )
     try:
         line = proc.stdout.readline()
@@ -163,12 +170,12 @@ def test_omdp_dashboard_serves_a_run_directory_until_ctrl_c(run_dir: Path, tmp_p
         assert run["run_id"] == read_meta(run_dir)["run_id"]
         assert "<title>omdp" in httpx.get(url, timeout=10).text
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         # communicate() drains both pipes, so a chatty child cannot block on a full pipe.
         try:
             _, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
-            pytest.fail(f"omdp dashboard still running 30 s after SIGINT; its stderr:\n{err[-3000:]}")
+            pytest.fail(f"omdp dashboard still running 30 s after {signal.Signals(stop).name}; its stderr:\n{err[-3000:]}")
     assert proc.returncode == 0, err[-3000:]
