@@ -195,6 +195,30 @@ def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
     return out
 
 
+def stamp_clocks(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Per partition: the clock its hop stamps were read from and, on the TSC, its
+    calibration and the drift against CLOCK_REALTIME seen at each heartbeat."""
+    return {name: st for name, p in sorted(result.partitions.items())
+            if (st := (p.get("report") or {}).get("stamp_clock"))}
+
+
+def stamp_clock_line(clocks: dict[str, dict[str, Any]]) -> str | None:
+    """One line on the stamps' clock for the run summary (None when no partition said)."""
+    if not clocks:
+        return None
+    kinds = sorted({c["clock"] for c in clocks.values()})
+    tsc = [c for c in clocks.values() if c["clock"] == "tsc"]
+    line = "stamps: " + " and ".join(kinds) + f" clock ({len(tsc)} of {len(clocks)} partitions on the TSC)"
+    if tsc:
+        drift = max(c.get("max_abs_drift_ns", 0) for c in tsc)
+        err = max(c.get("stated_error_ns", 0) for c in tsc)
+        checks = sum(c.get("drift_checks", 0) for c in tsc)
+        over = sum(c.get("drift_over_error", 0) for c in tsc)
+        line += (f"; drift against CLOCK_REALTIME at most {drift:,} ns over {checks:,} checks "
+                 f"(stated calibration error {err:,} ns; {over:,} checks beyond it)")
+    return line
+
+
 @dataclass
 class ReplayTotals:
     """The feed senders' replay figures, summed."""
@@ -354,9 +378,11 @@ def breakdown(run_dir: Path) -> Breakdown | None:
 
 
 def summary_dict(acc: Accounting, replay: ReplayTotals, growth: Growth, v: Verdict, batch: Batching | None = None,
-                 costs: list[PartitionCost] | None = None) -> dict[str, Any]:
+                 costs: list[PartitionCost] | None = None,
+                 clocks: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The run's figures as plain data (for --json)."""
     return {"accounting": {**asdict(acc), "missed_ratio": acc.missed_ratio, "balanced": acc.balanced},
+            "stamp_clock": clocks or {},
             "batching": batch.as_dict() if batch else None,
             "cpu": {c.partition: c.as_dict() for c in costs or []},
             "replay": {**asdict(replay), "messages_per_packet": replay.messages_per_packet},

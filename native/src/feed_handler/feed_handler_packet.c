@@ -3,13 +3,13 @@
  * they receive; uses the arbiter, the routing table and the intended tables below it. */
 #include <string.h>
 
-#include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 #include "feed_handler_internal.h"
 
 /* Stamp fh_out on n records and hand them to engine port e. */
 static inline int send_batch(feed_handler_t *fh, uint32_t e, omdp_opra_msg_t *m, uint32_t n, const omdp_emitter_t *em)
 {
-    int64_t out = omdp_now_ns();
+    int64_t out = omdp_stamp_ns();
     for (uint32_t i = 0; i < n; i++)
         m[i].hdr.stamps.fh_out = out;
     fh->batches_out++;
