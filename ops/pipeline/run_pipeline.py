@@ -132,7 +132,9 @@ class PipelineRun:
             hist = ", ".join(f"<={k}: {v:,}" for k, v in b.packets_hist.items() if v)
             lines.append(f"batches to the engines: {b.packets_mean:,.2f} packets and {b.messages_mean:,.1f} messages "
                          f"per batch (mean; max {b.packets_max:,} and {b.messages_max:,}; cap {b.cap_packets} packets) "
-                         f"over {b.batches:,} batches; packets per batch {hist}")
+                         f"over {b.batches:,} batches; packets per batch {hist}"
+                         + (f"; {b.messages_per_engine_call:,.1f} messages per engine call"
+                            if b.messages_per_engine_call is not None else ""))
         for c in self.costs or []:
             if c.cpu_ns_per_packet is not None:
                 lines.append(f"cpu: partition {c.partition}: {c.cpu_ns_per_packet:,.0f} ns per packet, "

@@ -124,6 +124,14 @@ class Batching:
     packets_max: int = 0
     messages_max: int = 0
     packets_hist: dict[str, int] = field(default_factory=lambda: dict.fromkeys(HIST_BUCKETS, 0))
+    engine_calls: int = 0
+    """Batches handed to engines (a flush gives one per engine it has messages for)."""
+    engine_messages: int = 0
+
+    @property
+    def messages_per_engine_call(self) -> float | None:
+        """The batch size an engine really sees (``omdp bench engine`` times these sizes)."""
+        return self.engine_messages / self.engine_calls if self.engine_calls else None
 
     @property
     def packets_mean(self) -> float | None:
@@ -134,7 +142,8 @@ class Batching:
         return self.messages / self.batches if self.batches else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "packets_mean": self.packets_mean, "messages_mean": self.messages_mean}
+        return {**asdict(self), "packets_mean": self.packets_mean, "messages_mean": self.messages_mean,
+                "messages_per_engine_call": self.messages_per_engine_call}
 
 
 def batching(result: RunResult, assembly: Assembly) -> Batching:
@@ -151,6 +160,8 @@ def batching(result: RunResult, assembly: Assembly) -> Batching:
         b.messages_max = max(b.messages_max, c.get("coalesce_flush_messages_max", 0))
         for k in HIST_BUCKETS:
             b.packets_hist[k] += c.get(f"coalesce_hist_{k}", 0)
+        b.engine_calls += c.get("batches_out", 0)
+        b.engine_messages += c.get("routed", 0)
     return b
 
 
