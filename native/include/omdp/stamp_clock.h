@@ -68,7 +68,7 @@ void omdp_stamp_clock_info(omdp_stamp_clock_info_t *out);
 /* Exported reading of omdp_stamp_ns, for Python and tests. */
 int64_t omdp_stamp_clock_now_ns(void);
 
-/* Mean ns per omdp_stamp_ns over `n` calls, with whatever clock is chosen. */
+/* Mean thread-CPU ns per omdp_stamp_ns over `n` calls, with whatever clock is chosen. */
 double omdp_stamp_clock_bench(uint64_t n);
 
 #endif /* OMDP_STAMP_CLOCK_H */
