@@ -102,6 +102,7 @@ def _packet_socket_refused() -> str | None:
     return None
 
 
+@pytest.mark.slow  # a replay service with its sender process: seconds
 @pytest.mark.skipif(_packet_socket_refused() is not None, reason=_packet_socket_refused() or "")
 def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: Path) -> None:
     """Frames built by the sender (multicast_sender='packet') reach ordinary joined UDP
@@ -109,7 +110,7 @@ def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: P
     data = [make_line(ln, 400, seed=3) for ln in (5, 6)]
     eps = write_capture(tmp_path / "cap", data)
     with MulticastReceiver(eps) as rx:
-        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(rate="1x"), multicast_sender="packet")
+        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(pps=20000), multicast_sender="packet")
         rx.drain()
     assert st.state == "finished" and st.packets_sent == 800
     for d in data:
