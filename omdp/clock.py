@@ -44,3 +44,73 @@ class TscClock:
         a, b = self._ffi.new("double *"), self._ffi.new("double *")
         lib.omdp_tsc_bench(self.c, calls, a, b)
         return float(a[0]), float(b[0])
+
+
+STAMP_CLOCKS = ("auto", "tsc", "realtime")
+"""The stamp clock choices (``[run] clock``, ``omdp run --clock``): ``tsc`` is refused where
+the TSC is not invariant, ``auto`` takes it where it is and CLOCK_REALTIME elsewhere."""
+
+STAMP_CALIBRATION_NS = 50_000_000
+"""How long the stamp clock's TSC calibration waits between its two pairs."""
+
+
+def tsc_invariant(cpuinfo: str | None = None) -> tuple[bool, str]:
+    """(whether the TSC is invariant here, why not): checked before a run is created so that
+    ``--clock tsc`` is refused with a message rather than failing in a partition."""
+    from omdp.native import ffi
+
+    why = ffi.new("char[256]")
+    ok = lib.omdp_tsc_invariant(ffi.NULL if cpuinfo is None else cpuinfo.encode(), why, 256) == 1
+    return ok, "" if ok else ffi.string(why).decode()
+
+
+def use_stamp_clock(choice: str, interval_ns: int = STAMP_CALIBRATION_NS, cpuinfo: str | None = None) -> str:
+    """Choose this process's stamp clock (stamp_clock.h) before its partition loop runs;
+    returns the clock taken (``tsc`` or ``realtime``). ``tsc`` where the TSC is not invariant
+    raises TscClockError with the reason; ``auto`` then falls back to ``realtime``."""
+    from omdp.native import ffi
+
+    if choice not in STAMP_CLOCKS:
+        raise ValueError(f"clock {choice!r}: one of {', '.join(STAMP_CLOCKS)}")
+    err = ffi.new("char[256]")
+    if choice == "realtime":
+        lib.omdp_stamp_clock_use(lib.OMDP_STAMP_REALTIME, 0, ffi.NULL, err, 256)
+        return "realtime"
+    path = ffi.NULL if cpuinfo is None else cpuinfo.encode()
+    if lib.omdp_stamp_clock_use(lib.OMDP_STAMP_TSC, int(interval_ns), path, err, 256) == 0:
+        return "tsc"
+    if choice == "tsc":
+        raise TscClockError(f"--clock tsc: {ffi.string(err).decode()}")
+    lib.omdp_stamp_clock_use(lib.OMDP_STAMP_REALTIME, 0, ffi.NULL, err, 256)
+    return "realtime"
+
+
+def stamp_now_ns() -> int:
+    """The stamp clock now (what the C hops stamp with)."""
+    return int(lib.omdp_stamp_clock_now_ns())
+
+
+def check_stamp_clock() -> int:
+    """Compare the stamp clock with CLOCK_REALTIME now (kept in its info); the drift in ns."""
+    return int(lib.omdp_stamp_clock_check())
+
+
+def stamp_clock_info() -> dict[str, object]:
+    """The stamp clock, its calibration and the drift checks so far, as run reports carry it."""
+    from omdp.native import ffi
+
+    i = ffi.new("omdp_stamp_clock_info_t *")
+    lib.omdp_stamp_clock_info(i)
+    tsc = i.mode == lib.OMDP_STAMP_TSC
+    out: dict[str, object] = {"clock": "tsc" if tsc else "realtime"}
+    if tsc:
+        out.update(ticks_per_ns=float(i.ticks_per_ns), pair_error_ns=int(i.pair_error_ns),
+                   rate_error_ppm=float(i.rate_error) * 1e6, drift_checks=int(i.checks),
+                   last_drift_ns=int(i.last_drift_ns), max_abs_drift_ns=int(i.max_abs_drift_ns),
+                   stated_error_ns=int(i.stated_error_ns), drift_over_error=int(i.over_error))
+    return out
+
+
+def stamp_clock_bench(calls: int = 2_000_000) -> float:
+    """Mean ns per stamp (omdp_stamp_ns) over ``calls``, with the clock chosen now."""
+    return float(lib.omdp_stamp_clock_bench(int(calls)))

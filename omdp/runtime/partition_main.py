@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from omdp.clock import check_stamp_clock, stamp_clock_info, use_stamp_clock
 from omdp.native import lib
 from omdp.plan import Plan
 from omdp.registry import load_registry
@@ -65,6 +66,8 @@ class PartitionProcess:
         if self.spec.cpus:
             os.sched_setaffinity(0, self.spec.cpus)
             log.info("pinned to CPUs %s", self.spec.cpus)
+        self.stamp_clock = use_stamp_clock(self.plan.run.clock)
+        log.info("stamps on %s (asked: %s)", self.stamp_clock, self.plan.run.clock)
         self.partition = Partition(self.plan, self.name, load_registry(self.plan.registry or ""), self.run_dir)
         host = self.plan.hosts[self.spec.host]
         endpoints = {}
@@ -127,6 +130,7 @@ class PartitionProcess:
         while not self._done.is_set():
             now = time.monotonic()
             if now >= next_beat:
+                check_stamp_clock()  # drift of the stamp clock against CLOCK_REALTIME, reported at the end
                 try:
                     self.out.send(event="heartbeat", stats=self.partition.stats(), channels=self.partition.channel_stats())
                 except ControlError:
@@ -190,8 +194,9 @@ class PartitionProcess:
 
     def _send_final(self, event: str, **extra: Any) -> None:
         assert self.partition is not None
+        check_stamp_clock()
         report = {"stats": self.partition.stats(), "channels": self.partition.channel_stats(),
-                  "operators": self.partition.operator_report()}
+                  "operators": self.partition.operator_report(), "stamp_clock": stamp_clock_info()}
         try:
             self.out.send(event=event, report=report, **extra)
         except ControlError:

@@ -121,6 +121,10 @@ class RunSettings(_Strict):
         None, description="host whose clock all stamps are corrected to (default: the latency collector's host, "
                           "else the host of the last partition)")
     ptp_error_ns: int = Field(1000, ge=0, description="error assumed for a PTP-disciplined host's clock")
+    clock: Literal["auto", "tsc", "realtime"] = Field(
+        "auto", description="clock of the hop stamps (stamp_clock.h): tsc (rdtsc calibrated against CLOCK_REALTIME, "
+                            "refused where the TSC is not invariant), realtime (clock_gettime), or auto (tsc where "
+                            "invariant, else realtime); omdp run --clock")
 
 
 class Topology(_Strict):

@@ -7,12 +7,18 @@ warmed (every series seen), priced once (bands and parity limits live, as in a r
 timed over the re-quotes, several runs, median reported. As in the pipeline, where the
 decoder has just written them, the records are in cache when the engine reads them: each
 block of 1,024 is copied into a reused buffer before it is timed (series state is not: the
-re-quotes hit series at random, as the feed does). Batches of 1,024 messages show the
-engine's own cost per message (one Python->C call per 1,024); batches of 14 (OPRA's ~14
-messages per packet) add one call per packet, as a Python driver would pay it - the pipeline
-calls the engine from C and does not. Times are CPU time of the benchmark's thread (the engine
-runs in it), so other processes on a shared machine do not inflate them; wall time is
-reported beside.
+re-quotes hit series at random, as the feed does).
+
+The C engine is driven from C (``omdp_engine_bench_batches``, engine_bench.h), one call per
+batch as the feed handler's partition makes it, at the batch sizes the pipeline hands it:
+1,024 (the engine's own cost per message), 56 (one flush of 4 packets to one engine: the
+feed handler's default ``coalesce_packets`` of 4 at ~14 messages per packet), 28 (the same
+flush split over the fused topology's two engines, which is what each engine sees; a run
+reports it as ``routed / batches_out``) and 14 (one packet, no coalescing). Batches of 14 are
+also timed from Python (one cffi call per batch, as a Python driver would pay it), the
+figure earlier reports called "batches of 14". Times are CPU time of the benchmark's thread
+(the engine runs in it), so other processes on a shared machine do not inflate them; wall
+time is reported beside.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from omdp.native import ffi, lib
 from omdp.runtime.machine import machine_info
 from ops.bench.model_market import model_market, quote_stream
 
@@ -80,8 +87,32 @@ def _time_engine(engine: DecisionEngine, msgs: np.ndarray, batch: int, out: np.n
     return cpu / 1e9, wall / 1e9
 
 
+def _time_engine_c(engine: DecisionEngine, msgs: np.ndarray, batch: int, out: np.ndarray) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of msgs through the engine in batches of ``batch``, the
+    loop in C (engine_bench.h): no Python between batches, as in the pipeline."""
+    hot = np.empty(max(BLOCK, batch), dtype=msgs.dtype)
+    wall = ffi.new("int64_t *")
+    cpu = lib.omdp_engine_bench_batches(
+        engine.handle, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(msgs, require_writable=False)), len(msgs),
+        batch, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(hot)), len(hot), ffi.from_buffer("uint8_t[]", out),
+        len(out), wall)
+    if cpu < 0:
+        raise RuntimeError(f"omdp_engine_bench_batches: error {cpu}")
+    return cpu / 1e9, wall[0] / 1e9
+
+
+def _stats(timed: list[tuple[float, float]], batch: int, runs: int, n_messages: int, driver: str) -> dict[str, Any]:
+    cpu = [c / n_messages * 1e9 for c, _ in timed]
+    wall = [w / n_messages * 1e9 for _, w in timed]
+    return {"batch": batch, "driver": driver, "runs": runs, "messages_per_run": n_messages,
+            "ns_per_message_median": statistics.median(cpu), "ns_per_message_min": min(cpu),
+            "ns_per_message_max": max(cpu), "ns_per_message_runs": cpu,
+            "wall_ns_per_message_median": statistics.median(wall)}
+
+
 def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
-                     batches: tuple[int, ...] = (1024, 14), custom_batches: tuple[int, ...] = (14, 256),
+                     batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
+                     custom_batches: tuple[int, ...] = (14, 256),
                      seed: int = 1) -> dict[str, Any]:
     """Run the benchmark; returns what ``omdp bench engine --json`` writes."""
     market = model_market(n_underlyings, EXPIRIES, 8, AS_OF, seed=seed)
@@ -104,16 +135,11 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
     assert len(out) >= MAX_OUT_PER_MSG
     results: dict[str, Any] = {}
     for b in batches:
-        timed = [_time_engine(engine, requotes, b, out) for _ in range(runs)]
-        cpu = [c / n_messages * 1e9 for c, _ in timed]
-        wall = [w / n_messages * 1e9 for _, w in timed]
-        results[f"batch_{b}"] = {
-            "batch": b, "runs": runs, "messages_per_run": n_messages,
-            "ns_per_message_median": statistics.median(cpu),
-            "ns_per_message_min": min(cpu), "ns_per_message_max": max(cpu),
-            "ns_per_message_runs": cpu,
-            "wall_ns_per_message_median": statistics.median(wall),
-        }
+        results[f"batch_{b}"] = _stats([_time_engine_c(engine, requotes, b, out) for _ in range(runs)], b, runs,
+                                       n_messages, "C")
+    for b in python_batches:
+        results[f"python_batch_{b}"] = _stats([_time_engine(engine, requotes, b, out) for _ in range(runs)], b, runs,
+                                              n_messages, "Python")
     counters = engine.counters()
 
     custom: dict[str, Any] = {}

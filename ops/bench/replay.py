@@ -103,13 +103,13 @@ def _other_cpu(cpus: tuple[int, ...]) -> int | None:
 
 
 def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
-         ring: bool = False, realtime: bool = False) -> tuple[ReplayStatus, int | None, Schedule | None]:
+         ring: bool = False, realtime: bool = False, sender: str = "udp") -> tuple[ReplayStatus, int | None, Schedule | None]:
     """One replay: its status, the frames its consumer received (``ring``), its schedule."""
     consumer = RingConsumer(_other_cpu(cpus)) if ring else None
     try:
         cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
                            target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,
-                           write_intended=False, realtime=realtime)
+                           write_intended=False, realtime=realtime, multicast_sender=sender)
         with ReplayService(cfg) as svc:
             svc.start()
             svc.wait()
@@ -121,13 +121,15 @@ def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: 
     return st, consumer.frames if consumer is not None else None, schedule
 
 
-def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None, Schedule | None]) -> dict[str, object]:
+def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None, Schedule | None],
+         sender: str = "udp") -> dict[str, object]:
     st, frames_received, _ = result
     datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
     cpu_s = sum(s.cpu_s for s in st.senders)
     return {
         "kind": kind,
         "target": target,
+        "multicast_sender": sender if target == "multicast" else None,
         "copies": copies,
         "rate": st.rate,
         "target_pps": st.target_pps,
@@ -160,7 +162,8 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
 def _add_floor(row: dict[str, object], schedule: Schedule | None, rate: RateSpec, rows: list[dict[str, object]]) -> None:
     """The queueing floor of a paced run, at the cost per packet of its target's max-rate row."""
     flat_out = next((r for r in rows if r["kind"] == "max_rate" and r["target"] == row["target"]
-                     and r["copies"] == row["copies"]), None)
+                     and r["copies"] == row["copies"] and r.get("multicast_sender") == row.get("multicast_sender")),
+                    None)
     per_cpu_s = flat_out["packets_per_cpu_s"] if flat_out else None
     if schedule is None or not per_cpu_s:
         row.update(floor_cost_ns=None, floor_p50_ns=None, floor_p99_ns=None, within_floor=None)
@@ -200,21 +203,27 @@ def targets_of(rows: list[dict[str, object]]) -> list[dict[str, object]]:
                     "met": pps >= RING_RATE_TARGET_PPS,
                     "verdict": f"{'met' if pps >= RING_RATE_TARGET_PPS else 'not met'}: {pps:,.0f} packets/s"})
     for target, x in PACING_TARGETS:
-        row = next((r for r in rows if r["kind"] == "pacing" and r["target"] == target and r["copies"] == "A"
-                    and abs(float(r["target_pps"]) / PAPER_1X_PPS - x) < 1e-6), None)
-        if row is None:
-            continue
-        p99 = row["pacing_p99_ns"]
-        out.append({"target": f"pacing error p99 <= {fmt_ns(PACING_TARGET_NS)}, {target} A at {x:g}x", "measured": p99,
-                    "met": p99 is not None and p99 <= PACING_TARGET_NS, "floor_p99_ns": row["floor_p99_ns"],
-                    "floor_cost_ns": row["floor_cost_ns"], "within_floor": row["within_floor"],
-                    "verdict": pacing_verdict(row)})
+        for row in (r for r in rows if r["kind"] == "pacing" and r["target"] == target and r["copies"] == "A"
+                    and abs(float(r["target_pps"]) / PAPER_1X_PPS - x) < 1e-6):
+            out.append(_pacing_target(row, target, x))
     return out
 
 
+def _pacing_target(row: dict[str, object], target: str, x: float) -> dict[str, object]:
+    """One pacing target's verdict from its row (the packet-socket sender's rows say so)."""
+    p99 = row["pacing_p99_ns"]
+    where = f"{target} (packet socket)" if row.get("multicast_sender") == "packet" else target
+    return {"target": f"pacing error p99 <= {fmt_ns(PACING_TARGET_NS)}, {where} A at {x:g}x", "measured": p99,
+            "met": p99 is not None and p99 <= PACING_TARGET_NS, "floor_p99_ns": row["floor_p99_ns"],
+            "floor_cost_ns": row["floor_cost_ns"], "within_floor": row["within_floor"], "verdict": pacing_verdict(row)}
+
+
 def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: float, cpus: tuple[int, ...],
-                     sweep: tuple[float, ...], realtime: bool = False, log: bool = True) -> dict[str, object]:
-    """Every measurement of this benchmark; returns the JSON document."""
+                     sweep: tuple[float, ...], realtime: bool = False, log: bool = True,
+                     senders: tuple[str, ...] = ("udp",)) -> dict[str, object]:
+    """Every measurement of this benchmark; returns the JSON document. ``senders``: the
+    multicast senders measured ('udp', 'packet'), each in turn at every step, so that two
+    are compared side by side in one series."""
     keep_thread_off(set(cpus))
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
     rows: list[dict[str, object]] = []
@@ -227,30 +236,33 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
         if capture is None:
             note(f"synthesizing a {capture_seconds:g} s capture at 1x (omdp synth, 24 lines, seed 0)")
             capture = synth_capture(tmp / "data", capture_seconds)
-        for target, copies in (("multicast", "A"), ("multicast", "A,B"), ("ring", "A")):
+        runs = [(t, c, s) for t, c in (("multicast", "A"), ("multicast", "A,B")) for s in senders] + [("ring", "A", "udp")]
+        for target, copies, sender in runs:
             res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
-                       cpus=cpus, ring=target == "ring", realtime=realtime)
-            rows.append(_row("max_rate", target, copies, res))
-            note(f"max rate {target} {copies}: {res[0].achieved_pps:,.0f} packets/s")
-        for target in ("multicast", "ring"):
+                       cpus=cpus, ring=target == "ring", realtime=realtime, sender=sender)
+            rows.append(_row("max_rate", target, copies, res, sender))
+            note(f"max rate {target} {copies} ({sender}): {res[0].achieved_pps:,.0f} packets/s")
+        for target, sender in [("multicast", s) for s in senders] + [("ring", "udp")]:
             for x in (1.0, 5.0, 10.0):
                 rate = RateSpec(kind="rate", value=x)
                 res = _run(capture, tmp / "run", rate, copies="A", seconds=seconds, cpus=cpus, ring=target == "ring",
-                           realtime=realtime)
-                row = _row("pacing", target, "A", res)
+                           realtime=realtime, sender=sender)
+                row = _row("pacing", target, "A", res, sender)
                 _add_floor(row, res[2], rate, rows)
                 rows.append(row)
-                note(f"pacing {target} A {x:g}x: p99 {fmt_ns(res[0].pacing.p99_ns)} (floor {fmt_ns(row['floor_p99_ns'])}), "
-                     f"{res[0].achieved_fraction:.5f} of schedule")
-        for x in sweep:
-            rate = RateSpec(kind="rate", value=x)
-            res = _run(capture, tmp / "run", rate, copies="A", seconds=seconds, cpus=cpus, realtime=realtime)
-            row = _row("sweep", "multicast", "A", res)
-            _add_floor(row, res[2], rate, rows)
-            rows.append(row)
-            note(f"sweep multicast A {x:g}x: {res[0].achieved_fraction:.5f} of schedule")
-            if (res[0].achieved_fraction or 0) < SUSTAINED_FRACTION:
-                break
+                note(f"pacing {target} A {x:g}x ({sender}): p99 {fmt_ns(res[0].pacing.p99_ns)} "
+                     f"(floor {fmt_ns(row['floor_p99_ns'])}), {res[0].achieved_fraction:.5f} of schedule")
+        for sender in senders:
+            for x in sweep:
+                rate = RateSpec(kind="rate", value=x)
+                res = _run(capture, tmp / "run", rate, copies="A", seconds=seconds, cpus=cpus, realtime=realtime,
+                           sender=sender)
+                row = _row("sweep", "multicast", "A", res, sender)
+                _add_floor(row, res[2], rate, rows)
+                rows.append(row)
+                note(f"sweep multicast A {x:g}x ({sender}): {res[0].achieved_fraction:.5f} of schedule")
+                if (res[0].achieved_fraction or 0) < SUSTAINED_FRACTION:
+                    break
         keeps, fails = _keeps_up(rows)
         return {
             "benchmark": "replay",
@@ -290,7 +302,8 @@ def render_table(doc: dict[str, object]) -> str:
     for r in doc["rows"]:  # type: ignore[union-attr]
         frac = f"{r['achieved_fraction'] * 100:.3f}%" if r["achieved_fraction"] is not None else "n/a"
         per_cpu = f"{r['packets_per_cpu_s']:,.0f}" if r["packets_per_cpu_s"] else "n/a"
-        head = f"| {r['kind']} | {r['target']} | {r['copies']} "
+        target = f"{r['target']} ({r['multicast_sender']})" if r.get("multicast_sender") else r["target"]
+        head = f"| {r['kind']} | {target} | {r['copies']} "
         if r["kind"] == "max_rate":
             lines.append(head + f"| max | {r['achieved_pps']:,.0f} | {r['messages_per_s']:,.0f} | {per_cpu} | - | - | - "
                          f"| - | - | {r['packets']:,} | {r['sender_preemptions']:,} | - | - |")

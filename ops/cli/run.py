@@ -84,6 +84,23 @@ def check_rate(ctx: Any, param: Any, value: str | None) -> str | None:
     return value
 
 
+def check_clock(ctx: Any, param: Any, value: str | None) -> str | None:
+    """Click callback: ``--clock tsc`` is refused before anything is created where this
+    host's TSC is not invariant (the partitions would refuse it at setup anyway)."""
+    if value == "tsc":
+        from omdp.clock import tsc_invariant
+
+        ok, why = tsc_invariant()
+        if not ok:
+            raise click.UsageError(f"--clock tsc: {why}", ctx=ctx)
+    return value
+
+
+def clock_override(clock: str | None) -> tuple[str, ...]:
+    """``--clock X`` as the ``--set`` override it stands for."""
+    return () if clock is None else (f'run.clock="{clock}"',)
+
+
 def pipeline_options(f: Any) -> Any:
     """The options a pipeline run takes (shared by ``omdp run`` and ``omdp demo``)."""
     for opt in reversed([
@@ -96,6 +113,9 @@ def pipeline_options(f: Any) -> Any:
         click.option("--drop", "drops", default="", help="inject losses at the replayer, e.g. A:0.001"),
         click.option("--seed", type=int, default=0, show_default=True, help="seed of the injected losses"),
         click.option("--sample-every", type=int, default=None, help="engines forward 1 in N messages (default 1,600)"),
+        click.option("--clock", type=click.Choice(["auto", "tsc", "realtime"]), default=None, callback=check_clock,
+                     help="clock of the hop stamps: tsc (calibrated rdtsc; refused where the TSC is not invariant), "
+                          "realtime, or auto (the topology's [run] clock, default: tsc where invariant)"),
         click.option("--config", "config_label", default="", help="label of this configuration in meta.parquet"),
         click.option("--dashboard", default=None, metavar="HOST:PORT", help="serve the live dashboard there"),
     ]):
@@ -159,8 +179,9 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
                 json_out: str | None, capture_date: str | None, rate: str, seconds: float | None, no_loop: bool, drops: str,
                 seed: int, sample_every: int | None, config_label: str, dashboard: str | None,
-                max_p99_from_intended: float) -> None:
+                max_p99_from_intended: float, clock: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
+    overrides = overrides + clock_override(clock)
     if duration is not None:
         if seconds is not None:
             raise click.UsageError("--duration is the old spelling of --seconds: give only --seconds")

@@ -47,6 +47,8 @@ class FeedSenderParams(BaseModel):
     drops: str = Field("", description="per copy drop probability, e.g. A:0.001 (injected losses)")
     seed: int = Field(0, ge=0, description="seed of the drop decisions")
     interface: str = Field("127.0.0.1", description="multicast interface address")
+    multicast_sender: Literal["udp", "packet"] = Field(
+        "udp", description="multicast through a UDP socket, or 'packet' (a packet socket past the qdisc, CAP_NET_RAW)")
     cpus: list[int] = Field(default_factory=list, description="CPUs of the replay's sender process")
     spin_us: float = Field(100.0, ge=0, description="spin rather than sleep this close to a deadline")
     realtime: bool = Field(False, description="the sender locks its memory and runs SCHED_FIFO (where allowed)")
@@ -88,7 +90,8 @@ class FeedSender(SourceOperator):
         self.config = ReplayConfig(
             capture_dir=Path(params.capture_dir), rate=RateSpec.parse(rate=params.rate),
             lines=tuple(sorted(ln.line for ln in mine)), copies=params.copies, loop=params.loop,
-            seconds=params.seconds, target=target, interface=params.interface, cpus=tuple(params.cpus),
+            seconds=params.seconds, target=target, interface=params.interface, multicast_sender=params.multicast_sender,
+            cpus=tuple(params.cpus),
             drops=params.drops, seed=params.seed, spin_us=params.spin_us, realtime=params.realtime,
             write_intended=params.write_intended,
         )

@@ -45,6 +45,8 @@ from ops.pipeline.run_report import (
     meta_row,
     partition_costs,
     replay_totals,
+    stamp_clock_line,
+    stamp_clocks,
     summary_dict,
     verdict,
     write_run_meta,
@@ -97,13 +99,15 @@ class PipelineRun:
     sweep_id: str = ""
     batching: Batching | None = None
     costs: list[PartitionCost] | None = None
+    clocks: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready data."""
         return {"run_id": self.result.run_id, "run_dir": str(self.run_dir), "status": self.result.status,
                 "failure": self.result.failure, "config": self.config, "sweep_id": self.sweep_id,
                 "breakdown": self.breakdown.to_dict() if self.breakdown else None,
-                **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs)}
+                **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs,
+                                self.clocks)}
 
     def text(self) -> str:
         """The report for people: the breakdown table, then ingest, accounting and verdict."""
@@ -128,12 +132,16 @@ class PipelineRun:
             hist = ", ".join(f"<={k}: {v:,}" for k, v in b.packets_hist.items() if v)
             lines.append(f"batches to the engines: {b.packets_mean:,.2f} packets and {b.messages_mean:,.1f} messages "
                          f"per batch (mean; max {b.packets_max:,} and {b.messages_max:,}; cap {b.cap_packets} packets) "
-                         f"over {b.batches:,} batches; packets per batch {hist}")
+                         f"over {b.batches:,} batches; packets per batch {hist}"
+                         + (f"; {b.messages_per_engine_call:,.1f} messages per engine call"
+                            if b.messages_per_engine_call is not None else ""))
         for c in self.costs or []:
             if c.cpu_ns_per_packet is not None:
                 lines.append(f"cpu: partition {c.partition}: {c.cpu_ns_per_packet:,.0f} ns per packet, "
                              f"{c.cpu_ns_per_message or 0:,.1f} ns per message (loop thread CPU {c.cpu_ns / 1e9:,.2f} s "
                              f"over {c.packets:,} packets; busy {c.busy or 0:.0%} of its wall time)")
+        if (clock_line := stamp_clock_line(self.clocks or {})) is not None:
+            lines.append(clock_line)
         if a.ring_full_polls:
             lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
                          "(the replayer waited for the pipeline)")
@@ -209,4 +217,5 @@ def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: st
     bound = options.max_p99_from_intended_us if options is not None else RunOptions.max_p99_from_intended_us
     return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
                        growth=growth, verdict=verdict(replay, acc, growth, result.ok, p99, bound), breakdown=bd,
-                       sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc))
+                       sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc),
+                       clocks=stamp_clocks(result))

@@ -124,6 +124,14 @@ class Batching:
     packets_max: int = 0
     messages_max: int = 0
     packets_hist: dict[str, int] = field(default_factory=lambda: dict.fromkeys(HIST_BUCKETS, 0))
+    engine_calls: int = 0
+    """Batches handed to engines (a flush gives one per engine it has messages for)."""
+    engine_messages: int = 0
+
+    @property
+    def messages_per_engine_call(self) -> float | None:
+        """The batch size an engine really sees (``omdp bench engine`` times these sizes)."""
+        return self.engine_messages / self.engine_calls if self.engine_calls else None
 
     @property
     def packets_mean(self) -> float | None:
@@ -134,7 +142,8 @@ class Batching:
         return self.messages / self.batches if self.batches else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "packets_mean": self.packets_mean, "messages_mean": self.messages_mean}
+        return {**asdict(self), "packets_mean": self.packets_mean, "messages_mean": self.messages_mean,
+                "messages_per_engine_call": self.messages_per_engine_call}
 
 
 def batching(result: RunResult, assembly: Assembly) -> Batching:
@@ -151,6 +160,8 @@ def batching(result: RunResult, assembly: Assembly) -> Batching:
         b.messages_max = max(b.messages_max, c.get("coalesce_flush_messages_max", 0))
         for k in HIST_BUCKETS:
             b.packets_hist[k] += c.get(f"coalesce_hist_{k}", 0)
+        b.engine_calls += c.get("batches_out", 0)
+        b.engine_messages += c.get("routed", 0)
     return b
 
 
@@ -193,6 +204,30 @@ def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
         out.append(PartitionCost(name, int(st["loop_cpu_ns"]), int(st.get("loop_wall_ns", 0)), acc.packets_received,
                                  acc.messages_received))
     return out
+
+
+def stamp_clocks(result: RunResult) -> dict[str, dict[str, Any]]:
+    """Per partition: the clock its hop stamps were read from and, on the TSC, its
+    calibration and the drift against CLOCK_REALTIME seen at each heartbeat."""
+    return {name: st for name, p in sorted(result.partitions.items())
+            if (st := (p.get("report") or {}).get("stamp_clock"))}
+
+
+def stamp_clock_line(clocks: dict[str, dict[str, Any]]) -> str | None:
+    """One line on the stamps' clock for the run summary (None when no partition said)."""
+    if not clocks:
+        return None
+    kinds = sorted({c["clock"] for c in clocks.values()})
+    tsc = [c for c in clocks.values() if c["clock"] == "tsc"]
+    line = "stamps: " + " and ".join(kinds) + f" clock ({len(tsc)} of {len(clocks)} partitions on the TSC)"
+    if tsc:
+        drift = max(c.get("max_abs_drift_ns", 0) for c in tsc)
+        err = max(c.get("stated_error_ns", 0) for c in tsc)
+        checks = sum(c.get("drift_checks", 0) for c in tsc)
+        over = sum(c.get("drift_over_error", 0) for c in tsc)
+        line += (f"; drift against CLOCK_REALTIME at most {drift:,} ns over {checks:,} checks "
+                 f"(stated calibration error {err:,} ns; {over:,} checks beyond it)")
+    return line
 
 
 @dataclass
@@ -354,9 +389,11 @@ def breakdown(run_dir: Path) -> Breakdown | None:
 
 
 def summary_dict(acc: Accounting, replay: ReplayTotals, growth: Growth, v: Verdict, batch: Batching | None = None,
-                 costs: list[PartitionCost] | None = None) -> dict[str, Any]:
+                 costs: list[PartitionCost] | None = None,
+                 clocks: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The run's figures as plain data (for --json)."""
     return {"accounting": {**asdict(acc), "missed_ratio": acc.missed_ratio, "balanced": acc.balanced},
+            "stamp_clock": clocks or {},
             "batching": batch.as_dict() if batch else None,
             "cpu": {c.partition: c.as_dict() for c in costs or []},
             "replay": {**asdict(replay), "messages_per_packet": replay.messages_per_packet},

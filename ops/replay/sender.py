@@ -25,6 +25,8 @@ class UdpTarget:
     interface: str
     ttl: int
     dests: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+    sender: str = "udp"
+    """'udp' (sendmmsg on a UDP socket) or 'packet' (a packet socket past the qdisc)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     for (line, copy), (group, port) in target.dests.items():
         if lib.omdp_replay_udp_set_dest(sink, line, copy, group.encode(), port) != 0:
             raise ValueError(f"line {line} copy {'AB'[copy]}: bad destination {group}:{port}")
+    if target.sender == "packet" and lib.omdp_replay_udp_use_packet_socket(sink, target.interface.encode(), err, 256) != 0:
+        lib.omdp_replay_udp_close(sink)
+        raise OSError(f"multicast_sender 'packet': {ffi.string(err).decode(errors='replace')}")
     return sink
 
 

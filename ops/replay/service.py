@@ -280,7 +280,8 @@ class ReplayService:
                 spin_ns=int(cfg.spin_us * 1000),
                 realtime_priority=REALTIME_PRIORITY if cfg.realtime else 0,
                 cpu=cfg.cpus[i % len(cfg.cpus)] if cfg.cpus else None,
-                target=RingTarget(cfg.ring_name) if cfg.ring_name else UdpTarget(cfg.interface, cfg.ttl, dests),
+                target=(RingTarget(cfg.ring_name) if cfg.ring_name
+                        else UdpTarget(cfg.interface, cfg.ttl, dests, cfg.multicast_sender)),
                 parent_pid=os.getpid(),
             )
             plan_path = run.tmpdir / f"sender{i}.plan"

@@ -18,10 +18,23 @@ _why = multicast_works()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
 
-def test_a_and_b_copies_over_multicast(data_dir: Path) -> None:
+def _packet_socket_refused() -> str | None:
+    import socket
+
+    try:
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+    except (OSError, AttributeError) as e:
+        return f"no packet socket here: {e}"
+    return None
+
+
+@pytest.mark.parametrize("sender", ["udp", "packet"])
+def test_a_and_b_copies_over_multicast(data_dir: Path, sender: str) -> None:
+    if sender == "packet" and (why := _packet_socket_refused()):
+        pytest.skip(why)
     pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
                        RunOptions(rate="2x", seconds=None, loop=False, sample_every=64),
-                       ('operators.fh.params.input="multicast"',))
+                       ('operators.fh.params.input="multicast"', f'operators.fs.params.multicast_sender="{sender}"'))
     run = run_pipeline(pp, data_dir)
     assert run.result.ok, run.result.failure
     a = run.accounting

@@ -91,6 +91,34 @@ def test_every_packet_arrives_and_copies_are_identical(tmp_path: Path) -> None:
     assert a["intended_ns"].to_pylist() == b["intended_ns"].to_pylist()
 
 
+def _packet_socket_refused() -> str | None:
+    """Why a packet socket cannot be opened here (CAP_NET_RAW), or None."""
+    import socket
+
+    try:
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+    except (OSError, AttributeError) as e:
+        return f"no packet socket here: {e}"
+    return None
+
+
+@pytest.mark.slow  # a replay service with its sender process: seconds
+@pytest.mark.skipif(_packet_socket_refused() is not None, reason=_packet_socket_refused() or "")
+def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: Path) -> None:
+    """Frames built by the sender (multicast_sender='packet') reach ordinary joined UDP
+    sockets byte for byte, both copies, every packet, as the UDP sender's do."""
+    data = [make_line(ln, 400, seed=3) for ln in (5, 6)]
+    eps = write_capture(tmp_path / "cap", data)
+    with MulticastReceiver(eps) as rx:
+        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(pps=20000), multicast_sender="packet")
+        rx.drain()
+    assert st.state == "finished" and st.packets_sent == 800
+    for d in data:
+        assert rx.of(d.line, "A") == d.packets, f"line {d.line} copy A"
+        assert rx.of(d.line, "B") == d.packets, f"line {d.line} copy B"
+    assert all(sum(ln.send_errors.values()) == 0 for ln in st.lines)
+
+
 def test_seeded_drops_make_the_expected_gaps(tmp_path: Path) -> None:
     d = make_line(7, 3000, seed=9)
     eps = write_capture(tmp_path / "cap", [d])

@@ -95,6 +95,8 @@ def test_page_links_figures_and_names_skips_and_regressions(night) -> None:
         assert f"src='{name}'" in page
     assert "line09.pcap" in page and "regression(s) flagged" in page
     assert f"<td>{NIGHT0}</td>" in page  # the baseline night of the comparison
+    head = page.index("<h2>Headline: latency from intended beside from fh_in</h2>")
+    assert head < page.index("<h2>Feeds</h2>") and "queueing before the feed handler" in page[head:]
 
 
 def test_exit_status_is_one_on_a_flagged_regression(night) -> None:

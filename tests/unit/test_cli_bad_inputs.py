@@ -31,6 +31,19 @@ def test_run_rejects_a_bad_rate_before_creating_anything(tmp_path: Path, rate: s
     assert not data.exists()
 
 
+def test_run_refuses_clock_tsc_where_the_tsc_is_not_invariant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import omdp.clock
+
+    why = "the TSC is not invariant (/proc/cpuinfo lacks nonstop_tsc): use CLOCK_REALTIME (omdp_now_ns)"
+    monkeypatch.setattr(omdp.clock, "tsc_invariant", lambda cpuinfo=None: (False, why))
+    data = tmp_path / "data"
+    code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--clock", "tsc"])
+    assert code == 2 and f"--clock tsc: {why}" in out and "Traceback" not in out
+    assert not data.exists()
+    code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--clock", "rdtsc"])
+    assert code == 2 and "--clock" in out and "Traceback" not in out
+
+
 def test_run_rejects_non_positive_seconds(tmp_path: Path) -> None:
     data = tmp_path / "data"
     code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--seconds", "0"])

@@ -1,8 +1,9 @@
 /* omdp record header: the first 56 bytes of every record that flows through omdp.
  *
  * One fixed, 8-byte aligned layout end to end (docs/architecture.md "Records"). The stamp block
- * carries the six hop times of a record in int64 nanoseconds of the omdp clock
- * (clock.h); 0 means "not stamped". A record is `length` bytes long, header included,
+ * carries the six hop times of a record in int64 nanoseconds of the omdp clock's epoch
+ * (clock.h; the hops after `intended` read the stamp clock, stamp_clock.h, realtime or a
+ * calibrated TSC); 0 means "not stamped". A record is `length` bytes long, header included,
  * and a batch is records laid back to back, each length a multiple of 8.
  */
 #ifndef OMDP_RECORD_H

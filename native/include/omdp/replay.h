@@ -226,13 +226,27 @@ typedef struct omdp_replay_frame {
     uint16_t reserved;
 } omdp_replay_frame_t;          /* 24 bytes */
 
-/* UDP multicast sink: one socket, a destination per line and copy. */
+/* UDP multicast sink: one socket, a destination per line and copy. With a packet socket
+ * (omdp_replay_udp_use_packet_socket) the datagrams are built here (Ethernet, IPv4, UDP
+ * headers) and handed to the interface's driver past the qdisc, skipping the UDP and IP
+ * send path (socket lookup, route, IP id, qdisc); the UDP socket then only names the
+ * source port. */
 typedef struct omdp_replay_udp_sink {
     int fd;
     uint32_t n_dest;
     uint32_t dest_ip[OMDP_REPLAY_MAX_LINE + 1][OMDP_REPLAY_COPIES];    /* network order; 0: none */
     uint16_t dest_port[OMDP_REPLAY_MAX_LINE + 1][OMDP_REPLAY_COPIES];  /* host order */
+    int pkt_fd;               /* packet socket, -1: plain UDP sendmmsg */
+    uint32_t pkt_src_ip;      /* network order */
+    uint16_t pkt_src_port;    /* network order */
+    uint16_t pkt_ip_id;
+    uint8_t pkt_ttl;
+    uint8_t pkt_src_mac[6];
+    uint8_t pkt_reserved;
+    uint8_t *pkt_buf;         /* OMDP_REPLAY_BATCH_MAX frames of OMDP_REPLAY_PKT_FRAME bytes */
 } omdp_replay_udp_sink_t;
+
+#define OMDP_REPLAY_PKT_FRAME 1536 /* Ethernet + IPv4 + UDP headers (42 bytes) + an OPRA packet */
 
 /* Ring sink: frames go into a Vega ring (vega.h) the replay attached to as its sender. A full
  * ring waits (on_full=block: back-pressure, seen as pacing error) or counts a send error
@@ -317,6 +331,11 @@ int omdp_replay_udp_open(omdp_replay_udp_sink_t *sink, const char *iface, int tt
 /* Destination of `line`'s copy: group (dotted quad) and port. 0 or -EINVAL. */
 int omdp_replay_udp_set_dest(omdp_replay_udp_sink_t *sink, uint32_t line, uint32_t copy, const char *group, uint32_t port);
 void omdp_replay_udp_close(omdp_replay_udp_sink_t *sink);
+/* Send through a packet socket on the interface whose address is `iface` (needs
+ * CAP_NET_RAW): 0, or a negative errno with the reason in err (the sink stays on UDP). On a
+ * loopback interface the source address is 192.0.2.1 (TEST-NET-1): the kernel drops a
+ * received datagram from a loopback or local source as a martian. */
+int omdp_replay_udp_use_packet_socket(omdp_replay_udp_sink_t *sink, const char *iface, char *err, size_t errlen);
 
 /* ---- shared memory -------------------------------------------------------------------- */
 

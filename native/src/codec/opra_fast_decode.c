@@ -717,10 +717,17 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
     /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
      * reads a zero-padded copy of the packet's tail, made once here. */
-    size_t tail_len = len < FAST_WINDOW ? len : FAST_WINDOW;
-    D->tail_at = pkt + len - tail_len;
-    memcpy(D->tail, D->tail_at, tail_len);
-    memset(D->tail + tail_len, 0, sizeof D->tail - tail_len);
+    if (LIKELY(len >= FAST_WINDOW)) {
+        /* constant sizes: a few vector moves, not a `rep movs` whose start-up perf showed
+         * as 7% of the decoder's time */
+        D->tail_at = pkt + len - FAST_WINDOW;
+        memcpy(D->tail, D->tail_at, FAST_WINDOW);
+        memset(D->tail + FAST_WINDOW, 0, sizeof D->tail - FAST_WINDOW);
+    } else {
+        D->tail_at = pkt;
+        memcpy(D->tail, pkt, len);
+        memset(D->tail + len, 0, sizeof D->tail - len);
+    }
 restart:
     /* the per-packet dictionary reset */
     memset(D->dv, 0, sizeof D->dv);

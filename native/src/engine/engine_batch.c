@@ -18,6 +18,7 @@
 #include "engine_internal.h"
 
 #include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 
 /* Software pipeline over the batch (see omdp_engine_process_batch): while message i is
  * processed, the series of message i + AHEAD_TWIN has its pair's line requested, the table
@@ -553,7 +554,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
         return OMDP_ENGINE_EINVAL;
     if (out_cap < OMDP_ENGINE_MAX_OUT_PER_MSG)
         return OMDP_ENGINE_EOUTSMALL;
-    int64_t t_in = omdp_now_ns();
+    int64_t t_in = omdp_stamp_ns();
 
     batch_t b;
     memset(b.c, 0, sizeof b.c);
@@ -615,7 +616,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
         }
     }
     if (b.pos != start) {
-        int64_t t_out = omdp_now_ns();
+        int64_t t_out = omdp_stamp_ns();
         for (uint32_t p = start; p < b.pos;) {
             omdp_record_header_t *h = (omdp_record_header_t *)(void *)(out + p);
             h->stamps.de_out = t_out;

@@ -118,12 +118,17 @@ static inline uint64_t eng_hash(uint64_t k0, uint64_t k1)
     return h;
 }
 
-/* The 6 root bytes of a record as the low 48 bits (NUL padding included, as received). */
+/* The 6 root bytes of a record as the low 48 bits (NUL padding included, as received).
+ * Two loads combined in registers: a 6-byte memcpy into a zeroed 8-byte local is two
+ * stores and one wider load, which cannot be forwarded from them (a store-forwarding
+ * stall of ~12 cycles per message; perf put 7-9% of the engine's time on it). */
 static inline uint64_t eng_root_bits(const char root[6])
 {
-    uint64_t v = 0;
-    memcpy(&v, root, 6);
-    return v;
+    uint32_t lo;
+    uint16_t hi;
+    memcpy(&lo, root, 4);
+    memcpy(&hi, root + 4, 2);
+    return (uint64_t)lo | ((uint64_t)hi << 32);
 }
 
 /* 16-bit code of a YYYYMMDD date in 1970..2139, or -1 when it is not one. */

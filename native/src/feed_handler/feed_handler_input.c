@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 #include "feed_handler_internal.h"
 
 /* ---- multicast ------------------------------------------------------------------------ */
@@ -66,7 +67,7 @@ static int poll_multicast(feed_handler_t *fh, const omdp_emitter_t *em, int *pro
     for (int r = 0; r < ready; r++) {
         uint32_t li = fh->events[r].data.u32 >> 1, copy = fh->events[r].data.u32 & 1;
         int got = recvmmsg(fh->lines[li].fd[copy], fh->mm, fh->batch, MSG_DONTWAIT, NULL);
-        int64_t fh_in = omdp_now_ns();
+        int64_t fh_in = omdp_stamp_ns();
         fh->receive_calls++;
         if (got < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -106,7 +107,7 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
             omdp_fh_flush(fh, em);
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
         }
-        int64_t fh_in = omdp_now_ns(); /* the handler has the packet from now on */
+        int64_t fh_in = omdp_stamp_ns(); /* the handler has the packet from now on */
         if (k == 0) {
             /* Back-pressure: with this first message taken, is the ring's last slot written
              * too? Then the ring was full and the replayer waits for this handler. */

@@ -3,13 +3,13 @@
  * they receive; uses the arbiter, the routing table and the intended tables below it. */
 #include <string.h>
 
-#include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 #include "feed_handler_internal.h"
 
 /* Stamp fh_out on n records and hand them to engine port e. */
 static inline int send_batch(feed_handler_t *fh, uint32_t e, omdp_opra_msg_t *m, uint32_t n, const omdp_emitter_t *em)
 {
-    int64_t out = omdp_now_ns();
+    int64_t out = omdp_stamp_ns();
     for (uint32_t i = 0; i < n; i++)
         m[i].hdr.stamps.fh_out = out;
     fh->batches_out++;
@@ -115,8 +115,11 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         }
         uint32_t uid, e = fh->default_engine;
         int found;
-        uint64_t key = (uint64_t)m->root_len << 48;
-        memcpy(&key, m->root, OMDP_OPRA_ROOT_MAX); /* 6 bytes: the high two keep root_len */
+        uint32_t k_lo; /* the 6 root bytes and root_len, combined in registers (no store-forwarding stall) */
+        uint16_t k_hi;
+        memcpy(&k_lo, m->root, 4);
+        memcpy(&k_hi, m->root + 4, 2);
+        uint64_t key = (uint64_t)k_lo | ((uint64_t)k_hi << 32) | ((uint64_t)m->root_len << 48);
         if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
             /* messages of one root come in runs: the last lookup answers most of them */
             found = fh->route_found;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 
 #define NS_PER_S 1000000000LL
 #define FIRST_ROWS 4096
@@ -296,7 +297,7 @@ int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batc
     if (!c || (nbytes > 0 && !batch) || mc_in < 0)
         return OMDP_LAT_EINVAL;
     if (mc_in == 0)
-        mc_in = omdp_now_ns();
+        mc_in = omdp_stamp_ns();
     c->counters.batches++;
     roll_second(c, mc_in);
     const uint8_t *p = batch;

@@ -26,6 +26,11 @@ typedef struct omdp_replay_out {
  * cannot send at all any more (err says why). */
 int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
 
+/* The packet-socket path of the UDP sink (replay_packet.c): same contract as
+ * omdp_replay_udp_send. */
+int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
+void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink);
+
 /* Puts n frames (omdp_replay_frame_t + packet) stamped `sent_ns` into the ring; marks each
  * ok or not. Returns 0, or -1 when the receiver is gone or the ring refuses for good. */
 int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,

@@ -18,6 +18,7 @@ int omdp_replay_udp_open(omdp_replay_udp_sink_t *sink, const char *iface, int tt
 {
     memset(sink, 0, sizeof *sink);
     sink->fd = -1;
+    sink->pkt_fd = -1;
     struct in_addr ifaddr;
     if (!iface || inet_pton(AF_INET, iface, &ifaddr) != 1) {
         snprintf(err, errlen, "interface address %s is not an IPv4 dotted quad", iface ? iface : "(null)");
@@ -51,6 +52,8 @@ int omdp_replay_udp_open(omdp_replay_udp_sink_t *sink, const char *iface, int tt
         return -e;
     }
     sink->fd = fd;
+    sink->pkt_fd = -1;
+    sink->pkt_ttl = cttl;
     return 0;
 }
 
@@ -72,6 +75,7 @@ void omdp_replay_udp_close(omdp_replay_udp_sink_t *sink)
     if (sink->fd >= 0)
         close(sink->fd);
     sink->fd = -1;
+    omdp_replay_packet_close(sink);
 }
 
 static int fatal_errno(int e)
@@ -88,6 +92,8 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
     int m = 0;
     if (n > OMDP_REPLAY_BATCH_MAX)
         n = OMDP_REPLAY_BATCH_MAX;
+    if (sink->pkt_fd >= 0)
+        return omdp_replay_packet_send(sink, out, n, err, errlen);
     for (int k = 0; k < n; k++) {
         omdp_replay_out_t *o = &out[k];
         o->ok = 0;

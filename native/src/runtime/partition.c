@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "omdp/clock.h"
+#include "omdp/stamp_clock.h"
 
 /* Counters written by the loop thread only and read by others: relaxed atomics without a
  * read-modify-write instruction (single writer). */
@@ -561,7 +562,7 @@ int omdp_partition_run(omdp_partition_t *p)
         BUMP(p->loops, 1);
         if (progressed) {
             spins = 0;
-            atomic_store_explicit(&p->last_progress_ns, omdp_now_ns(), memory_order_relaxed);
+            atomic_store_explicit(&p->last_progress_ns, omdp_stamp_ns(), memory_order_relaxed);
             continue;
         }
         if (n_done == n_sources && n_ended == p->n_in) {

@@ -22,7 +22,8 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
     click.echo("times: CPU time of the benchmark thread, median of the runs")
     click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} re-quotes per run, {runs} runs")
     for e in r["engine"].values():
-        click.echo(f"C engine, batches of {e['batch']:>4}: {e['ns_per_message_median']:7.1f} ns/message median "
+        click.echo(f"C engine, batches of {e['batch']:>4} (called from {e['driver']:>6}): "
+                   f"{e['ns_per_message_median']:7.1f} ns/message median "
                    f"(min {e['ns_per_message_min']:.1f}, max {e['ns_per_message_max']:.1f}; "
                    f"wall {e['wall_ns_per_message_median']:.1f})")
     click.echo(f"pricing refresh (snapshot excluded): {r['pricing_refresh_s_median'] * 1e3:.1f} ms median")

@@ -21,16 +21,19 @@ from ops.cli.options import positive_seconds
 @click.option("--sweep", default="7.5,12.5,15,20", show_default=True,
               help="rates (x) tried, beside 1x, 5x and 10x, to find where multicast falls behind (stops at the first)")
 @click.option("--realtime", is_flag=True, help="senders run SCHED_FIFO with their memory locked (omdp replay --realtime)")
+@click.option("--multicast-sender", "senders", type=click.Choice(["udp", "packet", "both"]), default="udp",
+              show_default=True, help="multicast through a UDP socket, a packet socket past the qdisc (CAP_NET_RAW), "
+                                      "or both side by side")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the results here")
 def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, cpus: str, sweep: str,
-                 realtime: bool, json_out: Path | None) -> None:
+                 realtime: bool, senders: str, json_out: Path | None) -> None:
     """Maximum packets/s over loopback multicast, and pacing error at 1x, 5x, 10x."""
     from ops.bench.replay import render_table, render_targets, run_replay_bench
 
     cpu_tuple = tuple(int(c) for c in cpus.split(",") if c.strip())
     rates = tuple(float(x.strip().rstrip("xX")) for x in sweep.split(",") if x.strip())
     doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates,
-                           realtime=realtime)
+                           realtime=realtime, senders=("udp", "packet") if senders == "both" else (senders,))
     click.echo(render_table(doc))
     click.echo(render_targets(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")

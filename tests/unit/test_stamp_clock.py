@@ -1,0 +1,80 @@
+"""The stamp clock (stamp_clock.h): on the TSC its stamps stay comparable with intended
+times taken by omdp_now_ns in another part of the run (within the calibration's stated
+error, shift included), a non-invariant TSC is refused by name, and drift is reported."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from omdp.clock import (TscClockError, check_stamp_clock, now_ns, stamp_clock_info, stamp_now_ns, tsc_invariant,
+                        use_stamp_clock)
+from omdp.native import lib
+
+NOT_INVARIANT = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc rdtscp\n\n"
+needs_tsc = pytest.mark.skipif(not tsc_invariant()[0], reason="this machine's TSC is not invariant")
+
+
+@pytest.fixture(autouse=True)
+def back_to_realtime() -> Iterator[None]:
+    """Each test leaves the process stamping as it found it (realtime, no correction)."""
+    yield
+    use_stamp_clock("realtime")
+    lib.omdp_clock_set_correction(0)
+
+
+def _between_realtime_reads(n: int) -> int:
+    """Largest distance of a stamp outside [now before, now after], over n reads."""
+    worst = 0
+    for _ in range(n):
+        before = now_ns()
+        t = stamp_now_ns()
+        after = now_ns()
+        worst = max(worst, before - t, t - after)
+    return worst
+
+
+@needs_tsc
+def test_tsc_stamps_agree_with_intended_times_within_the_stated_error() -> None:
+    assert use_stamp_clock("tsc", interval_ns=20_000_000) == "tsc"
+    check_stamp_clock()
+    err = int(stamp_clock_info()["stated_error_ns"])
+    assert 0 < err < 100_000
+    assert _between_realtime_reads(2000) <= err
+
+
+@needs_tsc
+def test_tsc_stamps_follow_the_clock_correction() -> None:
+    """A corrected host's intended times carry the correction: so do its TSC stamps."""
+    use_stamp_clock("tsc", interval_ns=20_000_000)
+    lib.omdp_clock_set_correction(-5_000_000_000)  # 5 s ahead
+    check_stamp_clock()
+    err = int(stamp_clock_info()["stated_error_ns"])
+    assert _between_realtime_reads(500) <= err
+    assert stamp_now_ns() - time.clock_gettime_ns(time.CLOCK_REALTIME) > 4_000_000_000
+
+
+@needs_tsc
+def test_drift_checks_are_counted_and_small() -> None:
+    use_stamp_clock("auto", interval_ns=20_000_000)
+    for _ in range(5):
+        check_stamp_clock()
+    info = stamp_clock_info()
+    assert info["clock"] == "tsc" and info["drift_checks"] == 5
+    assert abs(int(info["last_drift_ns"])) <= int(info["max_abs_drift_ns"]) <= int(info["stated_error_ns"]) + 1000
+    assert info["drift_over_error"] == 0
+
+
+def test_tsc_refused_where_not_invariant_and_auto_falls_back(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(NOT_INVARIANT)
+    with pytest.raises(TscClockError, match="--clock tsc: the TSC is not invariant .*lacks nonstop_tsc"):
+        use_stamp_clock("tsc", cpuinfo=str(cpuinfo))
+    assert use_stamp_clock("auto", cpuinfo=str(cpuinfo)) == "realtime"
+    assert stamp_clock_info() == {"clock": "realtime"}
+    assert check_stamp_clock() == 0
+    assert _between_realtime_reads(100) == 0
+    with pytest.raises(ValueError, match="clock 'rdtsc': one of auto, tsc, realtime"):
+        use_stamp_clock("rdtsc")
