@@ -41,7 +41,8 @@ CONTROL_DTYPE = np.dtype(
         ("anchor_off", "<i8"),
         ("scale", "<f8"),
         ("creator_pid", "<i8"),
-        ("pad", "u1", (48,)),
+        ("creator_start_time", "<u8"),
+        ("pad", "u1", (40,)),
     ],
     align=True,
 )
@@ -119,7 +120,8 @@ INTENDED_HEADER_DTYPE = np.dtype(
         ("capacity", "<u8"),
         ("creator_pid", "<i8"),
         ("run_id", "S48"),
-        ("pad", "u1", (48,)),
+        ("creator_start_time", "<u8"),
+        ("pad", "u1", (40,)),
     ],
     align=True,
 )

@@ -124,7 +124,8 @@ typedef struct omdp_replay_control {
     int64_t anchor_off;
     double scale;           /* nanoseconds per schedule unit */
     int64_t creator_pid;
-    uint8_t pad[48];
+    uint64_t creator_start_time; /* /proc/<pid>/stat starttime + 1 (omdp_vega_pid_start_time); 0: not recorded */
+    uint8_t pad[40];
 } omdp_replay_control_t;    /* 128 bytes */
 
 /* One per sender process, written by it only. */
@@ -207,7 +208,8 @@ typedef struct omdp_replay_intended_header {
     uint64_t capacity;
     int64_t creator_pid;
     char run_id[OMDP_REPLAY_RUN_ID_LEN];
-    uint8_t pad[48];
+    uint64_t creator_start_time; /* as in the control block; 0: not recorded (older segment) */
+    uint8_t pad[40];
 } omdp_replay_intended_header_t;   /* 128 bytes */
 
 typedef struct omdp_replay_intended_entry {
