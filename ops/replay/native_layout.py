@@ -94,7 +94,11 @@ LINE_STATS_DTYPE = np.dtype(
         ("dropped", "<u8", (COPIES,)),
         ("send_errors", "<u8", (COPIES,)),
         ("control_packets", "<u8"),
-        ("pad", "u1", (40,)),
+        ("intended_messages", "<u8"),
+        ("intended_end_seq", "<u8"),
+        ("lost_packets", "<u8"),
+        ("lost_messages", "<u8"),
+        ("pad", "u1", (8,)),
     ],
     align=True,
 )

@@ -109,7 +109,14 @@ def test_seeded_drops_make_the_expected_gaps(tmp_path: Path) -> None:
         assert got_seqs == set(seqs[~dropped].tolist())
     assert 0.03 < st.lines[0].dropped["A"] / 3000 < 0.07
     both = (drop_hash(seed, 7, 0, 0, idx) < np.uint64(int(0.05 * 2**64))) & (drop_hash(seed, 7, 1, 0, idx) < np.uint64(int(0.02 * 2**64)))
-    assert st.packets_sent == 3000 and st.pacing.count == 3000 - int(both.sum())
+    # injected drops reported apart from sent: a packet dropped on both copies is not sent
+    lost = int(both.sum())
+    assert lost > 0, "the seed drops no packet on both copies: pick another"
+    assert st.packets_sent == 3000 - lost and st.packets_dropped == lost and st.pacing.count == 3000 - lost
+    ls = st.lines[0]
+    counts = np.array(d.messages)
+    assert (ls.packets_dropped, ls.messages_dropped) == (lost, int(counts[both].sum()))
+    assert ls.messages_intended == int(counts.sum()) and ls.intended_end_seq == d.block_seqs[-1] + d.messages[-1]
 
 
 def test_two_senders_split_the_lines(tmp_path: Path) -> None:

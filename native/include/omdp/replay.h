@@ -174,7 +174,16 @@ typedef struct omdp_replay_line_stats {
     uint64_t dropped[OMDP_REPLAY_COPIES];      /* dropped on purpose (--drop) */
     uint64_t send_errors[OMDP_REPLAY_COPIES];  /* the kernel or the ring refused it */
     uint64_t control_packets;
-    uint8_t pad[40];
+    /* What the line was meant to carry (the accounting's "sent" side, control packets aside):
+     * data messages handled (sent on some copy or dropped on purpose), the sequence after the
+     * last one (block_seq + messages of the last data packet handled: a receiver whose next
+     * expected sequence is below it missed the tail), and the data packets / messages
+     * deliberately sent on no copy (--drop hit every copy). */
+    uint64_t intended_messages;
+    uint64_t intended_end_seq;
+    uint64_t lost_packets;
+    uint64_t lost_messages;
+    uint8_t pad[8];
 } omdp_replay_line_stats_t;
 
 /* One packet as sent (numpy twin: ops.replay.native_layout.SENT_DTYPE). 40 bytes. */
