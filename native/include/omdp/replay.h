@@ -29,6 +29,10 @@
  * sequences advance by the messages of a packet, about 14), ample for a consumer looking a
  * packet up when it arrives. With --loop the block sequences restart every lap and a lap's
  * entries replace the previous lap's.
+ * After the entries, one omdp_replay_line_end_t per line 0..max_line: the intended end of
+ * the line (the sequence after the last data message the replayer handled, sent or dropped
+ * on purpose), so a consumer counts a tail it never received as missed: lap_end (the
+ * largest, the end of a whole lap) at a sequence reset, last_end when the stream ends.
  *
  * Ring frames. Into a Vega ring (target ring:NAME) every message is one packet: an
  * omdp_replay_frame_t (line, copy, intended and sent times) followed by the packet's bytes.
@@ -381,6 +385,27 @@ static inline omdp_replay_intended_entry_t *omdp_replay_intended_entry(const omd
                                                                       uint32_t line, uint64_t block_seq)
 {
     return &omdp_replay_intended_entries(t)[(uint64_t)(line - 1) * t->capacity + (block_seq & (t->capacity - 1))];
+}
+
+typedef struct omdp_replay_line_end {
+    uint64_t lap_end;   /* largest intended end so far (with --loop: the end of a lap) */
+    uint64_t last_end;  /* intended end of the last data packet handled */
+} omdp_replay_line_end_t;
+
+static inline omdp_replay_line_end_t *omdp_replay_intended_ends(const omdp_replay_intended_header_t *t)
+{
+    return (omdp_replay_line_end_t *)(omdp_replay_intended_entries(t) + (uint64_t)t->max_line * t->capacity);
+}
+
+/* The line's intended end after a data packet ending at `end`; one writer per line. */
+static inline void omdp_replay_intended_publish_end(omdp_replay_intended_header_t *t, uint32_t line, uint64_t end)
+{
+    if (line == 0 || line > t->max_line)
+        return;
+    omdp_replay_line_end_t *e = &omdp_replay_intended_ends(t)[line];
+    if (end > atomic_load_explicit(OMDP_REPLAY_ATOMIC(&e->lap_end), memory_order_relaxed))
+        atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->lap_end), end, memory_order_release);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->last_end), end, memory_order_release);
 }
 
 /* Seqlock writer of one entry; one writer per line. */

@@ -402,6 +402,8 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
         omdp_replay_line_stats_t *ls = &a->lines[p->line];
         BUMP(&ls->intended_messages, count);
         STORE_RLX(&ls->intended_end_seq, q->block_seq + count);
+        if (a->intended)
+            omdp_replay_intended_publish_end(a->intended, q->line, q->block_seq + count);
         if (c->n_out == n_out0) { /* on no copy: deliberately lost */
             BUMP(&ls->lost_packets, 1);
             BUMP(&ls->lost_messages, count);

@@ -208,7 +208,8 @@ uint64_t omdp_replay_log_drain(omdp_replay_log_t *log, omdp_replay_sent_t *out, 
 
 uint64_t omdp_replay_intended_size(uint32_t max_line, uint64_t capacity)
 {
-    return sizeof(omdp_replay_intended_header_t) + (uint64_t)max_line * capacity * sizeof(omdp_replay_intended_entry_t);
+    return sizeof(omdp_replay_intended_header_t) + (uint64_t)max_line * capacity * sizeof(omdp_replay_intended_entry_t) +
+           ((uint64_t)max_line + 1) * sizeof(omdp_replay_line_end_t);
 }
 
 void omdp_replay_intended_init(omdp_replay_intended_header_t *t, uint32_t max_line, uint64_t capacity,
