@@ -103,3 +103,37 @@ def test_replay_and_stats_segments_listed_with_owner_and_cleaned_once_dead() -> 
     out = runner.invoke(cli, ["shm", "clean", "--run", live_run]).output
     assert out.strip().endswith("3 stale segment(s) removed")
     assert not any(Path("/dev/shm", n).exists() for n in names(live_run))
+
+
+def test_replay_segment_of_a_reused_pid_is_dead() -> None:
+    """The creator's start time is recorded: a live pid that started at another time is not
+    the owner (a pid reused after the service died)."""
+    from omdp.native import ffi
+    from omdp.transport.shm_inventory import list_owned_segments
+    from ops.replay.ctl_segment import CtlSegment
+    from ops.replay.shm_segments import ctl_name
+
+    run = new_run_id()
+    name = ctl_name(run)[1:]
+    ready = CTX.Event()
+    child = CTX.Process(target=hold_replay_and_stats, args=(run, ready))
+    child.start()
+    try:
+        assert ready.wait(30)
+        row = next(s for s in list_owned_segments() if s.name == name)
+        assert (row.kind, row.owner_pid, row.owner, row.removable) == ("replay-ctl", child.pid, "alive", False)
+        ctl = CtlSegment.open(ctl_name(run))
+        hdr = ffi.cast("omdp_replay_control_t *", ctl.segment.base)
+        assert hdr.creator_start_time > 0
+        hdr.creator_start_time += 1  # as if the live child were another, later process
+        ctl.segment.close()
+        row = next(s for s in list_owned_segments() if s.name == name)
+        assert (row.owner_pid, row.owner, row.removable) == (child.pid, "dead", True)
+        result = CliRunner().invoke(cli, ["shm", "clean", "--run", run])
+        assert f"removed {name}" in result.output and not Path("/dev/shm", name).exists()
+        assert Path("/dev/shm", f"omdp-replay-{run}-intended").exists(), "its true owner lives"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+    CliRunner().invoke(cli, ["shm", "clean", "--run", run])
+    assert not list(Path("/dev/shm").glob(f"omdp*{run}*"))
