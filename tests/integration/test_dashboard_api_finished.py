@@ -136,6 +136,34 @@ def test_finished_metrics(client: TestClient, run_dir: Path) -> None:
 def test_windows_longer_than_the_run_are_refused(client: TestClient) -> None:
     r = client.get("/api/v1/latency", params={"window": "1m"})
     assert r.status_code == 422 and "this run keeps windows of 1 to" in r.json()["detail"]
+    r = client.get("/api/v1/latency/history", params={"seconds": 60})
+    assert r.status_code == 422 and "this run keeps 1 to" in r.json()["detail"]
+
+
+def test_defaults_answer_for_a_short_run(client: TestClient) -> None:
+    """The run is 3 s: the default history (60 s) and window (10 s) would be refused; they
+    are what the run has."""
+    assert client.get("/api/v1/latency").json()["window_s"] == client.get("/api/v1/run").json()["max_window_s"]
+    r = client.get("/api/v1/latency/history")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["seconds"] == client.get("/api/v1/run").json()["max_window_s"] < 60
+    assert len(body["points"]) == body["seconds"]
+
+
+def test_stream_of_a_finished_run_ends(client: TestClient) -> None:
+    """One snapshot (its figures never change), then 'end': an open stream kept headless
+    browsers' screenshots from ever completing."""
+    with client.stream("GET", "/api/v1/stream", params={"interval": 0.2}) as r:
+        text = "".join(r.iter_text())
+    events = [dict(line.split(": ", 1) for line in e.splitlines() if not line.startswith(":"))
+              for e in text.split("\n\n") if e.strip()]
+    events = [e for e in events if e]  # keep-alive comments
+    assert [e["event"] for e in events] == ["snapshot", "end"]
+    assert json.loads(events[1]["data"]) == {"reason": "finished run"}
+    with client.stream("GET", "/api/v1/stream", params={"interval": 0.2, "count": 3}) as r:
+        text = "".join(r.iter_text())
+    assert text.count("event: snapshot") == 3 and text.count("event: end") == 1
 
 
 def test_parse_address() -> None:

@@ -257,7 +257,9 @@ def test_stream_sends_snapshots(live: tuple[LiveFeed, TestClient]) -> None:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     events = [e for e in text.split("\n\n") if e.strip()]
-    assert len(events) == 2
+    assert len(events) == 3
+    end = dict(line.split(": ", 1) for line in events.pop().splitlines())
+    assert end["event"] == "end" and json.loads(end["data"]) == {"reason": "2 snapshots sent"}
     for e in events:
         fields = dict(line.split(": ", 1) for line in e.splitlines())
         assert fields["event"] == "snapshot"
