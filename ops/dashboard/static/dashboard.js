@@ -275,7 +275,7 @@ function renderSignals(sig) {
 }
 
 function renderOperators(ops) {
-  const shown = new Set(["occupancy", "ring_occupancy", "full_events", "full_ring", "spins", "drops", "peer_state"]);
+  const shown = new Set(["occupancy", "ring_occupancy", "full_events", "full_ring", "full_waits", "spins", "drops", "peer_state"]);
   $("#op-table tbody").replaceChildren(...ops.operators.map((o) => {
     const tr = document.createElement("tr");
     const cols = [o.name, o.kind, o.state, o.cpu == null ? "–" : o.cpu, o.process_cpu_percent == null ? "–" : o.process_cpu_percent.toFixed(1) + "%",
