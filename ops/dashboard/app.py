@@ -1,6 +1,7 @@
 """The dashboard's FastAPI app: JSON API ``/api/v1``, ``/metrics``, the live stream and the page.
 
-Read endpoints need no authentication; the only control endpoints are the replay
+Read endpoints need no authentication unless the app is given a read token
+(``ops.dashboard.access``); the only control endpoints are the replay
 service's (``/api/v1/replay/...``), mounted when a replay router is given, and they check
 the replay's token themselves (401 without it). Query parameters are validated (422 with
 the reason).
@@ -21,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from omdp.metrics.stats_segment import SIGNALS, StatsSegmentError
 from ops.dashboard import figures
+from ops.dashboard.access import read_token_middleware
 from ops.dashboard.assets import STATIC_PACKAGE, plotly_js, static_dir
 from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory, Operators, RunStatus, Signals, Snapshot
 from ops.dashboard.prometheus import metrics_registry
@@ -52,9 +54,11 @@ def stream_window(request: Request, window: WindowQuery = None) -> int | None:
     return _window(request.app.state.source, window)
 
 
-def create_app(source: DashboardSource, replay_router: APIRouter | None = None) -> FastAPI:
+def create_app(source: DashboardSource, replay_router: APIRouter | None = None, read_token: str | None = None
+               ) -> FastAPI:
     """The app serving ``source``; mounts ``replay_router`` (the replay service's routes,
-    guarded by its token) when given. The caller owns the source (starts and closes it)."""
+    guarded by its token) when given; with ``read_token`` every figure needs it
+    (``ops.dashboard.access``). The caller owns the source (starts and closes it)."""
     app = FastAPI(
         title="omdp dashboard",
         version="1",
@@ -64,6 +68,8 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None) 
     app.state.source = source
     app.state.stopping = stopping
     replay_control = replay_router is not None
+    if read_token is not None:
+        app.middleware("http")(read_token_middleware(read_token))
 
     @app.exception_handler(SourceUnavailable)
     @app.exception_handler(StatsSegmentError)

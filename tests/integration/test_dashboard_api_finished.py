@@ -193,3 +193,23 @@ def test_omdp_dashboard_serves_a_run_directory_until_ctrl_c(run_dir: Path, tmp_p
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(15) == 0
+
+
+def test_omdp_dashboard_warns_when_other_hosts_can_read_it(run_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OMDP_DASHBOARD_TOKEN": "tok"}
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
+         "--address", "0.0.0.0:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+    try:
+        line = proc.stdout.readline()
+        port = int(line.split(" on http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+        warning = proc.stderr.readline()
+        assert "reachable from other hosts" in warning and f"0.0.0.0:{port}" in warning, warning
+        url = f"http://127.0.0.1:{port}/"
+        assert httpx.get(url + "api/v1/run", timeout=10).status_code == 401
+        assert httpx.get(url + "api/v1/run", headers={"Authorization": "Bearer tok"}, timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0

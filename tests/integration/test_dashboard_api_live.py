@@ -310,3 +310,25 @@ def test_a_run_not_started_yet_answers_503() -> None:
         assert metrics["omdp_stats_available"].samples[0].value == 0
     finally:
         source.close()
+
+
+def test_read_token_guards_every_figure_not_the_page(live: tuple[LiveFeed, TestClient]) -> None:
+    feed, _ = live
+    source = LiveSource(feed.run_id)
+    try:
+        client = TestClient(create_app(source, read_token="s3cret"))
+        for path in ("/api/v1/latency", "/api/v1/run", "/api/v1/ingest", "/api/v1/operators", "/metrics",
+                     "/api/v1/stream?count=1"):
+            r = client.get(path)
+            assert r.status_code == 401 and "read token" in r.json()["detail"], path
+            assert client.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401, path
+            assert client.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200, path
+            assert client.get(path, headers={"X-Omdp-Read-Token": "s3cret"}).status_code == 200, path
+            sep = "&" if "?" in path else "?"
+            assert client.get(f"{path}{sep}token=s3cret").status_code == 200, path
+        for path in ("/", "/static/dashboard.js", "/vendor/plotly.min.js", "/openapi.json"):
+            assert client.get(path).status_code == 200, path
+        open_client = TestClient(create_app(source))
+        assert open_client.get("/api/v1/run").status_code == 200
+    finally:
+        source.close()

@@ -141,3 +141,18 @@ def test_ingest_chart_of_24_lines_without_missed(page: object) -> None:
           const r = t.getBoundingClientRect(); return r.bottom <= box.bottom && r.top >= box.top; });""")
     assert inside
     assert tick_labels(page, "chart-ingest", "y2") == ["0", "1"]
+
+
+def test_page_with_a_read_token_shows_the_figures(tmp_path: Path, finished: DashboardServer) -> None:
+    """A dashboard with a read token: the page given ?token= gets its snapshot; without, none."""
+    with start_dashboard(finished.source, port=0, read_token="tok") as guarded:
+        def dom(query: str) -> str:
+            r = subprocess.run(
+                [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",
+                 "--virtual-time-budget=8000", "--dump-dom", guarded.url + query],
+                capture_output=True, timeout=90, check=False, cwd=tmp_path, text=True)
+            assert r.returncode == 0, r.stderr[-2000:]
+            return r.stdout
+
+        assert 'data-snapshots="1"' in dom("?token=tok")
+        assert "data-snapshots" not in dom("")

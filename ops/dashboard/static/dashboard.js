@@ -319,11 +319,15 @@ function onSnapshot(ev) {
 // and a headless browser's screenshot of a live run completes (a finished run's stream ends
 // by itself after one).
 const SNAPSHOTS = Number(new URLSearchParams(location.search).get("snapshots")) || null;
+// ?token=T: the dashboard's read token (omdp dashboard --read-token), sent with every read
+const READ_TOKEN = new URLSearchParams(location.search).get("token") || "";
+const read = (url) => fetch(url, READ_TOKEN ? { headers: { "X-Omdp-Read-Token": READ_TOKEN } } : {});
 
 function connect() {
   if (st.es) st.es.close();
   const count = SNAPSHOTS ? `&count=${SNAPSHOTS}` : "";
-  st.es = new EventSource(`/api/v1/stream?window=${encodeURIComponent(st.window)}${count}`);
+  const token = READ_TOKEN ? `&token=${encodeURIComponent(READ_TOKEN)}` : "";
+  st.es = new EventSource(`/api/v1/stream?window=${encodeURIComponent(st.window)}${count}${token}`);
   st.es.addEventListener("snapshot", onSnapshot);
   st.es.addEventListener("end", () => {
     // the server ended the stream: do not let EventSource reconnect
@@ -342,7 +346,7 @@ function pickWindow(name) {
 }
 
 async function loadHistory() {
-  const run = await (await fetch("/api/v1/run")).json();
+  const run = await (await read("/api/v1/run")).json();
   if (!run.run_id) return;
   renderHeader(run);
   for (const b of document.querySelectorAll("#windows button")) {
@@ -352,16 +356,16 @@ async function loadHistory() {
   st.replay = run.replay_control;
   $("#replay").hidden = !st.replay;
   const seconds = Math.min(run.source === "finished" ? 600 : 64, Math.max(1, Math.ceil(run.uptime_s) + 1));
-  const hist = await (await fetch(`/api/v1/latency/history?seconds=${seconds}`)).json();
+  const hist = await (await read(`/api/v1/latency/history?seconds=${seconds}`)).json();
   for (const p of hist.points || []) addSecond(p);
-  const rates = await (await fetch(`/api/v1/ingest/history?seconds=${KEEP_S * 4}`)).json();
+  const rates = await (await read(`/api/v1/ingest/history?seconds=${KEEP_S * 4}`)).json();
   for (const p of rates.points || []) {
     st.rate.push({ t: new Date(Number(p.ts_ns) / 1e6), got: p.packets_per_s, target: run.target_pps, replay: null });
   }
 }
 
 async function refreshReplay() {
-  const r = await fetch("/api/v1/replay");
+  const r = await read("/api/v1/replay");
   if (!r.ok) return;
   const s = await r.json();
   $("#replay-state").textContent = s.state;
