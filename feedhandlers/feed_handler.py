@@ -183,11 +183,13 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
                         s = _multicast_socket(ep, p.interface, p.rcvbuf_bytes)
                         sockets.append(s)
                         lines[i].fd[c] = s.fileno()
-                if p.intended_table and run_id:
-                    name = p.intended_table.format(run_id=run_id, sender=ln.sender).encode()
-                    if len(name) >= int(lib.OMDP_FH_TABLE_NAME):
-                        raise ValueError(f"{ctx.name}: intended table name {name!r} is too long")
-                    ffi.memmove(lines[i].intended, name, len(name))
+            # the replayer's table, multicast or ring: intended times (multicast; a ring frame
+            # carries its own) and each line's intended end, to count a missing tail as missed
+            if p.intended_table and run_id:
+                name = p.intended_table.format(run_id=run_id, sender=ln.sender).encode()
+                if len(name) >= int(lib.OMDP_FH_TABLE_NAME):
+                    raise ValueError(f"{ctx.name}: intended table name {name!r} is too long")
+                ffi.memmove(lines[i].intended, name, len(name))
         if p.input == "ring":
             name = p.ring or (feed_ring_name(run_id, ctx.replica) if run_id else "")
             if not name:

@@ -13,14 +13,21 @@ Methods of reporting:
   fraction of what it collected. Live figures keep counting after completion.
 samples.parquet always holds the kept rows; its schema metadata says which rows the report
 used (``omdp.report_rows`` = "start:end"), so a finished run's breakdown is rebuilt exactly.
+
+Bounded memory ("all" with ``spill_dir``): once ``chunk_rows`` rows are held they are written
+to samples.parquet as a row group (``pyarrow.parquet.ParquetWriter``, same schema) and dropped
+from memory, so the rows held never exceed ``chunk_rows`` plus one call's samples; the report
+uses the fixed-size per-hop histograms (docs/metrics.md, "Memory bound").
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from omdp.clock import now_ns
 from omdp.metrics.histogram import LatencyHistogram
@@ -35,6 +42,8 @@ DEFAULT_SAMPLE_EVERY = 1600
 PAPER_COLLECT = 150_000
 PAPER_REPORT = 100_000
 DEFAULT_MAX_ROWS = 2_000_000
+DEFAULT_CHUNK_ROWS = 65_536
+"""Rows per samples.parquet chunk when spilling (~5 MB of columns)."""
 
 _collect_batch = lib.omdp_latency_collect_batch
 
@@ -98,6 +107,8 @@ class LatencyCollector:
         cpu: int = -1,
         publish_interval_ms: float = 100.0,
         max_rows: int = DEFAULT_MAX_ROWS,
+        spill_dir: str | Path | None = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
     ) -> None:
         """
         sample_every: the run's 1-in-N sampling knob (recorded in meta.parquet); with
@@ -108,7 +119,10 @@ class LatencyCollector:
         identity: where line, sequences, key and category sit in the record (None: zeros).
         stats: publish live figures there and register an operator entry called ``name``
             (close the collector before the segment: the C side holds its handle).
-        max_rows: rows kept for samples.parquet in "all" mode (further samples still count).
+        max_rows: rows kept for samples.parquet in "all" mode (further samples still count);
+            with ``spill_dir`` the rows held in memory between two spills.
+        spill_dir: "all" mode: write samples.parquet there as the run goes, ``chunk_rows``
+            rows at a time (``write_samples`` finishes it); None: keep every row until the end.
         """
         if sample_every < 1:
             raise ValueError(f"sample_every must be >= 1, got {sample_every}")
@@ -118,6 +132,10 @@ class LatencyCollector:
             raise ValueError(f"method must be 'all' or 'middle', got {method!r}")
         if method == "middle" and not 0 < report <= collect:
             raise ValueError(f"the middle method needs 0 < report <= collect, got report={report}, collect={collect}")
+        if chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+        if spill_dir is not None and method != "all":
+            raise ValueError("spill_dir needs method='all' (the middle method keeps its collect rows)")
         if max_rows < 0 or publish_interval_ms < 0:
             raise ValueError("max_rows and publish_interval_ms must be >= 0")
         self.sample_every = sample_every
@@ -125,6 +143,13 @@ class LatencyCollector:
         self.method = method
         self.collect_target = collect
         self.report_target = report
+        self.chunk_rows = chunk_rows
+        self._spill_dir = Path(spill_dir) if spill_dir is not None else None
+        self._writer: pq.ParquetWriter | None = None
+        self._spill_tmp: Path | None = None
+        self._spilled = 0
+        self.max_held_rows = 0
+        """The most rows held in memory at once (after any call), for checks of the bound."""
         cfg = ffi.new("omdp_latency_config_t *")
         cfg.select = lib.OMDP_LAT_SELECT_FLAGGED if select == "flagged" else lib.OMDP_LAT_SELECT_EVERY_N
         cfg.sample_every = sample_every
@@ -163,6 +188,7 @@ class LatencyCollector:
         before = self._k.samples
         rc = _collect_batch(self._c, buf, len(buf), source, mc_in)
         if rc >= 0:
+            self._maybe_spill()
             return rc
         if rc == lib.OMDP_LAT_EBADREC:
             raise RecordBatchError(int(self._k.last_error_offset), len(buf), int(self._k.samples - before))
@@ -183,7 +209,43 @@ class LatencyCollector:
         rc = lib.omdp_latency_collect_rows(self._c, ffi.from_buffer("omdp_stamps_t[]", stamps), id_ptr, len(stamps))
         if rc < 0:
             raise ValueError(f"rows refused by the collector (code {rc})")
+        self._maybe_spill()
         return int(rc)
+
+    def _maybe_spill(self) -> None:
+        held = self.held_rows
+        self.max_held_rows = max(self.max_held_rows, held)
+        if self._spill_dir is not None and held >= self.chunk_rows:
+            self.spill()
+
+    def spill(self) -> int:
+        """Write the rows held to samples.parquet (a row group) and drop them from memory;
+        returns the rows written. Needs ``spill_dir``."""
+        if self._spill_dir is None:
+            raise ValueError("spill() needs a collector made with spill_dir")
+        table = self._held_table()
+        if self._writer is None:
+            self._spill_dir.mkdir(parents=True, exist_ok=True)
+            self._spill_tmp = self._spill_dir / f".samples.parquet.{os.getpid()}.{id(self)}.tmp"
+            # store_schema=False: the file's key-value metadata (added at the end) is then what
+            # readers see as the schema metadata; the columns' types all map back exactly.
+            self._writer = pq.ParquetWriter(self._spill_tmp, table.schema.remove_metadata(), store_schema=False)
+        n = table.num_rows
+        if n:
+            self._writer.write_table(table.replace_schema_metadata(None))
+            lib.omdp_latency_discard_rows(self._c, n)
+            self._spilled += n
+        return n
+
+    @property
+    def held_rows(self) -> int:
+        """Sample rows held in memory now (not yet written)."""
+        return int(lib.omdp_latency_counters(self._c).rows)
+
+    @property
+    def spilled_rows(self) -> int:
+        """Sample rows already written to samples.parquet."""
+        return self._spilled
 
     def publish(self, ts_ns: int | None = None) -> None:
         """Publish live figures now (a no-op without a stats segment)."""
@@ -198,8 +260,8 @@ class LatencyCollector:
 
     @property
     def rows(self) -> int:
-        """Sample rows kept."""
-        return int(lib.omdp_latency_counters(self._c).rows)
+        """Sample rows kept (written and held)."""
+        return self._spilled + self.held_rows
 
     @property
     def complete(self) -> bool:
@@ -246,7 +308,11 @@ class LatencyCollector:
         }
 
     def samples_table(self) -> pa.Table:
-        """The kept rows as a table with ``RUN_SAMPLES_SCHEMA`` (one copy out of C)."""
+        """The kept rows as a table with ``RUN_SAMPLES_SCHEMA`` (one copy out of C); when
+        spilling, the rows still held (samples.parquet has the rest)."""
+        return self._held_table()
+
+    def _held_table(self) -> pa.Table:
         cols = ffi.new("omdp_sample_columns_t *")
         lib.omdp_latency_columns(self._c, cols)
         n = int(cols.rows)
@@ -256,8 +322,20 @@ class LatencyCollector:
         return to_table("samples.parquet", data, self.samples_metadata())
 
     def write_samples(self, run_dir: str | Path) -> Path:
-        """Write run_dir/samples.parquet."""
-        return write_samples(run_dir, self.samples_table(), self.samples_metadata())
+        """Write run_dir/samples.parquet (spilling: the last rows, the metadata, then the
+        chunked file moved into place)."""
+        if self._spill_dir is None:
+            return write_samples(run_dir, self.samples_table(), self.samples_metadata())
+        self.spill()
+        assert self._writer is not None and self._spill_tmp is not None
+        self._writer.add_key_value_metadata(self.samples_metadata())
+        self._writer.close()
+        self._writer = None
+        path = Path(run_dir) / "samples.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self._spill_tmp, path)
+        self._spill_dir = None  # written: later rows (if any) go by the in-memory path
+        return path
 
     def close(self) -> None:
         """Final publication and the operator entry closed (the segment stays the owner's)."""

@@ -187,22 +187,28 @@ class Partition:
                                                      "ended": c.ended}
         return out
 
+    def op_stats(self) -> dict[str, dict[str, int]]:
+        """Per operator: batches and bytes in and out (any thread: the loop keeps them atomic)."""
+        out = {}
+        st = ffi.new("omdp_op_stats_t *")
+        for i, name in enumerate(self.spec.operators):
+            lib.omdp_partition_op_stats(self.ptr, i, st)
+            out[name] = {"batches_in": st.batches_in, "bytes_in": st.bytes_in, "batches_out": st.batches_out,
+                         "bytes_out": st.bytes_out}
+        return out
+
     def operator_report(self) -> dict[str, dict[str, int]]:
         """Per operator: batches and bytes in/out, and the operator's own counters. Call
         from the loop thread or after ``run`` returned (operators' state is not atomic)."""
-        report = {}
-        st = ffi.new("omdp_op_stats_t *")
+        report = self.op_stats()
         cs = ffi.new("omdp_counter_t[]", _MAX_COUNTERS)
         for i, name in enumerate(self.spec.operators):
-            lib.omdp_partition_op_stats(self.ptr, i, st)
-            entry = {"batches_in": st.batches_in, "bytes_in": st.bytes_in, "batches_out": st.batches_out,
-                     "bytes_out": st.bytes_out}
+            entry = report[name]
             if name in self.bindings:
                 entry.update(self.bindings[name].counters())
             else:
                 n = min(lib.omdp_partition_op_counters(self.ptr, i, cs, _MAX_COUNTERS), _MAX_COUNTERS)
                 entry.update({ffi.string(cs[k].name).decode(): int(cs[k].value) for k in range(n)})
-            report[name] = entry
         return report
 
     def close(self) -> None:

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from omdp.clock import check_stamp_clock, stamp_clock_info, use_stamp_clock
+from omdp.metrics.stats_segment import StatsSegmentError
 from omdp.native import lib
 from omdp.plan import Plan
 from omdp.registry import load_registry
 from omdp.runtime.channels import ChannelEnd, open_input, open_output
 from omdp.runtime.control import EXIT_ENDED, EXIT_FAILED, EXIT_STOPPED, ControlError, LineReader, LineWriter
+from omdp.runtime.live_stats import LiveOperatorStats
 from omdp.runtime.partition import Partition, PartitionError
 
 log = logging.getLogger("omdp.partition")
@@ -57,6 +59,7 @@ class PartitionProcess:
         self.ends: list[ChannelEnd] = []
         self.running = False
         self.signals = 0
+        self.live: LiveOperatorStats | None = None
         self._done = threading.Event()
 
     # ---- setup ------------------------------------------------------------------------
@@ -135,6 +138,12 @@ class PartitionProcess:
                     self.out.send(event="heartbeat", stats=self.partition.stats(), channels=self.partition.channel_stats())
                 except ControlError:
                     orphaned_at = orphaned_at or now
+                if self.live is not None:
+                    try:
+                        self.live.publish()
+                    except StatsSegmentError as e:
+                        log.warning("live operator figures stopped: %s", e)
+                        self.live = None
                 next_beat = now + period
             if orphaned_at is not None and now - orphaned_at > self.plan.run.kill_timeout_s:
                 log.error("supervisor gone and the loop did not stop; exiting")
@@ -166,6 +175,8 @@ class PartitionProcess:
         os.set_blocking(w, False)
         old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         self.running = True
+        self.live = LiveOperatorStats.attach(self.run_id, self.partition, self.name,
+                                             self.spec.cpus[0] if self.spec.cpus else -1)
         thread = threading.Thread(target=self.control, args=(r,), name="control", daemon=True)
         thread.start()
         log.info("running")
@@ -188,6 +199,12 @@ class PartitionProcess:
     def _finish(self, thread: threading.Thread, old_fd: int, r: int, w: int) -> None:
         self._done.set()
         thread.join(timeout=2.0)
+        live, self.live = self.live, None
+        if live is not None:
+            try:
+                live.close()
+            except StatsSegmentError as e:
+                log.warning("closing the live operator figures: %s", e)
         signal.set_wakeup_fd(old_fd)
         os.close(r)
         os.close(w)

@@ -20,7 +20,9 @@ from ops.cli.stop_signals import stop_on_signals
 @click.option("--live", "run_id", default=None, help="the id of a run live on this host (reads its stats segment)")
 @click.option("--address", default="127.0.0.1:8000", show_default=True,
               help="HOST:PORT to listen on (port 0: any free one)")
-def dashboard(run_dir: Path | None, run_id: str | None, address: str) -> None:
+@click.option("--read-token", envvar="OMDP_DASHBOARD_TOKEN", default=None,
+              help="every figure (API, stream, /metrics) needs this token; env OMDP_DASHBOARD_TOKEN")
+def dashboard(run_dir: Path | None, run_id: str | None, address: str, read_token: str | None) -> None:
     """Serve the latency dashboard (page, JSON API, /metrics) of one run until Ctrl-C."""
     from omdp.metrics.run_files import RunRecordError
     from ops.dashboard.serve import parse_address, start_dashboard
@@ -31,12 +33,16 @@ def dashboard(run_dir: Path | None, run_id: str | None, address: str) -> None:
         host, port = parse_address(address)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--address") from None
+    if read_token is not None and not read_token.strip():
+        raise click.BadParameter("must not be empty", param_hint="--read-token")
     if run_id is not None:
         _check_live(run_id)
     try:
-        server = start_dashboard(run_dir if run_dir is not None else run_id, host, port)
+        server = start_dashboard(run_dir if run_dir is not None else run_id, host, port, read_token=read_token)
     except (ValueError, OSError, RunRecordError) as e:
         raise click.ClickException(str(e)) from None
+    if server.exposure_warning:
+        click.echo(server.exposure_warning, err=True)
     what = f"run directory {run_dir}" if run_dir is not None else f"live run {run_id}"
     click.echo(f"dashboard of {what} on {server.url} (API docs {server.url}docs); Ctrl-C stops", err=False)
     try:

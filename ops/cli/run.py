@@ -17,6 +17,8 @@ hidden alias of ``--seconds``). Options that set values of the topology are
 """
 from __future__ import annotations
 
+import os
+
 import json
 import sys
 from pathlib import Path
@@ -54,6 +56,7 @@ def dashboard_hook(address: str) -> Any:
     exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
     dashboard's own component) from this process; the hook returns the server's stop."""
     try:
+        from ops.dashboard.access import READ_TOKEN_ENV
         from ops.dashboard.serve import parse_address, start_dashboard
     except ImportError:
         raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard)") from None
@@ -62,9 +65,13 @@ def dashboard_hook(address: str) -> Any:
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--dashboard") from None
 
+    read_token = os.environ.get(READ_TOKEN_ENV) or None
+
     def serve(run_id: str, run_dir: Path) -> Any:
-        server = start_dashboard(run_id, host, port)
+        server = start_dashboard(run_id, host, port, read_token=read_token)
         click.echo(f"dashboard: {server.url}", err=True)
+        if server.exposure_warning:
+            click.echo(server.exposure_warning, err=True)
         return server.stop
 
     return serve

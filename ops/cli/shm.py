@@ -9,55 +9,44 @@ import click
 
 @click.group("shm")
 def shm() -> None:
-    """Vega shared-memory segments (/dev/shm/omdp-<run>-<channel>)."""
+    """omdp shared-memory segments (/dev/shm/omdp-*): Vega rings, replay, stats."""
 
 
 @shm.command("list")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per segment")
 def list_cmd(as_json: bool) -> None:
-    """Every omdp segment: run, channel, size, both sides' state and the counters."""
-    from omdp.transport.shm_names import list_segments
+    """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats), run, size,
+    owner pid and state (alive / dead / closed), and whether ``shm clean`` would remove it."""
+    from omdp.transport.shm_inventory import list_owned_segments
 
-    segments = list_segments()
+    segments = list_owned_segments()
     if as_json:
         for seg in segments:
-            click.echo(json.dumps({"name": seg.name, "run": seg.run, "channel": seg.channel, "size": seg.size,
-                                   "stale": seg.stale, "stats": seg.stats}))
+            click.echo(json.dumps(seg.as_dict()))
         return
     if not segments:
         click.echo("no omdp segments")
         return
-    click.echo(f"{'segment':40} {'size':>10} {'sender':>9} {'receiver':>9} {'messages':>12} {'full':>8} "
-               f"{'drops':>8}  stale")
+    click.echo(f"{'segment':48} {'type':15} {'size':>10} {'owner pid':>9} {'owner':>7} {'removable':>9}  detail")
     for seg in segments:
-        st = seg.stats
-        if st is None:
-            click.echo(f"{seg.name:40} {seg.size:>10} {'-':>9} {'-':>9} {'-':>12} {'-':>8} {'-':>8}  "
-                       "not a Vega ring (left alone)")
-            continue
-        click.echo(f"{seg.name:40} {seg.size:>10} {st['tx_state']:>9} {st['rx_state']:>9} {st['tx_messages']:>12} "
-                   f"{st['tx_full_events']:>8} {st['tx_drops']:>8}  {'yes' if seg.stale else 'no'}")
+        pid = "-" if seg.owner_pid is None else str(seg.owner_pid)
+        detail = seg.detail
+        if seg.stats is not None:
+            st = seg.stats
+            detail += f"; {st['tx_messages']} messages, {st['tx_full_events']} full, {st['tx_drops']} drops"
+        click.echo(f"{seg.name:48} {seg.kind:15} {seg.size:>10} {pid:>9} {seg.owner:>7} "
+                   f"{'yes' if seg.removable else 'no':>9}  {detail}")
 
 
 @shm.command("clean")
 @click.option("--run", default=None, help="only segments of this run id")
 @click.option("--dry-run", is_flag=True, help="say what would go, remove nothing")
 def clean_cmd(run: str | None, dry_run: bool) -> None:
-    """Remove segments that no live process holds (never one with a live side)."""
-    from omdp.transport.shm_names import clean_stale, list_segments
+    """Remove every omdp segment whose owner is dead (never one with a live owner)."""
+    from omdp.transport.shm_inventory import clean_dead
 
-    from omdp.metrics.stats_cleanup import clean_stats_segments, list_stats_segments
-
-    if dry_run:
-        for seg in list_segments():
-            if seg.stale and (run is None or seg.run == run):
-                click.echo(f"would remove {seg.name}")
-        for st in list_stats_segments():
-            if st.stale and (run is None or st.run_id == run):
-                click.echo(f"would remove {st.name} ({st.reason})")
-        return
-    removed = clean_stale(run)
-    removed += [st.name for st in clean_stats_segments(run=run)]
-    for name in removed:
-        click.echo(f"removed {name}")
-    click.echo(f"{len(removed)} stale segment(s) removed")
+    gone = clean_dead(run, dry_run=dry_run)
+    for seg in gone:
+        click.echo(f"{'would remove' if dry_run else 'removed'} {seg.name} ({seg.kind}: {seg.detail})")
+    if not dry_run:
+        click.echo(f"{len(gone)} stale segment(s) removed")

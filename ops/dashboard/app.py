@@ -1,6 +1,7 @@
 """The dashboard's FastAPI app: JSON API ``/api/v1``, ``/metrics``, the live stream and the page.
 
-Read endpoints need no authentication; the only control endpoints are the replay
+Read endpoints need no authentication unless the app is given a read token
+(``ops.dashboard.access``); the only control endpoints are the replay
 service's (``/api/v1/replay/...``), mounted when a replay router is given, and they check
 the replay's token themselves (401 without it). Query parameters are validated (422 with
 the reason).
@@ -21,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from omdp.metrics.stats_segment import SIGNALS, StatsSegmentError
 from ops.dashboard import figures
+from ops.dashboard.access import read_token_middleware
 from ops.dashboard.assets import STATIC_PACKAGE, plotly_js, static_dir
 from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory, Operators, RunStatus, Signals, Snapshot
 from ops.dashboard.prometheus import metrics_registry
@@ -29,28 +31,34 @@ from ops.dashboard.window import WindowError, parse_window
 
 API = "/api/v1"
 
-WindowQuery = Annotated[str, Query(description="seconds of the sliding window: '10s', '10', '1m', or 'all' (the "
-                                               "whole run)", examples=["10s"])]
+WindowQuery = Annotated[str | None, Query(description="seconds of the sliding window: '10s', '10', '1m', or 'all' "
+                                                      "(the whole run); default 10 s, or all a shorter run has",
+                                          examples=["10s"])]
+DEFAULT_WINDOW_S = 10
 AtQuery = Annotated[int | None, Query(ge=1, description="end of the window, ns since the epoch (default: now; for "
                                                         "a finished run, its end)")]
 
 
-def _window(src: DashboardSource, text: str) -> int | None:
+def _window(src: DashboardSource, text: str | None) -> int | None:
+    if text is None:  # the default must answer for a finished run shorter than 10 s
+        return min(DEFAULT_WINDOW_S, src.max_window_s)
     try:
         return parse_window(text, src.max_window_s)
     except WindowError as e:
         raise HTTPException(status_code=422, detail=str(e)) from None
 
 
-def stream_window(request: Request, window: WindowQuery = "10s") -> int | None:
+def stream_window(request: Request, window: WindowQuery = None) -> int | None:
     """The stream's window, checked as a dependency so a bad one is refused (422) before
     the stream starts."""
     return _window(request.app.state.source, window)
 
 
-def create_app(source: DashboardSource, replay_router: APIRouter | None = None) -> FastAPI:
+def create_app(source: DashboardSource, replay_router: APIRouter | None = None, read_token: str | None = None
+               ) -> FastAPI:
     """The app serving ``source``; mounts ``replay_router`` (the replay service's routes,
-    guarded by its token) when given. The caller owns the source (starts and closes it)."""
+    guarded by its token) when given; with ``read_token`` every figure needs it
+    (``ops.dashboard.access``). The caller owns the source (starts and closes it)."""
     app = FastAPI(
         title="omdp dashboard",
         version="1",
@@ -60,6 +68,8 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None) 
     app.state.source = source
     app.state.stopping = stopping
     replay_control = replay_router is not None
+    if read_token is not None:
+        app.middleware("http")(read_token_middleware(read_token))
 
     @app.exception_handler(SourceUnavailable)
     @app.exception_handler(StatsSegmentError)
@@ -67,16 +77,19 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None) 
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     @app.get(f"{API}/latency", response_model=Latency, tags=["latency"])
-    def get_latency(window: WindowQuery = "10s", at: AtQuery = None) -> Latency:
+    def get_latency(window: WindowQuery = None, at: AtQuery = None) -> Latency:
         """Per hop (FH, to DE, DE, to MC, end to end from fh_in and from intended): count,
         mean, p50, p90, p99, p99.9, p99.99, max in us over the window."""
         return figures.latency(source, _window(source, window), at)
 
     @app.get(f"{API}/latency/history", response_model=LatencyHistory, tags=["latency"])
-    def get_history(seconds: Annotated[int, Query(ge=1, le=86_400, description="seconds of history")] = 60,
+    def get_history(seconds: Annotated[int | None, Query(ge=1, le=86_400, description="seconds of history (default: "
+                                                                             "60, or all a shorter run has)")] = None,
                     at: AtQuery = None) -> LatencyHistory:
         """Per-second figures of every hop, oldest first (the percentile lines)."""
-        if seconds > source.max_window_s:
+        if seconds is None:  # the default must answer for a finished run shorter than a minute
+            seconds = min(60, source.max_window_s)
+        elif seconds > source.max_window_s:
             raise HTTPException(422, f"seconds={seconds}: this run keeps 1 to {source.max_window_s} s of history")
         return figures.history(source, seconds, at)
 
@@ -109,22 +122,33 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None) 
         return figures.run(source, replay_control)
 
     @app.get(f"{API}/stream", response_class=EventSourceResponse, tags=["stream"],
-             responses={200: {"description": "server-sent events 'snapshot' (a Snapshot as JSON) every interval"}})
+             responses={200: {"description": "server-sent events 'snapshot' (a Snapshot as JSON) every interval, "
+                                             "then 'end' when the stream ends"}})
     async def get_stream(window_s: Annotated[int | None, Depends(stream_window)],
                          interval: Annotated[float, Query(ge=0.2, le=60, description="seconds between events")] = 1.0,
-                         count: Annotated[int | None, Query(ge=1, description="end after this many events")] = None,
+                         count: Annotated[int | None, Query(ge=1, description="end after this many snapshots "
+                                                                              "(a finished run: 1 unless given)")] = None,
                          ) -> AsyncIterator[ServerSentEvent]:
-        """Everything the page shows (a ``Snapshot``), once per interval."""
+        """Everything the page shows (a ``Snapshot``), once per interval.
+
+        The stream ends (an ``end`` event, then the response closes) after ``count``
+        snapshots, when the server stops, and for a finished run after one snapshot by
+        default: its figures never change, and a stream left open keeps a headless
+        browser's screenshot from ever completing (it waits for the network to go idle).
+        """
+        limit = count if count is not None or source.kind == "live" else 1
         sent = 0
-        while not stopping.is_set() and (count is None or sent < count):
+        while not stopping.is_set() and (limit is None or sent < limit):
             try:
                 snap: Snapshot = await run_in_threadpool(figures.snapshot, source, window_s, replay_control)
                 yield ServerSentEvent(data=snap.model_dump(mode="json"), event="snapshot", id=str(snap.ts_ns))
             except (SourceUnavailable, StatsSegmentError) as e:
                 yield ServerSentEvent(data={"detail": str(e)}, event="unavailable")
             sent += 1
-            if count is None or sent < count:
+            if limit is None or sent < limit:
                 await asyncio.sleep(interval)
+        reason = "stopping" if stopping.is_set() else "finished run" if count is None else f"{count} snapshots sent"
+        yield ServerSentEvent(data={"reason": reason}, event="end")
 
     registry = metrics_registry(source)
 

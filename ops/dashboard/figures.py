@@ -105,7 +105,7 @@ def operators(src: DashboardSource) -> Operators:
             process_cpu_percent=r["process_cpu_percent"], updated_ns=r["updated_ns"],
             counters=[Counter(name=k, value=v, per_s=None if is_gauge(k) else r["rates"].get(k), gauge=is_gauge(k))
                       for k, v in c.items()],
-            occupancy=_first(c, "occupancy", "ring_occupancy"), full_events=_first(c, "full_events", "full_ring"),
+            occupancy=_first(c, "occupancy", "ring_occupancy"), full_events=_first(c, "full_events", "full_ring", "full_waits"),
             spins=_first(c, "spins"), drops=_first(c, "drops"),
             peer_state=None if peer is None else _PEER_NAMES.get(peer, f"state {peer}"),
         ))

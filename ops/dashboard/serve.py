@@ -16,6 +16,7 @@ from pathlib import Path
 import uvicorn
 from fastapi import APIRouter, FastAPI
 
+from ops.dashboard.access import exposure_warning
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
 from ops.dashboard.live_source import LiveSource
@@ -43,9 +44,11 @@ class DashboardServer:
     """A dashboard serving one source from a daemon thread; ``stop()`` ends it."""
 
     def __init__(self, source: DashboardSource, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 replay_router: APIRouter | None = None, owns_source: bool = False) -> None:
+                 replay_router: APIRouter | None = None, owns_source: bool = False,
+                 read_token: str | None = None) -> None:
         self.source = source
-        self.app: FastAPI = create_app(source, replay_router)
+        self.read_token = read_token
+        self.app: FastAPI = create_app(source, replay_router, read_token)
         self._owns_source = owns_source
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._sock = socket.socket(family, socket.SOCK_STREAM)
@@ -62,6 +65,11 @@ class DashboardServer:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="omdp-dashboard", daemon=True)
+
+    @property
+    def exposure_warning(self) -> str | None:
+        """What to warn the operator of when this server is reachable from other hosts."""
+        return exposure_warning(self.host, self.port, self.read_token)
 
     @property
     def url(self) -> str:
@@ -100,14 +108,16 @@ class DashboardServer:
 
 
 def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                    replay_router: APIRouter | None = None, run_dir: Path | None = None) -> DashboardServer:
+                    replay_router: APIRouter | None = None, run_dir: Path | None = None,
+                    read_token: str | None = None) -> DashboardServer:
     """Serve a run's dashboard from a background thread and return its handle.
 
     run: a run id (str: the live run's stats segment on this host), a run directory
     (Path: a finished run's records), or a source. replay_router: the replay service's
     router (``ops.replay.http_api.replay_router(service, token)``), mounted at
     /api/v1/replay with its own token check. run_dir: a live run's directory, for its
-    plan.json before the run info names it.
+    plan.json before the run info names it. read_token: every figure needs it
+    (``ops.dashboard.access``); the caller prints ``exposure_warning`` when it is not None.
     """
     if isinstance(run, DashboardSource):
         source, owns = run, False
@@ -115,4 +125,4 @@ def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST,
         source, owns = FinishedRunSource(run), True
     else:
         source, owns = LiveSource(run, run_dir=run_dir), True
-    return DashboardServer(source, host, port, replay_router, owns_source=owns).start()
+    return DashboardServer(source, host, port, replay_router, owns_source=owns, read_token=read_token).start()

@@ -188,7 +188,10 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         stats.set_run_info(state="running")
         result = run_plan(plan, Path(data_dir), duration, run_id, echo)
         stats.set_run_info(state="done" if result.ok else "failed")
-        return _report(result, rdir, asm, plan, config, sweep_id, knobs, senders, pp.options)
+        run = _report(result, rdir, asm, plan, config, sweep_id, knobs, senders, pp.options)
+        if run.replay.achieved_pps:  # known now: the live page's last snapshots draw it
+            stats.set_run_info(achieved_pps=run.replay.achieved_pps)
+        return run
     finally:
         if stop_dashboard is not None:
             stop_dashboard()

@@ -41,7 +41,8 @@ CONTROL_DTYPE = np.dtype(
         ("anchor_off", "<i8"),
         ("scale", "<f8"),
         ("creator_pid", "<i8"),
-        ("pad", "u1", (48,)),
+        ("creator_start_time", "<u8"),
+        ("pad", "u1", (40,)),
     ],
     align=True,
 )
@@ -93,7 +94,11 @@ LINE_STATS_DTYPE = np.dtype(
         ("dropped", "<u8", (COPIES,)),
         ("send_errors", "<u8", (COPIES,)),
         ("control_packets", "<u8"),
-        ("pad", "u1", (40,)),
+        ("intended_messages", "<u8"),
+        ("intended_end_seq", "<u8"),
+        ("lost_packets", "<u8"),
+        ("lost_messages", "<u8"),
+        ("pad", "u1", (8,)),
     ],
     align=True,
 )
@@ -119,7 +124,8 @@ INTENDED_HEADER_DTYPE = np.dtype(
         ("capacity", "<u8"),
         ("creator_pid", "<i8"),
         ("run_id", "S48"),
-        ("pad", "u1", (48,)),
+        ("creator_start_time", "<u8"),
+        ("pad", "u1", (40,)),
     ],
     align=True,
 )

@@ -580,7 +580,11 @@ class ReplayService:
             row = lines[ln]
             per = {name: {c: int(row[name][COPY_INDEX[c]]) for c in copies}
                    for name in ("packets", "messages", "bytes", "dropped", "send_errors")}
-            line_status.append(LineStatus(line=ln, control_packets=int(row["control_packets"]), **per))
+            line_status.append(LineStatus(line=ln, control_packets=int(row["control_packets"]),
+                                          messages_intended=int(row["intended_messages"]),
+                                          intended_end_seq=int(row["intended_end_seq"]),
+                                          packets_dropped=int(row["lost_packets"]),
+                                          messages_dropped=int(row["lost_messages"]), **per))
             refused = sum(per["send_errors"].values())
             if refused:
                 warnings.append(f"line {ln}: {refused} datagrams refused by the kernel")
@@ -610,7 +614,10 @@ class ReplayService:
             achieved_x=achieved_pps / PAPER_1X_PPS if achieved_pps is not None else None,
             achieved_fraction=fraction,
             recent_pps=recent_pps,
-            packets_sent=packets_done,
+            packets_sent=packets_done - sum(ls.packets_dropped for ls in line_status),
+            packets_dropped=sum(ls.packets_dropped for ls in line_status),
+            messages_dropped=sum(ls.messages_dropped for ls in line_status),
+            control_packets=sum(ls.control_packets for ls in line_status),
             packets_due=due,
             packets_total=None if cfg.loop else run.schedule.n_data,
             messages_sent=messages,

@@ -2,7 +2,7 @@
 the ones a crashed service left behind.
 
 Names are ``/omdp-replay-<run_id>-ctl`` and ``/omdp-replay-<run_id>-intended``; both start
-with a magic number and the creator's pid, so a later service can tell whose they are.
+with a magic number and the creator's pid and start time (omdp/replay.h), so a later service can tell whose they are.
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-from omdp.metrics.stats_cleanup import pid_alive
 from omdp.native import ffi, lib
 
 SHM_PREFIX = "omdp-replay-"
@@ -76,31 +75,17 @@ class Segment:
 
 
 def reap_stale_segments() -> list[str]:
-    """Unlink replay segments whose creator is dead (a service that crashed). Returns their
-    names. Segments of live services, and files that are not ours, are left alone."""
+    """Unlink replay segments whose creator is dead (a service that crashed): its pid is gone,
+    or now names another process (start time differs). Returns their names. Segments of live
+    services, and files that are not ours, are left alone."""
+    from omdp.transport.shm_inventory import replay_owner_alive
+
     reaped: list[str] = []
     if not _DEV_SHM.is_dir():
         return reaped
     for path in _DEV_SHM.glob(f"{SHM_PREFIX}*"):
-        name = "/" + path.name
-        try:
-            seg = Segment.open(name)
-        except ShmError:
-            continue
-        try:
-            if seg.size < 32:
-                continue
-            head = ffi.cast("uint64_t *", seg.base)
-            magic = int(head[0])
-            if magic == lib.OMDP_REPLAY_CTL_MAGIC:
-                pid = int(ffi.cast("omdp_replay_control_t *", seg.base).creator_pid)
-            elif magic == lib.OMDP_REPLAY_INTENDED_MAGIC:
-                pid = int(ffi.cast("omdp_replay_intended_header_t *", seg.base).creator_pid)
-            else:
-                continue
-        finally:
-            seg.close()
-        if not pid_alive(pid):
+        if replay_owner_alive(path.name) is False:
+            name = "/" + path.name
             lib.omdp_replay_shm_unlink(name.encode())
             reaped.append(name)
     return reaped

@@ -50,6 +50,15 @@ class LineStatus(BaseModel):
     dropped: dict[str, int]
     send_errors: dict[str, int]
     control_packets: int
+    """Control packets sent (sequence resets, one per lap), beside the data packets."""
+    messages_intended: int = 0
+    """Data messages the line was meant to carry: sent on some copy or dropped on purpose."""
+    intended_end_seq: int = 0
+    """Sequence after the last data message handled (a receiver expecting less missed the tail)."""
+    packets_dropped: int = 0
+    """Data packets deliberately sent on no copy (--drop hit every copy): lost, not sent."""
+    messages_dropped: int = 0
+    """Their messages: messages_intended = messages sent (on some copy) + messages_dropped."""
 
 
 class SenderStatus(BaseModel):
@@ -109,7 +118,14 @@ class ReplayStatus(BaseModel):
     recent_pps: float | None = None
     """Packets/s over the last one to two seconds, while running (recorded bursts included)."""
     packets_sent: int = 0
-    """Data packets handled (sent on some copy, or dropped on purpose), control packets aside."""
+    """Data packets sent on some copy, control packets aside (packets_dropped not included)."""
+    packets_dropped: int = 0
+    """Data packets deliberately sent on no copy (--drop); packets_sent + packets_dropped are
+    the data packets handled."""
+    messages_dropped: int = 0
+    """Messages of those packets."""
+    control_packets: int = 0
+    """Control packets sent (sequence resets), not in packets_sent."""
     packets_due: int = 0
     packets_total: int | None = None
     """Data packets of the whole replay (None with --loop)."""

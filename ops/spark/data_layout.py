@@ -101,16 +101,25 @@ class DataLayout:
     def previous_report_dates(self, date: str, nights: int) -> list[str]:
         """Dates of the report directories within ``nights`` days before ``date``, newest
         first."""
-        day = dt.date.fromisoformat(check_date(date))
-        earliest = day - dt.timedelta(days=nights)
-        dates = []
-        root = self.reports_root()
-        if root.is_dir():
-            for child in root.iterdir():
-                try:
-                    d = dt.date.fromisoformat(child.name)
-                except ValueError:
-                    continue
-                if earliest <= d < day and child.is_dir():
-                    dates.append(child.name)
-        return sorted(dates, reverse=True)
+        return _dated_children(self.reports_root(), date, nights)
+
+    def previous_run_dates(self, date: str, nights: int) -> list[str]:
+        """Dates of the run directories (``runs/<date>/``) within ``nights`` days before
+        ``date``, newest first: the nights a baseline can be computed from."""
+        return _dated_children(self.root / "runs", date, nights)
+
+
+def _dated_children(root: Path, date: str, nights: int) -> list[str]:
+    """Names of ``root``'s YYYY-MM-DD folders within ``nights`` days before ``date``, newest first."""
+    day = dt.date.fromisoformat(check_date(date))
+    earliest = day - dt.timedelta(days=nights)
+    dates = []
+    if root.is_dir():
+        for child in root.iterdir():
+            try:
+                d = dt.date.fromisoformat(child.name)
+            except ValueError:
+                continue
+            if earliest <= d < day and child.is_dir():
+                dates.append(child.name)
+    return sorted(dates, reverse=True)

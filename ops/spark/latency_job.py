@@ -34,7 +34,7 @@ from ops.spark.report_schemas import (
     LATENCY_SWEEPS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import read_history_rows, write_rows
+from ops.spark.report_tables import read_history_rows, table_path, write_rows
 from ops.spark.run_analysis import RUN_RESULT_SCHEMA, analyze_run
 from ops.spark.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.session import build_session
@@ -89,16 +89,23 @@ def _run_key(meta: dict) -> dict:
     return {k: meta[k] for k in ("date", "run_id", "sweep_id", "topology", "config", "rate_x")}
 
 
-def run_latency(
-    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()
-) -> LatencyResult:
-    """Compute and write the day's latency tables; return what was done."""
-    started = time.perf_counter()
-    check_date(date)
-    runs, problems = scan_runs(layout.runs(date))
-    out = layout.reports(date)
-    out.mkdir(parents=True, exist_ok=True)
+@dataclass
+class NightRows:
+    """One night's rows, computed from its run directories."""
 
+    runs: list[RunDirectory]
+    good: list[str]
+    problems: list[FileProblem]
+    breakdown: list[dict]
+    run_rows: list[dict]
+    sweeps: list[dict]
+    ingest: list[dict]
+    signals: list[dict]
+
+
+def night_rows(spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions) -> NightRows:
+    """The breakdown, runs, sweeps, ingest and signal rows of ``date``'s runs."""
+    runs, problems = scan_runs(layout.runs(date))
     meta, more = read_meta(runs, date)
     problems += more
     runs = [r for r in runs if r.name in meta]
@@ -106,7 +113,6 @@ def run_latency(
     for r in results:
         problems += [FileProblem(p["path"], p["action"], p["error"]) for p in r["problems"]]
     usable = sorted((r for r in results if r["usable"]), key=lambda r: r["run_dir"])
-    good = [r["run_dir"] for r in usable]
 
     stats = [s for r in usable for s in r["stats"]]
     breakdown_rows = sorted(
@@ -125,33 +131,60 @@ def run_latency(
         samples_read = by_run_hop[(name, SAMPLE_HOPS[0].name)]["rows"]
         run_rows.append({**m, "samples": samples_read, **e2e, **judge_run(m, r["growth"], options.sustainability)})
     run_rows.sort(key=lambda r: (r["sweep_id"], r["rate_x"], r["run_id"]))
-    sweeps = sweep_summaries(run_rows)
+    return NightRows(
+        runs=runs, good=[r["run_dir"] for r in usable], problems=problems, breakdown=breakdown_rows,
+        run_rows=run_rows, sweeps=sweep_summaries(run_rows),
+        ingest=[{**i, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for i in r["ingest"]],
+        signals=[{**k, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for k in r["signals"]],
+    )
 
-    ingest_rows = [
-        {**i, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for i in r["ingest"]
-    ]
-    signal_rows = [
-        {**k, "date": date, "run_id": meta[r["run_dir"]]["run_id"]} for r in usable for k in r["signals"]
-    ]
+
+def history_rows(spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions
+                 ) -> tuple[list[dict], list[dict], list[FileProblem]]:
+    """Breakdown and sweep rows of the earlier nights in the look-back: from each night's
+    report tables, or, for a night with runs but no report (the job did not run that
+    night), computed from its runs, so a baseline never depends on an earlier report."""
+    nights = options.regression.lookback_nights
+    breakdown, p1 = read_history_rows(layout, date, "latency_breakdown", LATENCY_BREAKDOWN, nights)
+    sweeps, p2 = read_history_rows(layout, date, "latency_sweeps", LATENCY_SWEEPS, nights)
+    for d in layout.previous_run_dates(date, nights):
+        reports = layout.reports(d)
+        if table_path(reports, "latency_breakdown").exists() and table_path(reports, "latency_sweeps").exists():
+            continue
+        earlier = night_rows(spark, layout, d, options)
+        breakdown += earlier.breakdown
+        sweeps += earlier.sweeps
+    return breakdown, sweeps, p1 + p2
+
+
+def run_latency(
+    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()
+) -> LatencyResult:
+    """Compute and write the day's latency tables; return what was done."""
+    started = time.perf_counter()
+    check_date(date)
+    out = layout.reports(date)
+    out.mkdir(parents=True, exist_ok=True)
+    night = night_rows(spark, layout, date, options)
+    problems = night.problems
 
     rule = options.regression
-    hist_breakdown, p1 = read_history_rows(layout, date, "latency_breakdown", LATENCY_BREAKDOWN, rule.lookback_nights)
-    hist_sweeps, p2 = read_history_rows(layout, date, "latency_sweeps", LATENCY_SWEEPS, rule.lookback_nights)
-    problems += p1 + p2
-    regressions = compare_latency(date, breakdown_rows, hist_breakdown, rule) + compare_sustainable_rate(
-        date, sweeps, hist_sweeps, rule
+    hist_breakdown, hist_sweeps, more = history_rows(spark, layout, date, options)
+    problems += more
+    regressions = compare_latency(date, night.breakdown, hist_breakdown, rule) + compare_sustainable_rate(
+        date, night.sweeps, hist_sweeps, rule
     )
 
     tables = {
-        "latency_breakdown": write_rows(breakdown_rows, out, "latency_breakdown", LATENCY_BREAKDOWN),
-        "latency_runs": write_rows(run_rows, out, "latency_runs", LATENCY_RUNS),
-        "latency_sweeps": write_rows(sweeps, out, "latency_sweeps", LATENCY_SWEEPS),
+        "latency_breakdown": write_rows(night.breakdown, out, "latency_breakdown", LATENCY_BREAKDOWN),
+        "latency_runs": write_rows(night.run_rows, out, "latency_runs", LATENCY_RUNS),
+        "latency_sweeps": write_rows(night.sweeps, out, "latency_sweeps", LATENCY_SWEEPS),
         "latency_regressions": write_rows(regressions, out, "latency_regressions", LATENCY_REGRESSIONS),
         "latency_ingest": write_rows(
-            sorted(ingest_rows, key=lambda r: (r["run_id"], r["line"])), out, "latency_ingest", LATENCY_INGEST
+            sorted(night.ingest, key=lambda r: (r["run_id"], r["line"])), out, "latency_ingest", LATENCY_INGEST
         ),
         "latency_signals": write_rows(
-            sorted(signal_rows, key=lambda r: (r["run_id"], r["kind"])), out, "latency_signals", LATENCY_SIGNALS
+            sorted(night.signals, key=lambda r: (r["run_id"], r["kind"])), out, "latency_signals", LATENCY_SIGNALS
         ),
         "latency_skipped_files": write_rows(
             [p.row(date, JOB) for p in problems], out, "latency_skipped_files", SKIPPED_FILES
@@ -160,9 +193,9 @@ def run_latency(
     report_problems(date, JOB, problems)
     return LatencyResult(
         date=date,
-        runs=len(good),
-        sample_rows=sum(r.rows["samples.parquet"] for r in runs),
-        intended_rows=sum(r.rows.get("intended.parquet", 0) for r in runs),
+        runs=len(night.good),
+        sample_rows=sum(r.rows["samples.parquet"] for r in night.runs),
+        intended_rows=sum(r.rows.get("intended.parquet", 0) for r in night.runs),
         seconds=time.perf_counter() - started,
         flagged=[r for r in regressions if r["flagged"]],
         problems=problems,

@@ -17,7 +17,7 @@ from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout
 from ops.spark.feeds_job import FeedsOptions, FeedsResult, run_feeds
 from ops.spark.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
-from ops.spark.report_html import render_report
+from ops.spark.report_html import regression_display, render_report
 from ops.spark.session import build_session
 
 EXIT_REGRESSION = 1
@@ -63,10 +63,10 @@ def summary_lines(result: NightlyResult) -> list[str]:
     for p in f.problems + lat.problems:
         lines.append(f"  {p.action}: {p.path}: {p.error}")
     lines.append(f"regressions flagged: {len(lat.flagged)}")
-    for r in lat.flagged:
+    for r in regression_display(lat.flagged):
         lines.append(
             f"  {r['kind']} {r['topology']} {r['config']} rate {r['rate_x']} {r['hop'] or ''} {r['metric']}: "
-            f"{r['value']:,.1f} vs {r['baseline_value']:,.1f} on {r['baseline_date']}"
+            f"{r['value']:,.2f} vs {r['baseline_value']:,.2f} on {r['baseline_date']}"
         )
     lines.append(f"report: {result.page}")
     return lines

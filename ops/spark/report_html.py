@@ -45,6 +45,19 @@ BOOL = _na(lambda v: "yes" if v else "no")
 LINE = lambda v: "all" if v is None else f"{v}"  # noqa: E731
 
 
+def regression_display(rows: list[dict]) -> list[dict]:
+    """Regression rows as the page shows them: a latency metric (``p99_ns``) in µs like the
+    rest of the page (``p99 µs``), the sustainable rate in x as it is."""
+    out = []
+    for r in rows:
+        if r.get("metric", "").endswith("_ns"):
+            r = {**r, "metric": r["metric"][:-3] + " µs",
+                 "value": None if r["value"] is None else r["value"] / 1_000,
+                 "baseline_value": None if r["baseline_value"] is None else r["baseline_value"] / 1_000}
+        out.append(r)
+    return out
+
+
 def _table(rows: list[dict], cols: list[tuple[str, str, Callable[[object], str]]], empty: str = "none") -> str:
     if not rows:
         return f"<p class='empty'>{html.escape(empty)}</p>"
@@ -99,7 +112,8 @@ def render_report(reports_dir: Path, date: str) -> Path:
     plot_breakdown(t["latency_breakdown"], reports_dir / "latency_breakdown.png")
     plot_sweeps(t["latency_runs"], reports_dir / "sweeps.png")
 
-    flagged = [r for r in t["latency_regressions"] if r["flagged"]]
+    regressions = regression_display(t["latency_regressions"])
+    flagged = [r for r in regressions if r["flagged"]]
     skipped = t["feeds_skipped_files"] + t["latency_skipped_files"]
     verdict = (
         f"<p class='flag'>{len(flagged)} regression(s) flagged</p>" if flagged else "<p class='ok'>no regression flagged</p>"
@@ -184,7 +198,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
                                      ("first_unsustainable_rate_x", "first unsustainable x", FLOAT),
                                      ("max_sustainable_rate_x", "sustainable up to x", FLOAT)]),
         "<h3>Comparison with earlier nights</h3>",
-        _table(t["latency_regressions"], reg_cols, "no earlier night to compare with"),
+        _table(regressions, reg_cols, "no earlier night with runs to compare with"),
         "<h3>Ingest per line</h3>",
         _table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", INT), ("packets_received", "packets", INT),
                                      ("messages_received", "messages", INT), ("messages_missed", "missed", INT),

@@ -33,26 +33,32 @@ def _empty(path: Path, title: str, why: str) -> Path:
     return _save(fig, path)
 
 
+def run_labels(rows: list[dict]) -> dict[str, str]:
+    """A bar's label per run: config and rate, and the run id, so two runs of one
+    configuration and rate (a rerun, two sweeps) are told apart and found in the tables."""
+    return {r["run_id"]: f"{r['config']} {r['rate_x']:g}x\n{r['run_id']}" for r in rows}
+
+
 def plot_breakdown(breakdown: list[dict], path: Path) -> Path:
     """Stacked bars of the mean latency per pipeline hop, one bar per run. The hop means add
     up to the mean end to end from ``fh_in`` (the hops telescope)."""
     title = "Latency breakdown: mean per hop"
     means: dict[str, dict[str, float]] = {}
-    labels: dict[str, str] = {}
     for r in breakdown:
         means.setdefault(r["run_id"], {})[r["hop"]] = r["mean_ns"]
-        labels[r["run_id"]] = f"{r['config']}\n{r['rate_x']:g}x"
+    labels = run_labels(breakdown)
+    order = {r["run_id"]: (r["config"], r["rate_x"], r["run_id"]) for r in breakdown}
     runs = [k for k, v in means.items() if all(v.get(h.name) is not None for h in PIPELINE_HOPS)]
     if not runs:
         return _empty(path, title, "no runs with every hop stamped")
-    runs.sort(key=lambda k: (labels[k].split("\n")[0], float(labels[k].split("\n")[1][:-1]), k))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(runs) + 2), 4.2))
+    runs.sort(key=lambda k: order[k])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(runs) + 2), 5.0))
     bottom = [0.0] * len(runs)
     for hop in PIPELINE_HOPS:
         heights = [means[k][hop.name] / 1_000 for k in runs]
         ax.bar(range(len(runs)), heights, bottom=bottom, label=hop.label)
         bottom = [b + h for b, h in zip(bottom, heights)]
-    ax.set_xticks(range(len(runs)), [labels[k] for k in runs], fontsize=8)
+    ax.set_xticks(range(len(runs)), [labels[k] for k in runs], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("mean latency (µs)")
     ax.set_title(title)
     ax.legend(fontsize=8)

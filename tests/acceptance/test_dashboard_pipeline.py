@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from dashboard_support import assert_hop_matches, expected_hop
 from pipeline_support import CAPTURE_DATE
 from prometheus_client.parser import text_string_to_metric_families
@@ -54,6 +55,14 @@ def test_dashboard_follows_a_pipeline_run(data_dir: Path) -> None:
             seen["ingest"] = get(url, "api/v1/ingest")
             seen["history"] = get(url, "api/v1/latency/history", seconds=5)
             seen["metrics"] = get(url, "metrics")
+            # every partition publishes its operators and channel ends, not only the collector
+            def moving() -> bool:
+                ops = {o["name"]: {c["name"]: c["value"] for c in o["counters"]}
+                       for o in get(url, "api/v1/operators")["operators"]}
+                return ops.get("fh", {}).get("batches_out", 0) > 0 and ops.get("de[0]", {}).get("batches_in", 0) > 0
+
+            wait_until(moving)
+            seen["operators"] = get(url, "api/v1/operators")["operators"]
         except BaseException as e:  # noqa: BLE001 - reported by the test thread
             errors.append(e)
 
@@ -117,6 +126,14 @@ def test_dashboard_follows_a_pipeline_run(data_dir: Path) -> None:
     assert seen["final_ingest"]["totals"]["messages_missed"] == run.accounting.messages_missed > 0
     assert seen["final_signals"]["total"] == read_run_file(run.run_dir, "signals.parquet").num_rows
     assert seen["final_run"]["state"] == "done"
+    assert seen["final_run"]["achieved_pps"] == pytest.approx(run.replay.achieved_pps)
+
+    names = {o["name"] for o in seen["operators"]}
+    assert set(pp.plan.operators) <= names, (sorted(pp.plan.operators), sorted(names))
+    for o in seen["operators"]:
+        assert o["state"] == "live", o
+    channels = [o for o in seen["operators"] if o["kind"] == "channel"]
+    assert channels and all("@" in o["name"] for o in channels)
 
     finished = FinishedRunSource(run.run_dir)
     assert figures.latency(finished, None).model_dump()["hops"] == seen["final_latency"]["hops"]

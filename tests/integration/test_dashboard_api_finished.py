@@ -136,6 +136,34 @@ def test_finished_metrics(client: TestClient, run_dir: Path) -> None:
 def test_windows_longer_than_the_run_are_refused(client: TestClient) -> None:
     r = client.get("/api/v1/latency", params={"window": "1m"})
     assert r.status_code == 422 and "this run keeps windows of 1 to" in r.json()["detail"]
+    r = client.get("/api/v1/latency/history", params={"seconds": 60})
+    assert r.status_code == 422 and "this run keeps 1 to" in r.json()["detail"]
+
+
+def test_defaults_answer_for_a_short_run(client: TestClient) -> None:
+    """The run is 3 s: the default history (60 s) and window (10 s) would be refused; they
+    are what the run has."""
+    assert client.get("/api/v1/latency").json()["window_s"] == client.get("/api/v1/run").json()["max_window_s"]
+    r = client.get("/api/v1/latency/history")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["seconds"] == client.get("/api/v1/run").json()["max_window_s"] < 60
+    assert len(body["points"]) == body["seconds"]
+
+
+def test_stream_of_a_finished_run_ends(client: TestClient) -> None:
+    """One snapshot (its figures never change), then 'end': an open stream kept headless
+    browsers' screenshots from ever completing."""
+    with client.stream("GET", "/api/v1/stream", params={"interval": 0.2}) as r:
+        text = "".join(r.iter_text())
+    events = [dict(line.split(": ", 1) for line in e.splitlines() if not line.startswith(":"))
+              for e in text.split("\n\n") if e.strip()]
+    events = [e for e in events if e]  # keep-alive comments
+    assert [e["event"] for e in events] == ["snapshot", "end"]
+    assert json.loads(events[1]["data"]) == {"reason": "finished run"}
+    with client.stream("GET", "/api/v1/stream", params={"interval": 0.2, "count": 3}) as r:
+        text = "".join(r.iter_text())
+    assert text.count("event: snapshot") == 3 and text.count("event: end") == 1
 
 
 def test_parse_address() -> None:
@@ -178,4 +206,25 @@ def test_omdp_dashboard_serves_a_run_directory_until_stopped(run_dir: Path, tmp_
             proc.kill()
             _, err = proc.communicate()
             pytest.fail(f"omdp dashboard still running 30 s after {signal.Signals(stop).name}; its stderr:\n{err[-3000:]}")
+    assert proc.returncode == 0, err[-3000:]
+
+
+def test_omdp_dashboard_warns_when_other_hosts_can_read_it(run_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OMDP_DASHBOARD_TOKEN": "tok"}
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
+         "--address", "0.0.0.0:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+    try:
+        line = proc.stdout.readline()
+        port = int(line.split(" on http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+        warning = proc.stderr.readline()
+        assert "reachable from other hosts" in warning and f"0.0.0.0:{port}" in warning, warning
+        url = f"http://127.0.0.1:{port}/"
+        assert httpx.get(url + "api/v1/run", timeout=10).status_code == 401
+        assert httpx.get(url + "api/v1/run", headers={"Authorization": "Bearer tok"}, timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err[-3000:]

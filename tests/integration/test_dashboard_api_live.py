@@ -257,7 +257,9 @@ def test_stream_sends_snapshots(live: tuple[LiveFeed, TestClient]) -> None:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         text = "".join(r.iter_text())
     events = [e for e in text.split("\n\n") if e.strip()]
-    assert len(events) == 2
+    assert len(events) == 3
+    end = dict(line.split(": ", 1) for line in events.pop().splitlines())
+    assert end["event"] == "end" and json.loads(end["data"]) == {"reason": "2 snapshots sent"}
     for e in events:
         fields = dict(line.split(": ", 1) for line in e.splitlines())
         assert fields["event"] == "snapshot"
@@ -306,5 +308,27 @@ def test_a_run_not_started_yet_answers_503() -> None:
         assert r.status_code == 503 and "dashnotstarted0" in r.json()["detail"]
         metrics = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
         assert metrics["omdp_stats_available"].samples[0].value == 0
+    finally:
+        source.close()
+
+
+def test_read_token_guards_every_figure_not_the_page(live: tuple[LiveFeed, TestClient]) -> None:
+    feed, _ = live
+    source = LiveSource(feed.run_id)
+    try:
+        client = TestClient(create_app(source, read_token="s3cret"))
+        for path in ("/api/v1/latency", "/api/v1/run", "/api/v1/ingest", "/api/v1/operators", "/metrics",
+                     "/api/v1/stream?count=1"):
+            r = client.get(path)
+            assert r.status_code == 401 and "read token" in r.json()["detail"], path
+            assert client.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401, path
+            assert client.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200, path
+            assert client.get(path, headers={"X-Omdp-Read-Token": "s3cret"}).status_code == 200, path
+            sep = "&" if "?" in path else "?"
+            assert client.get(f"{path}{sep}token=s3cret").status_code == 200, path
+        for path in ("/", "/static/dashboard.js", "/vendor/plotly.min.js", "/openapi.json"):
+            assert client.get(path).status_code == 200, path
+        open_client = TestClient(create_app(source))
+        assert open_client.get("/api/v1/run").status_code == 200
     finally:
         source.close()

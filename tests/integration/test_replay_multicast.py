@@ -137,7 +137,14 @@ def test_seeded_drops_make_the_expected_gaps(tmp_path: Path) -> None:
         assert got_seqs == set(seqs[~dropped].tolist())
     assert 0.03 < st.lines[0].dropped["A"] / 3000 < 0.07
     both = (drop_hash(seed, 7, 0, 0, idx) < np.uint64(int(0.05 * 2**64))) & (drop_hash(seed, 7, 1, 0, idx) < np.uint64(int(0.02 * 2**64)))
-    assert st.packets_sent == 3000 and st.pacing.count == 3000 - int(both.sum())
+    # injected drops reported apart from sent: a packet dropped on both copies is not sent
+    lost = int(both.sum())
+    assert lost > 0, "the seed drops no packet on both copies: pick another"
+    assert st.packets_sent == 3000 - lost and st.packets_dropped == lost and st.pacing.count == 3000 - lost
+    ls = st.lines[0]
+    counts = np.array(d.messages)
+    assert (ls.packets_dropped, ls.messages_dropped) == (lost, int(counts[both].sum()))
+    assert ls.messages_intended == int(counts.sum()) and ls.intended_end_seq == d.block_seqs[-1] + d.messages[-1]
 
 
 def test_two_senders_split_the_lines(tmp_path: Path) -> None:
@@ -159,25 +166,32 @@ def test_two_senders_split_the_lines(tmp_path: Path) -> None:
 def test_rate_change_reanchors_the_schedule(tmp_path: Path) -> None:
     d = make_line(1, 400)
     write_capture(tmp_path / "cap", [d])
-    cfg = ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=1000), copies="A", run_dir=tmp_path / "run")
+    cfg = ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=200), copies="A", run_dir=tmp_path / "run")
     svc = ReplayService(cfg)
     svc.start()
-    deadline = time.monotonic() + 10
-    while svc.status().packets_sent < 30 and time.monotonic() < deadline:
+    # 5 ms apart before the change: 270 packets (1.35 s) of slack for a loaded host between
+    # seeing 30 sent and the change, and still >= 100 packets after it
+    deadline = time.monotonic() + 30
+    while svc.status().packets_sent < 30:
+        assert time.monotonic() < deadline, "the replay did not start"
         time.sleep(0.005)
     t_change = time.time_ns()
     svc.set_rate(RateSpec.parse(pps=50000))
+    t_changed = time.time_ns()  # the service re-anchors at a time in [t_change, t_changed]
     assert svc.wait(10.0)
     st = svc.status()
     assert st.state == "finished" and st.packets_sent == 400 and st.rate == "50000 pps"
     intended = _intended(tmp_path)["intended_ns"].to_numpy()
     gaps = np.diff(intended)
-    slow = np.abs(gaps - 1_000_000) <= 1
+    slow = np.abs(gaps - 5_000_000) <= 1
     fast = np.abs(gaps - 20_000) <= 1
-    k = int(np.argmin(slow))  # the gap across the change: 1 ms apart before it, 20 us after
-    assert k >= 20 and slow[:k].all(), "1 ms apart before the change"
+    k = int(np.argmin(slow))  # the gap across the change: 5 ms apart before it, 20 us after
+    assert k >= 20 and slow[:k].all(), "5 ms apart before the change"
     assert fast[k + 1 :].all() and len(gaps) - k - 1 >= 100, "20 us apart after it"
-    assert intended[k] < t_change + 50_000_000 and intended[k + 1] >= t_change, "re-anchored at the change"
+    # Re-anchored at the change, however long set_rate took on a loaded host: the last packet
+    # of the old map was due by the anchor (plus at most one old gap the sender had in hand),
+    # the first of the new one after it.
+    assert intended[k] <= t_changed + 5_000_000 and intended[k + 1] >= t_change, "re-anchored at the change"
     assert np.all(gaps >= 0), "re-anchored where it was: never back in time"
 
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from replay_support import RingDrain, make_line, replay_into_ring, write_capture
 
+from omdp.native import lib
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
@@ -178,7 +179,9 @@ def test_rtprio_limit_below_the_priority_is_used(tmp_path: Path) -> None:
 @pytest.mark.full  # a fixed 1 s replay
 def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
     """A schedule no sender can keep: the loop never sleeps of its own accord, so the budget
-    must force rests, and the loop's CPU share stays near 8/9, under the kernel's 95%."""
+    must force rests: at least 1/8 of the time it is awake, less the banked credit (omdp/replay.h,
+    "real time"), so it is awake at most ~8/9 of the run, under the kernel's 95%. Measured on the
+    loop's own sleep clock (rest_ns), not on CPU time, which a loaded host blurs."""
     why = _may_go_realtime()
     if why:
         pytest.skip(why)
@@ -198,9 +201,13 @@ def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
         consumer.close()
     assert st.state == "finished" and st.realtime, st.error
     s = st.senders[0]
-    assert s.forced_rests >= 10 and s.forced_rest_s > 0.05, (s.forced_rests, s.forced_rest_s)
-    share = s.cpu_s / st.elapsed_s
-    assert share < 0.93, f"the real-time loop used {share:.1%} of its CPU"
+    assert s.forced_rests >= 10, s.forced_rests
+    # The budget's invariant: rest >= awake / DIV - CREDIT - FORCE (one forced rest's threshold).
+    awake = st.elapsed_s - s.forced_rest_s
+    owed = awake / lib.OMDP_REPLAY_RT_REST_DIV - (lib.OMDP_REPLAY_RT_CREDIT_NS + lib.OMDP_REPLAY_RT_FORCE_NS) / 1e9
+    assert s.forced_rest_s >= owed, (s.forced_rest_s, awake)
+    assert awake / st.elapsed_s < 0.95, f"the real-time loop was awake {awake / st.elapsed_s:.1%} of the run"
+    assert s.cpu_s <= awake + 0.05, (s.cpu_s, awake)  # a loop cannot burn CPU while it rests
     assert consumer.frames == st.packets_sent + sum(ln.control_packets for ln in st.lines)
 
 

@@ -1,6 +1,7 @@
 """``omdp shm list`` / ``omdp shm clean`` on segments of live and killed processes."""
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -39,9 +40,9 @@ def test_list_and_clean_only_touch_dead_vega_segments() -> None:
     foreign.write_bytes(b"not a ring")  # another component's segment under the same prefix
     try:
         out = runner.invoke(cli, ["shm", "list"]).output
-        assert dead_name in out and live.name in out and "not a Vega ring" in out
+        assert dead_name in out and live.name in out and "left alone" in out
         dry = runner.invoke(cli, ["shm", "clean", "--run", run, "--dry-run"]).output
-        assert dry.strip() == f"would remove {dead_name}"
+        assert dry.strip().startswith(f"would remove {dead_name} (vega-ring") and len(dry.strip().splitlines()) == 1
         result = runner.invoke(cli, ["shm", "clean", "--run", run])
         assert result.exit_code == 0 and f"removed {dead_name}" in result.output
         assert not Path("/dev/shm", dead_name).exists()
@@ -52,3 +53,87 @@ def test_list_and_clean_only_touch_dead_vega_segments() -> None:
         foreign.unlink()
         live.close()
     assert not Path("/dev/shm", live.name).exists()
+
+
+def hold_replay_and_stats(run: str, ready: "mp.synchronize.Event") -> None:
+    """A replay service's and a run's segments, created by this process (then SIGKILLed)."""
+    from omdp.metrics.stats_segment import StatsWriter
+    from ops.replay.ctl_segment import CtlSegment
+    from ops.replay.intended_table import IntendedTable
+    from ops.replay.shm_segments import ctl_name, intended_name
+
+    held = (CtlSegment.create(ctl_name(run), n_senders=1, log_capacity=64, creator_pid=os.getpid()),
+            IntendedTable.create(intended_name(run), max_line=2, capacity=16, run_id=run, creator_pid=os.getpid()),
+            StatsWriter.create(run))
+    ready.set()
+    time.sleep(60)
+    del held
+
+
+def test_replay_and_stats_segments_listed_with_owner_and_cleaned_once_dead() -> None:
+    runner = CliRunner()
+    dead_run, live_run = new_run_id(), new_run_id()
+    names = lambda r: [f"omdp-replay-{r}-ctl", f"omdp-replay-{r}-intended", f"omdp-{r}-stats"]  # noqa: E731
+    procs = []
+    for r in (dead_run, live_run):
+        ready = CTX.Event()
+        child = CTX.Process(target=hold_replay_and_stats, args=(r, ready))
+        child.start()
+        assert ready.wait(30)
+        procs.append(child)
+    os.kill(procs[0].pid, signal.SIGKILL)
+    procs[0].join()
+    try:
+        rows = [json.loads(line) for line in runner.invoke(cli, ["shm", "list", "--json"]).output.splitlines()]
+        by_name = {row["name"]: row for row in rows}
+        for r, owner, child in ((dead_run, "dead", procs[0]), (live_run, "alive", procs[1])):
+            for name, kind in zip(names(r), ("replay-ctl", "replay-intended", "stats")):
+                row = by_name[name]
+                assert (row["type"], row["run"], row["owner_pid"], row["owner"]) == (kind, r, child.pid, owner), row
+                assert row["removable"] is (owner == "dead")
+        table = runner.invoke(cli, ["shm", "list"]).output
+        assert "not a Vega ring" not in table and "replay-intended" in table
+        for r in (dead_run, live_run):
+            runner.invoke(cli, ["shm", "clean", "--run", r])
+        assert not any(Path("/dev/shm", n).exists() for n in names(dead_run))
+        assert all(Path("/dev/shm", n).exists() for n in names(live_run))
+    finally:
+        os.kill(procs[1].pid, signal.SIGKILL)
+        procs[1].join()
+    out = runner.invoke(cli, ["shm", "clean", "--run", live_run]).output
+    assert out.strip().endswith("3 stale segment(s) removed")
+    assert not any(Path("/dev/shm", n).exists() for n in names(live_run))
+
+
+def test_replay_segment_of_a_reused_pid_is_dead() -> None:
+    """The creator's start time is recorded: a live pid that started at another time is not
+    the owner (a pid reused after the service died)."""
+    from omdp.native import ffi
+    from omdp.transport.shm_inventory import list_owned_segments
+    from ops.replay.ctl_segment import CtlSegment
+    from ops.replay.shm_segments import ctl_name
+
+    run = new_run_id()
+    name = ctl_name(run)[1:]
+    ready = CTX.Event()
+    child = CTX.Process(target=hold_replay_and_stats, args=(run, ready))
+    child.start()
+    try:
+        assert ready.wait(30)
+        row = next(s for s in list_owned_segments() if s.name == name)
+        assert (row.kind, row.owner_pid, row.owner, row.removable) == ("replay-ctl", child.pid, "alive", False)
+        ctl = CtlSegment.open(ctl_name(run))
+        hdr = ffi.cast("omdp_replay_control_t *", ctl.segment.base)
+        assert hdr.creator_start_time > 0
+        hdr.creator_start_time += 1  # as if the live child were another, later process
+        ctl.segment.close()
+        row = next(s for s in list_owned_segments() if s.name == name)
+        assert (row.owner_pid, row.owner, row.removable) == (child.pid, "dead", True)
+        result = CliRunner().invoke(cli, ["shm", "clean", "--run", run])
+        assert f"removed {name}" in result.output and not Path("/dev/shm", name).exists()
+        assert Path("/dev/shm", f"omdp-replay-{run}-intended").exists(), "its true owner lives"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+    CliRunner().invoke(cli, ["shm", "clean", "--run", run])
+    assert not list(Path("/dev/shm").glob(f"omdp*{run}*"))

@@ -97,6 +97,7 @@ def test_page_links_figures_and_names_skips_and_regressions(night) -> None:
     assert f"<td>{NIGHT0}</td>" in page  # the baseline night of the comparison
     head = page.index("<h2>Headline: latency from intended beside from fh_in</h2>")
     assert head < page.index("<h2>Feeds</h2>") and "queueing before the feed handler" in page[head:]
+    assert "p99 µs" in page and "p99_ns" not in page, "the regression table in µs, as the header says"
 
 
 def test_exit_status_is_one_on_a_flagged_regression(night) -> None:
@@ -104,3 +105,14 @@ def test_exit_status_is_one_on_a_flagged_regression(night) -> None:
     assert result.exit_status == EXIT_REGRESSION
     assert {r["hop"] for r in result.latency.flagged} >= {"de", "e2e_fh"}
     assert all(r["baseline_date"] == NIGHT0 for r in result.latency.flagged)
+
+
+def test_baseline_without_an_earlier_report(spark, tmp_path) -> None:
+    """The earlier night has runs but its job never ran: its baseline comes from its runs."""
+    layout = DataLayout(tmp_path / "omdp-data")
+    _runs(layout, NIGHT0, 1.0)
+    _runs(layout, NIGHT, 2.5)
+    result = run_latency(spark, layout, NIGHT)
+    assert not layout.reports(NIGHT0).exists(), "nothing is written for the earlier night"
+    assert {r["hop"] for r in result.flagged} >= {"de", "e2e_fh"}
+    assert all(r["baseline_date"] == NIGHT0 for r in result.flagged)

@@ -165,7 +165,9 @@ def test_clean_ignores_other_omdp_segments(run_id: str) -> None:
     other.write_bytes(b"vega ring")
     try:
         assert all(s.name != other.name for s in list_stats_segments())
-        clean_stats_segments(force=True)
+        # scoped to this test's run: a forced clean of every run would unlink the stats
+        # segments of runs live on this host (another user's, a soak's)
+        clean_stats_segments(force=True, run=run_id)
         assert other.exists()
     finally:
         other.unlink()

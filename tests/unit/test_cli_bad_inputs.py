@@ -101,6 +101,7 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["dashboard", "--live", "NO_SUCH_RUN_i16a"], "--live"),
         (["dashboard", "--run", MISSING], "--run"),
         (["dashboard", "--live", "x", "--address", "nowhere"], "--address"),
+        (["dashboard", "--live", "x", "--read-token", " "], "--read-token"),
         (["analytics", "feeds", "--date", "2008-02-04", "--data", data, "--copies", "C"], "--copies"),
         (["analytics", "feeds", "--date", "not-a-date", "--data", data], "--date"),
         (["bench", "analytics", "--rate", "1.0"], "1.0x"),
@@ -112,7 +113,7 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
     ]
 
 
-CASE_COUNT = 41
+CASE_COUNT = 42
 
 
 @pytest.mark.parametrize("index", range(CASE_COUNT))

@@ -200,3 +200,17 @@ def test_roots_sent_padded_with_spaces_route_like_the_bare_root() -> None:
         assert lookup(t, b"     ")[0] == -1
     finally:
         lib.omdp_fh_routes_free(t)
+
+
+def test_a_lap_tail_short_of_the_intended_end_is_missed_at_the_reset() -> None:
+    a = new_arb()
+    assert feed(a, 0, [0], reset=True) == [RESET]   # lap 0: nothing before it to miss
+    feed(a, 0, range(1, 8))                          # 8, 9 (the lap's tail) never came
+    a.lap_end = 10                                   # the replayer's intended end of the lap
+    assert feed(a, 0, [0], reset=True) == [RESET]
+    assert a.missed == 2
+    feed(a, 0, range(1, 10))                         # a whole lap: nothing more missed
+    assert feed(a, 0, [0], reset=True) == [RESET] and a.missed == 2
+    a.lap_end = 0                                    # no intended end known: as before
+    feed(a, 0, range(1, 3))
+    assert feed(a, 0, [0], reset=True) == [RESET] and a.missed == 2

@@ -206,3 +206,28 @@ def test_bad_options() -> None:
 def test_hop_keys_cover_the_summary() -> None:
     c = LatencyCollector()
     assert list(c.summary()) == list(HOP_KEYS)
+
+
+def test_spilling_collector_holds_at_most_a_chunk_and_writes_every_row(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    chunk, per_call, calls = 1_000, 300, 40   # 12,000 rows: twelve chunks
+    c = LatencyCollector(spill_dir=tmp_path, chunk_rows=chunk, max_rows=chunk + per_call)
+    for k in range(calls):
+        stamps = np.zeros(per_call, dtype=STAMPS_DTYPE)
+        stamps["fh_in"] = T0
+        stamps["mc_in"] = T0 + 1_000 + np.arange(per_call)
+        ids = np.zeros(per_call, dtype=SAMPLE_ID_DTYPE)
+        ids["msg_seq"] = np.arange(k * per_call, (k + 1) * per_call)
+        c.collect_rows(stamps, ids)
+        assert c.held_rows < chunk   # after each call: a full chunk went to the file
+    assert c.max_held_rows <= chunk + per_call - 1
+    assert c.rows == calls * per_call and c.counters()["rows_dropped"] == 0
+    assert c.live_histograms()["e2e"].count == calls * per_call
+    path = c.write_samples(tmp_path)
+    table = pq.read_table(path)
+    assert table.num_rows == calls * per_call
+    assert table.column("msg_seq").to_pylist() == list(range(calls * per_call))
+    assert table.schema.remove_metadata() == c.samples_table().schema.remove_metadata()
+    assert table.schema.metadata[b"omdp.report_rows"] == f"0:{calls * per_call}".encode()
+    assert not list(tmp_path.glob(".samples.parquet.*"))

@@ -158,6 +158,9 @@ const omdp_latency_counters_t *omdp_latency_counters(const omdp_latency_collecto
 const omdp_hist_t *omdp_latency_hist(const omdp_latency_collector_t *c, int hop);
 /* Pointers to the kept rows; valid until the next collect call or free. */
 int omdp_latency_columns(const omdp_latency_collector_t *c, omdp_sample_columns_t *out);
+/* Forget the first n kept rows (written out by the caller: samples.parquet in chunks), the rest
+ * moved to the front; the columns' allocation is kept. Returns the rows left, -1 on a NULL c. */
+int64_t omdp_latency_discard_rows(omdp_latency_collector_t *c, size_t n);
 
 /* Histograms of the hops of rows [start, end) of cols (only the six stamp columns are
  * read); out[OMDP_LAT_HOPS] is added to, missing[OMDP_LAT_HOPS] (may be NULL) too.

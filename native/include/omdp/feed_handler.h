@@ -96,6 +96,9 @@ typedef struct omdp_fh_arb {
     uint64_t duplicates;                  /* messages skipped as already seen */
     uint64_t missed;                      /* sequence numbers skipped over (gaps) */
     uint64_t resets;                      /* resets honoured */
+    uint64_t lap_end;                     /* set before a reset: the intended end of the lap it
+                                             closes (the replayer's, 0: unknown); a tail short
+                                             of it is counted in missed */
 } omdp_fh_arb_t;
 
 void omdp_fh_arb_init(omdp_fh_arb_t *a);

@@ -29,6 +29,10 @@
  * sequences advance by the messages of a packet, about 14), ample for a consumer looking a
  * packet up when it arrives. With --loop the block sequences restart every lap and a lap's
  * entries replace the previous lap's.
+ * After the entries, one omdp_replay_line_end_t per line 0..max_line: the intended end of
+ * the line (the sequence after the last data message the replayer handled, sent or dropped
+ * on purpose), so a consumer counts a tail it never received as missed: lap_end (the
+ * largest, the end of a whole lap) at a sequence reset, last_end when the stream ends.
  *
  * Ring frames. Into a Vega ring (target ring:NAME) every message is one packet: an
  * omdp_replay_frame_t (line, copy, intended and sent times) followed by the packet's bytes.
@@ -124,7 +128,8 @@ typedef struct omdp_replay_control {
     int64_t anchor_off;
     double scale;           /* nanoseconds per schedule unit */
     int64_t creator_pid;
-    uint8_t pad[48];
+    uint64_t creator_start_time; /* /proc/<pid>/stat starttime + 1 (omdp_vega_pid_start_time); 0: not recorded */
+    uint8_t pad[40];
 } omdp_replay_control_t;    /* 128 bytes */
 
 /* One per sender process, written by it only. */
@@ -173,7 +178,16 @@ typedef struct omdp_replay_line_stats {
     uint64_t dropped[OMDP_REPLAY_COPIES];      /* dropped on purpose (--drop) */
     uint64_t send_errors[OMDP_REPLAY_COPIES];  /* the kernel or the ring refused it */
     uint64_t control_packets;
-    uint8_t pad[40];
+    /* What the line was meant to carry (the accounting's "sent" side, control packets aside):
+     * data messages handled (sent on some copy or dropped on purpose), the sequence after the
+     * last one (block_seq + messages of the last data packet handled: a receiver whose next
+     * expected sequence is below it missed the tail), and the data packets / messages
+     * deliberately sent on no copy (--drop hit every copy). */
+    uint64_t intended_messages;
+    uint64_t intended_end_seq;
+    uint64_t lost_packets;
+    uint64_t lost_messages;
+    uint8_t pad[8];
 } omdp_replay_line_stats_t;
 
 /* One packet as sent (numpy twin: ops.replay.native_layout.SENT_DTYPE). 40 bytes. */
@@ -207,7 +221,8 @@ typedef struct omdp_replay_intended_header {
     uint64_t capacity;
     int64_t creator_pid;
     char run_id[OMDP_REPLAY_RUN_ID_LEN];
-    uint8_t pad[48];
+    uint64_t creator_start_time; /* as in the control block; 0: not recorded (older segment) */
+    uint8_t pad[40];
 } omdp_replay_intended_header_t;   /* 128 bytes */
 
 typedef struct omdp_replay_intended_entry {
@@ -389,6 +404,27 @@ static inline omdp_replay_intended_entry_t *omdp_replay_intended_entry(const omd
                                                                       uint32_t line, uint64_t block_seq)
 {
     return &omdp_replay_intended_entries(t)[(uint64_t)(line - 1) * t->capacity + (block_seq & (t->capacity - 1))];
+}
+
+typedef struct omdp_replay_line_end {
+    uint64_t lap_end;   /* largest intended end so far (with --loop: the end of a lap) */
+    uint64_t last_end;  /* intended end of the last data packet handled */
+} omdp_replay_line_end_t;
+
+static inline omdp_replay_line_end_t *omdp_replay_intended_ends(const omdp_replay_intended_header_t *t)
+{
+    return (omdp_replay_line_end_t *)(omdp_replay_intended_entries(t) + (uint64_t)t->max_line * t->capacity);
+}
+
+/* The line's intended end after a data packet ending at `end`; one writer per line. */
+static inline void omdp_replay_intended_publish_end(omdp_replay_intended_header_t *t, uint32_t line, uint64_t end)
+{
+    if (line == 0 || line > t->max_line)
+        return;
+    omdp_replay_line_end_t *e = &omdp_replay_intended_ends(t)[line];
+    if (end > atomic_load_explicit(OMDP_REPLAY_ATOMIC(&e->lap_end), memory_order_relaxed))
+        atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->lap_end), end, memory_order_release);
+    atomic_store_explicit(OMDP_REPLAY_ATOMIC(&e->last_end), end, memory_order_release);
 }
 
 /* Seqlock writer of one entry; one writer per line. */

@@ -41,6 +41,8 @@ int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int i
             return OMDP_FH_DUPLICATE;
         }
         a->epoch = a->copy_epoch[c];
+        if (a->started && a->lap_end > a->next)
+            a->missed += a->lap_end - a->next; /* the closed lap's tail never came */
         a->next = msg_seq + 1;
         a->started = 1;
         a->resets++;

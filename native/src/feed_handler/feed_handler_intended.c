@@ -50,6 +50,31 @@ int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block
     return 0;
 }
 
+uint64_t omdp_fh_line_end(feed_handler_t *fh, const fh_line_t *l, int last)
+{
+    if (l->table < 0)
+        return 0;
+    fh_table_t *tab = &fh->tables[l->table];
+    if (!tab->hdr && fh->tables_missing)
+        attach_tables(fh, omdp_now_ns());
+    if (!tab->hdr || l->line == 0 || l->line > tab->hdr->max_line)
+        return 0;
+    const omdp_replay_line_end_t *e = &omdp_replay_intended_ends(tab->hdr)[l->line];
+    return atomic_load_explicit(OMDP_REPLAY_ATOMIC(last ? &e->last_end : &e->lap_end), memory_order_acquire);
+}
+
+void omdp_fh_count_tails(feed_handler_t *fh)
+{
+    for (uint32_t i = 0; i < fh->n_lines; i++) {
+        fh_line_t *l = &fh->lines[i];
+        uint64_t end = omdp_fh_line_end(fh, l, 1);
+        if (l->arb.started && end > l->arb.next) {
+            l->arb.missed += end - l->arb.next;
+            l->arb.next = end;
+        }
+    }
+}
+
 void omdp_fh_tables_close(feed_handler_t *fh)
 {
     for (uint32_t t = 0; t < fh->n_tables; t++) {

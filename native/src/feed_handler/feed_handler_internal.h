@@ -97,6 +97,11 @@ typedef struct feed_handler {
 /* feed_handler_intended.c */
 /* Intended time of (line, block_seq) from the replayer's table; 0 when unknown. */
 int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block_seq);
+/* The replayer's intended end of line l (replay.h): the lap's (last = 0) or the last packet's
+ * (last = 1); 0 when the line has no intended table (yet). */
+uint64_t omdp_fh_line_end(feed_handler_t *fh, const fh_line_t *l, int last);
+/* End of stream: each line's tail short of the replayer's last intended end counted missed. */
+void omdp_fh_count_tails(feed_handler_t *fh);
 /* Unmap the tables attached so far. */
 void omdp_fh_tables_close(feed_handler_t *fh);
 

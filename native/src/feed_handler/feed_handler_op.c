@@ -193,6 +193,7 @@ static int fh_end_of_stream(void *state, const omdp_emitter_t *em)
 {
     feed_handler_t *fh = state;
     int rc = omdp_fh_input_drain(fh, em);
+    omdp_fh_count_tails(fh);
     if (fh->stats)
         publish_lines(fh, omdp_now_ns(), 1);
     return rc < 0 ? rc : OMDP_OK;

@@ -105,6 +105,8 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
     for (uint32_t i = 0; i < (uint32_t)n; i++) {
         omdp_opra_msg_t *m = &dec[i];
         int reset = m->category == 'H' && m->msg_type == 'K';
+        if (reset)
+            l->arb.lap_end = omdp_fh_line_end(fh, l, 0);
         if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE) {
             msg_engine[i] = FH_SKIP;
             continue;

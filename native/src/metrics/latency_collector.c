@@ -387,6 +387,26 @@ const omdp_hist_t *omdp_latency_hist(const omdp_latency_collector_t *c, int hop)
     return &c->total[hop];
 }
 
+int64_t omdp_latency_discard_rows(omdp_latency_collector_t *c, size_t n)
+{
+    if (!c)
+        return -1;
+    omdp_sample_columns_t *k = &c->cols;
+    if (n > k->rows)
+        n = k->rows;
+    size_t left = k->rows - n;
+    if (n && left) {
+#define OMDP_MOVE(f) memmove(k->f, k->f + n, left * sizeof *k->f)
+        OMDP_MOVE(intended); OMDP_MOVE(fh_in); OMDP_MOVE(fh_out); OMDP_MOVE(de_in); OMDP_MOVE(de_out);
+        OMDP_MOVE(mc_in); OMDP_MOVE(line); OMDP_MOVE(block_seq); OMDP_MOVE(msg_seq); OMDP_MOVE(engine);
+        OMDP_MOVE(key); OMDP_MOVE(category);
+#undef OMDP_MOVE
+    }
+    k->rows = left;
+    c->counters.rows = left;
+    return (int64_t)left;
+}
+
 int omdp_latency_columns(const omdp_latency_collector_t *c, omdp_sample_columns_t *out)
 {
     if (!c || !out)

@@ -379,6 +379,7 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
      * it arrives, before sendmmsg has even returned here. */
     if (a->intended)
         omdp_replay_intended_publish(a->intended, q->line, q->block_seq, d);
+    const int n_out0 = c->n_out;
     for (uint32_t cp = 0; cp < OMDP_REPLAY_COPIES; cp++) {
         q->out[cp] = -1;
         if (!(a->copies_mask & (1u << cp)))
@@ -396,6 +397,17 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
         o->flags = (uint8_t)p->flags;
         o->intended_ns = d;
         q->out[cp] = (int8_t)c->n_out++;
+    }
+    if (!(p->flags & OMDP_REPLAY_PKT_CONTROL)) {
+        omdp_replay_line_stats_t *ls = &a->lines[p->line];
+        BUMP(&ls->intended_messages, count);
+        STORE_RLX(&ls->intended_end_seq, q->block_seq + count);
+        if (a->intended)
+            omdp_replay_intended_publish_end(a->intended, q->line, q->block_seq + count);
+        if (c->n_out == n_out0) { /* on no copy: deliberately lost */
+            BUMP(&ls->lost_packets, 1);
+            BUMP(&ls->lost_messages, count);
+        }
     }
 }
 

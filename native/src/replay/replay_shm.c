@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "omdp/replay.h"
+#include "omdp/vega_ring.h" /* omdp_vega_pid_start_time: the owner record */
 
 #define ALIGN128(x) (((x) + 127u) & ~(uint64_t)127u)
 
@@ -136,6 +137,7 @@ void omdp_replay_ctl_init(void *base, uint32_t n_senders, uint64_t log_capacity,
     c->anchor_off = 0;
     c->scale = 1.0;
     c->creator_pid = creator_pid;
+    c->creator_start_time = omdp_vega_pid_start_time(creator_pid);
     for (uint32_t i = 0; i < n_senders; i++) {
         omdp_replay_sender_status_t *s = (void *)((uint8_t *)base + omdp_replay_ctl_sender_offset(i));
         s->cpu = -1;
@@ -206,7 +208,8 @@ uint64_t omdp_replay_log_drain(omdp_replay_log_t *log, omdp_replay_sent_t *out, 
 
 uint64_t omdp_replay_intended_size(uint32_t max_line, uint64_t capacity)
 {
-    return sizeof(omdp_replay_intended_header_t) + (uint64_t)max_line * capacity * sizeof(omdp_replay_intended_entry_t);
+    return sizeof(omdp_replay_intended_header_t) + (uint64_t)max_line * capacity * sizeof(omdp_replay_intended_entry_t) +
+           ((uint64_t)max_line + 1) * sizeof(omdp_replay_line_end_t);
 }
 
 void omdp_replay_intended_init(omdp_replay_intended_header_t *t, uint32_t max_line, uint64_t capacity,
@@ -216,6 +219,7 @@ void omdp_replay_intended_init(omdp_replay_intended_header_t *t, uint32_t max_li
     t->max_line = max_line;
     t->capacity = capacity;
     t->creator_pid = creator_pid;
+    t->creator_start_time = omdp_vega_pid_start_time(creator_pid);
     snprintf(t->run_id, sizeof t->run_id, "%s", run_id ? run_id : "");
     atomic_store_explicit(OMDP_REPLAY_ATOMIC(&t->magic), OMDP_REPLAY_INTENDED_MAGIC, memory_order_release);
 }

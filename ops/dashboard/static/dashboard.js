@@ -130,17 +130,61 @@ function addSecond(point) {
   for (const s of st.history.keys()) if (s < oldest) st.history.delete(s);
 }
 
+// Tick values for a log axis over [lo, hi]. A log axis labels only decades by itself, so
+// data within one decade (20 to 80 us) got no label at all: over less than a decade the
+// ticks are evenly spaced round numbers (1, 2 or 5 times a power of ten apart), over more
+// the decades with 2 and 5 between them when fewer than three decades show.
+function logTicks(lo, hi) {
+  if (hi / lo < 10) {
+    const raw = (hi - lo) / 5, mag = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 5, 10].map((d) => d * mag).find((v) => v >= raw);
+    const ticks = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) ticks.push(Number(v.toPrecision(12)));
+    return ticks;
+  }
+  const ticks = [];
+  for (const steps of [[1], [1, 2, 5]]) {
+    ticks.length = 0;
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      for (const d of steps) {
+        const v = d * 10 ** e;
+        if (v >= lo && v <= hi) ticks.push(Number(v.toPrecision(12)));
+      }
+    }
+    if (ticks.length >= 3) break;
+  }
+  return ticks;
+}
+
 function renderLines() {
   const secs = [...st.history.keys()].sort((a, b) => a - b);
   const x = secs.map((s) => new Date(s * 1000));
   const series = [["e2e", "p50_us", "p50", "solid"], ["e2e", "p90_us", "p90", "solid"], ["e2e", "p99_us", "p99", "solid"],
     ["e2e", "p99_9_us", "p99.9", "solid"], ["e2e_intended", "p99_us", "p99 from intended", "dash"]];
   const shades = ["#8fb8ff", "#4c9aff", "#ffab00", "#ff5c5c", COLOR.e2e_intended];
-  const traces = series.map(([hop, f, name, dash], i) => ({
-    type: "scatter", mode: "lines", name, x, y: secs.map((s) => st.history.get(s)[hop][f]),
-    line: { color: shades[i], width: 2, dash }, connectgaps: false,
-  }));
-  Plotly.react("chart-lines", traces, layout({ yaxis: { type: "log", dtick: 1, title: { text: "µs" } } }), CONFIG);
+  const traces = [], notDrawn = [];
+  series.forEach(([hop, f, name, dash], i) => {
+    const y = secs.map((s) => st.history.get(s)[hop][f]);
+    // a percentile is n/a in a second with too few samples: a line with no value is left
+    // out of the chart and its legend, and said so in the note below the title
+    if (!y.some((v) => v != null && v > 0)) {
+      notDrawn.push(name);
+      return;
+    }
+    // markers too, so a value between two n/a seconds still shows
+    traces.push({ type: "scatter", mode: "lines+markers", marker: { size: 3 }, name, x, y,
+      line: { color: shades[i], width: 2, dash }, connectgaps: false });
+  });
+  const values = traces.flatMap((t) => t.y.filter((v) => v != null && v > 0));
+  const yaxis = { type: "log", title: { text: "µs" } };
+  if (values.length) {
+    const lo = Math.min(...values) * 0.9, hi = Math.max(...values) * 1.1;
+    const tickvals = logTicks(lo, hi);
+    Object.assign(yaxis, { range: [Math.log10(lo), Math.log10(hi)], tickmode: "array", tickvals, ticktext: tickvals.map((v) => num(v, v < 1 ? 2 : v < 10 && !Number.isInteger(v) ? 1 : 0)) });
+  }
+  Plotly.react("chart-lines", traces, layout({ yaxis }), CONFIG);
+  $("#lines-note").textContent = notDrawn.length
+    ? `not drawn, too few samples per second: ${notDrawn.join(", ")}` : "";
 }
 
 function renderRate(snap) {
@@ -153,23 +197,42 @@ function renderRate(snap) {
   const traces = [
     { type: "scatter", mode: "lines", name: "received, all lines", x, y: st.rate.map((r) => r.got), line: { color: COLOR.to_de, width: 2 },
       fill: "tozeroy", fillcolor: "rgba(54,179,126,0.10)" },
-    { type: "scatter", mode: "lines", name: "replayer achieved", x, y: st.rate.map((r) => r.replay), line: { color: COLOR.fh, width: 1.5 } },
-    { type: "scatter", mode: "lines", name: "target", x, y: st.rate.map((r) => r.target), line: { color: COLOR.e2e, width: 1.5, dash: "dash" } },
   ];
+  // the replayer's achieved rate is known once the run has ended (its average over the
+  // run): drawn across the run for a finished one, from when it is known for a live one
+  const achieved = snap.run.achieved_pps;
+  if (snap.run.source === "finished" && achieved != null && x.length) {
+    const from = new Date(Number(snap.run.started_ns) / 1e6), to = new Date(Number(snap.run.ended_ns) / 1e6);
+    traces.push({ type: "scatter", mode: "lines", name: "replayer achieved (run average)", x: [from, to], y: [achieved, achieved],
+      line: { color: COLOR.fh, width: 1.5 } });
+  } else if (st.rate.some((r) => r.replay != null)) {
+    traces.push({ type: "scatter", mode: "lines+markers", marker: { size: 3 }, name: "replayer achieved (run average)", x,
+      y: st.rate.map((r) => r.replay), line: { color: COLOR.fh, width: 1.5 } });
+  }
+  if (st.rate.some((r) => r.target != null)) {
+    traces.push({ type: "scatter", mode: "lines", name: "target", x, y: st.rate.map((r) => r.target), line: { color: COLOR.e2e, width: 1.5, dash: "dash" } });
+  }
   Plotly.react("chart-rate", traces, layout({ yaxis: { rangemode: "tozero", title: { text: "packets/s" } } }), CONFIG);
 }
 
 function renderIngest(ing) {
-  const names = ing.lines.map((l) => `line ${l.line}`);
+  // the line numbers alone on a category axis titled "line": names like "line 12" on 24
+  // lines were turned and cut to "line" by the chart's bottom margin
+  const names = ing.lines.map((l) => String(l.line));
+  const maxMissed = Math.max(0, ...ing.lines.map((l) => l.messages_missed));
+  // missed messages are whole: integer ticks, and 0..1 when there are none (else the axis
+  // shows 0.249, 0.499, ...)
+  const missedAxis = maxMissed === 0 ? { range: [0, 1], dtick: 1 } : maxMissed < 5 ? { range: [0, maxMissed * 1.25], dtick: 1 } : {};
   Plotly.react("chart-ingest", [
     { type: "bar", name: "messages/s", x: names, y: ing.lines.map((l) => l.messages_per_s), marker: { color: COLOR.fh }, offsetgroup: "rate" },
     { type: "bar", name: "missed messages", x: names, y: ing.lines.map((l) => l.messages_missed), yaxis: "y2",
       marker: { color: "#ff5c5c" }, offsetgroup: "missed", text: ing.lines.map((l) => (l.messages_missed ? num(l.messages_missed) : "")), textposition: "outside" },
   ], layout({
-    barmode: "group", hovermode: "closest", margin: { l: 60, r: 60, t: 10, b: 30 },
+    barmode: "group", hovermode: "closest", margin: { l: 60, r: 60, t: 10, b: 40 },
+    xaxis: { type: "category", title: { text: "line", standoff: 4 }, automargin: true },
     yaxis: { title: { text: "msgs/s" }, rangemode: "tozero" },
     yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, title: { text: "missed", font: { color: "#ff5c5c" } },
-      tickfont: { color: "#ff5c5c" } },
+      tickfont: { color: "#ff5c5c" }, tickformat: ",d", ...missedAxis },
   }), CONFIG);
   const cells = [["packets_per_s", perS], ["messages_per_s", perS], ["messages_received", num], ["messages_missed", num],
     ["missed_ratio", pct], ["packets_duplicate", num], ["decode_errors", num]];
@@ -212,7 +275,7 @@ function renderSignals(sig) {
 }
 
 function renderOperators(ops) {
-  const shown = new Set(["occupancy", "ring_occupancy", "full_events", "full_ring", "spins", "drops", "peer_state"]);
+  const shown = new Set(["occupancy", "ring_occupancy", "full_events", "full_ring", "full_waits", "spins", "drops", "peer_state"]);
   $("#op-table tbody").replaceChildren(...ops.operators.map((o) => {
     const tr = document.createElement("tr");
     const cols = [o.name, o.kind, o.state, o.cpu == null ? "–" : o.cpu, o.process_cpu_percent == null ? "–" : o.process_cpu_percent.toFixed(1) + "%",
@@ -252,10 +315,25 @@ function onSnapshot(ev) {
   document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
 }
 
+// ?snapshots=N: the page takes N snapshots and then stops listening, so the page goes quiet
+// and a headless browser's screenshot of a live run completes (a finished run's stream ends
+// by itself after one).
+const SNAPSHOTS = Number(new URLSearchParams(location.search).get("snapshots")) || null;
+// ?token=T: the dashboard's read token (omdp dashboard --read-token), sent with every read
+const READ_TOKEN = new URLSearchParams(location.search).get("token") || "";
+const read = (url) => fetch(url, READ_TOKEN ? { headers: { "X-Omdp-Read-Token": READ_TOKEN } } : {});
+
 function connect() {
   if (st.es) st.es.close();
-  st.es = new EventSource(`/api/v1/stream?window=${encodeURIComponent(st.window)}`);
+  const count = SNAPSHOTS ? `&count=${SNAPSHOTS}` : "";
+  const token = READ_TOKEN ? `&token=${encodeURIComponent(READ_TOKEN)}` : "";
+  st.es = new EventSource(`/api/v1/stream?window=${encodeURIComponent(st.window)}${count}${token}`);
   st.es.addEventListener("snapshot", onSnapshot);
+  st.es.addEventListener("end", () => {
+    // the server ended the stream: do not let EventSource reconnect
+    st.es.close();
+    document.body.dataset.streamEnded = "1";
+  });
   st.es.addEventListener("unavailable", (ev) => {
     setLive("waiting");
     $("#run-what").textContent = JSON.parse(ev.data).detail;
@@ -268,7 +346,7 @@ function pickWindow(name) {
 }
 
 async function loadHistory() {
-  const run = await (await fetch("/api/v1/run")).json();
+  const run = await (await read("/api/v1/run")).json();
   if (!run.run_id) return;
   renderHeader(run);
   for (const b of document.querySelectorAll("#windows button")) {
@@ -278,16 +356,16 @@ async function loadHistory() {
   st.replay = run.replay_control;
   $("#replay").hidden = !st.replay;
   const seconds = Math.min(run.source === "finished" ? 600 : 64, Math.max(1, Math.ceil(run.uptime_s) + 1));
-  const hist = await (await fetch(`/api/v1/latency/history?seconds=${seconds}`)).json();
+  const hist = await (await read(`/api/v1/latency/history?seconds=${seconds}`)).json();
   for (const p of hist.points || []) addSecond(p);
-  const rates = await (await fetch(`/api/v1/ingest/history?seconds=${KEEP_S * 4}`)).json();
+  const rates = await (await read(`/api/v1/ingest/history?seconds=${KEEP_S * 4}`)).json();
   for (const p of rates.points || []) {
     st.rate.push({ t: new Date(Number(p.ts_ns) / 1e6), got: p.packets_per_s, target: run.target_pps, replay: null });
   }
 }
 
 async function refreshReplay() {
-  const r = await fetch("/api/v1/replay");
+  const r = await read("/api/v1/replay");
   if (!r.ok) return;
   const s = await r.json();
   $("#replay-state").textContent = s.state;
@@ -321,7 +399,8 @@ function wire() {
     replayAction("rate", /^[\d.]+$/.test(v) ? { pps: Number(v) } : { rate: v });
   });
   setInterval(() => {
-    if (st.source === "live" && st.lastEvent && Date.now() - st.lastEvent > 5000) setLive("stale");
+    const listening = st.es && st.es.readyState !== EventSource.CLOSED;
+    if (st.source === "live" && listening && st.lastEvent && Date.now() - st.lastEvent > 5000) setLive("stale");
   }, 1000);
 }
 

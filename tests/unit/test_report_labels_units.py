@@ -1,0 +1,30 @@
+"""The nightly report's labels and units: two runs of one configuration and rate get
+distinct bar labels, and the regression table shows latencies in µs like the rest of the
+page (its header says so), the sustainable rate in x."""
+from __future__ import annotations
+
+from ops.spark.report_html import regression_display
+from ops.spark.report_plots import run_labels
+
+
+def test_two_runs_of_one_config_and_rate_are_told_apart() -> None:
+    rows = [{"run_id": run, "config": "fused", "rate_x": 2.0, "hop": hop}
+            for run in ("20080204T100000p1a", "20080204T110000p2b") for hop in ("fh", "de")]
+    labels = run_labels(rows)
+    assert len(set(labels.values())) == 2
+    for run, text in labels.items():
+        assert run in text and "fused 2x" in text
+
+
+def test_regression_latencies_show_in_microseconds() -> None:
+    rows = [
+        {"kind": "latency", "metric": "p99_ns", "value": 12_345.0, "baseline_value": 6_000.0, "flagged": True},
+        {"kind": "latency", "metric": "mean_ns", "value": None, "baseline_value": 900.0, "flagged": False},
+        {"kind": "sustainable_rate", "metric": "max_sustainable_rate_x", "value": 3.0, "baseline_value": 4.0,
+         "flagged": True},
+    ]
+    shown = regression_display(rows)
+    assert shown[0]["metric"] == "p99 µs" and shown[0]["value"] == 12.345 and shown[0]["baseline_value"] == 6.0
+    assert shown[1]["metric"] == "mean µs" and shown[1]["value"] is None and shown[1]["baseline_value"] == 0.9
+    assert shown[2] == rows[2]
+    assert rows[0]["value"] == 12_345.0, "the stored rows are left as they are"
