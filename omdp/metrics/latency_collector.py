@@ -221,9 +221,34 @@ class LatencyCollector:
     def spill(self) -> int:
         """Write the rows held to samples.parquet (a row group) and drop them from memory;
         returns the rows written. Needs ``spill_dir``."""
+        n = self._write_rows(self._held_table())
+        if n:
+            lib.omdp_latency_discard_rows(self._c, n)
+        return n
+
+    def hand_off_chunks(self) -> None:
+        """For a collector fed by a C loop in another thread (the operator below): the loop
+        hands its rows over in chunks of ``chunk_rows`` and ``drain_chunks``, called from
+        one other thread, writes them to samples.parquet. Call before the loop starts."""
         if self._spill_dir is None:
-            raise ValueError("spill() needs a collector made with spill_dir")
-        table = self._held_table()
+            raise ValueError("hand_off_chunks() needs a collector made with spill_dir")
+        lib.omdp_latency_set_handoff(self._c, self.chunk_rows)
+
+    def drain_chunks(self) -> int:
+        """Write the chunk the C loop handed over, if any, to samples.parquet and free it;
+        returns the rows written (0: none waiting)."""
+        written = 0
+        cols = ffi.new("omdp_sample_columns_t *")
+        while lib.omdp_latency_take_chunk(self._c, cols) > 0:
+            try:
+                written += self._write_rows(self._table_of(cols))
+            finally:
+                lib.omdp_latency_free_columns(cols)
+        return written
+
+    def _write_rows(self, table: pa.Table) -> int:
+        if self._spill_dir is None:
+            raise ValueError("spilling needs a collector made with spill_dir")
         if self._writer is None:
             self._spill_dir.mkdir(parents=True, exist_ok=True)
             self._spill_tmp = self._spill_dir / f".samples.parquet.{os.getpid()}.{id(self)}.tmp"
@@ -233,7 +258,6 @@ class LatencyCollector:
         n = table.num_rows
         if n:
             self._writer.write_table(table.replace_schema_metadata(None))
-            lib.omdp_latency_discard_rows(self._c, n)
             self._spilled += n
         return n
 
@@ -315,6 +339,9 @@ class LatencyCollector:
     def _held_table(self) -> pa.Table:
         cols = ffi.new("omdp_sample_columns_t *")
         lib.omdp_latency_columns(self._c, cols)
+        return self._table_of(cols)
+
+    def _table_of(self, cols: Any) -> pa.Table:
         n = int(cols.rows)
         data: dict[str, np.ndarray] = {h: _array(getattr(cols, h), n, np.int64) for h in HOPS}
         for col in _ID_COLUMNS:

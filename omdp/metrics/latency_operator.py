@@ -6,13 +6,18 @@ pipeline forwards (``omdp`` names no record body: the caller passes the record t
 ``LatencyCollector`` (publishing live into the run's stats segment when the run has one),
 and the C operator borrows it: the partition loop feeds batches straight into C.
 
-At the end of the run ``finish_latency_collectors`` publishes the final figures and writes
-``samples.parquet`` into the run directory: when the partition closes its operators
+In a run (a run directory), memory stays bounded all day: the C loop hands its sample rows
+over in chunks of ``chunk_rows`` and a drain thread of this process writes each chunk to
+samples.parquet as the run goes (``LatencyCollector.hand_off_chunks``).
+
+At the end of the run ``finish_latency_collectors`` publishes the final figures and finishes
+``samples.parquet`` in the run directory: when the partition closes its operators
 (``LatencyNativeOperator.close``), and as a fallback at interpreter exit (``atexit``).
 """
 from __future__ import annotations
 
 import atexit
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from omdp.metrics.latency_collector import (
+    DEFAULT_CHUNK_ROWS,
     DEFAULT_MAX_ROWS,
     DEFAULT_SAMPLE_EVERY,
     PAPER_COLLECT,
@@ -47,8 +53,35 @@ class LatencyCollectorParams(BaseModel):
     collect: int = Field(PAPER_COLLECT, ge=1, description="middle method: samples collected")
     report: int = Field(PAPER_REPORT, ge=1, description="middle method: samples reported (the middle ones)")
     publish_interval_ms: float = Field(100.0, ge=0, description="live publication period")
-    max_rows: int = Field(DEFAULT_MAX_ROWS, ge=0, description="sample rows kept for samples.parquet")
+    max_rows: int = Field(DEFAULT_MAX_ROWS, ge=0,
+                          description="sample rows held in memory (in a run: beside the chunks written as it goes)")
+    chunk_rows: int = Field(DEFAULT_CHUNK_ROWS, ge=1,
+                            description="in a run, method 'all': rows per chunk written to samples.parquet as it goes")
     live: bool = Field(True, description="publish into the run's stats segment when it exists")
+
+
+DRAIN_PERIOD_S = 0.2
+"""How often the drain thread looks for a chunk the C loop handed over."""
+
+
+class _ChunkDrain:
+    """A daemon thread writing the chunks a C loop hands over to samples.parquet."""
+
+    def __init__(self, collector: LatencyCollector, name: str) -> None:
+        self._collector = collector
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"omdp-drain-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(DRAIN_PERIOD_S):
+            self._collector.drain_chunks()
+
+    def stop(self) -> None:
+        """Stop the thread, then write what it had not taken yet."""
+        self._stop.set()
+        self._thread.join()
+        self._collector.drain_chunks()
 
 
 @dataclass
@@ -56,6 +89,7 @@ class _Active:
     collector: LatencyCollector
     stats: StatsWriter | None
     run_dir: Path | None
+    drain: _ChunkDrain | None = None
 
 
 _ACTIVE: dict[str, _Active] = {}
@@ -79,12 +113,19 @@ def make_latency_operator(p: LatencyCollectorParams, ctx: OperatorContext, recor
     if ctx.replicas != 1:
         raise ValueError(f"{ctx.name}: one latency collector per run (samples.parquet is one file), got {ctx.replicas}")
     stats = _attach_stats(ctx, p.live)
+    run_dir = Path(ctx.run_dir) if ctx.run_dir else None
+    spill = run_dir is not None and p.method == "all"
     collector = LatencyCollector(
         sample_every=p.sample_every, select=p.select, method=p.method, collect=p.collect, report=p.report,
         record_type=record_type, identity=identity, stats=stats, name=ctx.name,
         publish_interval_ms=p.publish_interval_ms, max_rows=p.max_rows,
+        spill_dir=run_dir if spill else None, chunk_rows=p.chunk_rows,
     )
-    _ACTIVE[ctx.name] = _Active(collector, stats, Path(ctx.run_dir) if ctx.run_dir else None)
+    drain = None
+    if spill:
+        collector.hand_off_chunks()
+        drain = _ChunkDrain(collector, ctx.name)
+    _ACTIVE[ctx.name] = _Active(collector, stats, run_dir, drain)
     if not _atexit_registered:
         atexit.register(finish_latency_collectors)
         _atexit_registered = True
@@ -118,6 +159,8 @@ def finish_latency_collectors(only: str | None = None) -> list[Path]:
         if name not in _ACTIVE:
             continue
         a = _ACTIVE.pop(name)
+        if a.drain is not None:
+            a.drain.stop()
         a.collector.close()
         if a.run_dir is not None:
             written.append(a.collector.write_samples(a.run_dir))

@@ -162,6 +162,17 @@ int omdp_latency_columns(const omdp_latency_collector_t *c, omdp_sample_columns_
  * moved to the front; the columns' allocation is kept. Returns the rows left, -1 on a NULL c. */
 int64_t omdp_latency_discard_rows(omdp_latency_collector_t *c, size_t n);
 
+/* Bounded memory when a C loop feeds the collector and another thread writes the rows out:
+ * with chunk_rows > 0, each time chunk_rows rows are kept and no chunk is waiting, the kept
+ * columns become the waiting chunk and the collector starts new ones (0: off, the default).
+ * Call before the loop starts. */
+int omdp_latency_set_handoff(omdp_latency_collector_t *c, size_t chunk_rows);
+/* From any one reader thread, while the loop runs: take the waiting chunk into out (the
+ * caller then owns its columns: omdp_latency_free_columns). Returns its rows, 0 if none. */
+int64_t omdp_latency_take_chunk(omdp_latency_collector_t *c, omdp_sample_columns_t *out);
+/* Free the columns of a chunk taken with omdp_latency_take_chunk. */
+void omdp_latency_free_columns(omdp_sample_columns_t *cols);
+
 /* Histograms of the hops of rows [start, end) of cols (only the six stamp columns are
  * read); out[OMDP_LAT_HOPS] is added to, missing[OMDP_LAT_HOPS] (may be NULL) too.
  * The same arithmetic as the live path: used for the paper's middle-100,000 report and to

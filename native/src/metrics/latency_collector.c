@@ -1,6 +1,7 @@
 /* Latency collector core: batch walk, hop arithmetic, live histograms, sample rows (collector.h). */
 #include "omdp/collector.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,10 @@ struct omdp_latency_collector {
     int op_index;
     size_t cap;                 /* rows allocated */
     omdp_sample_columns_t cols;
+    size_t handoff_rows;        /* 0: rows stay until the end; else hand them over in chunks this big */
+    /* A full chunk waiting for the reader thread (omdp_latency_take_chunk), or NULL. The
+     * loop only stores into an empty slot (release); the reader empties it (acquire). */
+    _Atomic(omdp_sample_columns_t *) ready;
 };
 
 static int valid_field(omdp_id_field_t f)
@@ -80,8 +85,58 @@ void omdp_latency_collector_free(omdp_latency_collector_t *c)
 {
     if (!c)
         return;
+    omdp_sample_columns_t *chunk = atomic_exchange_explicit(&c->ready, NULL, memory_order_acquire);
+    if (chunk) {
+        free_columns(chunk);
+        free(chunk);
+    }
     free_columns(&c->cols);
     free(c);
+}
+
+void omdp_latency_free_columns(omdp_sample_columns_t *cols)
+{
+    if (cols)
+        free_columns(cols);
+}
+
+int omdp_latency_set_handoff(omdp_latency_collector_t *c, size_t chunk_rows)
+{
+    if (!c)
+        return OMDP_LAT_EINVAL;
+    c->handoff_rows = chunk_rows;
+    return 0;
+}
+
+/* Hand the kept rows over as one chunk once handoff_rows are kept and the slot is empty; a
+ * reader that falls behind leaves the rows growing here, up to max_rows (then counted drops). */
+static void maybe_hand_off(omdp_latency_collector_t *c)
+{
+    if (!c->handoff_rows || c->cols.rows < c->handoff_rows ||
+        atomic_load_explicit(&c->ready, memory_order_relaxed) != NULL)
+        return;
+    omdp_sample_columns_t *chunk = malloc(sizeof *chunk);
+    if (!chunk)
+        return;
+    *chunk = c->cols;
+    memset(&c->cols, 0, sizeof c->cols);
+    c->cap = 0;
+    c->counters.rows = 0;
+    atomic_store_explicit(&c->ready, chunk, memory_order_release);
+}
+
+int64_t omdp_latency_take_chunk(omdp_latency_collector_t *c, omdp_sample_columns_t *out)
+{
+    if (!c || !out)
+        return OMDP_LAT_EINVAL;
+    omdp_sample_columns_t *chunk = atomic_exchange_explicit(&c->ready, NULL, memory_order_acquire);
+    if (!chunk) {
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    *out = *chunk;
+    free(chunk);
+    return (int64_t)out->rows;
 }
 
 const char *omdp_latency_op_counter_names(void)
@@ -289,6 +344,7 @@ static void take_sample(omdp_latency_collector_t *c, const int64_t *st, const om
     c->counters.samples++;
     record_hops(st, c->total, c->stats ? c->this_second : NULL, c->counters.missing);
     append_row(c, st, id);
+    maybe_hand_off(c);
 }
 
 int64_t omdp_latency_collect_batch(omdp_latency_collector_t *c, const void *batch, size_t nbytes, uint16_t source,
