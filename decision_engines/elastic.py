@@ -209,9 +209,11 @@ class ElasticEngine:
                             signals=np.concatenate([p.signals for p in parts] or [np.empty(0, SIGNAL_DTYPE)]))
 
 
-SATURATED_BUSY = 0.9
-"""An active level is saturated when its workers were busy this fraction of the period, or the
-dispatcher found a full ring: the throughput measured is then the level's capacity."""
+SATURATED_BUSY = 0.85
+"""An active level is saturated when its workers were busy this fraction of the period ..."""
+SATURATED_BUSY_RING_FULL = 0.5
+"""... or the dispatcher found a full ring while they were busy at least this fraction (a
+full ring with idle workers means they were descheduled, not that the level is too low)."""
 
 
 @dataclass
@@ -264,7 +266,7 @@ class ElasticControl:
         level = self.controller.level
         rate = (c["processed"] - self._last_processed) / dt
         busy = (busy_ns - self._last_busy) / 1e9 / dt / level
-        saturated = busy >= SATURATED_BUSY or c["ring_full"] > self._last_full
+        saturated = busy >= SATURATED_BUSY or (c["ring_full"] > self._last_full and busy >= SATURATED_BUSY_RING_FULL)
         decision = self.controller.step(rate, saturated)
         self.decisions[decision.value] += 1
         if self.controller.level != level:
