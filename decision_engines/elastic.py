@@ -10,13 +10,14 @@ nothing is lost, duplicated or reordered. Python only calls C once per batch or 
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from decision_engines.engine import MAX_OUT_PER_MSG, EngineOutput, split_output
+from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine, EngineOutput, split_output
 from decision_engines.engine_config import EngineConfig
 from decision_engines.engine_records import SERIES_INFO_DTYPE
 from decision_engines.signal_record import SIGNAL_DTYPE
@@ -147,6 +148,28 @@ class ElasticEngine:
         if rc < 0:
             raise ElasticError(f"worker {index}", rc)
         return {name: int(getattr(self._worker, name)) for name in WORKER_FIELDS}
+
+    def bucket_engines(self) -> list[DecisionEngine]:
+        """Every bucket's engine as a :class:`DecisionEngine` (for snapshots and pricing;
+        never to process batches: its owner worker does that)."""
+        return [DecisionEngine.borrow(lib.omdp_elastic_bucket_engine(self._ptr, b), self.config.engine)
+                for b in range(self.config.buckets)]
+
+    def pin_workers(self, cpus: list[int], timeout_s: float = 5.0) -> None:
+        """Let every worker thread run only on ``cpus`` (the partition's own CPU pinning would
+        otherwise put the whole pool on one core). Raises ValueError naming a CPU this
+        process may not use."""
+        allowed = os.sched_getaffinity(0) | set(cpus) if not cpus else os.sched_getaffinity(0)
+        bad = [c for c in cpus if c not in allowed and c >= (os.cpu_count() or 1)]
+        if bad:
+            raise ValueError(f"worker_cpus: CPU {bad[0]} does not exist on this machine ({os.cpu_count()} CPUs)")
+        deadline = time.monotonic() + timeout_s
+        for i in range(self.config.workers):
+            while (tid := self.worker(i)["tid"]) == 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"worker {i} did not start within {timeout_s} s")
+                time.sleep(0.001)
+            os.sched_setaffinity(tid, set(cpus))
 
     def engine_counters(self) -> dict[str, int]:
         """The bucket engines' counters, summed."""

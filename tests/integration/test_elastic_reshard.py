@@ -113,8 +113,9 @@ def test_levels_suspend_and_wake_workers_and_rebalance_buckets() -> None:
     assert {el.owner(b) for b in range(16)} == {(0, 0)}
     el.set_level(3)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and el.counters()["suspended"] != 1:
-        time.sleep(0.005)
+    while time.monotonic() < deadline and (el.counters()["suspended"] != 1
+                                           or any(o != w for o, w in (el.owner(b) for b in range(16)))):
+        time.sleep(0.005)  # hand-offs are asynchronous: each owner hands over at its next pass
     owners = [el.owner(b)[0] for b in range(16)]
     assert sorted(set(owners)) == [0, 1, 2] and max(owners.count(w) for w in range(3)) <= 6
     assert el.counters()["suspended"] == 1 and el.counters()["level"] == 3

@@ -73,6 +73,7 @@ typedef struct omdp_elastic_worker_stats {
     uint64_t runs;       /* engine calls */
     uint64_t handoffs;   /* buckets it handed over */
     uint64_t alive;      /* 1 while its thread runs */
+    uint64_t tid;        /* its kernel thread id (to pin it: sched_setaffinity), 0 before it started */
 } omdp_elastic_worker_stats_t;
 
 typedef struct omdp_elastic omdp_elastic_t;

@@ -231,6 +231,7 @@ int omdp_elastic_read_worker(const omdp_elastic_t *el, uint32_t worker, omdp_ela
     out->runs = atomic_load_explicit(&w->runs, memory_order_relaxed);
     out->handoffs = atomic_load_explicit(&w->handoffs, memory_order_relaxed);
     out->alive = atomic_load_explicit(&w->alive, memory_order_relaxed);
+    out->tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
     return OMDP_ELASTIC_OK;
 }
 

@@ -41,6 +41,7 @@ typedef struct el_worker {
     _Atomic uint64_t runs;
     _Atomic uint64_t handoffs;
     _Atomic uint64_t alive;
+    _Atomic uint64_t tid;
     _Atomic uint32_t owned;       /* buckets it owns now (its own count) */
 } el_worker_t;
 

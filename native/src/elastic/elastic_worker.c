@@ -3,7 +3,9 @@
  * suspends when it is above the active level and owns nothing (elastic.h). */
 #include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "elastic_internal.h"
 #include "omdp/clock.h"
@@ -124,9 +126,10 @@ void *el_worker_main(void *arg)
     omdp_elastic_t *el = w->el;
     const uint32_t nb = el->cfg.buckets;
     uint32_t idle = 0;
+    atomic_store_explicit(&w->tid, (uint64_t)syscall(SYS_gettid), memory_order_relaxed);
     atomic_store_explicit(&w->alive, 1u, memory_order_relaxed);
     while (!atomic_load_explicit(&el->stop, memory_order_relaxed)) {
-        int64_t t0 = omdp_now_ns();
+        int64_t t0 = 0;
         uint64_t did = 0;
         uint32_t owned = 0, handed = 0;
         for (uint32_t b = 0; b < nb; b++) {
@@ -140,12 +143,16 @@ void *el_worker_main(void *arg)
                 continue;
             }
             owned++;
+            if (!t0 && atomic_load_explicit(&k->in_head, memory_order_relaxed) !=
+                           atomic_load_explicit(&k->in_tail, memory_order_relaxed))
+                t0 = omdp_now_ns(); /* busy time starts at the first bucket with work */
             did += run_bucket(w, k);
         }
         atomic_store_explicit(&w->owned, owned, memory_order_relaxed);
         if (did || handed) {
             el_add(&w->processed, did);
-            el_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
+            if (t0)
+                el_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
             idle = 0;
             continue;
         }
