@@ -46,6 +46,7 @@ class ElasticConfig(BaseModel):
     ring_msgs: int = Field(4096, ge=16, le=1 << 20, description="input ring per bucket in messages, a power of two")
     out_bytes: int = Field(1 << 16, ge=4 * MAX_OUT_PER_MSG, le=1 << 26, description="output ring per bucket, a power of two")
     level: int = Field(1, ge=1, description="initial active level")
+    inline_worker0: bool = Field(False, description="worker 0 runs in the dispatching thread (no second core at level 1)")
 
     def model_post_init(self, _ctx: object) -> None:
         """Cross-field checks, each naming its field."""
@@ -79,6 +80,7 @@ class ElasticEngine:
         cfg.engine.engine_id = c.engine.engine_id
         cfg.workers, cfg.buckets, cfg.ring_msgs = c.workers, c.buckets, c.ring_msgs
         cfg.out_bytes, cfg.level = c.out_bytes, c.level
+        cfg.inline_worker0 = int(c.inline_worker0)
         err = ffi.new("int *")
         ptr = lib.omdp_elastic_create(cfg, err)
         if ptr == ffi.NULL:
@@ -104,6 +106,8 @@ class ElasticEngine:
             self._ptr, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(msgs, require_writable=False)), len(msgs))
         if rc < 0:
             raise ElasticError("omdp_elastic_dispatch", rc)
+        if self.config.inline_worker0:
+            lib.omdp_elastic_pass(self._ptr)
         return int(rc)
 
     def collect(self, out: np.ndarray, out_len: int = 0) -> int:
@@ -158,13 +162,12 @@ class ElasticEngine:
     def pin_workers(self, cpus: list[int], timeout_s: float = 5.0) -> None:
         """Let every worker thread run only on ``cpus`` (the partition's own CPU pinning would
         otherwise put the whole pool on one core). Raises ValueError naming a CPU this
-        process may not use."""
-        allowed = os.sched_getaffinity(0) | set(cpus) if not cpus else os.sched_getaffinity(0)
-        bad = [c for c in cpus if c not in allowed and c >= (os.cpu_count() or 1)]
+        machine does not have. An inline worker 0 is the caller's thread: left alone."""
+        bad = [c for c in cpus if not 0 <= c < (os.cpu_count() or 1)]
         if bad:
             raise ValueError(f"worker_cpus: CPU {bad[0]} does not exist on this machine ({os.cpu_count()} CPUs)")
         deadline = time.monotonic() + timeout_s
-        for i in range(self.config.workers):
+        for i in range(1 if self.config.inline_worker0 else 0, self.config.workers):
             while (tid := self.worker(i)["tid"]) == 0:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"worker {i} did not start within {timeout_s} s")
@@ -197,6 +200,8 @@ class ElasticEngine:
         length. Raises TimeoutError when the workers do not finish within ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
+            if self.config.inline_worker0:
+                lib.omdp_elastic_pass(self._ptr)
             out_len = self.collect(out, out_len)
             msgs, pending = self.backlog()
             if msgs == 0 and pending == 0:
@@ -205,7 +210,8 @@ class ElasticEngine:
                 return out_len
             if time.monotonic() > deadline:
                 raise TimeoutError(f"elastic partition not drained after {timeout_s} s ({msgs} messages queued)")
-            time.sleep(0.0002)
+            if not self.config.inline_worker0:
+                time.sleep(0.0002)
 
     def process(self, msgs: np.ndarray, batch: int = 1024, out_bytes: int = 1 << 22) -> EngineOutput:
         """Run every message through the partition and return all it produced (samples and

@@ -47,6 +47,7 @@ class ElasticEngineParams(BaseModel):
     workers: int = Field(2, ge=1, le=64, description="worker threads in the pool")
     buckets: int = Field(64, ge=1, le=1024, description="underlying buckets (a power of two)")
     level: int = Field(1, ge=1, le=64, description="initial active level")
+    inline_worker0: bool = Field(True, description="worker 0 is the partition's own thread (level 1 needs no other core)")
     elastic: bool = Field(True, description="False: keep `level` workers active (a static thread level)")
     period_s: float = Field(1.0, gt=0, le=60, description="control period")
     max_series: int = Field(1 << 14, ge=1, le=1 << 24, description="series slots per bucket")
@@ -196,7 +197,7 @@ def make_elastic_operator(p: ElasticEngineParams, ctx: OperatorContext) -> Elast
     cfg = ElasticConfig(engine=EngineConfig(max_series=p.max_series, max_groups=p.max_groups,
                                             sample_every=p.sample_every, engine_id=ctx.replica),
                         workers=p.workers, buckets=p.buckets, ring_msgs=p.ring_msgs, out_bytes=p.bucket_out_bytes,
-                        level=p.level)
+                        level=p.level, inline_worker0=p.inline_worker0)
     engine = ElasticEngine(cfg)
     if p.worker_cpus:
         engine.pin_workers(p.worker_cpus)

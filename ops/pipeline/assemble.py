@@ -44,6 +44,7 @@ class RunOptions:
     """What a run asks of the pipeline besides the topology (``omdp run`` options)."""
 
     rate: str = "1x"
+    rate_schedule: str = ""  # Nx:seconds,... (ops.replay.rate_schedule); the run lasts its length
     seconds: float | None = 30.0
     loop: bool = True
     drops: str = ""
@@ -147,6 +148,7 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
     if g.feed_senders:
         fs = ops[g.feed_senders]["params"]
         fs.update(capture_dir=str(capture.directory), lines=line_dicts, rate=options.rate, seconds=options.seconds,
+                  rate_schedule=options.rate_schedule,
                   loop=options.loop, target="ring" if ring else "multicast", drops=options.drops, seed=options.seed)
         if fh_params.get("copies") and not ring:
             fs.setdefault("copies", fh_params["copies"])

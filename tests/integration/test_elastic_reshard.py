@@ -24,10 +24,10 @@ SIGNAL_KEYS = ["underlying_id", "msg_seq", "kind", "put_call", "strike_px", "exp
 @pytest.fixture(scope="module")
 def stream() -> np.ndarray:
     market = model_market(40, [20080216, 20080322], 6, AS_OF, seed=3)
-    s = quote_stream(market, 60_000, seed=4)
+    s = quote_stream(market, 30_000, seed=4)
     # a few crossed quotes, so there are signals to compare
     rng = np.random.default_rng(5)
-    idx = rng.choice(len(s), 300, replace=False)
+    idx = rng.choice(len(s), 200, replace=False)
     s["bid_px"][idx] = s["offer_px"][idx] + 10_000_000
     return s
 
@@ -64,11 +64,12 @@ def mover(el: ElasticEngine, stop: threading.Event, every_s: float, moved: list[
     moved.append(n)
 
 
-def test_moves_every_few_ms_keep_every_message_once_and_in_order(stream: np.ndarray) -> None:
+@pytest.mark.parametrize("inline", [False, True], ids=["threads", "inline-worker0"])
+def test_moves_every_few_ms_keep_every_message_once_and_in_order(stream: np.ndarray, inline: bool) -> None:
     want_samples, want_signals = static_run(stream)
     assert len(want_samples) == len(stream) and len(want_signals) > 0
     el = ElasticEngine(ElasticConfig(engine=EngineConfig(max_series=1 << 13, max_groups=1 << 8, sample_every=1),
-                                     workers=3, buckets=16, ring_msgs=256, level=2))
+                                     workers=3, buckets=16, ring_msgs=256, level=2, inline_worker0=inline))
     stop = threading.Event()
     moved: list[int] = []
     t = threading.Thread(target=mover, args=(el, stop, 0.002, moved))

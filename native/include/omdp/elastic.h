@@ -49,7 +49,8 @@ typedef struct omdp_elastic_config {
     uint32_t ring_msgs;   /* input ring per bucket, power of two, 16..OMDP_ELASTIC_MAX_RING */
     uint32_t out_bytes;   /* output ring per bucket, power of two >= 4 x OMDP_ENGINE_MAX_OUT_PER_MSG */
     uint32_t level;       /* initial active level, 1..workers */
-    uint32_t reserved;    /* zero */
+    uint32_t inline_worker0; /* 1: worker 0 is no thread: the dispatching thread runs its passes
+                              * (omdp_elastic_pass), so level 1 costs no second core */
 } omdp_elastic_config_t;
 
 /* Cumulative counters of the partition (relaxed reads, any thread). */
@@ -73,7 +74,8 @@ typedef struct omdp_elastic_worker_stats {
     uint64_t runs;       /* engine calls */
     uint64_t handoffs;   /* buckets it handed over */
     uint64_t alive;      /* 1 while its thread runs */
-    uint64_t tid;        /* its kernel thread id (to pin it: sched_setaffinity), 0 before it started */
+    uint64_t tid;        /* its kernel thread id (to pin it: sched_setaffinity), 0 before it
+                          * started and for an inline worker 0 */
 } omdp_elastic_worker_stats_t;
 
 typedef struct omdp_elastic omdp_elastic_t;
@@ -89,6 +91,10 @@ void omdp_elastic_destroy(omdp_elastic_t *el);
  * (call again later with the rest); OMDP_ELASTIC_EINVAL on bad arguments. Records that are
  * not OPRA messages are counted and skipped (taken). */
 int32_t omdp_elastic_dispatch(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, uint32_t n);
+
+/* Inline worker 0 (cfg.inline_worker0): one pass of worker 0 over its buckets, run by the
+ * dispatching thread; returns the messages it processed (0 when not inline). */
+uint64_t omdp_elastic_pass(omdp_elastic_t *el);
 
 /* Collector (one thread): move whole output records from the bucket output rings into out
  * (8-byte aligned) from *out_len (updated), bucket by bucket; returns the bytes added.

@@ -15,7 +15,7 @@ static int config_ok(const omdp_elastic_config_t *c)
            c->buckets <= OMDP_ELASTIC_MAX_BUCKETS && is_pow2(c->ring_msgs) && c->ring_msgs >= 16 &&
            c->ring_msgs <= OMDP_ELASTIC_MAX_RING && is_pow2(c->out_bytes) &&
            c->out_bytes >= 4u * OMDP_ENGINE_MAX_OUT_PER_MSG && c->out_bytes <= (1u << 26) && c->level >= 1 &&
-           c->level <= c->workers && c->reserved == 0;
+           c->level <= c->workers && c->inline_worker0 <= 1u;
 }
 
 static void wake_all(omdp_elastic_t *el)
@@ -137,7 +137,11 @@ omdp_elastic_t *omdp_elastic_create(const omdp_elastic_config_t *cfg, int *err)
         }
         memset(w->scratch, 0, cfg->out_bytes);
     }
-    for (uint32_t i = 0; i < cfg->workers; i++) {
+    if (cfg->inline_worker0) {
+        atomic_store_explicit(&el->workers[0].alive, 1u, memory_order_relaxed);
+        atomic_store_explicit(&el->workers[0].tid, 0u, memory_order_relaxed);
+    }
+    for (uint32_t i = cfg->inline_worker0 ? 1u : 0u; i < cfg->workers; i++) {
         if (pthread_create(&el->workers[i].thread, NULL, el_worker_main, &el->workers[i]) != 0) {
             *err = OMDP_ELASTIC_ETHREAD;
             omdp_elastic_destroy(el);
@@ -147,6 +151,14 @@ omdp_elastic_t *omdp_elastic_create(const omdp_elastic_config_t *cfg, int *err)
     }
     *err = OMDP_ELASTIC_OK;
     return el;
+}
+
+uint64_t omdp_elastic_pass(omdp_elastic_t *el)
+{
+    if (!el || !el->cfg.inline_worker0)
+        return 0;
+    uint32_t owned, handed;
+    return el_worker_pass(&el->workers[0], &owned, &handed);
 }
 
 int omdp_elastic_move(omdp_elastic_t *el, uint32_t bucket, uint32_t worker)

@@ -70,8 +70,10 @@ struct omdp_elastic {
     uint32_t collect_next;                   /* collector: bucket to start at (fairness) */
 };
 
-/* elastic_worker.c: the worker thread's body */
+/* elastic_worker.c: the worker thread's body, and one pass of it (also run inline as
+ * worker 0 by the dispatching thread when cfg.inline_worker0 is set) */
 void *el_worker_main(void *arg);
+uint64_t el_worker_pass(el_worker_t *w, uint32_t *owned, uint32_t *handed);
 
 /* Add to a counter only its one writer updates (a plain move on x86, no locked add). */
 static inline void el_add(_Atomic uint64_t *c, uint64_t by)

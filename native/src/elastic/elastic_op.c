@@ -115,7 +115,8 @@ static int dispatch_all(elastic_op_t *op, const omdp_opra_msg_t *msgs, uint32_t 
             int rc = collect_emit(op, em);
             if (rc < 0)
                 return rc;
-            sched_yield();
+            if (!omdp_elastic_pass(op->el))
+                sched_yield();
         }
     }
     return OMDP_OK;
@@ -164,6 +165,7 @@ static int op_process(void *state, uint32_t in_port, const uint8_t *records, uin
     int rc = run_records(op, run_start, run_n, em);
     if (rc < 0)
         return rc;
+    omdp_elastic_pass(op->el); /* inline worker 0, if so configured */
     return collect_emit(op, em);
 }
 
@@ -177,7 +179,8 @@ static int op_end(void *state, const omdp_emitter_t *em)
         uint64_t pending = 0;
         if (omdp_elastic_backlog(op->el, &pending) == 0 && pending == 0)
             return OMDP_OK;
-        sched_yield();
+        if (!omdp_elastic_pass(op->el))
+            sched_yield();
     }
     return OMDP_ERR_STATE;
 }

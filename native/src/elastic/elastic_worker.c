@@ -120,39 +120,52 @@ static void hand_over(el_worker_t *w, el_bucket_t *k, uint32_t to)
     }
 }
 
+/* One pass over the buckets: hand over those asked of this worker, run the others'
+ * waiting messages. Returns messages processed; *owned and *handed say what it found. */
+uint64_t el_worker_pass(el_worker_t *w, uint32_t *owned_out, uint32_t *handed_out)
+{
+    omdp_elastic_t *el = w->el;
+    const uint32_t nb = el->cfg.buckets;
+    int64_t t0 = 0;
+    uint64_t did = 0;
+    uint32_t owned = 0, handed = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        el_bucket_t *k = &el->buckets[b];
+        if (atomic_load_explicit(&k->owner, memory_order_acquire) != w->index)
+            continue;
+        uint32_t want = atomic_load_explicit(&k->want, memory_order_acquire);
+        if (want != w->index) {
+            hand_over(w, k, want);
+            handed++;
+            continue;
+        }
+        owned++;
+        if (!t0 && atomic_load_explicit(&k->in_head, memory_order_relaxed) !=
+                       atomic_load_explicit(&k->in_tail, memory_order_relaxed))
+            t0 = omdp_now_ns(); /* busy time starts at the first bucket with work */
+        did += run_bucket(w, k);
+    }
+    atomic_store_explicit(&w->owned, owned, memory_order_relaxed);
+    if (did)
+        el_add(&w->processed, did);
+    if (t0)
+        el_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
+    *owned_out = owned;
+    *handed_out = handed;
+    return did;
+}
+
 void *el_worker_main(void *arg)
 {
     el_worker_t *w = arg;
     omdp_elastic_t *el = w->el;
-    const uint32_t nb = el->cfg.buckets;
     uint32_t idle = 0;
     atomic_store_explicit(&w->tid, (uint64_t)syscall(SYS_gettid), memory_order_relaxed);
     atomic_store_explicit(&w->alive, 1u, memory_order_relaxed);
     while (!atomic_load_explicit(&el->stop, memory_order_relaxed)) {
-        int64_t t0 = 0;
-        uint64_t did = 0;
-        uint32_t owned = 0, handed = 0;
-        for (uint32_t b = 0; b < nb; b++) {
-            el_bucket_t *k = &el->buckets[b];
-            if (atomic_load_explicit(&k->owner, memory_order_acquire) != w->index)
-                continue;
-            uint32_t want = atomic_load_explicit(&k->want, memory_order_acquire);
-            if (want != w->index) {
-                hand_over(w, k, want);
-                handed++;
-                continue;
-            }
-            owned++;
-            if (!t0 && atomic_load_explicit(&k->in_head, memory_order_relaxed) !=
-                           atomic_load_explicit(&k->in_tail, memory_order_relaxed))
-                t0 = omdp_now_ns(); /* busy time starts at the first bucket with work */
-            did += run_bucket(w, k);
-        }
-        atomic_store_explicit(&w->owned, owned, memory_order_relaxed);
+        uint32_t owned, handed;
+        uint64_t did = el_worker_pass(w, &owned, &handed);
         if (did || handed) {
-            el_add(&w->processed, did);
-            if (t0)
-                el_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
             idle = 0;
             continue;
         }
