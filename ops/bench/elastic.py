@@ -2,10 +2,11 @@
 ways, each against the static engine on the same messages.
 
 - **Overhead**: CPU per message of the elastic partition at level 1 (dispatch into bucket
-  rings, one worker, collect) beside the static engine (``omdp bench engine``'s market, warm
-  books, batches of 1,024), runs alternated A/B. The static side is the calling thread's CPU
-  time; the elastic side is the whole process's CPU time (dispatcher, worker, collector and
-  any idle spinning of the worker), less the untimed copy that brings each block into cache
+  rings, one worker, collect), with worker 0 inline and as a thread, beside the static engine
+  (``omdp bench engine``'s market, warm books, batches of 1,024), the three in turn per run.
+  The static side is the calling thread's CPU time; the elastic side is the calling thread's
+  (dispatch, collect, and worker 0 when inline) plus the CPU time of the partition's worker
+  threads (idle polling included), less the untimed copy that brings each block into cache
   (the same copy the static side does untimed).
 - **Rate step**: messages offered at a rate schedule (``2x:20s,10x:20s,2x:20s``; Nx in
   messages is N x 24,000 packets/s x the messages per packet of our captures), the control
@@ -69,11 +70,24 @@ def _static_ns(engine: DecisionEngine, msgs: np.ndarray, out: np.ndarray) -> flo
     return cpu / len(msgs)
 
 
+def _threads_cpu_ns(el: ElasticEngine) -> int:
+    """CPU time the partition's worker threads have run (the kernel's per-thread schedstat)."""
+    total = 0
+    for i in range(el.config.workers):
+        tid = el.worker(i)["tid"]
+        if tid:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    return total
+
+
 def _elastic_ns(el: ElasticEngine, msgs: np.ndarray, out: np.ndarray) -> tuple[float, float]:
-    """(process CPU ns per message less the untimed copies, worker busy ns per message)."""
+    """(CPU ns per message of the calling thread, less the untimed copies, plus the partition's
+    worker threads, their idle polling included; worker busy ns per message)."""
     hot = np.empty(BLOCK, dtype=msgs.dtype)
     busy0 = sum(el.worker(i)["busy_ns"] for i in range(el.config.workers))
-    p0 = time.process_time_ns()
+    w0 = _threads_cpu_ns(el)
+    p0 = time.thread_time_ns()
     copy_ns = 0
     for start in range(0, len(msgs), BLOCK):
         buf = hot[: len(msgs[start : start + BLOCK])]
@@ -85,7 +99,7 @@ def _elastic_ns(el: ElasticEngine, msgs: np.ndarray, out: np.ndarray) -> tuple[f
             done += el.dispatch(buf[done:])
             el.collect(out, 0)
     el.drain(out, 0)
-    cpu = time.process_time_ns() - p0 - copy_ns
+    cpu = time.thread_time_ns() - p0 - copy_ns + _threads_cpu_ns(el) - w0
     busy = sum(el.worker(i)["busy_ns"] for i in range(el.config.workers)) - busy0
     return cpu / len(msgs), busy / len(msgs)
 
@@ -98,30 +112,38 @@ def run_overhead(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: in
     static = DecisionEngine(EngineConfig(max_series=capacity, max_groups=1 << 12))
     static.process(warm, batch=BLOCK)
     per_bucket = 1 << int(np.ceil(np.log2(capacity / buckets * 4)))
-    el = ElasticEngine(ElasticConfig(engine=EngineConfig(max_series=per_bucket, max_groups=1 << 8),
-                                     workers=1, buckets=buckets, level=1))
-    el.process(warm, batch=BLOCK)
+    kinds = {"inline": True, "thread": False}
+    els = {k: ElasticEngine(ElasticConfig(engine=EngineConfig(max_series=per_bucket, max_groups=1 << 8), workers=1,
+                                          buckets=buckets, level=1, inline_worker0=v)) for k, v in kinds.items()}
+    for el in els.values():
+        el.process(warm, batch=BLOCK)
     out = np.zeros(1 << 20, dtype=np.uint8)
-    s_ns, e_ns, busy_ns, load = [], [], [], []
-    for _ in range(runs):
+    s_ns: list[float] = []
+    e_ns: dict[str, list[float]] = {k: [] for k in kinds}
+    busy_ns: dict[str, list[float]] = {k: [] for k in kinds}
+    load = []
+    for _ in range(runs):  # A, B, C in turn, so load changes hit all three alike
         load.append(os.getloadavg()[0])
         s_ns.append(_static_ns(static, requotes, out))
-        e, b = _elastic_ns(el, requotes, out)
-        e_ns.append(e)
-        busy_ns.append(b)
-    ec, sc = el.engine_counters(), static.counters()
-    el.close()
+        for k, el in els.items():
+            e, b = _elastic_ns(el, requotes, out)
+            e_ns[k].append(e)
+            busy_ns[k].append(b)
+    sc = static.counters()
+    equal = {k: int(el.engine_counters()["signals"]) == int(sc["signals"]) for k, el in els.items()}
+    for el in els.values():
+        el.close()
     static.close()
-    ratio = [e / s for e, s in zip(e_ns, s_ns)]
-    return {
-        "messages_per_run": n_messages, "runs": runs, "buckets": buckets, "series": int(sc["series"]),
-        "static_ns_per_message": s_ns, "elastic_ns_per_message": e_ns, "elastic_worker_busy_ns_per_message": busy_ns,
-        "static_median": statistics.median(s_ns), "elastic_median": statistics.median(e_ns),
-        "worker_busy_median": statistics.median(busy_ns),
-        "ratio_per_pair": ratio, "ratio_median": statistics.median(ratio),
-        "signals_equal": int(ec["signals"]) == int(sc["signals"]),
-        "load_1min": load,
-    }
+    res: dict[str, Any] = {"messages_per_run": n_messages, "runs": runs, "buckets": buckets, "series": int(sc["series"]),
+                           "static_ns_per_message": s_ns, "static_median": statistics.median(s_ns), "load_1min": load,
+                           "signals_equal": all(equal.values())}
+    for k in kinds:
+        ratio = [e / s for e, s in zip(e_ns[k], s_ns)]
+        res[k] = {"ns_per_message": e_ns[k], "median": statistics.median(e_ns[k]),
+                  "worker_busy_ns_per_message": busy_ns[k], "worker_busy_median": statistics.median(busy_ns[k]),
+                  "ratio_per_run": ratio, "ratio_median": statistics.median(ratio),
+                  "ratio_of_medians": statistics.median(e_ns[k]) / statistics.median(s_ns)}
+    return res
 
 
 def _rows(signals: np.ndarray) -> list[tuple]:
@@ -217,12 +239,13 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
 
 
 def run_elastic_bench(schedule: RateSchedule | None, period_s: float, workers: int, overhead_runs: int,
-                      messages: int, stream_messages: int = 2_000_000) -> dict[str, Any]:
+                      messages: int, stream_messages: int = 2_000_000, buckets: int = 16) -> dict[str, Any]:
     """What ``omdp bench elastic --json`` writes."""
     res: dict[str, Any] = {"benchmark": "elastic", "machine": machine_info()}
     if overhead_runs:
-        res["overhead"] = run_overhead(n_messages=messages, runs=overhead_runs)
+        res["overhead"] = run_overhead(n_messages=messages, runs=overhead_runs, buckets=buckets)
     if schedule is not None:
-        res["rate_step"] = run_rate_step(schedule, period_s=period_s, workers=workers, n_messages=stream_messages)
+        res["rate_step"] = run_rate_step(schedule, period_s=period_s, workers=workers, n_messages=stream_messages,
+                                          buckets=buckets)
     res["machine_after"] = machine_info()
     return res

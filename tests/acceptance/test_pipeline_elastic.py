@@ -48,3 +48,16 @@ def test_elastic_pipeline_matches_the_static_one(data_dir: Path) -> None:
     assert record["counters"]["processed"] == in_capture and record["counters"]["level"] == 2
     report = json.loads((elastic.run_dir / "run.json").read_text())
     assert '"level_changes"' in json.dumps(report), "run.json keeps the partition's counters"
+
+
+def test_rate_schedule_steps_the_offered_rate_and_the_control_loop_sees_it(data_dir: Path) -> None:
+    pp = plan_pipeline(topology_path("opra_fused_elastic"), data_dir, CAPTURE_DATE,
+                       RunOptions(rate="1x", seconds=4.0, rate_schedule="1x:2s,4x:2s"),
+                       ("operators.de.params.period_s=0.25",))
+    run = run_pipeline(pp, data_dir)
+    assert run.result.ok, run.result.failure
+    periods = json.loads((run.run_dir / "elastic-de.json").read_text())["periods"]
+    first = [p["rate"] for p in periods if 0.5 <= p["t_s"] <= 1.75]
+    second = [p["rate"] for p in periods if 2.75 <= p["t_s"] <= 3.75]
+    assert first and second
+    assert sum(second) / len(second) > 2.5 * sum(first) / len(first)

@@ -48,3 +48,14 @@ def test_bench_elastic_short_run_checks_itself_against_a_static_engine(tmp_path)
     assert step["signals_equal"] and step["books_equal"] and step["signals"] > 0
     assert len(step["periods"]) >= 6
     assert res["overhead"]["signals_equal"]
+
+
+@pytest.mark.parametrize("args,says", [
+    (["ops/topologies/seq_fused.toml", "--rate-schedule", "2x:1s"], "has no feed handler"),
+    (["ops/topologies/opra_fused.toml", "--rate-schedule", "2x:1s,3x"], "stage '3x'"),
+    (["ops/topologies/opra_fused.toml", "--rate-schedule", "2x:1s", "--seconds", "5"], "without --seconds"),
+])
+def test_run_refuses_bad_rate_schedules(args: list[str], says: str, tmp_path) -> None:
+    r = CliRunner().invoke(cli, ["run", *args, "--data", str(tmp_path)])
+    assert r.exit_code == 2, r.output
+    assert says in r.output and "Traceback" not in r.output

@@ -20,11 +20,15 @@ from ops.replay.rates import RateError
 @click.option("--overhead-runs", default=5, show_default=True, type=click.IntRange(0, 100),
               help="static/elastic pairs timed (0 skips the overhead runs)")
 @click.option("--messages", default=1_000_000, show_default=True, type=click.IntRange(1000), help="re-quotes per overhead run")
+@click.option("--buckets", default=16, show_default=True, type=click.IntRange(1, 1024),
+              help="underlying buckets (a power of two)")
 @click.option("--stream-messages", default=2_000_000, show_default=True, type=click.IntRange(1000),
               help="re-quotes in the rate-step stream (offered in a cycle)")
 def bench_elastic(json_out: Path | None, rate_schedule: str, period_s: float, workers: int, overhead_runs: int,
-                  messages: int, stream_messages: int) -> None:
+                  messages: int, stream_messages: int, buckets: int) -> None:
     """Measure the elastic engine partition against the static engine."""
+    if buckets & (buckets - 1):
+        raise click.UsageError(f"--buckets must be a power of two (got {buckets})")
     if not period_s > 0:
         raise click.UsageError(f"--period must be positive (got {period_s})")
     try:
@@ -33,7 +37,7 @@ def bench_elastic(json_out: Path | None, rate_schedule: str, period_s: float, wo
         raise click.UsageError(str(e)) from None
     from ops.bench.elastic import run_elastic_bench
 
-    r = run_elastic_bench(schedule, period_s, workers, overhead_runs, messages, stream_messages)
+    r = run_elastic_bench(schedule, period_s, workers, overhead_runs, messages, stream_messages, buckets)
     m = r["machine"]
     click.echo(f"machine: {m['cpu_model']} ({m['logical_cpus']} CPUs), load {m['load_average'][0]:.2f} at start, "
                f"{r['machine_after']['load_average'][0]:.2f} at end")
@@ -42,11 +46,14 @@ def bench_elastic(json_out: Path | None, rate_schedule: str, period_s: float, wo
         click.echo(f"overhead, {o['runs']} runs alternated, {o['messages_per_run']} messages each, {o['series']} series:")
         click.echo(f"  static engine, batches of 1,024:     {o['static_median']:6.1f} ns/message CPU (median; "
                    f"{', '.join(f'{v:.1f}' for v in o['static_ns_per_message'])})")
-        click.echo(f"  elastic, level 1, {o['buckets']} buckets: {o['elastic_median']:6.1f} ns/message CPU (median; "
-                   f"{', '.join(f'{v:.1f}' for v in o['elastic_ns_per_message'])}); worker busy "
-                   f"{o['worker_busy_median']:.1f}")
-        click.echo(f"  elastic / static per pair: median {o['ratio_median']:.3f} "
-                   f"({', '.join(f'{v:.3f}' for v in o['ratio_per_pair'])}); signals equal: {o['signals_equal']}")
+        for k, label in (("inline", "worker 0 inline"), ("thread", "worker 0 a thread")):
+            e = o[k]
+            click.echo(f"  elastic, level 1, {label}, {o['buckets']} buckets: {e['median']:6.1f} ns/message CPU "
+                       f"(median; {', '.join(f'{v:.1f}' for v in e['ns_per_message'])}); worker busy "
+                       f"{e['worker_busy_median']:.1f}")
+            click.echo(f"    / static: per run median {e['ratio_median']:.3f} "
+                       f"({', '.join(f'{v:.3f}' for v in e['ratio_per_run'])}); of the medians {e['ratio_of_medians']:.3f}")
+        click.echo(f"  signals equal: {o['signals_equal']}; 1-min load per run {', '.join(f'{v:.1f}' for v in o['load_1min'])}")
     if "rate_step" in r:
         s = r["rate_step"]
         click.echo(f"rate step {s['schedule']}, period {s['period_s']} s, pool {s['workers']}, steps at "
