@@ -63,8 +63,10 @@ class ElasticEngineParams(BaseModel):
     out_bytes: int = Field(65536, ge=1024, le=1 << 26, multiple_of=8, description="collect buffer of the operator")
 
 
-class _ControlThread:
-    """Steps the control loop every period and publishes what it decided."""
+class ElasticControlThread:
+    """Steps the control loop every period and publishes what it decided: entries ``NAME``
+    (level, rate, busy, counters), ``NAME.peaks`` (peak rate per level) and
+    ``NAME.decisions`` (count of each decision) in the run's stats segment."""
 
     def __init__(self, name: str, engine: ElasticEngine, ctl: ElasticControl | None, period_s: float,
                  stats: StatsWriter | None) -> None:
@@ -82,6 +84,7 @@ class _ControlThread:
         self._thread = threading.Thread(target=self._loop, name=f"elastic-{name}", daemon=True)
 
     def start(self) -> None:
+        """Take the first readings and start the thread."""
         if self.ctl is not None:
             self.ctl.start()
         self._thread.start()
@@ -107,6 +110,7 @@ class _ControlThread:
             self._entries[2].publish([self.ctl.decisions[d.value] for d in Decision][:STATS_COUNTERS])
 
     def stop(self) -> None:
+        """Stop the thread and close the stats entries (their last figures stay readable)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
@@ -170,7 +174,7 @@ class ElasticNativeOperator(NativeOperator):
     """The C operator plus what keeps its Python side alive: the partition and its control thread."""
 
     engine: ElasticEngine | None = None
-    control: _ControlThread | None = None
+    control: ElasticControlThread | None = None
     pricing: _BucketPricing | None = None
     run_dir: Path | None = None
 
@@ -208,7 +212,7 @@ def make_elastic_operator(p: ElasticEngineParams, ctx: OperatorContext) -> Elast
         except (StatsSegmentError, ValueError):
             stats = None
     ctl = ElasticControl(engine, ElasticController(max_level=p.workers, level=p.level)) if p.elastic else None
-    control = _ControlThread(ctx.name, engine, ctl, p.period_s, stats)
+    control = ElasticControlThread(ctx.name, engine, ctl, p.period_s, stats)
     control.start()
     pricing = None
     if p.as_of is not None:
