@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from decision_engines.elastic import ElasticConfig, ElasticControl, ElasticEngine
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, EngineConfig, PricingConfig
@@ -61,6 +61,19 @@ class ElasticEngineParams(BaseModel):
     pricing_nice: int = Field(0, ge=0, le=19, description="niceness of the pricing thread")
     worker_cpus: list[int] = Field(default_factory=list, description="CPUs of the worker threads; empty: the partition's")
     out_bytes: int = Field(65536, ge=1024, le=1 << 26, multiple_of=8, description="collect buffer of the operator")
+
+    @field_validator("buckets", "ring_msgs", "bucket_out_bytes")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"must be a power of two (got {v})")
+        return v
+
+    @model_validator(mode="after")
+    def _level_in_pool(self) -> "ElasticEngineParams":
+        if self.level > self.workers:
+            raise ValueError(f"level ({self.level}) must be at most workers ({self.workers})")
+        return self
 
 
 class ElasticControlThread:
@@ -196,8 +209,6 @@ class ElasticNativeOperator(NativeOperator):
 
 def make_elastic_operator(p: ElasticEngineParams, ctx: OperatorContext) -> ElasticNativeOperator:
     """Factory of ``elastic_engine``: engine id = replica index."""
-    if p.level > p.workers:
-        raise ValueError(f"{ctx.name}: level ({p.level}) must be at most workers ({p.workers})")
     cfg = ElasticConfig(engine=EngineConfig(max_series=p.max_series, max_groups=p.max_groups,
                                             sample_every=p.sample_every, engine_id=ctx.replica),
                         workers=p.workers, buckets=p.buckets, ring_msgs=p.ring_msgs, out_bytes=p.bucket_out_bytes,

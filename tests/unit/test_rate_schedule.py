@@ -59,3 +59,10 @@ def test_run_refuses_bad_rate_schedules(args: list[str], says: str, tmp_path) ->
     r = CliRunner().invoke(cli, ["run", *args, "--data", str(tmp_path)])
     assert r.exit_code == 2, r.output
     assert says in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("setting,says", [("operators.de.params.buckets=12", "buckets"),
+                                          ("operators.de.params.level=3", "level (3) must be at most workers (2)")])
+def test_elastic_topology_settings_are_checked_before_anything_runs(setting: str, says: str) -> None:
+    r = CliRunner().invoke(cli, ["plan", "ops/topologies/opra_fused_elastic.toml", "--set", setting])
+    assert r.exit_code != 0 and says in r.output and "Traceback" not in r.output, r.output
