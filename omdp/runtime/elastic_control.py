@@ -27,8 +27,9 @@ rate, whatever the level. ``saturated`` says whether the workers had work queued
 saturated (what that level can do). An unsaturated period above level 1 whose rate is
 significantly below the next lower level's capacity (or whose lower level was never
 saturated) means the level is more than the load needs: it steps down and keeps the lower
-level while the rate holds (within the tolerance), else steps back up, having just measured
-the lower level's capacity, so it does not probe the same step again until that changes.
+level unless that level is saturated with a rate significantly below the higher level's;
+then it steps back up, having just measured the lower level's capacity, so it does not probe
+the same step again until that changes.
 """
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ class ElasticController:
         if saturated:
             self.capacity[n] = rate
         if self.peaking:
-            return self._after_step_down(n, rate)
+            return self._after_step_down(n, rate, saturated)
         if not saturated:
             below_cap = self.capacity[n - 1] if n else None
             if n and (below_cap is None or self._less(rate, below_cap)):
@@ -140,14 +141,17 @@ class ElasticController:
         self.peaking_idle = idle
         return Decision.DOWN_IDLE if idle else Decision.DOWN
 
-    def _after_step_down(self, n: int, rate: float) -> Decision:
+    def _after_step_down(self, n: int, rate: float, saturated: bool) -> Decision:
         """The period after a step down: keep the lower level only if it did as well."""
         self.peaking = False
         higher = self.last[n + 1]
         if higher is None:
             return Decision.SETTLE_LOWER
         if self.peaking_idle:
-            worse = self._less(rate, higher)  # input-bound: equal within tolerance is as good
+            # input-bound: the lower level is as good if it kept up (not saturated), or if its
+            # rate is within the tolerance of the higher level's; a lower rate it kept up
+            # with is the input's doing
+            worse = saturated and self._less(rate, higher)
         else:
             worse = rate < higher  # the paper's strict test, so the rate cannot creep down
         if worse:

@@ -93,3 +93,17 @@ def test_bad_settings_are_refused_by_name(kw: dict) -> None:
 def test_bad_rate_is_refused() -> None:
     with pytest.raises(ValueError, match="rate"):
         ElasticController(max_level=2).step(float("nan"))
+
+
+def test_a_load_drop_during_the_confirming_period_settles_lower() -> None:
+    ctrl = ElasticController(max_level=4)
+    run(ctrl, 10, offered=10.0)
+    assert ctrl.level == 4
+    assert ctrl.step(5.0, saturated=False) == Decision.DOWN_IDLE  # below level 3's capacity (9)
+    # the input fell further while level 3 was tried: it kept up, so it is kept
+    assert ctrl.step(2.0, saturated=False) == Decision.SETTLE_LOWER and ctrl.level == 3
+    # but a saturated lower level that falls short of the higher level's rate is restored
+    ctrl = ElasticController(max_level=4)
+    run(ctrl, 10, offered=10.0)
+    ctrl.step(5.0, saturated=False)
+    assert ctrl.step(3.0, saturated=True) == Decision.RESTORE and ctrl.level == 4
