@@ -217,6 +217,8 @@ int32_t omdp_elastic_owner(const omdp_elastic_t *el, uint32_t bucket, uint32_t *
 
 void omdp_elastic_read_counters(const omdp_elastic_t *el, omdp_elastic_counters_t *out)
 {
+    if (!out)
+        return;
     memset(out, 0, sizeof *out);
     if (!el)
         return;
@@ -249,6 +251,8 @@ int omdp_elastic_read_worker(const omdp_elastic_t *el, uint32_t worker, omdp_ela
 
 void omdp_elastic_engine_counters(const omdp_elastic_t *el, omdp_engine_counters_t *out)
 {
+    if (!out)
+        return;
     memset(out, 0, sizeof *out);
     if (!el)
         return;
