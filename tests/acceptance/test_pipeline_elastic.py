@@ -61,3 +61,44 @@ def test_rate_schedule_steps_the_offered_rate_and_the_control_loop_sees_it(data_
     second = [p["rate"] for p in periods if 2.75 <= p["t_s"] <= 3.75]
     assert first and second
     assert sum(second) / len(second) > 2.5 * sum(first) / len(first)
+
+
+def test_a_killed_elastic_partition_fails_the_run_cleanly(data_dir: Path) -> None:
+    """A worker thread cannot die alone (a fatal signal takes its whole process), so a killed
+    worker is a killed partition: reported like a dead static engine's, nothing left behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pipeline_support import alive, descendants, leftovers
+
+    cli = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
+    proc = subprocess.Popen([*cli, "run", str(topology_path("opra_fused_elastic")), "--data", str(data_dir),
+                             "--capture-date", CAPTURE_DATE, "--rate", "1x", "--seconds", "60",
+                             "--set", "operators.de.params.level=2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        run_dir = None
+        while time.monotonic() < deadline and run_dir is None:
+            found = list(data_dir.glob("runs/*/*/processes.json"))
+            run_dir = found[0].parent if found else None
+            time.sleep(0.1)
+        assert run_dir is not None, "the run never started"
+        procs = json.loads((run_dir / "processes.json").read_text())
+        while time.monotonic() < deadline and not (run_dir / "replay-fs0").exists():
+            time.sleep(0.1)
+        time.sleep(1.0)  # the replay is sending, the second worker running
+        everyone = [p["pid"] for p in procs.values()]
+        everyone += [d for p in everyone for d in descendants(p)]
+        os.kill(procs["app"]["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, (out, err)
+    assert "partition app died: killed by SIGKILL" in err
+    assert not [p for p in everyone if alive(p)]
+    assert not leftovers(run_dir.name)
