@@ -86,6 +86,17 @@ class DecisionEngine:
         self._ptr = ffi.gc(ptr, lib.omdp_engine_destroy)
         self._out_len = ffi.new("uint32_t *")
 
+    @classmethod
+    def borrow(cls, ptr: object, config: EngineConfig) -> "DecisionEngine":
+        """A face over an engine another owner created (an elastic partition's bucket
+        engine, for pricing): retained here, released when this object lets go."""
+        lib.omdp_engine_retain(ptr)
+        self = cls.__new__(cls)
+        self.config = config
+        self._ptr = ffi.gc(ptr, lib.omdp_engine_release)
+        self._out_len = ffi.new("uint32_t *")
+        return self
+
     @property
     def handle(self) -> object:
         """The ``omdp_engine_t *`` (cffi pointer), for native callers such as an operator."""

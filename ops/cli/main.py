@@ -9,6 +9,7 @@ import click
 
 from ops.cli.analytics import analytics
 from ops.cli.bench import bench
+from ops.cli.capacity import capacity
 from ops.cli.capture import capture
 from ops.cli.dashboard import dashboard
 from ops.cli.decode import decode
@@ -34,7 +35,7 @@ def cli() -> None:
     """
 
 
-for _command in (analytics, bench, capture, dashboard, decode, demo, info, plan_command, replay, run_command, runs, shm,
+for _command in (analytics, bench, capacity, capture, dashboard, decode, demo, info, plan_command, replay, run_command, runs, shm,
                  synth):
     cli.add_command(_command)
 

@@ -134,7 +134,7 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
                          rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
                          run_id: str | None = None, sweep_id: str = "",
-                         max_p99_from_intended: float | None = 1000.0) -> int:
+                         max_p99_from_intended: float | None = 1000.0, rate_schedule: str = "") -> int:
     """Assemble, run and report a pipeline; returns the exit status."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
@@ -147,7 +147,8 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
         return 2
     hook = dashboard_hook(dashboard) if dashboard else None
     options = RunOptions(rate=rate, seconds=None if no_loop else seconds, loop=not no_loop, drops=drops, seed=seed,
-                         sample_every=sample_every, max_p99_from_intended_us=max_p99_from_intended)
+                         sample_every=sample_every, max_p99_from_intended_us=max_p99_from_intended,
+                         rate_schedule=rate_schedule)
     try:
         pp = plan_pipeline(topology, data_dir, date, options, overrides)
         run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
@@ -182,17 +183,30 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
 @click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
+@click.option("--rate-schedule", default=None, metavar="NX:S,...",
+              help="pipeline: step the rate through stages, e.g. 2x:20s,10x:20s,2x:20s (the run lasts their sum)")
 @pipeline_options
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
-                json_out: str | None, capture_date: str | None, rate: str, seconds: float | None, no_loop: bool, drops: str,
-                seed: int, sample_every: int | None, config_label: str, dashboard: str | None,
-                max_p99_from_intended: float, clock: str | None) -> None:
+                json_out: str | None, rate_schedule: str | None, capture_date: str | None, rate: str,
+                seconds: float | None, no_loop: bool, drops: str, seed: int, sample_every: int | None,
+                config_label: str, dashboard: str | None, max_p99_from_intended: float, clock: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
     overrides = overrides + clock_override(clock)
     if duration is not None:
         if seconds is not None:
             raise click.UsageError("--duration is the old spelling of --seconds: give only --seconds")
         seconds = check_positive("--duration", duration)
+    if rate_schedule is not None:
+        from ops.replay.rate_schedule import parse_rate_schedule
+        from ops.replay.rates import RateError
+
+        try:
+            schedule = parse_rate_schedule(rate_schedule)
+        except RateError as e:
+            raise click.UsageError(str(e)) from None
+        if seconds is not None or no_loop:
+            raise click.UsageError("--rate-schedule sets the run's length: give it without --seconds or --no-loop")
+        rate, seconds = f"{schedule.stages[0].rate_x:g}x", schedule.seconds
     from omdp.plan import build_plan
     from omdp.runtime.run import run_plan
     from omdp.topology.load import TopologyError, load_topology
@@ -203,11 +217,14 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
     except TopologyError as e:
         click.echo(str(e), err=True)
         sys.exit(2)
+    if rate_schedule is not None and not pipeline:
+        raise click.UsageError("--rate-schedule paces a capture replay: TOPOLOGY has no feed handler")
     if pipeline:
         sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate,
                                       DEFAULT_PIPELINE_SECONDS if seconds is None else seconds, no_loop, drops, seed,
                                       sample_every, config_label, dashboard, json_out, run_id,
-                                      max_p99_from_intended=max_p99_from_intended or None))
+                                      max_p99_from_intended=max_p99_from_intended or None,
+                                      rate_schedule=rate_schedule or ""))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
         result = run_plan(plan, data_dir, seconds, run_id, echo=lambda line: click.echo(line, err=True))

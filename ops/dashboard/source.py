@@ -14,14 +14,17 @@ from omdp.metrics.histogram import LatencyHistogram
 
 SourceKind = Literal["live", "finished"]
 
-GAUGE_COUNTERS = frozenset({"occupancy", "ring_occupancy", "queue_depth", "held", "peer_state"})
+GAUGE_COUNTERS = frozenset({"occupancy", "ring_occupancy", "queue_depth", "held", "peer_state",
+                            # an elastic engine partition's entry (decision_engines/elastic_operator.py)
+                            "level", "rate_per_s", "busy_pct", "saturated", "suspended"})
 """Operator counter names that hold a level, not a running count: no rate, a gauge in
 /metrics. Every other counter of the stats segment is cumulative."""
 
 
 def is_gauge(counter: str) -> bool:
-    """True for a level (``GAUGE_COUNTERS`` or a ``last_*`` value), False for a cumulative count."""
-    return counter in GAUGE_COUNTERS or counter.startswith("last_")
+    """True for a level (``GAUGE_COUNTERS``, a ``last_*`` value or an elastic partition's
+    ``peak_l<N>`` rate), False for a cumulative count."""
+    return counter in GAUGE_COUNTERS or counter.startswith(("last_", "peak_l"))
 
 
 class SourceUnavailable(RuntimeError):

@@ -32,6 +32,7 @@ from ops.pipeline.capture_info import CaptureInfo
 from ops.replay.shm_segments import intended_name
 
 FEED_SENDER, FEED_HANDLER, DECISION_ENGINE = "feed_sender", "feed_handler", "decision_engine"
+ELASTIC_ENGINE = "elastic_engine"  # decision_engines.elastic_operator: the same ports, elastic worker pool
 LATENCY_COLLECTOR = "latency_collector"
 INTENDED_TABLE_TEMPLATE = intended_name("{run_id}-fs{sender}")
 """The replayer's intended-time table of a feed sender, for the handlers to look up
@@ -43,6 +44,7 @@ class RunOptions:
     """What a run asks of the pipeline besides the topology (``omdp run`` options)."""
 
     rate: str = "1x"
+    rate_schedule: str = ""  # Nx:seconds,... (ops.replay.rate_schedule); the run lasts its length
     seconds: float | None = 30.0
     loop: bool = True
     drops: str = ""
@@ -79,8 +81,10 @@ def pipeline_groups(topo: Topology, source: str = "<topology>") -> PipelineGroup
         return found[0] if found else None
 
     fh = one(FEED_HANDLER, True)
-    de = one(DECISION_ENGINE, True)
-    assert fh is not None and de is not None
+    de = one(DECISION_ENGINE, False) or one(ELASTIC_ENGINE, False)
+    if de is None:
+        raise TopologyError(source, [("operators", f"a pipeline needs a {DECISION_ENGINE} or {ELASTIC_ENGINE} group")])
+    assert fh is not None
     return PipelineGroups(feed_senders=one(FEED_SENDER, False), feed_handler=fh, engines=de,
                           latency=by_kind.get(LATENCY_COLLECTOR, []),
                           replicas={n: op.replicas for n, op in topo.operators.items()})
@@ -144,6 +148,7 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
     if g.feed_senders:
         fs = ops[g.feed_senders]["params"]
         fs.update(capture_dir=str(capture.directory), lines=line_dicts, rate=options.rate, seconds=options.seconds,
+                  rate_schedule=options.rate_schedule,
                   loop=options.loop, target="ring" if ring else "multicast", drops=options.drops, seed=options.seed)
         if fh_params.get("copies") and not ring:
             fs.setdefault("copies", fh_params["copies"])

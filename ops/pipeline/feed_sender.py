@@ -17,6 +17,7 @@ merged into the run's ``intended.parquet`` by the pipeline runner) and
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -25,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from feedhandlers.feed_handler import FeedLine, feed_ring_name
 from omdp.operator import OperatorContext, PollResult, SourceOperator
 from ops.replay.config import ReplayConfig
+from ops.replay.rate_schedule import RateSchedule, parse_rate_schedule
 from ops.replay.rates import RateSpec
-from ops.replay.service import ReplayService
+from ops.replay.service import ReplayService, ReplayStateError
 
 WAIT_S = 0.05
 """How long one poll waits for the replay to end: the partition has nothing else to do."""
@@ -54,6 +56,7 @@ class FeedSenderParams(BaseModel):
     realtime: bool = Field(False, description="the sender locks its memory and runs SCHED_FIFO (where allowed)")
     write_intended: bool = Field(True, description="write intended.parquet")
     connect_timeout_s: float = Field(30.0, gt=0, description="wait this long for a handler's ring")
+    rate_schedule: str = Field("", description="Nx:seconds,... : the rate steps through these stages ('': --rate)")
 
 
 def replay_run_id(run_id: str, replica: int) -> str:
@@ -95,6 +98,12 @@ class FeedSender(SourceOperator):
             drops=params.drops, seed=params.seed, spin_us=params.spin_us, realtime=params.realtime,
             write_intended=params.write_intended,
         )
+        self.schedule: RateSchedule | None = (parse_rate_schedule(params.rate_schedule, "rate_schedule")
+                                              if params.rate_schedule else None)
+        if self.schedule is not None:
+            self.config = self.config.model_copy(update={"rate": RateSpec.parse(rate=f"{self.schedule.stages[0].rate_x:g}x")})
+        self.stage_rate = self.config.rate.value
+        self.started_at = 0.0
         self.service = ReplayService(self.config)
         self.started = False
         self.finished = False
@@ -108,11 +117,25 @@ class FeedSender(SourceOperator):
         if not self.started:
             self.started = True
             self.service.start(run_id=replay_run_id(self.run_id, self.ctx.replica), run_dir=self.out_dir)
+            self.started_at = time.monotonic()
             return PollResult.PRODUCED
+        self._follow_schedule()
         if not self.service.wait(WAIT_S):
             return PollResult.IDLE
         self._finish()
         return PollResult.DONE
+
+    def _follow_schedule(self) -> None:
+        """With a rate schedule: switch the replay to the stage in force (within one poll, WAIT_S)."""
+        if self.schedule is None:
+            return
+        x = self.schedule.rate_x_at(time.monotonic() - self.started_at)
+        if x != self.stage_rate:
+            self.stage_rate = x
+            try:
+                self.service.set_rate(RateSpec.parse(rate=f"{x:g}x"))
+            except ReplayStateError:
+                pass  # the replay is ending; the run stops with it
 
     def _finish(self) -> None:
         if self.finished:

@@ -13,6 +13,7 @@ pipeline's kinds are:
 """
 from __future__ import annotations
 
+from decision_engines.elastic_operator import register_elastic_engine
 from decision_engines.operator import OPRA_MSG, SIGNAL, register_decision_engines
 from feedhandlers.feed_handler import ENGINE_PORTS, FeedHandlerParams, make_feed_handler
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
@@ -34,6 +35,7 @@ OPRA_SAMPLE_IDENTITY = IdentityLayout.from_dtype(
 def register_pipeline(registry: Registry) -> None:
     """Add the OPRA pipeline's operators (the decision engine's record types first)."""
     register_decision_engines(registry)
+    register_elastic_engine(registry)
     registry.add(OperatorKind("feed_sender", (), (), FeedSender, FeedSenderParams, native=False,
                               doc="replays the capture's lines into the handlers' rings or multicast, paced in C"))
     registry.add(OperatorKind("feed_handler", (), tuple(Port(p, OPRA_MSG.name) for p in ENGINE_PORTS),

@@ -69,7 +69,7 @@ def data_path_crosses(plan: Plan) -> bool:
         for r in c.routes:
             op, _, port = r.source.rpartition(".")
             kind = plan.operators[op].kind
-            if kind == "feed_handler" or (kind == "decision_engine" and port == "samples"):
+            if kind == "feed_handler" or (kind in ("decision_engine", "elastic_engine") and port == "samples"):
                 return True
     return False
 

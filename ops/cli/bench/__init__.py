@@ -11,6 +11,7 @@ from ops.cli.bench.analytics import analytics_bench
 from ops.cli.bench.clock import bench_clock
 from ops.cli.bench.collector import collector
 from ops.cli.bench.decode import decode_bench
+from ops.cli.bench.elastic import bench_elastic
 from ops.cli.bench.engine import bench_engine
 from ops.cli.bench.replay import bench_replay
 from ops.cli.bench.sweep import bench_sweep
@@ -23,6 +24,6 @@ def bench() -> None:
     """Benchmarks (results and commands: docs/benchmarks.md)."""
 
 
-for _command in (analytics_bench, bench_clock, bench_engine, bench_replay, bench_sweep, bench_synth, collector, decode_bench,
-                 transport):
+for _command in (analytics_bench, bench_clock, bench_elastic, bench_engine, bench_replay, bench_sweep, bench_synth,
+                 collector, decode_bench, transport):
     bench.add_command(_command)

@@ -1,0 +1,226 @@
+/* The elastic engine partition as an operator (elastic_op.h): frames the input batch into
+ * runs of OPRA message records, dispatches them, and emits the collected output, samples
+ * and signals to their ports. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "omdp/elastic_op.h"
+#include "omdp/record.h"
+#include "omdp/signal.h"
+
+#define SCRATCH_RECORDS 64  /* misaligned input is copied through this many records at a time */
+#define DRAIN_SPINS 1000000000u /* end of stream: give up waiting after this many polls */
+
+typedef struct elastic_op {
+    omdp_elastic_t *el;
+    uint8_t *out;
+    uint32_t out_bytes;
+    uint32_t out_len;
+    omdp_opra_msg_t *scratch;
+    uint64_t skipped_records;
+    uint64_t bad_batches;
+    uint64_t full_retries;  /* dispatch found a ring full: emitted and retried */
+    uint64_t emits;
+} elastic_op_t;
+
+static int op_error(const omdp_op_init_t *init, const char *msg)
+{
+    if (init->err && init->err_size)
+        snprintf(init->err, init->err_size, "%s", msg);
+    return OMDP_ERR_PARAMS;
+}
+
+static void op_close(void *state)
+{
+    elastic_op_t *op = state;
+    if (!op)
+        return;
+    free(op->out);
+    free(op->scratch);
+    free(op);
+}
+
+static int op_init(void **state, const omdp_op_init_t *init)
+{
+    if (!init->params || init->params_size != sizeof(omdp_elastic_op_params_t))
+        return op_error(init, "params: expected omdp_elastic_op_params_t");
+    omdp_elastic_op_params_t prm;
+    memcpy(&prm, init->params, sizeof prm);
+    if (!prm.shared)
+        return op_error(init, "shared: the elastic partition is required");
+    if (prm.out_bytes < OMDP_ENGINE_MAX_OUT_PER_MSG || prm.out_bytes % 8 || prm.out_bytes > (1u << 26))
+        return op_error(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
+    elastic_op_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return OMDP_ERR_NOMEM;
+    op->el = prm.shared;
+    op->out_bytes = prm.out_bytes;
+    op->out = aligned_alloc(64, prm.out_bytes);
+    op->scratch = aligned_alloc(64, SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
+    if (!op->out || !op->scratch) {
+        op_close(op);
+        return OMDP_ERR_NOMEM;
+    }
+    *state = op;
+    return OMDP_OK;
+}
+
+/* Emit the output buffer: each run of consecutive records of one type to its port. */
+static int flush(elastic_op_t *op, const omdp_emitter_t *em)
+{
+    uint32_t pos = 0, run = 0;
+    int run_port = -1;
+    while (pos < op->out_len) {
+        omdp_record_header_t h;
+        memcpy(&h, op->out + pos, sizeof h);
+        int port = h.type == OMDP_RT_SIGNAL ? OMDP_ELASTIC_OP_PORT_SIGNALS : OMDP_ELASTIC_OP_PORT_SAMPLES;
+        if (port != run_port && pos > run) {
+            int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
+            op->emits++;
+            if (rc < 0)
+                return rc;
+            run = pos;
+        }
+        run_port = port;
+        pos += h.length;
+    }
+    if (pos > run) {
+        int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
+        op->emits++;
+        if (rc < 0)
+            return rc;
+    }
+    op->out_len = 0;
+    return OMDP_OK;
+}
+
+static int collect_emit(elastic_op_t *op, const omdp_emitter_t *em)
+{
+    omdp_elastic_collect(op->el, op->out, op->out_bytes, &op->out_len);
+    return op->out_len ? flush(op, em) : OMDP_OK;
+}
+
+static int dispatch_all(elastic_op_t *op, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
+{
+    uint32_t done = 0;
+    while (done < n) {
+        int32_t got = omdp_elastic_dispatch(op->el, msgs + done, n - done);
+        if (got < 0)
+            return OMDP_ERR_STATE;
+        done += (uint32_t)got;
+        if (done < n) {
+            op->full_retries++;
+            int rc = collect_emit(op, em);
+            if (rc < 0)
+                return rc;
+            if (!omdp_elastic_pass(op->el))
+                sched_yield();
+        }
+    }
+    return OMDP_OK;
+}
+
+static int run_records(elastic_op_t *op, const uint8_t *first, uint32_t n, const omdp_emitter_t *em)
+{
+    if (n == 0)
+        return OMDP_OK;
+    if (((uintptr_t)first & 7u) == 0)
+        return dispatch_all(op, (const omdp_opra_msg_t *)(const void *)first, n, em);
+    for (uint32_t k = 0; k < n; k += SCRATCH_RECORDS) {
+        uint32_t m = n - k < SCRATCH_RECORDS ? n - k : SCRATCH_RECORDS;
+        memcpy(op->scratch, first + (size_t)k * OMDP_OPRA_MSG_SIZE, (size_t)m * OMDP_OPRA_MSG_SIZE);
+        int rc = dispatch_all(op, op->scratch, m, em);
+        if (rc < 0)
+            return rc;
+    }
+    return OMDP_OK;
+}
+
+static int op_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
+                      const omdp_emitter_t *em)
+{
+    elastic_op_t *op = state;
+    uint32_t off = 0, run_n = 0;
+    const uint8_t *run_start = NULL, *rec = NULL;
+    int r;
+    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
+        omdp_record_header_t h;
+        memcpy(&h, rec, sizeof h);
+        if (h.type == OMDP_RT_OPRA_MSG && h.length == OMDP_OPRA_MSG_SIZE) {
+            if (run_n == 0)
+                run_start = rec;
+            run_n++;
+            continue;
+        }
+        op->skipped_records++;
+        int rc = run_records(op, run_start, run_n, em);
+        if (rc < 0)
+            return rc;
+        run_n = 0;
+    }
+    if (r < 0)
+        op->bad_batches++;
+    int rc = run_records(op, run_start, run_n, em);
+    if (rc < 0)
+        return rc;
+    omdp_elastic_pass(op->el); /* inline worker 0, if so configured */
+    return collect_emit(op, em);
+}
+
+static int op_end(void *state, const omdp_emitter_t *em)
+{
+    elastic_op_t *op = state;
+    for (uint32_t spins = 0; spins < DRAIN_SPINS; spins++) {
+        int rc = collect_emit(op, em);
+        if (rc < 0)
+            return rc;
+        uint64_t pending = 0;
+        if (omdp_elastic_backlog(op->el, &pending) == 0 && pending == 0)
+            return OMDP_OK;
+        if (!omdp_elastic_pass(op->el))
+            sched_yield();
+    }
+    return OMDP_ERR_STATE;
+}
+
+static const char *const NAMES[] = {
+    "dispatched", "processed", "ring_full", "moves", "level", "level_changes", "suspended", "wakeups",
+    "signals", "sampled", "series", "quotes", "unrouted", "bbo_checked", "bbo_bid_mismatch", "bbo_offer_mismatch",
+    "skipped_records", "bad_batches", "full_retries", "emits",
+};
+#define N_NAMES (sizeof NAMES / sizeof NAMES[0])
+
+static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
+{
+    elastic_op_t *op = state;
+    omdp_elastic_counters_t c;
+    omdp_engine_counters_t e;
+    omdp_elastic_read_counters(op->el, &c);
+    omdp_elastic_engine_counters(op->el, &e);
+    uint64_t v[N_NAMES] = {c.dispatched, c.processed, c.ring_full, c.moves, c.level, c.level_changes, c.suspended,
+                           c.wakeups, e.signals, e.sampled, e.series, e.quotes, e.unrouted, e.bbo_checked,
+                           e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->skipped_records, op->bad_batches,
+                           op->full_retries, op->emits};
+    for (uint32_t i = 0; i < N_NAMES && i < max; i++) {
+        out[i].name = NAMES[i];
+        out[i].value = v[i];
+    }
+    return N_NAMES;
+}
+
+static const omdp_operator_vtable_t VTABLE = {
+    .abi = OMDP_OPERATOR_ABI,
+    .kind = "elastic_engine",
+    .n_inputs = 1,
+    .n_outputs = 2,
+    .init = op_init,
+    .process_batch = op_process,
+    .poll = NULL,
+    .end_of_stream = op_end,
+    .counters = op_counters,
+    .close = op_close,
+};
+
+const omdp_operator_vtable_t *omdp_elastic_op_vtable(void) { return &VTABLE; }

@@ -1,0 +1,75 @@
+"""``omdp capacity TOPOLOGY --for-rate 25x``: the partitions, cores and hosts a rate needs, from
+earlier runs' measured costs and a capture's burst profile (ops/pipeline/capacity.py)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from ops.cli.options import check_positive
+
+
+def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    """Click callback: ``--for-rate`` is ``Nx`` (the replay's parser), returned as N."""
+    from ops.replay.rates import RateError, RateSpec
+
+    try:
+        return RateSpec.parse(rate=value).value
+    except RateError as e:
+        raise click.UsageError(str(e).replace("--rate", "--for-rate"), ctx=ctx) from None
+
+
+@click.command("capacity")
+@click.argument("topology", type=click.Path(exists=True, dir_okay=False))
+@click.option("--for-rate", "rate_x", required=True, callback=check_for_rate, help="the rate to plan for, Nx")
+@click.option("--peak-window", type=click.Choice(["10ms", "100ms"]), default="10ms", show_default=True,
+              help="absorb the capture's peak rate over this window")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+              show_default=True, help="data directory: runs/ (measured costs) and captures/")
+@click.option("--capture-date", default=None, help="the capture whose bursts to absorb (default: the newest)")
+@click.option("--utilization", type=float, default=0.7, show_default=True, help="planned busy fraction of a core")
+@click.option("--cores-per-host", type=int, default=None, help="cores of one host (default: this machine's)")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the proposed topology here (default: print only)")
+@click.option("--json", "json_out", is_flag=True, help="print the proposal as JSON")
+def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, capture_date: str | None,
+             utilization: float, cores_per_host: int | None, out: Path | None, json_out: bool) -> None:
+    """Propose feed handlers, engines, cores and hosts for a rate from measured costs (a projection)."""
+    from omdp.plan import build_plan
+    from omdp.topology.load import TopologyError, load_topology
+    from ops.capture.stats import capture_stats
+    from ops.pipeline.capacity import CapacityError, measured_runs, plan_capacity, topology_toml
+    from ops.pipeline.capture_info import latest_capture_date
+    from ops.pipeline.registry import build_registry
+
+    check_positive("--utilization", utilization)
+    try:
+        name = load_topology(topology).name
+    except TopologyError as e:
+        raise click.UsageError(str(e)) from None
+    date = capture_date or latest_capture_date(data_dir)
+    cap_dir = data_dir / "captures" / str(date)
+    if date is None or not cap_dir.is_dir():
+        click.echo(f"no capture under {data_dir / 'captures'} (give --capture-date, or make one with omdp synth)", err=True)
+        raise SystemExit(2)
+    stats = capture_stats(cap_dir)
+    t = stats.total
+    burst = t.peak_packets_per_s[peak_window] / t.packets_per_s if t.packets_per_s else 1.0
+    try:
+        plan = plan_capacity(name, measured_runs(data_dir, name), rate_x, burst, peak_window, len(stats.lines),
+                             utilization, cores_per_host or os.cpu_count() or 1)
+    except CapacityError as e:
+        click.echo(str(e), err=True)
+        raise SystemExit(2) from None
+    click.echo(json.dumps(plan.to_dict(), indent=2) if json_out else plan.text())
+    if out is not None:
+        text = topology_toml(plan, f"{name}-for-{rate_x:g}x")
+        out.write_text(text)
+        try:  # the proposal must be a topology omdp can plan
+            build_plan(load_topology(out), build_registry(), str(out))
+        except TopologyError as e:
+            click.echo(f"internal error: the written topology does not plan: {e}", err=True)
+            raise SystemExit(1) from None
+        click.echo(f"wrote {out}")
