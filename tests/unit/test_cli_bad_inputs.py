@@ -109,11 +109,13 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["bench", "synth", "--rate", "0x"], "--rate"),
         (["bench", "replay", "--seconds", "-1"], "--seconds must be positive"),
         (["bench", "sweep", "--seconds", "0"], "--seconds must be positive"),
+        (["bench", "soak", "--data", data, "--rate", "0x"], "--rate"),
+        (["bench", "soak", "--data", data, "--seconds", "0"], "--seconds must be positive"),
         (["runs", "show", MISSING], MISSING),
     ]
 
 
-CASE_COUNT = 42
+CASE_COUNT = 44
 
 
 @pytest.mark.parametrize("index", range(CASE_COUNT))
