@@ -28,6 +28,12 @@ typedef struct omdp_engine_op_params {
 
 const omdp_operator_vtable_t *omdp_engine_op_vtable(void);
 
+/* Emit out[0, len) (an engine's output: whole records) to em, each run of consecutive
+ * records of one type in one call: signals to signals_port, the rest to samples_port;
+ * *emits counts the calls. OMDP_OK, an emit's error, or OMDP_ERR_RECORD on a bad length. */
+int omdp_engine_emit_output(const uint8_t *out, uint32_t len, const omdp_emitter_t *em, uint32_t samples_port,
+                            uint32_t signals_port, uint64_t *emits);
+
 /* Reference counting, so an engine shared by Python and an operator is freed by the last
  * one to let go. omdp_engine_destroy is omdp_engine_release. */
 void omdp_engine_retain(omdp_engine_t *engine);

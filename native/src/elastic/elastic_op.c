@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "omdp/elastic_op.h"
+#include "omdp/engine_op.h"
 #include "omdp/record.h"
 #include "omdp/signal.h"
 
@@ -67,33 +68,12 @@ static int op_init(void **state, const omdp_op_init_t *init)
     return OMDP_OK;
 }
 
-/* Emit the output buffer: each run of consecutive records of one type to its port. */
+/* Emit the output buffer (omdp_engine_emit_output) and empty it. */
 static int flush(elastic_op_t *op, const omdp_emitter_t *em)
 {
-    uint32_t pos = 0, run = 0;
-    int run_port = -1;
-    while (pos < op->out_len) {
-        omdp_record_header_t h;
-        memcpy(&h, op->out + pos, sizeof h);
-        int port = h.type == OMDP_RT_SIGNAL ? OMDP_ELASTIC_OP_PORT_SIGNALS : OMDP_ELASTIC_OP_PORT_SAMPLES;
-        if (port != run_port && pos > run) {
-            int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
-            op->emits++;
-            if (rc < 0)
-                return rc;
-            run = pos;
-        }
-        run_port = port;
-        pos += h.length;
-    }
-    if (pos > run) {
-        int rc = omdp_emit(em, (uint32_t)run_port, op->out + run, pos - run);
-        op->emits++;
-        if (rc < 0)
-            return rc;
-    }
+    int rc = omdp_engine_emit_output(op->out, op->out_len, em, OMDP_ELASTIC_OP_PORT_SAMPLES, OMDP_ELASTIC_OP_PORT_SIGNALS, &op->emits);
     op->out_len = 0;
-    return OMDP_OK;
+    return rc;
 }
 
 static int collect_emit(elastic_op_t *op, const omdp_emitter_t *em)
