@@ -26,6 +26,16 @@ from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
 
+TICK_FILE_WRITE_OPTIONS = {
+    "compression": "snappy",
+    "use_dictionary": [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()],
+    "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
+}
+"""How tick files are encoded. Dictionary encoding only for the string columns (few distinct
+values) and min/max statistics only for the time and sequence columns (what readers prune
+on): dictionary attempts and statistics on every numeric column cost about half of a
+task's CPU for a third smaller files (bench: docs/benchmarks.md, 2026-11-24)."""
+
 
 @dataclass
 class FileOutcome:
@@ -72,7 +82,7 @@ def decode_capture(
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = "file ends inside a packet record (cut short); the packets before it were read"
-    decoder = ArrowTickDecoder()
+    decoder = ArrowTickDecoder(reuse=True)  # each batch is written before the next decode
     n = len(cap)
     for start in range(0, n, chunk_packets):
         end = min(n, start + chunk_packets)
@@ -111,7 +121,7 @@ def write_capture_ticks(
     try:
         for batch in decode_capture(capture, root_map, outcome, chunk_packets):
             if writer is None:
-                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, compression="snappy")
+                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
             writer.write_batch(batch)
     finally:
         if writer is not None:

@@ -34,11 +34,34 @@ class ArrowDecoded:
 def _buf(arr: np.ndarray) -> pa.Buffer:
     return pa.py_buffer(arr)
 
-class ArrowTickDecoder:
-    """Decodes runs of packets into tick batches. Every call allocates fresh column buffers
-    (the batch it returns owns them: it stays valid whatever the decoder does next)."""
+def _column_buffers(rows: int) -> tuple:
+    """Every column's buffers for ``rows`` rows (layouts: native/include/omdp/opra_arrow.h)."""
+    bits = (rows + 7) // 8
+    return (
+        [np.empty(rows, np.int64) for _ in range(3 + 4 + 4)],  # 3 ints, prices, quantities
+        [np.empty(rows, np.int32) for _ in range(3 + 2 + 1)],  # 3 ints, expiry, time, root_id
+        np.empty(rows, np.uint32),  # root_first_row
+        np.empty((1 + 4 + 4 + 1 + 4, bits), np.uint8),  # validity: expiry, prices, qtys, time, chars
+        np.empty((4, rows + 1), np.int32),
+        np.empty((4, rows * _CHAR_BYTES), np.uint8),
+        np.empty(rows + 1, np.int32),
+        np.empty(rows * _ROOT_BYTES, np.uint8),
+    )
 
-    def __init__(self, max_errors: int = 1024) -> None:
+
+class ArrowTickDecoder:
+    """Decodes runs of packets into tick batches.
+
+    With ``reuse`` (what the feeds job's writer uses: it writes each batch before asking for
+    the next) the column buffers are kept and reused, grown when a call needs more rows, so a
+    steady stream of chunks allocates and page-faults nothing; a batch is then valid only
+    until the next ``decode``. Without it every call allocates fresh buffers that the batch
+    it returns owns."""
+
+    def __init__(self, max_errors: int = 1024, reuse: bool = False) -> None:
+        self._reuse = reuse
+        self._bufs: tuple | None = None
+        self._rows = 0
         self._errs = ffi.new("omdp_opra_error_t[]", max_errors)
         self._max_errors = max_errors
         self._res = ffi.new("omdp_opra_arrow_result_t*")
@@ -75,15 +98,14 @@ class ArrowTickDecoder:
             raise ValueError("a packet lies outside the buffer")
         # A good packet has exactly its header's count of messages: this is enough rows.
         rows = max(1, int(header_counts(data, offsets, lengths).sum()) if n else 0)
-        bits = (rows + 7) // 8
-        i64 = [np.empty(rows, np.int64) for _ in range(3 + 4 + 4)]
-        i32 = [np.empty(rows, np.int32) for _ in range(3 + 2 + 1)]  # 3 ints, expiry, time, root_id
-        first_row = np.empty(rows, np.uint32)
-        valid = np.empty((1 + 4 + 4 + 1 + 4, bits), np.uint8)  # expiry, prices, qtys, time, chars
-        chr_off = np.empty((4, rows + 1), np.int32)
-        chr_data = np.empty((4, rows * _CHAR_BYTES), np.uint8)
-        root_off = np.empty(rows + 1, np.int32)
-        root_data = np.empty(rows * _ROOT_BYTES, np.uint8)
+        if self._reuse and self._bufs is not None and rows <= self._rows:
+            bufs = self._bufs
+        else:
+            bufs = _column_buffers(rows)
+            if self._reuse:
+                self._bufs, self._rows = bufs, rows
+        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data = bufs
+        rows = first_row.shape[0]
 
         cols = ffi.new("omdp_opra_arrow_cols_t*")
         keep = []  # cffi buffers must live through the call

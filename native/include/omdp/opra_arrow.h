@@ -81,7 +81,7 @@ typedef struct omdp_opra_arrow_result {
  * next packet decodes normally. Returns 0 when every packet was consumed, or
  * OMDP_OPRA_E_CAPACITY when the next good packet's rows do not fit in row_cap
  * (res->packets_done tells where to resume; the rows written so far are complete), or
- * when scratch memory cannot be had. */
+ * when scratch memory cannot be had (then no row of the call is to be used). */
 int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
                            const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
                            const omdp_opra_arrow_cols_t *cols,

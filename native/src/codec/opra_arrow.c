@@ -52,7 +52,7 @@ static inline uint64_t root_key(const omdp_opra_msg_t *m, int *len)
     uint64_t k = 0;
     memcpy(&k, m->root, (size_t)n);
     *len = n;
-    return k | ((uint64_t)n << 56);
+    return k | ((uint64_t)(n + 1) << 56); /* never 0, even for an empty root */
 }
 
 static inline uint32_t root_hash(uint64_t k)
@@ -61,6 +61,31 @@ static inline uint32_t root_hash(uint64_t k)
     k *= 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
     return (uint32_t)k;
+}
+
+typedef struct root_slot {
+    uint64_t key;
+    int32_t id;
+} root_slot_t;
+
+/* Double the table; returns the new mask, or 0 (table unchanged) when memory is short. */
+static uint32_t grow_roots(root_slot_t **table, uint32_t mask)
+{
+    uint32_t nmask = mask * 2 + 1;
+    root_slot_t *t = calloc((size_t)nmask + 1, sizeof *t);
+    if (!t)
+        return 0;
+    for (uint32_t s = 0; s <= mask; s++) {
+        if ((*table)[s].key == 0)
+            continue;
+        uint32_t h = root_hash((*table)[s].key) & nmask;
+        while (t[h].key != 0)
+            h = (h + 1) & nmask;
+        t[h] = (*table)[s];
+    }
+    free(*table);
+    *table = t;
+    return nmask;
 }
 
 static inline void put_nullable64(int64_t *col, uint8_t *valid, uint64_t r, int64_t v, int ok)
@@ -78,12 +103,11 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
     uint64_t cap = c->row_cap;
     if (cap > INT32_MAX / OMDP_ARROW_ROOT_BYTES)
         cap = INT32_MAX / OMDP_ARROW_ROOT_BYTES; /* int32 offsets */
-    /* Distinct roots of this call: open addressing over row numbers + 1 (0 = empty). */
-    uint64_t tsize = 64;
-    while (tsize < 2 * cap)
-        tsize <<= 1;
-    uint32_t tmask = (uint32_t)(tsize - 1);
-    uint32_t *table = calloc(tsize, sizeof *table);
+    /* Distinct roots of this call: open addressing on the packed root (key 0 = empty slot;
+     * a key holds the length + 1 in its top byte, so no root packs to 0). Kept at most half
+     * full, it stays small (an OPRA day has a few thousand roots) and in cache. */
+    uint32_t tmask = 4095;
+    root_slot_t *table = calloc((size_t)tmask + 1, sizeof *table);
     omdp_opra_msg_t *msgs = malloc(sizeof(omdp_opra_msg_t) * OMDP_OPRA_MAX_MESSAGES);
     uint32_t side_cap = SCRATCH_SIDE_MIN;
     uint8_t *side = malloc(side_cap);
@@ -150,7 +174,7 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             put_char(c, 3, r, m->put_call);
 
             int rlen;
-            uint64_t key = root_key(m, &rlen); /* hashed; rows compare by bytes */
+            uint64_t key = root_key(m, &rlen);
             int32_t ro = c->root_off[r];
             for (int b = 0; b < rlen; b++) {
                 uint8_t ch = (uint8_t)m->root[b];
@@ -164,22 +188,23 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             }
             c->root_off[r + 1] = ro;
             uint32_t h = root_hash(key) & tmask;
-            for (;;) {
-                uint32_t slot = table[h];
-                if (slot == 0) {
-                    table[h] = (uint32_t)r + 1;
-                    c->root_first_row[roots] = (uint32_t)r;
-                    c->root_id[r] = (int32_t)roots++;
-                    break;
-                }
-                /* Compare with the stored row's root bytes. */
-                uint32_t orow = slot - 1;
-                int32_t a = c->root_off[orow], bl = c->root_off[orow + 1] - a;
-                if (bl == ro - c->root_off[r] && memcmp(c->root_data + a, c->root_data + c->root_off[r], (size_t)bl) == 0) {
-                    c->root_id[r] = c->root_id[orow];
-                    break;
-                }
+            while (table[h].key != 0 && table[h].key != key)
                 h = (h + 1) & tmask;
+            if (table[h].key == key) {
+                c->root_id[r] = table[h].id;
+            } else {
+                table[h].key = key;
+                table[h].id = (int32_t)roots;
+                c->root_first_row[roots] = (uint32_t)r;
+                c->root_id[r] = (int32_t)roots++;
+                if (2 * roots > tmask) {
+                    uint32_t nmask = grow_roots(&table, tmask);
+                    if (!nmask) { /* no memory: the call's rows are not to be used */
+                        status = OMDP_OPRA_E_CAPACITY;
+                        goto out;
+                    }
+                    tmask = nmask;
+                }
             }
 
             c->expiry[r] = (int32_t)m->expiry;
