@@ -77,6 +77,9 @@ class FeedHandlerParams(BaseModel):
     interface: str = Field("127.0.0.1", description="multicast interface address")
     rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
+    coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
+                                  description="packets already waiting in the input that leave as one batch per "
+                                              "engine (never waited for; bounds the added latency); 1: off")
     ring: str = Field("", description="ring shm name; empty: omdp-<run_id>-feed<replica>")
     ring_queue_size: int = Field(256, ge=2, le=1 << 16, description="ring slots, a power of two")
     ring_max_message: int = Field(2048, ge=RING_FRAME_HEADER + 1456, le=1 << 16, description="ring slot payload")
@@ -199,6 +202,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "n_routes": len(p.routing.roots), "n_engines": p.routing.engines, "default_engine": p.default_engine,
             "batch_packets": p.batch_packets, "ring": ring.c_handle if ring else ffi.NULL,
             "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
+            "coalesce_packets": p.coalesce_packets,
         })
     except BaseException:
         for s in sockets:

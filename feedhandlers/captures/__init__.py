@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from feedhandlers.captures.capture import Capture, pack_payloads
-from feedhandlers.captures.pcap import PCAP_MAGIC_NS, PCAP_MAGIC_US, PcapError, PcapWriter, read_pcap, write_pcap
+from feedhandlers.captures.pcap import PCAP_MAGIC_NS, PCAP_MAGIC_US, PcapError, PcapWriter, TruncatedTail, read_pcap, write_pcap
 from feedhandlers.captures.rotation import DEFAULT_ROTATE_BYTES, rotated_path, rotated_paths
 from feedhandlers.captures.siac import SiacFileError, read_siac, write_siac, write_siac_batch
 
@@ -21,7 +21,15 @@ def read_capture(path: str | Path, fmt: str | None = None) -> Capture:
             head = f.read(4)
         magics = (PCAP_MAGIC_NS, PCAP_MAGIC_US)
         is_pcap = len(head) == 4 and (int.from_bytes(head, "little") in magics or int.from_bytes(head, "big") in magics)
-        fmt = "pcap" if is_pcap else "siac"
+        if not is_pcap:
+            if not head:
+                raise SiacFileError(f"{path}: empty file (0 bytes), not a capture")
+            try:
+                return read_siac(path)
+            except SiacFileError as e:
+                raise SiacFileError(f"{path}: not a capture: no pcap magic, and not a SIAC test file either "
+                                    f"({str(e).removeprefix(f'{path}: ')})") from None
+        fmt = "pcap"
     if fmt == "pcap":
         return read_pcap(path)
     if fmt == "siac":
@@ -36,6 +44,7 @@ __all__ = [
     "PcapError",
     "PcapWriter",
     "SiacFileError",
+    "TruncatedTail",
     "pack_payloads",
     "read_capture",
     "read_pcap",

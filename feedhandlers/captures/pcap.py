@@ -8,6 +8,7 @@ chain once (each record's length gives the next offset) and parses the frames ve
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -34,6 +35,23 @@ _CHUNK = 1 << 16
 
 class PcapError(ValueError):
     """A file that is not a readable classic pcap, with the file and offset."""
+
+
+@dataclass(frozen=True)
+class TruncatedTail:
+    """The end of a pcap cut inside a record (a writer that died, a copy cut short): the
+    record at ``offset`` (the ``record``-th, 0-based) needed ``needed`` bytes, the file has
+    ``available`` of them. Readers drop the partial record and count it as one truncated packet."""
+
+    path: str
+    offset: int
+    record: int
+    needed: int
+    available: int
+
+    def describe(self) -> str:
+        return (f"{self.path}: ends inside a packet record (truncated: record {self.record} at offset {self.offset}, "
+                f"{self.available} of its {self.needed} bytes)")
 
 
 def global_header(snaplen: int = DEFAULT_SNAPLEN) -> bytes:
@@ -204,7 +222,8 @@ def write_pcap(
     return Path(path)
 
 
-def _walk_records(mm: memoryview, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+def _walk_records(mm: memoryview, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                  TruncatedTail | None]:
     """Follow the record chain: per record its data offset, captured length and time fields."""
     size = len(mm)
     unpack = struct.Struct(order + "IIII").unpack_from
@@ -213,33 +232,35 @@ def _walk_records(mm: memoryview, order: str, path: Path) -> tuple[np.ndarray, n
     secs: list[int] = []
     fracs: list[int] = []
     pos = GLOBAL_HEADER_LEN
-    truncated = False
+    tail: TruncatedTail | None = None
     while pos + RECORD_HEADER_LEN <= size:
         sec, frac, incl, _orig = unpack(mm, pos)
         data = pos + RECORD_HEADER_LEN
         if data + incl > size:
-            truncated = True
+            tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN + incl, size - pos)
             break
         offs.append(data)
         lens.append(incl)
         secs.append(sec)
         fracs.append(frac)
         pos = data + incl
-    if pos != size and not truncated:
-        truncated = True
+    if pos != size and tail is None:
+        tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN, size - pos)
     return (
         np.array(offs, dtype=np.int64),
         np.array(lens, dtype=np.int64),
         np.array(secs, dtype=np.int64),
         np.array(fracs, dtype=np.int64),
-        truncated,
+        tail,
     )
 
 
 def read_pcap(path: str | Path) -> Capture:
     """Memory-map a classic pcap (ns or us, either byte order, Ethernet) and locate its UDP
     payloads. Frames that are not IPv4/UDP are counted in ``skipped``; a record cut off at
-    the end of the file (a writer that died) is dropped and noted in ``meta['truncated']``."""
+    the end of the file (a writer that died) is dropped and reported: ``meta['truncated']``
+    is True, ``meta['truncated_tail']`` the ``TruncatedTail`` (file, offset, bytes) and
+    ``meta['truncated_packets']`` counts it (1), for the callers' malformed counts."""
     path = Path(path)
     size = path.stat().st_size
     if size < GLOBAL_HEADER_LEN:
@@ -257,7 +278,7 @@ def read_pcap(path: str | Path) -> Capture:
     linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
     if linktype != LINKTYPE_ETHERNET:
         raise PcapError(f"{path}: offset 20: link type {linktype}, only Ethernet (1) is read")
-    frame_off, frame_len, sec, frac, truncated = _walk_records(memoryview(buf), order, path)
+    frame_off, frame_len, sec, frac, tail = _walk_records(memoryview(buf), order, path)
     scale = 1 if magic == PCAP_MAGIC_NS else 1000
     ok, pay_off, pay_len, dst, dport = parse_frames(buf, frame_off, frame_len)
     return Capture(
@@ -269,5 +290,6 @@ def read_pcap(path: str | Path) -> Capture:
         dst_port=dport[ok],
         skipped=int((~ok).sum()),
         source=str(path),
-        meta={"truncated": truncated, "nanosecond": magic == PCAP_MAGIC_NS},
+        meta={"truncated": tail is not None, "truncated_tail": tail, "truncated_packets": int(tail is not None),
+              "nanosecond": magic == PCAP_MAGIC_NS},
     )

@@ -163,8 +163,20 @@ def _share_bars(hops: Mapping[str, HopSummary], width: int) -> dict[str, str]:
     return out
 
 
+def headline(b: Breakdown) -> list[str]:
+    """The run's latency first: end to end from ``intended`` (the replayer's planned send:
+    coordinated-omission-safe, a stalled pipeline cannot hide its queue) beside end to end
+    from ``fh_in``, and what the difference between them is."""
+    hi, hf = b.hops["e2e_intended"], b.hops["e2e"]
+    return [f"latency end to end, from intended: p50 {_us(hi['p50_us'])} us, p99 {_us(hi['p99_us'])} us"
+            f" | from fh_in: p50 {_us(hf['p50_us'])} us, p99 {_us(hf['p99_us'])} us",
+            "  (from intended counts from the planned send time, so it is safe from coordinated omission; "
+            "the difference is queueing before the feed handler: replayer lag, ring or socket queue)"]
+
+
 def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
-    """The breakdown table as text, one line per hop, then the run's ingest and rate."""
+    """The title, the headline (latency from intended beside from fh_in), then the table, one
+    line per hop, then the run's ingest and rate."""
     lines = []
     sampling = f"1 in {b.sample_every:,} messages sampled" if b.sample_every else "sampling unknown"
     reported = b.hops["e2e"]["count"]
@@ -174,6 +186,7 @@ def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
         head += f", of {b.samples_total:,} taken"
     if b.title:
         lines.append(b.title)
+    lines += headline(b)
     lines.append(head)
     cols = ["count", "mean"] + [n for n, _ in PERCENTILES] + ["max"]
     label_w = max(len(v) for v in HOP_LABELS.values())

@@ -8,6 +8,7 @@ loop runs in C, with the GIL released, until every source is done and every inpu
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ class Partition:
         self.plan = plan
         self.spec: PlanPartition = plan.partition(name)
         self.name = name
+        self.loop_cpu_ns = 0
+        self.loop_wall_ns = 0
         self._keep: list[Any] = []
         self.bindings: dict[str, PyOperatorBinding] = {}
         self.natives: list[NativeOperator] = []
@@ -139,8 +142,15 @@ class Partition:
 
     def run(self) -> str:
         """Run the loop to its end (GIL released). Returns "ended" or "stopped"; raises
-        PartitionError on failure, chained to a Python operator's exception if one raised."""
-        rc = lib.omdp_partition_run(self.ptr)
+        PartitionError on failure, chained to a Python operator's exception if one raised.
+        The loop runs in the calling thread: its CPU time (thread CPU clock) and wall time
+        are kept for ``stats`` (loop_cpu_ns, loop_wall_ns)."""
+        cpu0, wall0 = time.thread_time_ns(), time.monotonic_ns()
+        try:
+            rc = lib.omdp_partition_run(self.ptr)
+        finally:
+            self.loop_cpu_ns += time.thread_time_ns() - cpu0
+            self.loop_wall_ns += time.monotonic_ns() - wall0
         if rc == lib.OMDP_OK:
             return "ended"
         if rc == lib.OMDP_ERR_STOPPED:
@@ -162,7 +172,8 @@ class Partition:
         lib.omdp_partition_stats(self.ptr, s)
         return {"state": STATE_NAMES.get(s.state, str(s.state)), "loops": s.loops, "idle_loops": s.idle_loops,
                 "frames_in": s.frames_in, "frames_out": s.frames_out, "discarded": s.discarded,
-                "sources_done": s.sources_done, "inputs_ended": s.inputs_ended, "last_progress_ns": s.last_progress_ns}
+                "sources_done": s.sources_done, "inputs_ended": s.inputs_ended, "last_progress_ns": s.last_progress_ns,
+                "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns}
 
     def channel_stats(self) -> dict[str, dict[str, int]]:
         """Per channel end: frames, bytes, waits, drops (any thread)."""

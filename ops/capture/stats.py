@@ -42,6 +42,11 @@ class RateStats:
     bytes_per_packet: dict[str, float]
     categories: dict[str, int] = field(default_factory=dict)
     bad_packets: int = 0
+    """Malformed packets, truncated ones included."""
+    truncated_packets: int = 0
+    """Packet records cut off by the end of a file (``feedhandlers.captures.pcap.TruncatedTail``)."""
+    truncated: list[str] = field(default_factory=list)
+    """Where each truncation is (``TruncatedTail.describe()``)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able form."""
@@ -109,13 +114,18 @@ def rate_stats(ts: np.ndarray, msgs: np.ndarray, sizes: np.ndarray, categories: 
     )
 
 
-def _line_arrays(files: list[Path], decoder: BatchDecoder) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Packet times, message counts and sizes of a line's files; category counts."""
+def _line_arrays(files: list[Path], decoder: BatchDecoder,
+                 truncated: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Packet times, message counts and sizes of a line's files; category counts. A file
+    cut inside a packet adds its ``TruncatedTail`` to ``truncated`` and one bad packet."""
     ts, msgs, sizes = [], [], []
     cats = np.zeros(256, dtype=np.int64)
     bad = 0
     for f in files:
         cap = read_pcap(f)
+        if cap.meta.get("truncated_tail") is not None:
+            truncated.append(cap.meta["truncated_tail"].describe())
+            bad += int(cap.meta.get("truncated_packets", 1))
         for s in range(0, len(cap), DECODE_BATCH):
             e = min(len(cap), s + DECODE_BATCH)
             out = decoder.decode(cap.buf, cap.offsets[s:e], cap.lengths[s:e], s)
@@ -140,9 +150,13 @@ def capture_stats(path: str | Path, copy: str = "a", progress: bool = False) -> 
     all_ts, all_msgs, all_sizes = [], [], []
     all_cats = np.zeros(256, dtype=np.int64)
     bad_total = 0
+    all_truncated: list[str] = []
     for ln, files in tqdm(sorted(lines.items()), desc="lines", unit="line", disable=not progress, leave=False):
-        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder)
+        truncated: list[str] = []
+        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder, truncated)
         per_line[ln] = rate_stats(ts, msgs, sizes, _category_dict(cats), bad)
+        per_line[ln].truncated_packets, per_line[ln].truncated = len(truncated), truncated
+        all_truncated += truncated
         all_ts.append(ts)
         all_msgs.append(msgs)
         all_sizes.append(sizes)
@@ -150,6 +164,7 @@ def capture_stats(path: str | Path, copy: str = "a", progress: bool = False) -> 
         bad_total += bad
     total = rate_stats(np.concatenate(all_ts), np.concatenate(all_msgs), np.concatenate(all_sizes),
                        _category_dict(all_cats), bad_total)
+    total.truncated_packets, total.truncated = len(all_truncated), all_truncated
     return CaptureStats(str(path), per_line, total)
 
 
@@ -170,7 +185,9 @@ def format_stats(stats: CaptureStats) -> str:
     rows.append(row("all", t))
     rows.append(unit)
     rows.append(f"span {t.span_s:.3f} s; peak packets/s: 100 ms {t.peak_packets_per_s['100ms']:,.0f}, "
-                f"10 ms {t.peak_packets_per_s['10ms']:,.0f}; malformed packets: {t.bad_packets}")
+                f"10 ms {t.peak_packets_per_s['10ms']:,.0f}; malformed packets: {t.bad_packets}"
+                + (f" ({t.truncated_packets} truncated)" if t.truncated_packets else ""))
+    rows += [f"truncated: {where}" for where in t.truncated]
     total_msgs = max(sum(t.categories.values()), 1)
     mix = ", ".join(f"{c} {CATEGORY_NAMES.get(c, '?')} {n:,} ({100.0 * n / total_msgs:.3f}%)"
                     for c, n in sorted(t.categories.items(), key=lambda kv: -kv[1]))

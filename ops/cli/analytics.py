@@ -33,8 +33,8 @@ def _common(f: Callable) -> Callable:
 def _feeds_opts(f: Callable) -> Callable:
     f = click.option("--top-underlyings", default=20, show_default=True, help="Underlyings listed by messages.")(f)
     f = click.option("--chunk-packets", default=16_384, show_default=True, help="Packets per C decode call.")(f)
-    f = click.option("--copies", type=click.Choice(["A", "B"]), default="A", show_default=True,
-                     help="Which feed copy to decode: A (the primary) or B (when A was damaged).")(f)
+    f = click.option("--copies", type=click.Choice(["A", "B"], case_sensitive=False), default="A", show_default=True,
+                     help="Which feed copy to decode: A (the primary) or B (when A was damaged); either case.")(f)
     return f
 
 

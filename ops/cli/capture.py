@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -14,19 +15,33 @@ def capture() -> None:
 
 @capture.command("stats")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--copy", type=click.Choice(["a", "b"]), default="a", show_default=True, help="Which copy of the lines.")
+@click.option("--copies", "copies", default=None, help="Which copy of the lines: A (default) or B, either case.")
+@click.option("--copy", "old_copy", default=None, hidden=True,
+              help="deprecated alias of --copies (docs/cli.md \"Option spellings\")")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the statistics as JSON.")
-def stats(path: Path, copy: str, json_out: Path | None) -> None:
+def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path | None) -> None:
     """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),
     messages and bytes per packet, and the category mix (decoded in C)."""
+    from feedhandlers.captures import PcapError
     from ops.capture.locate import CaptureNotFound
     from ops.capture.stats import capture_stats, format_stats
+    from ops.cli.options import parse_copies_option
+
+    if copies is not None and old_copy is not None:
+        raise click.UsageError("--copy is the old spelling of --copies: give only --copies")
+    option = "--copy" if old_copy is not None else "--copies"
+    copy = parse_copies_option(old_copy or copies or "A", option=option, one=True)[0].lower()
 
     try:
-        st = capture_stats(path, copy, progress=True)
-    except CaptureNotFound as exc:
-        raise click.ClickException(str(exc)) from exc
+        st = capture_stats(path, copy, progress=sys.stderr.isatty())
+    except (CaptureNotFound, PcapError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
     click.echo(format_stats(st))
     if json_out is not None:
         json_out.write_text(json.dumps(st.to_dict(), indent=1))
+    if st.total.truncated_packets:
+        raise click.ClickException(f"{st.total.truncated_packets} truncated packet record(s): "
+                                   + "; ".join(st.total.truncated))

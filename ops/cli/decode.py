@@ -19,12 +19,18 @@ def decode(path: str, fmt: str | None, ascii_: bool) -> None:
     """Decode every OPRA FAST V2 packet of a capture file, one line per message.
 
     Malformed packets are reported on stderr with their index and error, the others still
-    decode; the exit status is 1 if any packet was malformed.
+    decode; a pcap cut inside a packet reports the truncated record and counts it as
+    malformed. The exit status is 1 if any packet was malformed or the file is not a capture.
     """
-    from feedhandlers.captures import read_capture
+    from feedhandlers.captures import PcapError, SiacFileError, read_capture
     from feedhandlers.opra_fast import TABLE_HEADER, BatchDecoder, render_text
 
-    cap = read_capture(path, fmt)
+    try:
+        cap = read_capture(path, fmt)
+    except (PcapError, SiacFileError) as e:
+        raise click.ClickException(str(e)) from None
+    except OSError as e:
+        raise click.ClickException(f"{path}: {e.strerror or e}") from None
     style = "ascii" if ascii_ else "table"
     dec = BatchDecoder(max_errors=CHUNK_PACKETS)
     out = sys.stdout
@@ -46,6 +52,12 @@ def decode(path: str, fmt: str | None, ascii_: bool) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
     c = dec.counters
-    click.echo(f"omdp decode: {c['packets']} packets, {c['messages']} messages, {c['packets_bad']} malformed", err=True)
+    tail = cap.meta.get("truncated_tail")
+    truncated = int(cap.meta.get("truncated_packets", 0))
+    if tail is not None:
+        click.echo(f"omdp decode: {tail.describe()}", err=True)
+    bad += truncated
+    click.echo(f"omdp decode: {c['packets'] + truncated} packets, {c['messages']} messages, "
+               f"{c['packets_bad'] + truncated} malformed" + (f" ({truncated} truncated)" if truncated else ""), err=True)
     if bad:
         sys.exit(1)

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+from ops.cli.run import check_rate
+
 
 @click.command("demo")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory: the capture and the run are kept there")
-@click.option("--seconds", type=float, default=30.0, show_default=True, help="how long the pipeline runs")
-@click.option("--rate", default="1x", show_default=True, help="replay rate, Nx = N x 24,000 packets/s")
+@click.option("--seconds", type=float, callback=positive_seconds, default=30.0, show_default=True, help="how long the pipeline runs")
+@click.option("--rate", default="1x", show_default=True, callback=check_rate, help="replay rate, Nx = N x 24,000 packets/s")
 @click.option("--capture-seconds", type=float, default=5.0, show_default=True,
               help="length of the capture synthesized when there is none (it is replayed in a loop)")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the synthetic capture")

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+from ops.cli.run import check_rate
+
 
 @click.command("plan")
 @click.argument("topology", type=click.Path(dir_okay=False), required=False)
@@ -27,8 +30,8 @@ import click
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory holding captures/ (pipeline topologies)")
 @click.option("--capture-date", default=None, help="assemble a pipeline with <data>/captures/<date>")
-@click.option("--rate", default="1x", show_default=True, help="replay rate written into the plan (pipelines)")
-@click.option("--seconds", type=float, default=30.0, show_default=True, help="replay length written into the plan")
+@click.option("--rate", default="1x", show_default=True, callback=check_rate, help="replay rate written into the plan (pipelines)")
+@click.option("--seconds", type=float, callback=positive_seconds, default=30.0, show_default=True, help="replay length written into the plan")
 def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...], schema: bool, data_dir: Path,
                  capture_date: str | None, rate: str, seconds: float) -> None:
     """Plan TOPOLOGY: partitions, operators, inserted transports, CPUs (and a pipeline's routing)."""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 STATUS_PERIOD_S = 0.2
 PLAIN_STATUS_EVERY_S = 10.0
@@ -31,7 +33,7 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--lines", "lines", help="lines to replay, e.g. 1-24 or 1,3,5-7 (default: every line of the manifest)")
 @click.option("--copies", help="A, B or A,B (default: A,B to multicast, A into a ring)")
 @click.option("--loop", is_flag=True, help="replay again and again; each lap starts with a sequence reset per line")
-@click.option("--seconds", type=float, help="stop after this many seconds")
+@click.option("--seconds", type=float, callback=positive_seconds, help="stop after this many seconds")
 @click.option("--target", default="multicast", show_default=True, help="multicast, or ring:NAME (a Vega ring)")
 @click.option("--interface", default="127.0.0.1", show_default=True, help="multicast interface address")
 @click.option("--ttl", type=int, default=0, show_default=True, help="multicast TTL (0: stays on this host)")
@@ -93,7 +95,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         if not paused:
             try:
                 st = service.start()
-            except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError) as e:
+            except (CaptureInputError, ReplayConfigError, ReplayStateError, ReplaySenderError, RateError) as e:
                 raise click.ClickException(f"nothing sent: {e}") from None
             started = True
             click.echo(f"replay {st.run_id}: {st.rate} ({st.target_pps:,.0f} pps) of {capture_dir} -> {config.target}, "
@@ -148,6 +150,7 @@ def _follow(service: object) -> None:
     """Until the replay ends: a tqdm bar in a terminal, a status line every 10 s otherwise."""
     from tqdm import tqdm
 
+    from ops.cli.options import seconds_bar_format
     from ops.replay.report import postfix
 
     st = service.status()  # type: ignore[attr-defined]
@@ -156,7 +159,7 @@ def _follow(service: object) -> None:
     total = cfg.seconds if by_time else st.packets_total
     tty = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
     bar = tqdm(total=total, unit="s" if by_time else "pkt", unit_scale=not by_time, dynamic_ncols=True,
-               disable=not tty, file=sys.stderr)
+               disable=not tty, file=sys.stderr, bar_format=seconds_bar_format() if by_time else None)
     last_plain = time.monotonic()
     try:
         while service.running:  # type: ignore[attr-defined]

@@ -7,11 +7,12 @@ feed's rate, ingest and accounting, then writes ``runs/<date>/<run_id>/`` (plan.
 meta, samples, ingest, intended and signals Parquet, run.json, logs). The run ends when
 the replay does.
 
-Any other topology runs until its sources end, ``--duration`` passes or Ctrl-C (once:
+Any other topology runs until its sources end, ``--seconds`` pass or Ctrl-C (once:
 sources stop and queues drain; twice: stop now) and prints its operators' counters.
 
 Exit status: 0 when the run ended or was stopped cleanly, 1 when a partition died, 2 when
-the topology or the capture cannot run here. Options that set values of the topology are
+the topology or the capture cannot run here or an option is wrong (``--duration`` is a
+hidden alias of ``--seconds``). Options that set values of the topology are
 ``--set`` overrides under another name.
 """
 from __future__ import annotations
@@ -22,6 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from ops.cli.options import check_positive, positive_seconds
+
+
+DEFAULT_PIPELINE_SECONDS = 30.0
+"""How long a pipeline replays without --seconds."""
 
 
 def _summary(result: Any) -> list[str]:
@@ -63,12 +70,28 @@ def dashboard_hook(address: str) -> Any:
     return serve
 
 
+def check_rate(ctx: Any, param: Any, value: str | None) -> str | None:
+    """Click callback: ``--rate`` must be ``Nx`` (parsed by the replay's own parser,
+    ``ops.replay.rates.RateSpec``) before anything is created."""
+    if value is None:
+        return value
+    from ops.replay.rates import RateError, RateSpec
+
+    try:
+        RateSpec.parse(rate=value)
+    except RateError as e:
+        raise click.UsageError(str(e), ctx=ctx) from None
+    return value
+
+
 def pipeline_options(f: Any) -> Any:
     """The options a pipeline run takes (shared by ``omdp run`` and ``omdp demo``)."""
     for opt in reversed([
         click.option("--capture-date", default=None, help="replay <data>/captures/<date> (default: the newest capture)"),
-        click.option("--rate", default="1x", show_default=True, help="Nx = N x 24,000 packets/s over all lines"),
-        click.option("--seconds", type=float, default=30.0, show_default=True, help="replay this long"),
+        click.option("--rate", default="1x", show_default=True, callback=check_rate, help="Nx = N x 24,000 packets/s over all lines"),
+        click.option("--seconds", type=float, default=None, callback=positive_seconds,
+                     help="pipeline: replay this long (default 30); other topologies: stop after this long "
+                          "(default: when the sources end)"),
         click.option("--no-loop", is_flag=True, help="replay the capture once (the run ends with it)"),
         click.option("--drop", "drops", default="", help="inject losses at the replayer, e.g. A:0.001"),
         click.option("--seed", type=int, default=0, show_default=True, help="seed of the injected losses"),
@@ -83,7 +106,8 @@ def pipeline_options(f: Any) -> Any:
 def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ...], capture_date: str | None,
                          rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
-                         run_id: str | None = None, sweep_id: str = "") -> int:
+                         run_id: str | None = None, sweep_id: str = "",
+                         max_p99_from_intended: float | None = 1000.0) -> int:
     """Assemble, run and report a pipeline; returns the exit status."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
@@ -96,7 +120,7 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
         return 2
     hook = dashboard_hook(dashboard) if dashboard else None
     options = RunOptions(rate=rate, seconds=None if no_loop else seconds, loop=not no_loop, drops=drops, seed=seed,
-                         sample_every=sample_every)
+                         sample_every=sample_every, max_p99_from_intended_us=max_p99_from_intended)
     try:
         pp = plan_pipeline(topology, data_dir, date, options, overrides)
         run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
@@ -123,17 +147,24 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.argument("topology", type=click.Path(dir_okay=False))
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")
-@click.option("--duration", type=float, default=None, help="stop after this many seconds (not a pipeline: it "
-              "ends with its replay, --seconds)")
+@click.option("--duration", type=float, default=None, hidden=True,
+              help="deprecated alias of --seconds (docs/cli.md \"Option spellings\")")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
 @click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
+              help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @pipeline_options
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
-                json_out: str | None, capture_date: str | None, rate: str, seconds: float, no_loop: bool, drops: str,
-                seed: int, sample_every: int | None, config_label: str, dashboard: str | None) -> None:
+                json_out: str | None, capture_date: str | None, rate: str, seconds: float | None, no_loop: bool, drops: str,
+                seed: int, sample_every: int | None, config_label: str, dashboard: str | None,
+                max_p99_from_intended: float) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
+    if duration is not None:
+        if seconds is not None:
+            raise click.UsageError("--duration is the old spelling of --seconds: give only --seconds")
+        seconds = check_positive("--duration", duration)
     from omdp.plan import build_plan
     from omdp.runtime.run import run_plan
     from omdp.topology.load import TopologyError, load_topology
@@ -145,13 +176,13 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
         click.echo(str(e), err=True)
         sys.exit(2)
     if pipeline:
-        if duration is not None:
-            raise click.UsageError("--duration: a pipeline runs as long as its replay (--seconds)")
-        sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate, seconds, no_loop, drops, seed,
-                                      sample_every, config_label, dashboard, json_out, run_id))
+        sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate,
+                                      DEFAULT_PIPELINE_SECONDS if seconds is None else seconds, no_loop, drops, seed,
+                                      sample_every, config_label, dashboard, json_out, run_id,
+                                      max_p99_from_intended=max_p99_from_intended or None))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
-        result = run_plan(plan, data_dir, duration, run_id, echo=lambda line: click.echo(line, err=True))
+        result = run_plan(plan, data_dir, seconds, run_id, echo=lambda line: click.echo(line, err=True))
     except TopologyError as e:
         click.echo(str(e), err=True)
         sys.exit(2)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
     from ops.synth.anomalies import DEFAULT_RATES, KINDS
@@ -26,7 +28,7 @@ def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
               show_default=True, help="Data directory; the capture goes to DATA/captures/<date>/.")
 @click.option("--date", "date", type=click.DateTime(formats=["%Y-%m-%d"]), default="2008-02-04", show_default=True,
               help="Trade date (expirations and the session follow it).")
-@click.option("--seconds", type=float, default=10.0, show_default=True, help="Length of the capture.")
+@click.option("--seconds", type=float, callback=positive_seconds, default=10.0, show_default=True, help="Length of the capture.")
 @click.option("--rate", "rate_text", default="1x", show_default=True,
               help="Nx = N x 24,000 packets/s over all lines (1x, 0.5x, 30x).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same capture, byte for byte.")
@@ -43,16 +45,17 @@ def synth(data: Path, date: dt.datetime, seconds: float, rate_text: str, seed: i
           b_copy: bool, start: str, messages_per_packet: float, anomaly: tuple[str, ...], quiet: bool) -> None:
     """Synthesize a capture: one pcap per OPRA line, manifest.json and the ground truth."""
     from ops.synth.calendar import parse_clock
-    from ops.synth.generator import SynthConfig, parse_rate, synthesize
+    from ops.cli.options import parse_rate_x
+    from ops.synth.generator import SynthConfig, synthesize
 
+    rate = parse_rate_x(rate_text)
     try:
-        rate = parse_rate(rate_text)
         cfg = SynthConfig(data=data, date=date.date(), seconds=seconds, rate=rate, seed=seed, num_lines=num_lines,
                           universe=universe, b_copy=b_copy, start=parse_clock(start),
                           messages_per_packet=messages_per_packet, anomalies_per_second=_anomaly_rates(anomaly),
                           progress=not quiet)
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
+        raise click.BadParameter(str(exc)) from None
     res = synthesize(cfg)
     m = res.manifest
     r = m.rate

@@ -49,6 +49,7 @@ class RunOptions:
     seed: int = 0
     sample_every: int | None = None
     routing_sample: int = DEFAULT_SAMPLE_MESSAGES
+    max_p99_from_intended_us: float | None = 1000.0  # sustainable only below it (run_report); None: no bound
 
 
 @dataclass

@@ -32,14 +32,18 @@ from ops.pipeline.feed_sender import replay_run_id
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_report import (
     Accounting,
+    Batching,
     Growth,
+    PartitionCost,
     ReplayTotals,
     Verdict,
     accounting,
+    batching,
     breakdown,
     latency_growth,
     merge_intended,
     meta_row,
+    partition_costs,
     replay_totals,
     summary_dict,
     verdict,
@@ -64,6 +68,7 @@ class PipelinePlan:
     assembly: Assembly
     plan: Plan
     source: str
+    options: RunOptions | None = None
 
 
 def plan_pipeline(topology: str | Path, data_dir: str | Path, capture_date: str | dt.date, options: RunOptions,
@@ -74,7 +79,7 @@ def plan_pipeline(topology: str | Path, data_dir: str | Path, capture_date: str 
     asm = assemble(load_topology(topology, overrides), capture, options, source)
     plan = build_plan(asm.topology, build_registry(), source)
     check_engine_edges(plan, asm.groups, asm.routing.engines)
-    return PipelinePlan(asm, plan, source)
+    return PipelinePlan(asm, plan, source, options)
 
 
 @dataclass
@@ -90,13 +95,15 @@ class PipelineRun:
     verdict: Verdict
     breakdown: Breakdown | None
     sweep_id: str = ""
+    batching: Batching | None = None
+    costs: list[PartitionCost] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready data."""
         return {"run_id": self.result.run_id, "run_dir": str(self.run_dir), "status": self.result.status,
                 "failure": self.result.failure, "config": self.config, "sweep_id": self.sweep_id,
                 "breakdown": self.breakdown.to_dict() if self.breakdown else None,
-                **summary_dict(self.accounting, self.replay, self.growth, self.verdict)}
+                **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs)}
 
     def text(self) -> str:
         """The report for people: the breakdown table, then ingest, accounting and verdict."""
@@ -116,6 +123,17 @@ class PipelineRun:
                      f" ({'ok' if a.balanced else 'MISMATCH'}); sampled {a.sampled:,}, collected {a.collected:,}; "
                      f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree"
                      + (" (books carry over between laps of the looped capture)" if r.laps > 1 else ""))
+        b = self.batching
+        if b is not None and b.batches:
+            hist = ", ".join(f"<={k}: {v:,}" for k, v in b.packets_hist.items() if v)
+            lines.append(f"batches to the engines: {b.packets_mean:,.2f} packets and {b.messages_mean:,.1f} messages "
+                         f"per batch (mean; max {b.packets_max:,} and {b.messages_max:,}; cap {b.cap_packets} packets) "
+                         f"over {b.batches:,} batches; packets per batch {hist}")
+        for c in self.costs or []:
+            if c.cpu_ns_per_packet is not None:
+                lines.append(f"cpu: partition {c.partition}: {c.cpu_ns_per_packet:,.0f} ns per packet, "
+                             f"{c.cpu_ns_per_message or 0:,.1f} ns per message (loop thread CPU {c.cpu_ns / 1e9:,.2f} s "
+                             f"over {c.packets:,} packets; busy {c.busy or 0:.0%} of its wall time)")
         if a.ring_full_polls:
             lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
                          "(the replayer waited for the pipeline)")
@@ -162,7 +180,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         stats.set_run_info(state="running")
         result = run_plan(plan, Path(data_dir), duration, run_id, echo)
         stats.set_run_info(state="done" if result.ok else "failed")
-        return _report(result, rdir, asm, plan, config, sweep_id, knobs, senders)
+        return _report(result, rdir, asm, plan, config, sweep_id, knobs, senders, pp.options)
     finally:
         if stop_dashboard is not None:
             stop_dashboard()
@@ -176,7 +194,7 @@ def _target_pps(rate: str) -> float:
 
 
 def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: str, sweep_id: str,
-            knobs: dict[str, Any], senders: int) -> PipelineRun:
+            knobs: dict[str, Any], senders: int, options: RunOptions | None = None) -> PipelineRun:
     merge_intended(rdir, senders)
     acc = accounting(result, asm)
     replay = replay_totals(rdir, senders)
@@ -186,6 +204,9 @@ def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: st
                                   knobs_json=json.dumps(knobs, sort_keys=True), replay=replay, acc=acc,
                                   sample_every=sample_every))
     growth = latency_growth(rdir)
+    bd = breakdown(rdir)
+    p99 = bd.hops["e2e_intended"]["p99_us"] if bd is not None else None
+    bound = options.max_p99_from_intended_us if options is not None else RunOptions.max_p99_from_intended_us
     return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
-                       growth=growth, verdict=verdict(replay, acc, growth, result.ok), breakdown=breakdown(rdir),
-                       sweep_id=sweep_id)
+                       growth=growth, verdict=verdict(replay, acc, growth, result.ok, p99, bound), breakdown=bd,
+                       sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc))

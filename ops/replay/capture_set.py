@@ -128,7 +128,7 @@ class CaptureSet:
                 except OSError as e:
                     raise CaptureInputError(f"{path}: {e.strerror or e}") from None
                 if cap.meta.get("truncated"):
-                    raise CaptureInputError(f"corrupt pcap: {path}: ends inside a packet record (cut short or still being written)")
+                    raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} (cut short or still being written)")
                 if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
                     raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
                 caps.append(cap)

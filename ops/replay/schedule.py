@@ -8,6 +8,7 @@ C loop turns units into intended times: intended = anchor_ns + (off - anchor_off
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from feedhandlers.captures import Capture
 from ops.replay.native_layout import PKT_CONTROL, PKT_DTYPE
-from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.rates import PAPER_1X_PPS, RateError, RateSpec
 
 PPS_UNIT = 1000
 """Schedule units per packet of a ``--pps`` schedule."""
@@ -54,8 +55,12 @@ class Schedule:
         if rate.recorded_timing != self.recorded_timing:
             kind = "recorded timing (--rate, --speed)" if self.recorded_timing else "fixed pps (--pps)"
             raise ValueError(f"this schedule uses {kind}; {rate.describe()} needs the other kind")
-        lap_ns = self.n_data * 1e9 / rate.target_pps(self.recorded_pps)
-        return lap_ns / self.lap_span
+        lap_ns = self.n_data * 1e9 / rate.check_target(self.recorded_pps)
+        scale = lap_ns / self.lap_span
+        if not (math.isfinite(scale) and scale > 0):
+            raise RateError(f"{rate.describe()}: the pacing cannot represent it on this capture "
+                            f"(ns per schedule unit {scale!r})")
+        return scale
 
     def lines_subset(self, lines: list[int]) -> np.ndarray:
         """The packets of ``lines``, in schedule order (a sender's share)."""

@@ -32,7 +32,7 @@ from ops.replay.ctl_segment import CtlSegment
 from ops.replay.intended_parquet import IntendedParquetWriter
 from ops.replay.intended_table import IntendedTable
 from ops.replay.native_layout import SENDER_DONE, SENDER_FAILED, SENDER_READY, SENDER_RUNNING, SENDER_STATES, SENT_DTYPE
-from ops.replay.rates import PAPER_1X_PPS, RateSpec
+from ops.replay.rates import PAPER_1X_PPS, RateError, RateSpec
 from ops.replay.realtime import REALTIME_PRIORITY, policy_name, realtime_warnings
 from ops.replay.schedule import Schedule, assign_lines, build_schedule
 from ops.replay.sender import RingTarget, SenderPlan, UdpTarget
@@ -327,6 +327,8 @@ class ReplayService:
                 return self.status()
             try:
                 scale = run.schedule.scale_for(rate)
+            except RateError:
+                raise
             except ValueError as e:
                 raise ReplayStateError(f"cannot change the rate while running: {e}") from None
             t = now_ns()
@@ -377,6 +379,37 @@ class ReplayService:
     # ---- supervisor ----------------------------------------------------------------------
 
     def _supervise(self, run: _Run) -> None:
+        """The control thread of a run. Whatever goes wrong in it, the run ends cleanly: the
+        error is reported in the status (state "failed"), the senders are stopped, what was
+        logged is written and the shared memory removed."""
+        try:
+            self._supervise_loop(run)
+        except BaseException as e:  # noqa: BLE001 - the thread must not die with the run's resources held
+            self._control_failed(run, e)
+
+    def _control_failed(self, run: _Run, exc: BaseException) -> None:
+        with self._lock:
+            if run.error is None:
+                run.error = f"replay control thread failed: {type(exc).__name__}: {exc}"
+            run.state = "failed"
+            for step in (run.ctl.stop, lambda: [proc.terminate() for proc in run.procs if proc.poll() is None],
+                         lambda: [_reap(proc, 2.0) for proc in run.procs], lambda: self._drain(run)):
+                try:
+                    step()
+                except Exception:  # noqa: BLE001 - best effort: keep releasing
+                    pass
+            if run.final is None:
+                try:
+                    run.final = self._status_of(run)
+                except Exception:  # noqa: BLE001
+                    run.final = ReplayStatus(state="failed", run_id=run.run_id, run_dir=str(run.run_dir),
+                                             rate=run.rate.describe(), error=run.error)
+            try:
+                self._release(run)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _supervise_loop(self, run: _Run) -> None:
         keep_thread_off(set(run.config.cpus))
         while True:
             time.sleep(POLL_S)
@@ -488,7 +521,7 @@ class ReplayService:
         due = 0
         if started:
             anchor_ns, anchor_off, scale = run.ctl.get_map()
-            due = run.schedule.due(anchor_off + (t_due - anchor_ns) / scale, cfg.loop)
+            due = run.schedule.due(anchor_off + (t_due - anchor_ns) / scale, cfg.loop) if scale > 0 else 0
             if not cfg.loop:
                 due = min(due, run.schedule.n_data)
 

@@ -81,7 +81,7 @@ def decode_capture(
     outcome.frames_skipped = int(cap.skipped)
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
-        outcome.error = "file ends inside a packet record (cut short); the packets before it were read"
+        outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
     decoder = ArrowTickDecoder(reuse=True)  # each batch is written before the next decode
     n = len(cap)
     for start in range(0, n, chunk_packets):

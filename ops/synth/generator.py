@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from ops.progress import SECONDS_BAR_FORMAT
 from ops.synth.activity import RateController, messages_per_tick, tick_rates
 from ops.synth.anomalies import DEFAULT_RATES, KINDS
 from ops.synth.calendar import EASTERN, NS_PER_S, SESSION_CLOSE, SESSION_OPEN, CaptureClock
@@ -196,14 +197,16 @@ class Generator:
         anomaly_rates = {k: v * cfg.rate for k, v in cfg.anomalies_per_second.items()}
         plan = self.chunks()
         total_s = self.clock.end_rel / NS_PER_S
-        with tqdm(total=round(total_s, 3), unit="s", desc="synth", disable=not cfg.progress, leave=False) as bar:
+        with tqdm(total=round(total_s, 3), unit="s", desc="synth: ", disable=not cfg.progress, leave=False,
+                  bar_format=SECONDS_BAR_FORMAT) as bar:
             for i, (t0, t1, quoting) in enumerate(plan):
                 quotes, extras = self._quote_chunk(t0, t1, anomaly_rates) if quoting else (None, [])
                 with self.timer.stage("events"):
                     extras.append(self.events.emit(t0, t1, self.builder, self.walk.state.price, self.market, self.pricer))
                 cut = None if i == len(plan) - 1 else t1
                 self._to_lines(quotes, Messages.concat(extras), writers, cut)
-                bar.update(round((t1 - t0) / NS_PER_S, 3))
+                bar.n = round(min(t1 / NS_PER_S, total_s), 3)  # a sum of float steps shows 0.33499999999999996
+                bar.refresh()
         with self.timer.stage("finish"):
             files = [w.close() for w in writers]
             gt_rows = self.truth.write(out_dir / GROUND_TRUTH_FILE, self.uni, self.table)

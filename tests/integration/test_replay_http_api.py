@@ -55,6 +55,10 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
     assert r.status_code == 409 and "fixed pps" in r.json()["detail"]
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "ten"})
     assert r.status_code == 422 and "not a rate" in r.json()["detail"]
+    for body in ({"pps": 1e308}, {"rate": "1e308x"}, {"speed": 1e300}):
+        r = client.post(API_PREFIX + "/rate", headers=auth, json=body)
+        assert r.status_code == 422 and "at most" in r.json()["detail"], (body, r.text)
+    assert client.get(API_PREFIX).json()["state"] == "running", "a rejected rate leaves the replay running"
     deadline = time.monotonic() + 10
     while client.get(API_PREFIX).json()["packets_sent"] == 0 and time.monotonic() < deadline:
         time.sleep(0.01)

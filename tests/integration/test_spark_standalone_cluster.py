@@ -60,8 +60,9 @@ def cluster(tmp_path_factory):
     spark_class = str(Path(home) / "bin" / "spark-class")
     logs = tmp_path_factory.mktemp("spark-cluster")
     port, master_ui, worker_ui = _free_port(), _free_port(), _free_port()
-    # Executors inherit the worker's environment: that is how they find this source tree.
-    env = {**os.environ, "SPARK_HOME": home, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # Executors inherit the worker's environment: its PYTHONPATH (tests/conftest.py puts the
+    # package under test first) is how they import the same omdp as this process.
+    env = {**os.environ, "SPARK_HOME": home}
     procs = []
     try:
         with open(logs / "master.log", "w") as log:
@@ -88,10 +89,10 @@ def cluster(tmp_path_factory):
 
 
 def _omdp(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-c", "from ops.cli.main import main; main()", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    # -P: the checkout (no compiled module when the package is installed) stays off the path.
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-P", "-c", "from ops.cli.main import main; main()", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 def _runs(layout: DataLayout, date: str, de_scale: float) -> None:

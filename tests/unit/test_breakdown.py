@@ -52,7 +52,9 @@ def test_table_shows_every_hop_and_the_run_figures(tmp_path) -> None:
     text = format_breakdown(Breakdown.from_run_dir(tmp_path))
     lines = text.splitlines()
     assert lines[0].startswith("run r1 (fused-2core, fused, capture 2008-02-01)")
-    assert "1 in 1,600 messages sampled; 2,000 samples reported, all samples" in lines[1]
+    assert lines[1].startswith("latency end to end, from intended: p50 ")  # the headline: from intended first
+    assert "| from fh_in: p50 " in lines[1] and "queueing before the feed handler" in lines[2]
+    assert "1 in 1,600 messages sampled; 2,000 samples reported, all samples" in lines[3]
     for label in ("FH", "to DE", "DE", "to MC", "end to end (from fh_in)", "end to end (from intended)"):
         assert any(line.startswith(label + " ") for line in lines), label
     e2e = next(line for line in lines if line.startswith("end to end (from fh_in)"))

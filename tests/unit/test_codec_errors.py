@@ -45,6 +45,8 @@ CASES = [
     ("unknown-category", pkt("0a" "fe" "da c3 cf a0 81" + TIME), "UNKNOWN_CATEGORY", 17, 0, 0),
     ("y-type", pkt("0a" "fe" "d9 d1 cf a0 81" + TIME), "Y_TYPE", 26, 0, 1),
     ("error-in-second-message", pkt(MSG1, "25" + MSG2[2:-2] + "41"), "FIELD_PAST_MSG", 82, 1, 30),
+    # longer than the format's maximum (OMDP_OPRA_MAX_PACKET, 1456): rejected before its contents
+    ("packet-too-big", GOOD[:-1] + b"\x00" * (1457 - len(GOOD)) + b"\x03", "PACKET_TOO_BIG", 1456, -1, -1),
 ]
 
 
@@ -137,3 +139,29 @@ def test_encoder_rules_on_packet_shape() -> None:
     with pytest.raises(OpraEncodeError, match="EMPTY_STRING") as exc:
         encode_records(h, b"HELLO")
     assert (exc.value.message_index, exc.value.slot) == (1, 48)
+
+
+def _texts(n: int, size: int) -> tuple[np.ndarray, bytes]:
+    r = np.concatenate([_quote() for _ in range(n)])
+    r["category"] = ord("C")
+    r["msg_seq"] = np.arange(1, n + 1)
+    r["var_off"] = np.arange(n) * size
+    r["var_len"] = size
+    side = b"".join(bytes([65 + i % 26]) * size for i in range(n))
+    return r, side
+
+
+def test_encoder_rejects_a_packet_over_the_maximum() -> None:
+    from feedhandlers.opra_fast import MAX_PACKET_BYTES, decode_packet, encode_stream
+
+    r, side = _texts(5, 230)
+    fits = encode_records(r, side)
+    assert len(fits) <= MAX_PACKET_BYTES and len(decode_packet(fits).records) == 5
+    r, side = _texts(7, 230)
+    with pytest.raises(OpraEncodeError, match="PACKET_TOO_BIG") as exc:
+        encode_records(r, side)
+    assert exc.value.code == CODE_BY_NAME["PACKET_TOO_BIG"] and exc.value.message_index == 6
+    with pytest.raises(OpraEncodeError, match="PACKET_TOO_BIG"):
+        encode_stream(r, side, [7], max_packet_bytes=MAX_PACKET_BYTES + 1)
+    _, _, lengths, _ = encode_stream(r, side, [7])
+    assert int(lengths.max()) <= MAX_PACKET_BYTES and len(lengths) == 2

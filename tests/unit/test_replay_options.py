@@ -74,3 +74,37 @@ def test_data_root_follows_the_layout(tmp_path: Path) -> None:
     cap.mkdir(parents=True)
     cfg = ReplayConfig(capture_dir=cap, rate=RateSpec.parse(rate="1x"))
     assert cfg.data_root() == (tmp_path / "data").resolve()
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"rate": "1e308x"}, "--rate '1e308x' is too fast: at most 41666.7x"),
+    ({"rate": "1e-300x"}, "--rate '1e-300x' is too slow"),
+    ({"pps": "1e308"}, "--pps '1e308' is too fast: at most 1e+09"),
+    ({"pps": "1e-9"}, "--pps '1e-9' is too slow"),
+    ({"speed": "1e300"}, "--speed '1e300' is too fast"),
+])
+def test_rates_the_pacing_cannot_represent(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(RateError) as e:
+        RateSpec.parse(**kwargs)
+    assert fragment in str(e.value)
+
+
+def test_rate_bounds_on_a_capture() -> None:
+    import numpy as np
+
+    from ops.replay.rates import MAX_PPS
+    from ops.replay.schedule import Schedule
+
+    sched = Schedule(pkts=np.zeros(0), sources=[], control_buf=b"", lap_span=10_000_000, recorded_timing=True,
+                     recorded_pps=1e300, data_offsets=np.arange(10), line_packets={1: 10})
+    with pytest.raises(RateError, match=r"--speed speed 1e\+08 asks for .* at most 1e\+09 packets/s"):
+        sched.scale_for(RateSpec.parse(speed="1e8"))
+    fastest = RateSpec.parse(rate=f"{MAX_PPS / PAPER_1X_PPS}x")
+    assert sched.scale_for(fastest) > 0
+
+
+def test_http_rate_request_is_bounded() -> None:
+    from ops.replay.http_api import RateRequest
+
+    with pytest.raises(RateError, match="at most"):
+        RateRequest(rate="1e308x").spec()

@@ -35,6 +35,13 @@
  *      administrative, index values) go to `default_engine`, roots missing from the table
  *      to a hash of the root (counted). The messages of a packet bound for one engine leave
  *      as one batch on output port `engine` (ports 0 .. n_engines-1), packet order kept.
+ *      Batching across packets (`coalesce_packets` > 1): the packets one poll finds
+ *      already waiting (up to `batch_packets` per receive call) are decoded and routed
+ *      together, and each engine gets one batch of all of them, in arrival order, at the
+ *      end of the poll or once `coalesce_packets` packets are held (or
+ *      OMDP_FH_COALESCE_MSGS messages), whichever comes first. The handler never waits
+ *      for a batch to fill: a packet that arrives alone leaves alone. Counters
+ *      coalesce_* give the batch sizes seen (packets and messages per flush).
  *      Variable parts stay in the handler's side buffer: var_off and var_len are 0
  *      downstream. The last message of a packet carries OMDP_RF_LAST_IN_PACKET.
  *
@@ -58,6 +65,7 @@
 #define OMDP_FH_MAX_ENGINES 64   /* output ports of the operator */
 #define OMDP_FH_MAX_LINE 99      /* OPRA lines 1..99 */
 #define OMDP_FH_MAX_BATCH 64     /* packets per receive call */
+#define OMDP_FH_COALESCE_MSGS 2048 /* messages held before a batch across packets leaves */
 #define OMDP_FH_COPIES 2         /* copy 0 = A, 1 = B */
 #define OMDP_FH_TABLE_NAME 128   /* bytes of an intended table's shm name, NUL included */
 #define OMDP_FH_ROOT_KEY 8       /* root bytes in a route entry (6 used, NUL padded) */
@@ -144,6 +152,7 @@ typedef struct omdp_fh_params {
     omdp_vega_receiver_t *ring;           /* ring input: borrowed, outlives the operator */
     omdp_stats_t *stats;                  /* borrowed; NULL: no live counters */
     int64_t stats_interval_ns;            /* > 0 */
+    uint32_t coalesce_packets;            /* 1..OMDP_FH_MAX_BATCH packets per output batch; 0 or 1: off */
 } omdp_fh_params_t;
 
 /* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */

@@ -84,7 +84,10 @@ static inline void omdp_opra_header_peek(const uint8_t *pkt, size_t len, uint64_
 #define OMDP_OPRA_E_MSG_TOO_BIG -24     /* one message alone exceeds max_packet_bytes */
 /* Caller buffers. Not a packet error: nothing is counted. */
 #define OMDP_OPRA_E_CAPACITY -25
-#define OMDP_OPRA_ERROR_CODES 26        /* size of counters.errors; index 0 unused */
+/* Both ways: a packet longer than OMDP_OPRA_MAX_PACKET (decode: a packet error, counted;
+ * encode: the records would make one, or encode_stream's max_packet_bytes is above it). */
+#define OMDP_OPRA_E_PACKET_TOO_BIG -26
+#define OMDP_OPRA_ERROR_CODES 27        /* size of counters.errors; index 0 unused */
 
 /* The context of an error: which packet, where in it, which message and slot. */
 typedef struct omdp_opra_error {
@@ -118,7 +121,8 @@ typedef struct omdp_opra_stream_result {
     uint64_t bytes_used;    /* bytes of out written */
 } omdp_opra_stream_result_t;
 
-/* Decode one packet into out[0 .. count). Variable parts go to side starting at
+/* Decode one packet into out[0 .. count). A packet longer than OMDP_OPRA_MAX_PACKET is
+ * OMDP_OPRA_E_PACKET_TOO_BIG (in a batch: skipped and counted, like every packet error). Variable parts go to side starting at
  * *side_used (var_off is relative to side), and *side_used is advanced. Returns the
  * message count, or a negative code with *err filled (err may be NULL). Records of the
  * packet are then partial garbage and must be ignored. OMDP_OPRA_E_CAPACITY: out_cap below
@@ -144,7 +148,8 @@ int omdp_opra_decode_batch(const uint8_t *buf, const uint64_t *offsets, const ui
 
 /* Encode n records (1..999) as one packet into out. Strings and 'Y' entries are read from
  * side at each record's var_off/var_len. Returns the packet length or a negative code with
- * *err naming the record (message_index) and slot. */
+ * *err naming the record (message_index) and slot; OMDP_OPRA_E_PACKET_TOO_BIG when the
+ * packet would be longer than OMDP_OPRA_MAX_PACKET (err names the record that overflows). */
 int64_t omdp_opra_encode_packet(const omdp_opra_msg_t *msgs, uint32_t n,
                                 const uint8_t *side, uint64_t side_len,
                                 uint8_t *out, uint64_t cap, omdp_opra_error_t *err);

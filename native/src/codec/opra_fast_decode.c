@@ -701,6 +701,7 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
     D->pe = pkt + len;
     D->msg_index = -1;
     if (len < OMDP_OPRA_HEADER_SIZE + 1) return fail(D, OMDP_OPRA_E_TRUNCATED, -1, pkt + len);
+    if (len > OMDP_OPRA_MAX_PACKET) return fail(D, OMDP_OPRA_E_PACKET_TOO_BIG, -1, pkt + OMDP_OPRA_MAX_PACKET);
     if (pkt[0] != 0x01) return fail(D, OMDP_OPRA_E_BAD_SOH, -1, pkt);
     if (pkt[1] != OMDP_OPRA_VERSION) return fail(D, OMDP_OPRA_E_BAD_VERSION, -1, pkt + 1);
     if (pkt[len - 1] != 0x03) return fail(D, OMDP_OPRA_E_BAD_ETX, -1, pkt + len - 1);

@@ -295,6 +295,7 @@ int64_t omdp_opra_encode_packet(const omdp_opra_msg_t *msgs, uint32_t n,
         int size = encode_message(&E, &msgs[i], scratch);
         if (size < 0) return size;
         if (size >= 255 && i != n - 1) return efail(&E, OMDP_OPRA_E_LONG_NOT_LAST, -1);
+        if (pos + 1 + (uint64_t)size + 1 > OMDP_OPRA_MAX_PACKET) return efail(&E, OMDP_OPRA_E_PACKET_TOO_BIG, -1);
         if (pos + 1 + (uint64_t)size + 1 > cap) return efail(&E, OMDP_OPRA_E_CAPACITY, -1);
         out[pos] = (uint8_t)(size < 255 ? size : 0xFF);
         memcpy(out + pos + 1, scratch, (size_t)size);
@@ -323,6 +324,10 @@ int64_t omdp_opra_encode_stream(const omdp_opra_msg_t *msgs, uint64_t n,
     int64_t status = 0;
     if (n_wanted == 0 || max_packet_bytes < OMDP_OPRA_HEADER_SIZE + 3) {
         status = efail(&E, OMDP_OPRA_E_MSG_COUNT, -1);
+        goto done;
+    }
+    if (max_packet_bytes > OMDP_OPRA_MAX_PACKET) {
+        status = efail(&E, OMDP_OPRA_E_PACKET_TOO_BIG, -1);
         goto done;
     }
     while (i < n && k < max_pkts) {

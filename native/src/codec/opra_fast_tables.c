@@ -133,6 +133,7 @@ const char *omdp_opra_error_name(int code) {
     case OMDP_OPRA_E_VAR_OUTSIDE: return "VAR_OUTSIDE";
     case OMDP_OPRA_E_MSG_TOO_BIG: return "MSG_TOO_BIG";
     case OMDP_OPRA_E_CAPACITY: return "CAPACITY";
+    case OMDP_OPRA_E_PACKET_TOO_BIG: return "PACKET_TOO_BIG";
     default: return "UNKNOWN";
     }
 }

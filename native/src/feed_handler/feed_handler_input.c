@@ -86,7 +86,7 @@ static int poll_multicast(feed_handler_t *fh, const omdp_emitter_t *em, int *pro
         if (got > 0)
             *produced = 1;
     }
-    return OMDP_OK;
+    return omdp_fh_flush(fh, em); /* what this poll found leaves now: no waiting for more */
 }
 
 /* ---- ring ----------------------------------------------------------------------------- */
@@ -100,10 +100,12 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
         int rc = omdp_vega_try_get(fh->ring, &msg);
         if (rc == OMDP_VEGA_EMPTY) {
             *empty = k == 0;
-            return OMDP_OK;
+            return omdp_fh_flush(fh, em); /* the ring is empty: what was taken leaves now */
         }
-        if (rc != OMDP_VEGA_OK)
+        if (rc != OMDP_VEGA_OK) {
+            omdp_fh_flush(fh, em);
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
+        }
         int64_t fh_in = omdp_now_ns(); /* the handler has the packet from now on */
         if (k == 0) {
             /* Back-pressure: with this first message taken, is the ring's last slot written
@@ -134,7 +136,7 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
             return OMDP_ERR_CHANNEL;
         *produced = 1;
     }
-    return OMDP_OK;
+    return omdp_fh_flush(fh, em);
 }
 
 /* ---- the input as a whole ------------------------------------------------------------- */

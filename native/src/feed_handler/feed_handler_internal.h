@@ -20,6 +20,8 @@
 #define FH_TABLE_RETRY_NS 50000000LL /* look for a missing intended table this often */
 #define FH_PEER_CHECK_NS 10000000LL  /* an idle ring looks at its sender this often */
 #define FH_PUBLISH_POLLS 256         /* polls between looks at the clock for live counters */
+#define FH_FLUSH_HIST 7              /* buckets of the packets-per-batch histogram */
+#define FH_DEC_MSGS (OMDP_FH_COALESCE_MSGS + OMDP_OPRA_MAX_MESSAGES) /* room in dec and staging */
 
 typedef struct fh_line {
     uint32_t line;
@@ -46,12 +48,19 @@ typedef struct feed_handler {
     int route_found;             /* ... and its answer; FH_ROUTE_NONE before any */
     uint32_t route_uid, route_engine;
 
-    /* one packet at a time */
-    omdp_opra_msg_t *dec;        /* decoded messages */
+    /* the packets held for the next output batch (one, or several with coalescing) */
+    omdp_opra_msg_t *dec;        /* decoded messages, acc_n of them held */
     omdp_opra_msg_t *staging;    /* the same, grouped by engine */
     uint16_t *msg_engine;        /* per decoded message: its engine, or FH_SKIP */
     uint8_t *side;
     uint64_t packet_index;
+    uint32_t coalesce;           /* packets per output batch, >= 1 */
+    uint32_t acc_n, acc_packets, acc_kept, acc_first_engine, acc_mixed;
+    uint32_t acc_per_engine[OMDP_FH_MAX_ENGINES];
+
+    /* batch sizes seen: per flush of held packets */
+    uint64_t flushes, flush_packets, flush_packets_max, flush_messages, flush_messages_max;
+    uint64_t flush_hist[FH_FLUSH_HIST]; /* packets per flush: 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64 */
 
     /* multicast */
     int epfd;
@@ -91,9 +100,12 @@ int64_t omdp_fh_intended_lookup(feed_handler_t *fh, fh_line_t *l, uint64_t block
 /* Unmap the tables attached so far. */
 void omdp_fh_tables_close(feed_handler_t *fh);
 
-/* feed_handler_packet.c: one packet of line `li` (index into fh->lines) on `copy`. */
+/* feed_handler_packet.c: one packet of line `li` (index into fh->lines) on `copy`: held
+ * for the next output batch, which leaves at once when the packets held reach the cap. */
 int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
+/* Send the packets held (if any) to their engines: the end of every poll calls it. */
+int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em);
 
 /* feed_handler_input.c */
 int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen);

@@ -45,6 +45,8 @@ static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
         return init_error(init, "default_engine %u of %u engines", p->default_engine, p->n_engines);
     if (p->batch_packets == 0 || p->batch_packets > OMDP_FH_MAX_BATCH)
         return init_error(init, "batch_packets %u: 1..%u", p->batch_packets, OMDP_FH_MAX_BATCH);
+    if (p->coalesce_packets > OMDP_FH_MAX_BATCH)
+        return init_error(init, "coalesce_packets %u: 0..%u (0 and 1: off)", p->coalesce_packets, OMDP_FH_MAX_BATCH);
     if (p->stats_interval_ns <= 0)
         return init_error(init, "stats_interval_ns must be > 0", 0, 0);
     if (p->input == OMDP_FH_INPUT_RING && !p->ring)
@@ -136,14 +138,16 @@ static int fh_init(void **state, const omdp_op_init_t *init)
     fh->n_engines = p->n_engines;
     fh->default_engine = p->default_engine;
     fh->batch = p->batch_packets;
+    fh->coalesce = p->coalesce_packets ? p->coalesce_packets : 1;
+    fh->acc_first_engine = FH_SKIP;
     fh->ring = p->ring;
     fh->stats = p->stats;
     fh->stats_interval_ns = p->stats_interval_ns;
     fh->lines = calloc(p->n_lines, sizeof *fh->lines);
     fh->tables = calloc(p->n_lines, sizeof *fh->tables);
-    fh->dec = aligned_alloc(64, OMDP_OPRA_MAX_MESSAGES * sizeof(omdp_opra_msg_t));
-    fh->staging = aligned_alloc(64, OMDP_OPRA_MAX_MESSAGES * sizeof(omdp_opra_msg_t));
-    fh->msg_engine = calloc(OMDP_OPRA_MAX_MESSAGES, sizeof *fh->msg_engine);
+    fh->dec = aligned_alloc(64, FH_DEC_MSGS * sizeof(omdp_opra_msg_t));
+    fh->staging = aligned_alloc(64, FH_DEC_MSGS * sizeof(omdp_opra_msg_t));
+    fh->msg_engine = calloc(FH_DEC_MSGS, sizeof *fh->msg_engine);
     fh->side = malloc(FH_SIDE_BYTES);
     if (!fh->lines || !fh->tables || !fh->dec || !fh->staging || !fh->msg_engine || !fh->side) {
         fh_free(fh);
@@ -234,6 +238,19 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"ring_closed", fh->ring_closed},
         {"ring_full_polls", fh->ring_full_polls},
         {"publish_errors", fh->publish_errors},
+        {"coalesce_packets", fh->coalesce},
+        {"coalesce_flushes", fh->flushes},
+        {"coalesce_flush_packets", fh->flush_packets},
+        {"coalesce_flush_packets_max", fh->flush_packets_max},
+        {"coalesce_flush_messages", fh->flush_messages},
+        {"coalesce_flush_messages_max", fh->flush_messages_max},
+        {"coalesce_hist_1", fh->flush_hist[0]},
+        {"coalesce_hist_2", fh->flush_hist[1]},
+        {"coalesce_hist_4", fh->flush_hist[2]},
+        {"coalesce_hist_8", fh->flush_hist[3]},
+        {"coalesce_hist_16", fh->flush_hist[4]},
+        {"coalesce_hist_32", fh->flush_hist[5]},
+        {"coalesce_hist_64", fh->flush_hist[6]},
         {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
     };
     uint32_t n = sizeof c / sizeof c[0];

@@ -16,6 +16,58 @@ static inline int send_batch(feed_handler_t *fh, uint32_t e, omdp_opra_msg_t *m,
     return omdp_emit(em, e, (const uint8_t *)m, n * (uint32_t)sizeof *m);
 }
 
+static inline uint32_t hist_bucket(uint32_t packets)
+{
+    uint32_t b = 0;
+    while (b + 1 < FH_FLUSH_HIST && packets > (1u << b))
+        b++;
+    return b; /* 1 -> 0, 2 -> 1, 3-4 -> 2, 5-8 -> 3, ... */
+}
+
+int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em)
+{
+    uint32_t n = fh->acc_n, kept = fh->acc_kept, packets = fh->acc_packets;
+    if (n == 0)
+        return OMDP_OK;
+    fh->acc_n = fh->acc_kept = fh->acc_packets = 0;
+    fh->flushes++;
+    fh->flush_packets += packets;
+    fh->flush_messages += kept;
+    if (packets > fh->flush_packets_max)
+        fh->flush_packets_max = packets;
+    if (kept > fh->flush_messages_max)
+        fh->flush_messages_max = kept;
+    fh->flush_hist[hist_bucket(packets)]++;
+    uint32_t first = fh->acc_first_engine, mixed = fh->acc_mixed;
+    fh->acc_first_engine = FH_SKIP;
+    fh->acc_mixed = 0;
+    if (!mixed && kept == n) {
+        fh->acc_per_engine[first] = 0;
+        return send_batch(fh, first, fh->dec, kept, em); /* every message to one engine, in place */
+    }
+    /* Group by engine (a counting sort keeps arrival order within each engine). */
+    uint32_t start[OMDP_FH_MAX_ENGINES], fill[OMDP_FH_MAX_ENGINES], pos = 0;
+    for (uint32_t e = 0; e < fh->n_engines; e++) {
+        start[e] = fill[e] = pos;
+        pos += fh->acc_per_engine[e];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t e = fh->msg_engine[i];
+        if (e != FH_SKIP)
+            fh->staging[fill[e]++] = fh->dec[i];
+    }
+    int rc = OMDP_OK;
+    for (uint32_t e = 0; e < fh->n_engines; e++) {
+        uint32_t k = fh->acc_per_engine[e];
+        if (!k)
+            continue;
+        fh->acc_per_engine[e] = 0;
+        if (rc == OMDP_OK)
+            rc = send_batch(fh, e, fh->staging + start[e], k, em);
+    }
+    return rc;
+}
+
 int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em)
 {
@@ -29,9 +81,12 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         l->arb.duplicates += count;
         return OMDP_OK;
     }
+    uint32_t base = fh->acc_n; /* this packet's messages follow those held */
+    omdp_opra_msg_t *dec = fh->dec + base;
+    uint16_t *msg_engine = fh->msg_engine + base;
     uint32_t side_used = 0;
     omdp_opra_error_t err;
-    int n = omdp_opra_decode_packet(pkt, len, fh->packet_index++, fh->dec, OMDP_OPRA_MAX_MESSAGES, fh->side,
+    int n = omdp_opra_decode_packet(pkt, len, fh->packet_index++, dec, OMDP_OPRA_MAX_MESSAGES, fh->side,
                                     FH_SIDE_BYTES, &side_used, &err);
     if (n < 0) {
         l->decode_errors++;
@@ -42,17 +97,16 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         l->packets_accepted++; /* a packet of no messages: nothing to arbitrate */
         return OMDP_OK;
     }
-    omdp_fh_arb_observe_block(&l->arb, block_seq, fh->dec[0].msg_seq);
+    omdp_fh_arb_observe_block(&l->arb, block_seq, dec[0].msg_seq);
     int need_intended = intended == 0 && l->table >= 0; /* looked up once the packet has news */
 
-    uint32_t per_engine[OMDP_FH_MAX_ENGINES];
-    memset(per_engine, 0, fh->n_engines * sizeof per_engine[0]);
-    uint32_t kept = 0, first_engine = FH_SKIP, mixed = 0, last = 0;
+    uint32_t kept = 0, last = 0;
+    uint32_t first_engine = fh->acc_first_engine, mixed = fh->acc_mixed;
     for (uint32_t i = 0; i < (uint32_t)n; i++) {
-        omdp_opra_msg_t *m = &fh->dec[i];
+        omdp_opra_msg_t *m = &dec[i];
         int reset = m->category == 'H' && m->msg_type == 'K';
         if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE) {
-            fh->msg_engine[i] = FH_SKIP;
+            msg_engine[i] = FH_SKIP;
             continue;
         }
         if (need_intended) {
@@ -88,8 +142,8 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         m->hdr.flags = 0;
         m->hdr.stamps.intended = intended;
         m->hdr.stamps.fh_in = fh_in;
-        fh->msg_engine[i] = (uint16_t)e;
-        per_engine[e]++;
+        msg_engine[i] = (uint16_t)e;
+        fh->acc_per_engine[e]++;
         if (first_engine == FH_SKIP)
             first_engine = e;
         else if (e != first_engine)
@@ -98,34 +152,18 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
         last = i;
     }
     if (kept == 0) {
-        l->packets_duplicate++;
+        l->packets_duplicate++; /* nothing held: the next packet decodes over it */
         return OMDP_OK;
     }
     l->packets_accepted++;
     fh->routed += kept;
-    fh->dec[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
-    if (!mixed && kept == (uint32_t)n)
-        return send_batch(fh, first_engine, fh->dec, kept, em); /* the whole packet to one engine, in place */
-
-    /* Group by engine (a counting sort keeps packet order within each engine). */
-    uint32_t start[OMDP_FH_MAX_ENGINES], pos = 0;
-    for (uint32_t e = 0; e < fh->n_engines; e++) {
-        start[e] = pos;
-        pos += per_engine[e];
-    }
-    uint32_t fill[OMDP_FH_MAX_ENGINES];
-    memcpy(fill, start, fh->n_engines * sizeof fill[0]);
-    for (uint32_t i = 0; i < (uint32_t)n; i++) {
-        uint16_t e = fh->msg_engine[i];
-        if (e != FH_SKIP)
-            fh->staging[fill[e]++] = fh->dec[i];
-    }
-    for (uint32_t e = 0; e < fh->n_engines; e++) {
-        if (!per_engine[e])
-            continue;
-        int rc = send_batch(fh, e, fh->staging + start[e], per_engine[e], em);
-        if (rc < 0)
-            return rc;
-    }
+    dec[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+    fh->acc_first_engine = first_engine;
+    fh->acc_mixed = mixed;
+    fh->acc_n = base + (uint32_t)n;
+    fh->acc_kept += kept;
+    fh->acc_packets++;
+    if (fh->acc_packets >= fh->coalesce || fh->acc_n >= OMDP_FH_COALESCE_MSGS)
+        return omdp_fh_flush(fh, em);
     return OMDP_OK;
 }

@@ -8,24 +8,30 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 @click.command("analytics")
 @click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Data directory to use (and fill if empty); default: a temporary one.")
 @click.option("--master", "masters", multiple=True, default=("local[1]", "local[2]"), show_default=True,
               help="Spark masters to compare; repeatable (spark://host:7077 for a standalone cluster).")
-@click.option("--seconds", type=float, default=10.0, show_default=True, help="Capture seconds at scale 1.")
-@click.option("--rate", type=float, default=1.0, show_default=True, help="Capture rate in x (24,000 packets/s).")
+@click.option("--seconds", type=float, callback=positive_seconds, default=10.0, show_default=True, help="Capture seconds at scale 1.")
+@click.option("--rate", "rate_text", default="1x", show_default=True,
+              help="Capture rate, Nx = N x 24,000 packets/s (a bare number is refused with a hint).")
 @click.option("--num-lines", type=int, default=24, show_default=True, help="OPRA lines (one file each).")
 @click.option("--scale", "scales", default="1,2", show_default=True, help="Capture days of these multiples of --seconds.")
 @click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
 @click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
-def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate: float, num_lines: int, scales: str,
+def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str, num_lines: int, scales: str,
                     runs: int, run_seconds: float, repeats: int, json_out: str | None) -> None:
     """Nightly Spark jobs: decode messages/s per executor core, latency rows/s; local[1] vs local[2]."""
     from ops.bench.analytics import run_analytics_bench
+    from ops.cli.options import parse_rate_x
+
+    rate = parse_rate_x(rate_text)
 
     scale_list = [int(s) for s in scales.split(",")]
     res = run_analytics_bench(data, masters, seconds=seconds, rate=rate, num_lines=num_lines, scales=scale_list,

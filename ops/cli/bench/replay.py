@@ -7,13 +7,15 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 @click.command("replay")
 @click.option("--capture", type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="capture directory to replay (default: one made with omdp synth)")
 @click.option("--capture-seconds", type=float, default=5.0, show_default=True,
               help="length of the capture synthesized when --capture is not given")
-@click.option("--seconds", type=float, default=3.0, show_default=True, help="longest run of each measurement")
+@click.option("--seconds", type=float, callback=positive_seconds, default=3.0, show_default=True, help="longest run of each measurement")
 @click.option("--cpus", default="0", show_default=True,
               help="pin the sender to this CPU ('' for none); a ring's consumer runs on another")
 @click.option("--sweep", default="7.5,12.5,15,20", show_default=True,

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 @click.command("sweep")
 @click.argument("topologies", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--rates", default="1x,2.5x,5x,10x", show_default=True, help="comma-separated rates, Nx")
-@click.option("--seconds", type=float, default=30.0, show_default=True, help="replay length of each run")
+@click.option("--seconds", type=float, callback=positive_seconds, default=30.0, show_default=True, help="replay length of each run")
 @click.option("--knobs", default="tuned,default", show_default=True,
               help="Vega knob sets for topologies with channels: tuned (the file's), default (the paper's)")
 @click.option("--inputs", default="ring", show_default=True, help="feed handler inputs: ring, multicast or both")

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import positive_seconds
+
 
 @click.command("synth")
-@click.option("--seconds", type=float, default=60.0, show_default=True, help="Length of the capture.")
+@click.option("--seconds", type=float, callback=positive_seconds, default=60.0, show_default=True, help="Length of the capture.")
 @click.option("--rate", "rate_text", default="1x", show_default=True, help="Nx = N x 24,000 packets/s.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--num-lines", type=click.IntRange(1, 99), default=24, show_default=True)
@@ -22,9 +24,9 @@ def bench_synth(seconds: float, rate_text: str, seed: int, num_lines: int, data:
     """Generation speed of omdp synth: messages/s of wall and CPU time, per stage."""
     from omdp.runtime.machine import machine_info
     from ops.bench.synth import measure_synth
-    from ops.synth.generator import parse_rate
+    from ops.cli.options import parse_rate_x
 
-    rate = parse_rate(rate_text)
+    rate = parse_rate_x(rate_text)
     if data is not None:
         result = measure_synth(data, seconds, rate, seed, num_lines)
     else:

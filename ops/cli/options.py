@@ -1,0 +1,68 @@
+"""Option spellings shared by the commands (docs/cli.md "Option spellings"):
+
+- copies: ``--copies A|B|A,B``, case-insensitive, everywhere (a command that reads one copy
+  takes ``A`` or ``B``); ``capture stats --copy a|b`` is a hidden, deprecated alias.
+- rates: always ``Nx`` (N x 24,000 packets/s), parsed by ``ops.replay.rates.RateSpec``.
+- lengths of time: ``--seconds`` (positive); ``run --duration`` is a hidden alias.
+
+Every error names the option (``--seconds must be positive``) and never shows a traceback.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+
+def parse_copies_option(text: str, *, option: str = "--copies", one: bool = False) -> tuple[str, ...]:
+    """'a', 'B', 'A,B' -> ('A',), ('B',), ('A', 'B'); ``one``: exactly one copy."""
+    from ops.replay.config import ReplayConfigError, parse_copies
+
+    try:
+        copies = parse_copies(text)
+    except ReplayConfigError:
+        raise click.UsageError(f"{option} {text!r}: give A, B" + ("" if one else " or A,B") + " (either case)") from None
+    if one and len(copies) != 1:
+        raise click.UsageError(f"{option} {text!r}: this command reads one copy: give A or B")
+    return copies
+
+
+def parse_rate_x(text: str, *, option: str = "--rate") -> float:
+    """``Nx`` -> N (a positive multiple of 24,000 packets/s); a bare number gets a hint."""
+    from ops.replay.rates import RateError, RateSpec
+
+    try:
+        return RateSpec.parse(rate=text).value
+    except RateError as e:
+        msg = str(e).replace("--rate", option, 1)
+        try:
+            float(text)
+            msg += f" (rates are always written Nx: {text}x)"
+        except ValueError:
+            pass
+        raise click.UsageError(msg) from None
+
+
+def check_positive(option: str, value: float | None) -> float | None:
+    """``--seconds must be positive`` style check (None passes)."""
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise click.UsageError(f"{option} must be positive (got {value:g})")
+    return value
+
+
+def positive_seconds(ctx: Any, param: Any, value: float | None) -> float | None:
+    """Click callback: a positive, finite number of seconds."""
+    try:
+        return check_positive(f"--{param.name.replace('_', '-')}", value)
+    except click.UsageError as e:
+        e.ctx = ctx
+        raise
+
+
+def seconds_bar_format() -> str:
+    """tqdm ``bar_format`` of a bar counting seconds: clean numbers (``0.3/2.0 s``), not
+    the float sums tqdm shows by default (``0.33499999999999996/2.0``)."""
+    from ops.progress import SECONDS_BAR_FORMAT
+
+    return SECONDS_BAR_FORMAT
