@@ -1,16 +1,16 @@
 """The offline replay's feed side, run inside a Spark task: one day's capture files ->
 the OPRA message records of one underlying bucket, in time order.
 
-Per line the A and B files (each in rotation order) are merged into arrival order - capture
-time, then A before B, then position: the order the replayer sends them in - and handed to
-the feed handler's own C rules (``native/include/omdp/feed_offline.h``): the pre-decode
-duplicate check by block sequence, the decode, the per-message arbitration, routing by
-root with the routing table the live pipeline builds (``feedhandlers.routing``). Only the
-accepted messages of the task's bucket (the engine index of the routing table) are kept;
-the lines are then merged by capture time (stable: line order within a tick), which is the
-order one feed handler hands them on in a fused run.
+The packets of every line's A and B files (memory-mapped, read in place) are put in arrival
+order - capture time, then line, then A before B, then position: the order the replayer
+sends them in - and handed to the feed handler's own C rules
+(``native/include/omdp/feed_offline.h``) in one pass: the pre-decode duplicate check by
+block sequence, the decode, the per-message arbitration, routing by root with the routing
+table the live pipeline builds (``feedhandlers.routing``). Only the accepted messages of
+the task's bucket (the engine index of the routing table) are written out, already in time
+order: no records are sorted or moved afterwards.
 
-A file that cannot be read is reported (``ReplayProblem``) and the line goes on with the
+A file that cannot be read is reported (path, action, error) and the line goes on with the
 files that can: a line whose A file is corrupt is replayed from its B copy.
 """
 from __future__ import annotations
@@ -22,6 +22,14 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
+
+_RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
+"""A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
+the structured dtype goes field by field."""
+
+PKT_DTYPE = np.dtype([("off", "<u8"), ("len", "<u4"), ("src", "<u2"), ("line", "u1"), ("copy", "u1"),
+                      ("ts_ns", "<i8")])
+"""``omdp_fh_offline_pkt_t`` (feed_offline.h), 24 bytes."""
 
 COUNT_NAMES: tuple[str, ...] = tuple(name for name, _ in ffi.typeof("omdp_fh_offline_counts_t").fields)
 """The per-line counters of ``omdp_fh_offline_counts_t`` (``packets`` is two: A and B)."""
@@ -73,40 +81,40 @@ class OfflineFeedHandler:
             raise ValueError(f"routing table: {ffi.string(err).decode(errors='replace')}")
         self._ptr = ffi.gc(ptr, lib.omdp_fh_offline_free)
 
-    def line(self, line: int, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, copies: np.ndarray,
-             ts_ns: np.ndarray, want_engine: int | None) -> np.ndarray:
-        """Arbitrate, decode and route one line's packets (arrival order); return the accepted
-        records of ``want_engine`` (None: every engine's)."""
-        n = len(offsets)
-        offsets = np.ascontiguousarray(offsets, dtype=np.uint64)
-        lengths = np.ascontiguousarray(lengths, dtype=np.uint32)
-        copies = np.ascontiguousarray(copies, dtype=np.uint8)
-        ts_ns = np.ascontiguousarray(ts_ns, dtype=np.int64)
+    def run(self, sources: list[np.ndarray], pkts: np.ndarray, want_engine: int | None) -> np.ndarray:
+        """Arbitrate, decode and route ``pkts`` (PKT_DTYPE, arrival order) read from
+        ``sources``; return the accepted records of ``want_engine`` (None: every engine's),
+        in packet order."""
+        if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
+            raise TypeError("pkts must be a contiguous PKT_DTYPE array")
+        srcs = ffi.new("omdp_fh_offline_src_t[]", max(1, len(sources)))
+        keep = [ffi.from_buffer("uint8_t[]", s) for s in sources]
+        for k, (s, c) in enumerate(zip(sources, keep)):
+            srcs[k].buf = c
+            srcs[k].len = len(s)
+        n = len(pkts)
         # room for about a packet's bytes / 16 messages, at most 2^19 (128 MB) per call
-        cap = min(int(lengths.sum()) // 16 + 1, 1 << 19) + int(lib.OMDP_OPRA_MAX_MESSAGES)
+        cap = min(int(pkts["len"].sum()) // 16 + 1, 1 << 19) + int(lib.OMDP_OPRA_MAX_MESSAGES)
         want = lib.OMDP_FH_OFFLINE_ALL if want_engine is None else int(want_engine)
         parts = []
         n_out = ffi.new("uint64_t *")
         done = 0
-        buf_c = ffi.from_buffer("uint8_t[]", buf)
-        while True:
+        engines = np.empty(cap, dtype=np.uint16)
+        while done < n:
             out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
-            engines = np.empty(cap, dtype=np.uint16)
             n_out[0] = 0
-            used = lib.omdp_fh_offline_line(
-                self._ptr, line, buf_c, len(buf),
-                ffi.from_buffer("uint64_t[]", offsets[done:]), ffi.from_buffer("uint32_t[]", lengths[done:]),
-                ffi.from_buffer("uint8_t[]", copies[done:]), ffi.from_buffer("int64_t[]", ts_ns[done:]),
+            used = lib.omdp_fh_offline_run(
+                self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
                 n - done, want, ffi.from_buffer("omdp_opra_msg_t[]", out), ffi.from_buffer("uint16_t[]", engines),
                 cap, n_out)
             if used < 0:
-                raise ValueError(f"line {line}: outside 1..{lib.OMDP_FH_MAX_LINE}")
+                raise ValueError("omdp_fh_offline_run: bad argument")
             kept = int(n_out[0])
-            parts.append(out[:kept] if kept * 2 > cap else out[:kept].copy())
+            parts.append(out[:kept] if kept * 2 > cap else out[:kept].view(_RAW).copy().view(OPRA_MSG_DTYPE))
             done += used
-            if done >= n:
-                break
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if not parts:
+            return np.zeros(0, OPRA_MSG_DTYPE)
+        return parts[0] if len(parts) == 1 else join(parts)
 
     def counts(self, line: int) -> dict[str, int]:
         """The line's counters so far (``packets`` split into ``packets_a``/``packets_b``)."""
@@ -117,63 +125,56 @@ class OfflineFeedHandler:
         return out
 
 
-def _read_copy(paths: tuple[str, ...], copy: int, problems: list[tuple[str, str, str]]):
-    """The packets of one copy's files, concatenated: (buf, offsets, lengths, ts, copy, pos)."""
-    bufs, offs, lens, ts = [], [], [], []
-    base = 0
-    for path in paths:
-        try:
-            cap = read_capture(path)
-        except (PcapError, OSError, ValueError) as exc:
-            problems.append((path, "skipped", str(exc)))
-            continue
-        if cap.meta.get("truncated"):
-            problems.append((path, "partly skipped",
-                             f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"))
-        buf, o, ln = cap.contiguous()
-        bufs.append(np.asarray(buf, dtype=np.uint8))
-        offs.append(o.astype(np.uint64) + base)
-        lens.append(ln.astype(np.uint32))
-        ts.append(cap.ts_ns.astype(np.int64))
-        base += len(buf)
-    if not bufs:
-        return None
-    n = sum(len(o) for o in offs)
-    return (np.concatenate(bufs) if len(bufs) > 1 else bufs[0], np.concatenate(offs), np.concatenate(lens),
-            np.concatenate(ts), np.full(n, copy, dtype=np.uint8), np.arange(n, dtype=np.int64))
+def join(parts: list[np.ndarray]) -> np.ndarray:
+    """Concatenate record arrays (as raw bytes)."""
+    return np.concatenate([p.view(_RAW) for p in parts]).view(OPRA_MSG_DTYPE)
 
 
-def merge_copies(a, b):
-    """A and B packets in arrival order: capture time, then A before B, then position."""
-    if a is None or b is None:
-        return a if b is None else b
-    buf = np.concatenate([a[0], b[0]])
-    offs = np.concatenate([a[1], b[1] + np.uint64(len(a[0]))])
-    lens, ts, copies, pos = (np.concatenate([a[k], b[k]]) for k in (2, 3, 4, 5))
-    order = np.lexsort((pos, copies, ts))
-    return buf, offs[order], lens[order], ts[order], copies[order], pos[order]
+def read_packets(lines: list[LineFiles], problems: list[tuple[str, str, str]]) -> tuple[list[np.ndarray], np.ndarray, int]:
+    """Every line's A and B files as sources and one PKT_DTYPE array in arrival order:
+    capture time, then line, then A before B, then position in the copy (the replayer's
+    order). Returns (sources, packets, files read)."""
+    sources: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    files = 0
+    for lf in lines:
+        for copy, paths in ((0, lf.a), (1, lf.b)):
+            pos = 0
+            for path in paths:
+                try:
+                    cap = read_capture(path)
+                except (PcapError, OSError, ValueError) as exc:
+                    problems.append((path, "skipped", str(exc)))
+                    continue
+                files += 1
+                if cap.meta.get("truncated"):
+                    problems.append((path, "partly skipped",
+                                     f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"))
+                n = len(cap)
+                p = np.empty(n, dtype=PKT_DTYPE)
+                p["off"] = cap.offsets
+                p["len"] = cap.lengths
+                p["src"] = len(sources)
+                p["line"] = lf.line
+                p["copy"] = copy
+                p["ts_ns"] = cap.ts_ns
+                parts.append((p, np.arange(pos, pos + n, dtype=np.int64)))
+                sources.append(np.asarray(cap.buf, dtype=np.uint8).reshape(-1))  # the memory map, read in place
+                pos += n
+    if not parts:
+        return sources, np.zeros(0, PKT_DTYPE), files
+    pkts = np.concatenate([p for p, _ in parts])
+    pos = np.concatenate([q for _, q in parts])
+    order = np.lexsort((pos, pkts["copy"], pkts["line"], pkts["ts_ns"]))
+    return sources, np.ascontiguousarray(pkts[order]), files
 
 
 def decode_bucket(lines: list[LineFiles], routes: Routes, bucket: int | None) -> BucketFeed:
-    """Every line of a day through the feed handler's rules; the records of ``bucket`` (None:
-    all), merged across lines by capture time."""
-    fh = OfflineFeedHandler(routes)
-    parts: list[np.ndarray] = []
+    """A day's lines through the feed handler's rules in arrival order; the records of
+    ``bucket`` (None: all), in that order."""
     problems: list[tuple[str, str, str]] = []
-    counts: dict[int, dict[str, int]] = {}
-    files = 0
-    for lf in lines:
-        a = _read_copy(lf.a, 0, problems)
-        b = _read_copy(lf.b, 1, problems)
-        files += len(lf.a) + len(lf.b)
-        merged = merge_copies(a, b)
-        if merged is None:
-            continue
-        buf, offs, lens, ts, copies, _ = merged
-        parts.append(fh.line(lf.line, buf, offs, lens, copies, ts, bucket))
-        counts[lf.line] = fh.counts(lf.line)
-    records = np.concatenate(parts) if parts else np.zeros(0, OPRA_MSG_DTYPE)
-    if len(parts) > 1:
-        order = np.argsort(records["hdr"]["stamps"]["fh_in"], kind="stable")
-        records = records[order]
+    sources, pkts, files = read_packets(lines, problems)
+    fh = OfflineFeedHandler(routes)
+    records = fh.run(sources, pkts, bucket)
+    counts = {lf.line: fh.counts(lf.line) for lf in lines}
     return BucketFeed(records, counts, problems, files)

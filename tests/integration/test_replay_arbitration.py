@@ -12,8 +12,7 @@ from test_feed_handler_ring_sanitize import frame, run_handler
 
 from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
-from ops.spark.replay_feed import OfflineFeedHandler, Routes
-
+from ops.spark.replay_feed import PKT_DTYPE, OfflineFeedHandler, Routes
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +23,7 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _key(recs: np.ndarray) -> np.ndarray:
-    """What must be equal: line, sequence, root, underlying, flags, the quote's prices."""
+    """What must be equal: line, sequence, root, underlying, the quote's prices."""
     return recs[["line", "msg_seq", "root", "underlying_id", "bid_px", "offer_px"]]
 
 
@@ -33,48 +32,48 @@ def test_offline_arbitration_equals_the_feed_handler(capture: Path) -> None:
     lines = line_packets(capture)
     drop_a, drop_b, both, bad_a = {2, 5, 11, 17}, {4, 9, 11, 21}, {30}, {13}
     frames: list[bytes] = []
-    per_line: dict[int, list[tuple[int, bytes]]] = {ln: [] for ln in info.lines}
-    n = 40
-    for i in range(n):
+    sources: list[np.ndarray] = []
+    rows = []
+    for i in range(40):  # packet by packet, line by line, A then B: the frames' (arrival) order
         for ln in info.lines:
             p = lines[ln].payloads[i]
-            if i not in drop_a and i not in both:
-                pa_ = p[: len(p) // 2] if i in bad_a else p
-                frames.append(frame(ln, 0, pa_))
-                per_line[ln].append((0, pa_))
-            if i not in drop_b and i not in both:
-                frames.append(frame(ln, 1, p))
-                per_line[ln].append((1, p))
+            for copy, dropped in ((0, drop_a | both), (1, drop_b | both)):
+                if i in dropped:
+                    continue
+                pkt = p[: len(p) // 2] if copy == 0 and i in bad_a else p
+                frames.append(frame(ln, copy, pkt))
+                rows.append((0, len(pkt), len(sources), ln, copy, i))
+                sources.append(np.frombuffer(pkt, dtype=np.uint8))
     report, kept = run_handler(capture, frames, engines=2)
 
     routing = routing_for(info, 2)
-    fh = OfflineFeedHandler(Routes(routing.engines, tuple(routing.roots), tuple(routing.underlying_ids),
-                                   tuple(routing.root_engines)))
-    offline = {0: [], 1: []}
-    totals = {"accepted": 0, "missed": 0, "duplicates": 0, "decode_errors": 0}
-    for ln, pkts in per_line.items():
-        buf = np.frombuffer(b"".join(p for _, p in pkts), dtype=np.uint8)
-        lens = np.array([len(p) for _, p in pkts], dtype=np.uint32)
-        offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.uint64)
-        copies = np.array([c for c, _ in pkts], dtype=np.uint8)
-        ts = np.arange(len(pkts), dtype=np.int64)
-        for e in (0, 1):
-            # one handler per engine, as each Spark task keeps its own bucket
-            one = OfflineFeedHandler(Routes(routing.engines, tuple(routing.roots), tuple(routing.underlying_ids),
-                                            tuple(routing.root_engines)))
-            offline[e].append(one.line(ln, buf, offs, lens, copies, ts, e))
-        fh.line(ln, buf, offs, lens, copies, ts, None)
-        c = fh.counts(ln)
-        for k in totals:
-            totals[k] += c[k]
-    for e in (0, 1):
-        got = np.concatenate(offline[e])
-        live = kept[e]
+    routes = Routes(routing.engines, tuple(routing.roots), tuple(routing.underlying_ids), tuple(routing.root_engines))
+    pkts = np.array(rows, dtype=PKT_DTYPE)
+    for e in (0, 1):  # one handler per engine, as each Spark task keeps its own bucket
+        got, live = OfflineFeedHandler(routes).run(sources, pkts, e), kept[e]
         assert len(got) == len(live) > 0
-        # the live engine port interleaves the lines in arrival order; per line the order is equal
-        for ln in info.lines:
-            assert np.array_equal(_key(got[got["line"] == ln]), _key(live[live["line"] == ln]))
+        assert np.array_equal(_key(got), _key(live))   # same records, same order
+    fh = OfflineFeedHandler(routes)
+    everything = fh.run(sources, pkts, None)
+    assert len(everything) == sum(len(k) for k in kept)
+    totals = {k: sum(fh.counts(ln)[k] for ln in info.lines) for k in ("accepted", "missed", "duplicates",
+                                                                        "decode_errors")}
     assert totals["accepted"] == report["messages_received"]
     assert totals["missed"] == report["messages_missed"] > 0
     assert totals["duplicates"] == report["messages_duplicate"] > 0
     assert totals["decode_errors"] == report["decode_errors"] == len(info.lines)
+
+
+def test_a_packet_outside_its_source_is_counted_not_read(capture: Path) -> None:
+    info = open_capture(capture)
+    routing = routing_for(info, 1)
+    routes = Routes(1, tuple(routing.roots), tuple(routing.underlying_ids), tuple(routing.root_engines))
+    p = line_packets(capture)[info.lines[0]].payloads[0]
+    src = np.frombuffer(p, dtype=np.uint8)
+    ln = info.lines[0]
+    pkts = np.array([(1, len(p), 0, ln, 0, 0), (0, len(p), 1, ln, 0, 0), (0, len(p), 0, 0, 0, 0),
+                     (0, len(p), 0, ln, 0, 0)], dtype=PKT_DTYPE)
+    fh = OfflineFeedHandler(routes)
+    recs = fh.run([src], pkts, None)
+    assert len(recs) == int(p[12:15])                     # only the last packet is read
+    assert fh.counts(ln)["bad_packets"] == 2 and fh.counts(0)["bad_packets"] == 1

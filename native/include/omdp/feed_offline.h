@@ -1,8 +1,9 @@
 /* The feed handler's per-packet rules over captured packets, for the offline replay
  * (docs/analytics.md "Replay").
  *
- * A Spark task hands one line's packets - A and B copies merged in arrival order (capture
- * time, A before B on a tie: the replayer's order) - to omdp_fh_offline_line. Per packet it
+ * A Spark task hands a day's packets - every line, A and B copies, merged in arrival order
+ * (capture time, then line, then A before B: the replayer's order) - to
+ * omdp_fh_offline_run, which writes the accepted records in that order. Per packet it
  * does what feed_handler_packet.c does, with the same functions: the pre-decode duplicate
  * check by block sequence (omdp_fh_arb_packet_is_duplicate), the decode
  * (omdp_opra_decode_packet), the per-message arbitration (omdp_fh_arb_observe_block,
@@ -12,8 +13,9 @@
  * var_off/var_len 0 and OMDP_RF_LAST_IN_PACKET on a packet's last accepted message; each
  * also gets its engine in `engines`. Counters per line are the live handler's.
  *
- * Every packet is read within [offsets[i], offsets[i] + lengths[i]) which must lie inside
- * buf_len (checked: a packet outside is counted bad_packets and skipped). */
+ * A packet names its source buffer (a capture file's memory map) and is read within
+ * [off, off + len) of it, which must lie inside the source (checked: a packet outside, or
+ * naming no source, is counted bad_packets and skipped). */
 #ifndef OMDP_FEED_OFFLINE_H
 #define OMDP_FEED_OFFLINE_H
 
@@ -48,18 +50,32 @@ omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n
                                        uint32_t default_engine, char *err, size_t errlen);
 void omdp_fh_offline_free(omdp_fh_offline_t *h);
 
-/* Packets i = 0 .. n_packets-1 of line `line` (1..OMDP_FH_MAX_LINE), packet i at
- * buf[offsets[i] .. offsets[i] + lengths[i]) on copy copies[i] (0 = A, 1 = B), captured at
- * ts_ns[i]. Appends to out/engines from *n_out while room for a whole packet
- * (OMDP_OPRA_MAX_MESSAGES) is left below cap. Returns the packets consumed (fewer than
- * n_packets when out filled: call again with the rest), or -1 on a bad argument (NULL,
- * line out of range). */
-int64_t omdp_fh_offline_line(omdp_fh_offline_t *h, uint32_t line, const uint8_t *buf, uint64_t buf_len,
-                             const uint64_t *offsets, const uint32_t *lengths, const uint8_t *copies,
-                             const int64_t *ts_ns, uint64_t n_packets, uint32_t want_engine,
-                             omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out);
+/* A source buffer: one capture file's bytes. */
+typedef struct omdp_fh_offline_src {
+    const uint8_t *buf;
+    uint64_t len;
+} omdp_fh_offline_src_t;
 
-/* The counters of a line so far (zero for a line never given). */
+/* One packet: where it is, its line and copy, its capture time. 24 bytes. */
+typedef struct omdp_fh_offline_pkt {
+    uint64_t off;      /* in its source */
+    uint32_t len;
+    uint16_t src;      /* index into the sources */
+    uint8_t line;      /* 1..OMDP_FH_MAX_LINE */
+    uint8_t copy;      /* 0 = A, 1 = B */
+    int64_t ts_ns;
+} omdp_fh_offline_pkt_t;
+
+/* Packets pkts[0 .. n_packets) in arrival order. Appends to out/engines from *n_out while
+ * room for a whole packet (OMDP_OPRA_MAX_MESSAGES) is left below cap. Returns the packets
+ * consumed (fewer than n_packets when out filled: call again with the rest), or -1 on a
+ * bad argument (NULL). A packet whose line is 0 or above OMDP_FH_MAX_LINE is bad_packets of
+ * line 0 (omdp_fh_offline_line_counts(h, 0, ...)). */
+int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
+                            omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out);
+
+/* The counters of a line so far (zero for a line never given; line 0: packets of no line). */
 void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp_fh_offline_counts_t *out);
 
 #endif /* OMDP_FEED_OFFLINE_H */

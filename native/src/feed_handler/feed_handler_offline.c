@@ -126,26 +126,30 @@ static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t lin
         out[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
 }
 
-int64_t omdp_fh_offline_line(omdp_fh_offline_t *h, uint32_t line, const uint8_t *buf, uint64_t buf_len,
-                             const uint64_t *offsets, const uint32_t *lengths, const uint8_t *copies,
-                             const int64_t *ts_ns, uint64_t n_packets, uint32_t want_engine,
-                             omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out)
+int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
+                            omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out)
 {
-    if (!h || !buf || !offsets || !lengths || !copies || !ts_ns || !out || !engines || !n_out || line == 0 ||
-        line > OMDP_FH_MAX_LINE)
+    if (!h || (!srcs && n_srcs) || (!pkts && n_packets) || !out || !engines || !n_out)
         return -1;
-    offline_line_t *l = &h->lines[line];
     uint64_t i = 0;
     for (; i < n_packets; i++) {
         if (*n_out > cap || cap - *n_out < OMDP_OPRA_MAX_MESSAGES)
             break;
-        uint64_t off = offsets[i];
-        uint32_t len = lengths[i];
-        if (off > buf_len || len > buf_len - off) {
+        const omdp_fh_offline_pkt_t *p = &pkts[i];
+        uint32_t line = p->line;
+        if (line == 0 || line > OMDP_FH_MAX_LINE) {
+            h->lines[0].c.bad_packets++;
+            continue;
+        }
+        offline_line_t *l = &h->lines[line];
+        if (p->src >= n_srcs || !srcs[p->src].buf || p->off > srcs[p->src].len ||
+            p->len > srcs[p->src].len - p->off) {
             l->c.bad_packets++;
             continue;
         }
-        offline_packet(h, l, line, copies[i] ? 1u : 0u, buf + off, len, ts_ns[i], want_engine, out, engines, n_out);
+        offline_packet(h, l, line, p->copy ? 1u : 0u, srcs[p->src].buf + p->off, p->len, p->ts_ns, want_engine, out,
+                       engines, n_out);
     }
     return (int64_t)i;
 }
@@ -153,7 +157,7 @@ int64_t omdp_fh_offline_line(omdp_fh_offline_t *h, uint32_t line, const uint8_t 
 void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp_fh_offline_counts_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!h || line == 0 || line > OMDP_FH_MAX_LINE)
+    if (!h || line > OMDP_FH_MAX_LINE)
         return;
     *out = h->lines[line].c;
     out->accepted = h->lines[line].arb.accepted;
