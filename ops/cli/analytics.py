@@ -172,6 +172,8 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--to") from None
     check_positive("--buckets", buckets)
+    if buckets is not None and buckets > 64:
+        raise click.UsageError(f"--buckets must be at most 64 (the feed handler's engine ports), got {buckets}")
     try:
         loaded = tuple(load_configs([str(c) for c in configs]))
     except ReplayConfigError as exc:
