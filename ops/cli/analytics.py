@@ -70,6 +70,12 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
     )
 
 
+def _replay_options():
+    from ops.spark.replay_job import ReplayOptions
+
+    return ReplayOptions()
+
+
 @click.group("analytics")
 def analytics() -> None:
     """Nightly Spark analytics: historical feeds, latency breakdowns, the report."""
@@ -120,9 +126,13 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
 @_common
 @_feeds_opts
 @_latency_opts
+@click.option("--replay/--no-replay", default=True, show_default=True,
+              help="Replay the night's captures through the engines and reconcile the live runs.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
-            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int) -> None:
-    """Both jobs, then the report page in reports/<date>/ (exit 1 on a flagged regression)."""
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool) -> None:
+    """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
+    flagged regression or a live run that disagrees with the replay). DATE may be the date
+    runs were made or a capture's date: the report says which it used."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.nightly_job import run_nightly, summary_lines
 
@@ -134,6 +144,7 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
             date,
             _feeds_options(copies, chunk_packets, top_underlyings),
             _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
+            _replay_options() if replay else None,
         )
     finally:
         spark.stop()

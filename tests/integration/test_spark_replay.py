@@ -120,3 +120,27 @@ def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, t
     lines = {r["line"]: r for r in pq.read_table(copy / "replay" / f"date={DATE}" / "lines").to_pylist()}
     assert lines[2]["packets_a"] == 0 and lines[2]["accepted"] > 0       # line 2 from its B copy
     assert result.messages > 0 and result.configs[0]["signals"] > 0
+
+
+def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_path: Path) -> None:
+    """Runs are filed by the date they were made; naming the capture's date still finds the
+    run of it, replays the capture, reconciles, and the page says how the date was read."""
+    from ops.spark.nightly_job import run_nightly
+    from ops.spark.replay_report import resolve_night
+
+    copy = tmp_path / "d"
+    shutil.copytree(data / "captures", copy / "captures")
+    shutil.copytree(data / "runs", copy / "runs")
+    layout = DataLayout(copy)
+    (run_dir,) = (copy / "runs").glob("*/*")
+    night = resolve_night(layout, DATE)
+    assert night.read_as == "capture date" and night.capture_dates == [DATE] and night.runs_made == 0
+    assert night.runs_of_captures == {run_dir.name: run_dir.parent.name}
+    made = resolve_night(layout, run_dir.parent.name)
+    assert made.read_as == "run date" and made.capture_dates == [DATE] and made.runs_made == 1
+    result = run_nightly(spark, layout, DATE)
+    assert result.exit_status == 0 and result.replay is not None
+    assert [r["run_id"] for r in result.replay.reconciliation] == [run_dir.name]
+    page = result.page.read_text()
+    assert "read as: <b>capture date</b>" in page and run_dir.name in page
+    assert "every live run reconciled agrees with the replay" in page
