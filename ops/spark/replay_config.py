@@ -6,6 +6,7 @@ knobs of ``decision_engines.engine_config.PricingConfig`` (band widths, parity c
 
     name = "wide-bands"
     sample_every = 1600
+    max_series = 131072       # series slots per engine: a bucket's series must fit (table_full counts misses)
     refresh_ms = 100          # pricing refresh every 100 ms of capture time
     pricing = true            # false: book checks only (crossed/locked), no bands, no parity
     [pricing_knobs]
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, PricingConfig
+from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES, DEFAULT_SAMPLE_EVERY, PricingConfig
 
 PRICING_KNOBS = tuple(n for n in PricingConfig.model_fields if n not in ("as_of", "period_s"))
 """The PricingConfig fields a replay configuration may set."""
@@ -38,6 +39,8 @@ class ReplayConfig(BaseModel):
 
     name: str = Field("default", pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="output partition config=<name>")
     sample_every: int = Field(DEFAULT_SAMPLE_EVERY, ge=0, le=1 << 31, description="forward 1 in N messages")
+    max_series: int = Field(DEFAULT_MAX_SERIES, ge=1, le=1 << 24, description="series slots per engine (bucket)")
+    max_groups: int = Field(DEFAULT_MAX_GROUPS, ge=1, le=1 << 24, description="(underlying, expiry) groups per engine")
     refresh_ms: float = Field(100.0, gt=0, le=3_600_000, description="pricing refresh period in capture time")
     pricing: bool = Field(True, description="false: no pricing (book checks only)")
     pricing_knobs: dict[str, float] = Field(default_factory=dict, description="PricingConfig overrides")

@@ -90,7 +90,8 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
 def run_config(records: np.ndarray, cfg: ReplayConfig, as_of: str, engine_id: int) -> EngineRun:
     """The engine of ``cfg`` over ``records`` (time order), pricing every ``refresh_ms``."""
     t0 = time.thread_time()
-    engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, engine_id=engine_id))
+    engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
+                                         max_groups=cfg.max_groups, engine_id=engine_id))
     try:
         refresher = PricingRefresher(engine, cfg.pricing_config(as_of)) if cfg.pricing else None
         ts = _capture_ns(records)

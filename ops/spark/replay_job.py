@@ -59,7 +59,8 @@ EXIT_MISMATCH = 1
 REPLAY_CONFIGS_SCHEMA = pa.schema(
     [("date", pa.string()), ("config", pa.string()), ("messages", pa.int64()), ("signals", pa.int64()),
      ("crossed", pa.int64()), ("locked", pa.int64()), ("off_smile", pa.int64()), ("parity", pa.int64()),
-     ("refreshes", pa.int64()), ("engine_cpu_s", pa.float64()), ("config_json", pa.string())]
+     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("engine_cpu_s", pa.float64()),
+     ("config_json", pa.string())]
 )
 REPLAY_LINES_SCHEMA = pa.schema(
     [("date", pa.string()), ("line", pa.int32()), ("packets_a", pa.int64()), ("packets_b", pa.int64()),
@@ -217,7 +218,8 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
         cfg_rows.append({"date": date, "config": cfg.name, "messages": messages,
                          "signals": sum(p["signals"] for p in per), **{k: kinds.get(k, 0) for k in
                                                                        ("crossed", "locked", "off_smile", "parity")},
-                         "refreshes": sum(p["refreshes"] for p in per), "engine_cpu_s": sum(p["cpu_s"] for p in per),
+                         "refreshes": sum(p["refreshes"] for p in per),
+                         "table_full": sum(p["counters"]["table_full"] for p in per), "engine_cpu_s": sum(p["cpu_s"] for p in per),
                          "config_json": cfg.model_dump_json()})
     _write(cfg_rows, out_dir / "configs", REPLAY_CONFIGS_SCHEMA)
     result.configs.extend(cfg_rows)
@@ -279,7 +281,9 @@ def summary_lines(result: ReplayResult) -> list[str]:
            f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
     for c in result.configs:
         out.append(f"  {c['date']} config {c['config']}: {c['signals']:,} signals (crossed {c['crossed']}, locked "
-                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']})")
+                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']})"
+                   + (f"; {c['table_full']:,} quotes of series that found the engine full (raise max_series or "
+                      f"--buckets)" if c["table_full"] else ""))
     for r in result.reconciliation:
         out.append(f"  reconciliation {r['run_id']} (rate {r['rate_x']}x): {r['live_signals']} live signals, "
                    f"{r['matched']} matched, {r['mismatches']} mismatches: {r['status']}")
