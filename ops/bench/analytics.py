@@ -5,6 +5,10 @@ cores.
   Arrow -> the Parquet tick table) over synthetic captures (``omdp synth``): messages/s of
   wall time, the same per executor core, and messages per CPU-second of the decode tasks
   (what one core does when it has the CPU; robust to other load on the machine).
+- Replay: the replay job (``omdp analytics replay``: arbitrate, decode, route, the C engine)
+  over the same days, with the live defaults (pricing every 100 ms of capture time) and
+  with book checks only (``pricing = false``): wall time against the capture's length,
+  messages per task CPU-second, and that CPU split into the feed side and the engines.
 - Latency: the latency job over synthetic run directories, in record rows/s (samples plus
   planned packets read).
 
@@ -34,7 +38,8 @@ def _cores(master: str, spark) -> int:
     return int(spark.sparkContext.defaultParallelism)
 
 
-def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int, run_seconds: float) -> list[str]:
+def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int,
+             run_seconds: float) -> list[str]:
     """Capture days (``scales`` x ``seconds`` each) and one day of runs; return the dates."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.synthetic_runs import SyntheticRun, write_synthetic_run
@@ -62,11 +67,13 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def measure(master: str, data: Path, dates: list[str], repeats: int) -> dict:
-    """Decode and latency figures under one master."""
+def measure(master: str, data: Path, dates: list[str], spans_s: list[float], repeats: int) -> dict:
+    """Decode, replay and latency figures under one master."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
     from ops.spark.latency_job import run_latency
+    from ops.spark.replay_config import ReplayConfig
+    from ops.spark.replay_job import ReplayOptions, run_replay
     from ops.spark.session import build_session
 
     layout = DataLayout(data)
@@ -91,6 +98,23 @@ def measure(master: str, data: Path, dates: list[str], repeats: int) -> dict:
                     "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
                 }
             )
+        replay = []
+        for date, span_s in zip(dates, spans_s):
+            for cfg in (ReplayConfig(), ReplayConfig(name="book-only", pricing=False)):
+                opts = ReplayOptions(configs=(cfg,), reconcile=False)
+                walls, cpus, feed_cpus, engine_cpus = [], [], [], []
+                for _ in range(repeats):
+                    rr = run_replay(spark, layout, [date], opts)
+                    walls.append(rr.seconds)
+                    cpus.append(rr.task_cpu_s)
+                    feed_cpus.append(sum(t["decode_cpu_s"] for t in rr.tasks))
+                    engine_cpus.append(sum(t["engine_cpu_s"] for t in rr.tasks))
+                replay.append({
+                    "date": date, "config": cfg.name, "messages": rr.messages, "tasks": len(rr.tasks),
+                    "capture_s": span_s, "job_wall_s": _median(walls), "wall_over_capture": _median(walls) / span_s,
+                    "task_cpu_s": _median(cpus), "feed_cpu_s": _median(feed_cpus), "engine_cpu_s": _median(engine_cpus),
+                    "messages_per_task_cpu_s": rr.messages / _median(cpus),
+                })
         run_latency(spark, layout, dates[0])
         secs = []
         for _ in range(repeats):
@@ -103,7 +127,7 @@ def measure(master: str, data: Path, dates: list[str], repeats: int) -> dict:
         }
     finally:
         spark.stop()
-    return {"master": master, "cores": cores, "decode": decode, "latency": latency}
+    return {"master": master, "cores": cores, "decode": decode, "replay": replay, "latency": latency}
 
 
 def run_analytics_bench(data: Path | None, masters: tuple[str, ...], *, seconds: float, rate: float, num_lines: int,
@@ -113,7 +137,8 @@ def run_analytics_bench(data: Path | None, masters: tuple[str, ...], *, seconds:
     with tempfile.TemporaryDirectory(prefix="omdp-bench-analytics-") as tmp:
         root = data or Path(tmp)
         dates = _prepare(root, seconds, rate, num_lines, scales, runs, run_seconds)
-        results = [measure(m, root, dates, repeats) for m in masters]
+        spans = [seconds * k for k in scales]
+        results = [measure(m, root, dates, spans, repeats) for m in masters]
     return {
         "machine": machine_info(),
         "config": {"seconds": seconds, "rate_x": rate, "num_lines": num_lines, "scales": scales, "runs": runs,

@@ -70,6 +70,12 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
     )
 
 
+def _replay_options():
+    from ops.spark.replay_job import ReplayOptions
+
+    return ReplayOptions()
+
+
 @click.group("analytics")
 def analytics() -> None:
     """Nightly Spark analytics: historical feeds, latency breakdowns, the report."""
@@ -120,9 +126,13 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
 @_common
 @_feeds_opts
 @_latency_opts
+@click.option("--replay/--no-replay", default=True, show_default=True,
+              help="Replay the night's captures through the engines and reconcile the live runs.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
-            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int) -> None:
-    """Both jobs, then the report page in reports/<date>/ (exit 1 on a flagged regression)."""
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool) -> None:
+    """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
+    flagged regression or a live run that disagrees with the replay). DATE may be the date
+    runs were made or a capture's date: the report says which it used."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.nightly_job import run_nightly, summary_lines
 
@@ -134,9 +144,62 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
             date,
             _feeds_options(copies, chunk_packets, top_underlyings),
             _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
+            _replay_options() if replay else None,
         )
     finally:
         spark.stop()
     click.echo("\n".join(summary_lines(r)))
+    if r.exit_status:
+        raise SystemExit(r.exit_status)
+
+
+@analytics.command("replay")
+@click.option("--date", required=True, callback=_check_date, help="First capture date to replay, YYYY-MM-DD.")
+@click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
+@click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Data root: captures/, runs/, replay/.")
+@click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")
+@click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
+@click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Engine configuration file (TOML; repeat for a what-if). Default: the live defaults.")
+@click.option("--buckets", type=int, default=None, help="Underlying buckets (engine tasks) per day; default: Spark's parallelism.")
+@click.option("--reconcile/--no-reconcile", default=True, show_default=True,
+              help="Reconcile with the capture's live --no-loop runs (exit 1 on a mismatch).")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the job's result (per day, configuration and run) as JSON here.")
+def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
+           buckets: int | None, reconcile: bool, json_out: Path | None) -> None:
+    """Replay captures through the decision engines on Spark: signals, per-underlying
+    statistics and smiles under DATA/replay/date=D/config=NAME/, reconciled with live runs."""
+    import json
+
+    from ops.cli.options import check_positive
+    from ops.spark.data_layout import DataLayout
+    from ops.spark.replay_config import ReplayConfigError, load_configs
+    from ops.spark.replay_job import ReplayOptions, date_range, run_replay, summary_lines
+
+    try:
+        dates = date_range(date, to)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--to") from None
+    check_positive("--buckets", buckets)
+    if buckets is not None and buckets > 64:
+        raise click.UsageError(f"--buckets must be at most 64 (the feed handler's engine ports), got {buckets}")
+    try:
+        loaded = tuple(load_configs([str(c) for c in configs]))
+    except ReplayConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
+    spark = _session("omdp-replay", master, ui)
+    try:
+        r = run_replay(spark, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile))
+    finally:
+        spark.stop()
+    click.echo("\n".join(summary_lines(r)))
+    if json_out is not None:
+        doc = {"dates": r.dates, "messages": r.messages, "files": r.files, "seconds": r.seconds,
+               "task_cpu_s": r.task_cpu_s, "tasks": r.tasks, "configs": r.configs, "reconciliation": r.reconciliation,
+               "mismatches": r.mismatches,
+               "problems": [{"date": d, "path": p.path, "action": p.action, "error": p.error} for d, p in r.problems]}
+        json_out.write_text(json.dumps(doc, indent=2) + "\n")
     if r.exit_status:
         raise SystemExit(r.exit_status)

@@ -1,6 +1,7 @@
-"""Executor side of the feeds job: decode one capture file with the C batch decoder, a chunk
-of packets per call (never a Python call per message), and write its ticks as one Parquet
-file of the tick table; report how the file went.
+"""Executor side of the feeds job: decode one capture file with the C decoder straight into
+the tick table's Arrow columns (``ops.spark.tick_arrow``), a chunk of packets per call (never
+a Python call per message), and write its ticks as one Parquet file of the tick table;
+report how the file went.
 
 A file may be 256 MB: it is memory-mapped by the pcap reader and decoded ``chunk_packets``
 packets at a time, each chunk becoming a row group, so a task holds one chunk's records, not
@@ -16,14 +17,24 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.data_layout import CaptureFile
-from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir, ticks_batch
+from ops.spark.tick_arrow import ArrowTickDecoder
+from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
+
+TICK_FILE_WRITE_OPTIONS = {
+    "compression": "snappy",
+    "use_dictionary": [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()],
+    "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
+}
+"""How tick files are encoded. Dictionary encoding only for the string columns (few distinct
+values) and min/max statistics only for the time and sequence columns (what readers prune
+on): dictionary attempts and statistics on every numeric column cost about half of a
+task's CPU for a third smaller files (bench: docs/benchmarks.md, 2026-11-24)."""
 
 
 @dataclass
@@ -61,7 +72,6 @@ def decode_capture(
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
     way keeps what was decoded before (status "partly skipped"); bad packets are counted."""
     from feedhandlers.captures import PcapError, read_pcap
-    from feedhandlers.opra_fast import BatchDecoder
 
     try:
         cap = read_pcap(capture.path)
@@ -72,33 +82,23 @@ def decode_capture(
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
-    decoder = BatchDecoder(max_packets=chunk_packets)
+    decoder = ArrowTickDecoder(reuse=True)  # each batch is written before the next decode
     n = len(cap)
     for start in range(0, n, chunk_packets):
         end = min(n, start + chunk_packets)
-        lengths = np.asarray(cap.lengths[start:end], dtype=np.int64)
         try:
-            batch = decoder.decode(cap.buf, cap.offsets[start:end], lengths, start)
-        except (OSError, ValueError) as exc:
+            # The C decoder writes the chunk's tick columns in Arrow's layout; the batch
+            # wraps those buffers (no copy) and owns them.
+            done = decoder.decode(cap.buf, cap.offsets[start:end], cap.lengths[start:end], cap.ts_ns[start:end], root_map, start)
+        except (OSError, ValueError, MemoryError) as exc:
             outcome.status = "partly skipped"
             outcome.error = f"packets {start}..{n - 1} not decoded: {exc}"
             return
-        counts = np.asarray(batch.pkt_count, dtype=np.int64)
         outcome.packets += end - start
-        outcome.bad_packets += int(batch.counters["packets_bad"])
-        outcome.messages += int(batch.records.shape[0])
-        if batch.records.shape[0] == 0:
-            continue
-        # Records come back to back in packet order; a bad packet has count 0. The batch's
-        # arrays are the decoder's buffers: ticks_batch copies what it keeps.
-        pkt = np.repeat(np.arange(end - start), counts)
-        yield ticks_batch(
-            batch.records,
-            ts_ns=cap.ts_ns[start:end][pkt],
-            packet_messages=counts[pkt],
-            packet_bytes=lengths[pkt],
-            root_map=root_map,
-        )
+        outcome.bad_packets += done.counters["packets_bad"]
+        outcome.messages += done.counters["messages"]
+        if done.batch is not None:
+            yield done.batch
 
 
 def tick_file_path(ticks_root: Path, date: str, capture: CaptureFile) -> Path:
@@ -121,7 +121,7 @@ def write_capture_ticks(
     try:
         for batch in decode_capture(capture, root_map, outcome, chunk_packets):
             if writer is None:
-                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, compression="snappy")
+                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
             writer.write_batch(batch)
     finally:
         if writer is not None:

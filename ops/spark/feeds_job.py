@@ -2,12 +2,12 @@
 and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
 
 Each capture file is one Spark task (the largest first): the executor memory-maps it,
-decodes it a chunk of packets at a time with the C batch decoder and writes the chunk's
-Arrow batch to the file's Parquet tick file (``capture_decode``); the task hands back one
-row saying how the file went. Writing from Arrow on the executor keeps the ticks out of
-the JVM's row path, which costs several times the decoding. A rerun for a date replaces
-that date's tick files and no others. The profiles are then computed by Spark from the tick
-table.
+decodes it a chunk of packets at a time with the C decoder straight into the tick table's
+Arrow columns (``tick_arrow``) and writes the chunk's batch to the file's Parquet tick
+file (``capture_decode``); the task hands back one row saying how the file went. Writing
+from Arrow on the executor keeps the ticks out of the JVM's row path, which costs several
+times the decoding. A rerun for a date replaces that date's tick files and no others. The
+profiles are then computed by Spark from the tick table.
 
 Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
 """

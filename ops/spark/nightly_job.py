@@ -1,6 +1,8 @@
-"""The nightly run: the feeds job, the latency job, then the report page in
-``reports/<date>/``. The exit status is 1 when a regression was flagged, so a scheduler
-(cron, a systemd timer; docs/analytics.md) can alert on it.
+"""The nightly run: the feeds job, the latency job, the replay job (over the captures the
+night covers: ``replay_report.resolve_night``), then the report page in
+``reports/<date>/``. The exit status is 1 when a regression was flagged or a live run
+disagrees with the replay, so a scheduler (cron, a systemd timer; docs/analytics.md) can
+alert on it.
 
 Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/nightly_job.py
 --date D``.
@@ -17,6 +19,9 @@ from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout
 from ops.spark.feeds_job import FeedsOptions, FeedsResult, run_feeds
 from ops.spark.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
+from ops.spark.replay_job import ReplayOptions, ReplayResult, run_replay
+from ops.spark.replay_job import summary_lines as replay_summary
+from ops.spark.replay_report import NightDates, resolve_night, write_replay_tables
 from ops.spark.report_html import regression_display, render_report
 from ops.spark.session import build_session
 
@@ -25,16 +30,18 @@ EXIT_REGRESSION = 1
 
 @dataclass
 class NightlyResult:
-    """Both jobs' results and the page."""
+    """The jobs' results, the dates used and the page."""
 
     feeds: FeedsResult
     latency: LatencyResult
+    night: NightDates
+    replay: ReplayResult | None
     page: Path
 
     @property
     def exit_status(self) -> int:
-        """0, or EXIT_REGRESSION when a regression was flagged."""
-        return EXIT_REGRESSION if self.latency.flagged else 0
+        """0, or EXIT_REGRESSION when a regression was flagged or a run disagrees with the replay."""
+        return EXIT_REGRESSION if self.latency.flagged or (self.replay and self.replay.mismatches) else 0
 
 
 def run_nightly(
@@ -43,12 +50,18 @@ def run_nightly(
     date: str,
     feeds_options: FeedsOptions = FeedsOptions(),
     latency_options: LatencyOptions = LatencyOptions(),
+    replay_options: ReplayOptions | None = ReplayOptions(),
 ) -> NightlyResult:
-    """Run both jobs for ``date`` and render the report."""
+    """Run the jobs for ``date`` and render the report (``replay_options`` None: no replay)."""
+    night = resolve_night(layout, date)
     feeds = run_feeds(spark, layout, date, feeds_options)
     latency = run_latency(spark, layout, date, latency_options)
+    replay = None
+    if replay_options is not None and night.capture_dates:
+        replay = run_replay(spark, layout, night.capture_dates, replay_options)
+    write_replay_tables(layout.reports(date), night, replay)
     page = render_report(layout.reports(date), date)
-    return NightlyResult(feeds, latency, page)
+    return NightlyResult(feeds, latency, night, replay, page)
 
 
 def summary_lines(result: NightlyResult) -> list[str]:
@@ -68,6 +81,11 @@ def summary_lines(result: NightlyResult) -> list[str]:
             f"  {r['kind']} {r['topology']} {r['config']} rate {r['rate_x']} {r['hop'] or ''} {r['metric']}: "
             f"{r['value']:,.2f} vs {r['baseline_value']:,.2f} on {r['baseline_date']}"
         )
+    n = result.night
+    lines.append(f"dates: {n.date} read as {n.read_as}; captures {', '.join(n.capture_dates) or 'none'}; "
+                 f"{n.runs_made} runs made that night, {len(n.runs_of_captures)} runs of those captures")
+    if result.replay is not None:
+        lines += replay_summary(result.replay)
     lines.append(f"report: {result.page}")
     return lines
 

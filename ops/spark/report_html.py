@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
+from ops.spark.replay_report import replay_section
 from ops.spark.report_tables import read_rows
 
 TABLES = (
@@ -205,6 +206,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
                                      ("packets_duplicate", "duplicates", INT), ("decode_errors", "decode errors", INT)]),
         "<h3>Signals</h3>",
         _table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
+        replay_section(reports_dir),
         "</body></html>",
     ]
     page = reports_dir / "index.html"

@@ -1,7 +1,8 @@
-"""The nightly jobs on a real Spark standalone cluster: a master and a worker started from
+"""The nightly jobs on a real Spark standalone cluster: a master and two workers started from
 pyspark's own launcher (``bin/spark-class``) on this machine, the ``omdp analytics`` command
 line pointed at it with ``--master spark://...``; the second night regresses, so ``nightly``
-exits with status 1. Slow: two JVM daemons and two drivers."""
+exits with status 1; the replay job runs its day x bucket tasks on both workers. Slow:
+three JVM daemons and several drivers."""
 from __future__ import annotations
 
 import datetime as dt
@@ -59,7 +60,7 @@ def cluster(tmp_path_factory):
     home = _find_spark_home()
     spark_class = str(Path(home) / "bin" / "spark-class")
     logs = tmp_path_factory.mktemp("spark-cluster")
-    port, master_ui, worker_ui = _free_port(), _free_port(), _free_port()
+    port, master_ui = _free_port(), _free_port()
     # Executors inherit the worker's environment: its PYTHONPATH (tests/conftest.py puts the
     # package under test first) is how they import the same omdp as this process.
     env = {**os.environ, "SPARK_HOME": home}
@@ -70,13 +71,15 @@ def cluster(tmp_path_factory):
                 [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                  "--webui-port", str(master_ui)], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
         _wait("master", lambda: "url" in _state(master_ui))
-        with open(logs / "worker.log", "w") as log:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
-                 "--cores", "2", "--memory", "1g", "--webui-port", str(worker_ui), "--work-dir", str(logs / "work")],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        _wait("worker", lambda: _state(master_ui)["aliveworkers"] == 1)
-        yield f"spark://127.0.0.1:{port}", master_ui
+        for w in (1, 2):
+            with open(logs / f"worker{w}.log", "w") as log:
+                procs.append(subprocess.Popen(
+                    [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host",
+                     "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()), "--work-dir",
+                     str(logs / f"work{w}")],
+                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait("workers", lambda: _state(master_ui)["aliveworkers"] == 2)
+        yield f"spark://127.0.0.1:{port}", master_ui, logs
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -103,7 +106,7 @@ def _runs(layout: DataLayout, date: str, de_scale: float) -> None:
 
 
 def test_nightly_on_a_standalone_cluster_exits_1_on_a_regression(cluster, tmp_path) -> None:
-    url, master_ui = cluster
+    url, master_ui, _ = cluster
     layout = DataLayout(tmp_path)
     synthesize(SynthConfig(data=tmp_path, date=dt.date.fromisoformat(NIGHT1), seconds=0.3, rate=0.3, seed=2, num_lines=2,
                            progress=False))
@@ -117,4 +120,23 @@ def test_nightly_on_a_standalone_cluster_exits_1_on_a_regression(cluster, tmp_pa
     assert (layout.reports(NIGHT1) / "index.html").is_file()
     assert (layout.ticks() / f"date={NIGHT1}" / "line=1" / "line01.parquet").is_file()
     apps = {a["name"]: a["state"] for a in _state(master_ui)["completedapps"]}
-    assert apps == {"omdp-latency": "FINISHED", "omdp-nightly": "FINISHED"}
+    assert apps["omdp-latency"] == "FINISHED" and apps["omdp-nightly"] == "FINISHED"
+
+
+def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> None:
+    url, master_ui, logs = cluster
+    synthesize(SynthConfig(data=tmp_path, date=dt.date.fromisoformat(NIGHT1), seconds=0.3, rate=0.3, seed=4, num_lines=2,
+                           b_copy=True, progress=False))
+    out = tmp_path / "replay.json"
+    done = _omdp("analytics", "replay", "--date", NIGHT1, "--data", str(tmp_path), "--master", url, "--buckets", "4",
+                 "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert len(doc["tasks"]) == 4 and doc["messages"] > 0
+    assert sum(t["messages"] for t in doc["tasks"]) == doc["messages"]
+    day = tmp_path / "replay" / f"date={NIGHT1}" / "config=default" / "signals"
+    assert sorted(p.name for p in day.glob("part-*.parquet")) == [f"part-b{b:03d}.parquet" for b in range(4)]
+    (app,) = [a for a in _state(master_ui)["completedapps"] if a["name"] == "omdp-replay"]
+    assert app["state"] == "FINISHED"
+    # each worker ran an executor of the replay (a worker keeps its executors' folders per app)
+    assert (logs / "work1" / app["id"]).is_dir() and (logs / "work2" / app["id"]).is_dir()

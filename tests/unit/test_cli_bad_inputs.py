@@ -66,6 +66,8 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
     rand.write_bytes(bytes(range(256)) * 3)
     text = tmp / "notes.txt"
     text.write_text("not a capture\n")
+    bad_cfg = tmp / "bad.toml"
+    bad_cfg.write_text('name = "x"\n[pricing_knobs]\nband_wide = 1.0\n')
     data = str(tmp / "data")
     return [
         (["run", TOPOLOGY, "--data", data, "--rate", "0x"], "--rate"),
@@ -104,6 +106,13 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["dashboard", "--live", "x", "--read-token", " "], "--read-token"),
         (["analytics", "feeds", "--date", "2008-02-04", "--data", data, "--copies", "C"], "--copies"),
         (["analytics", "feeds", "--date", "not-a-date", "--data", data], "--date"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--to", "2008-02-01"], "--to"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--config", MISSING], "no such file"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--config", str(text)], "--config"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--config", str(bad_cfg)],
+         "pricing_knobs.band_wide"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--buckets", "0"], "--buckets must be positive"),
+        (["analytics", "replay", "--date", "2008-02-04", "--data", data, "--buckets", "65"], "--buckets"),
         (["bench", "analytics", "--rate", "1.0"], "1.0x"),
         (["bench", "analytics", "--seconds", "0"], "--seconds must be positive"),
         (["bench", "synth", "--rate", "0x"], "--rate"),
@@ -115,7 +124,7 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
     ]
 
 
-CASE_COUNT = 44
+CASE_COUNT = 50
 
 
 @pytest.mark.parametrize("index", range(CASE_COUNT))

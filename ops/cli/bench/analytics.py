@@ -27,7 +27,8 @@ from ops.cli.options import positive_seconds
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
 def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str, num_lines: int, scales: str,
                     runs: int, run_seconds: float, repeats: int, json_out: str | None) -> None:
-    """Nightly Spark jobs: decode messages/s per executor core, latency rows/s; local[1] vs local[2]."""
+    """Nightly Spark jobs: decode messages/s per executor core, replay messages per task
+    CPU-second and wall time against the capture, latency rows/s; local[1] vs local[2]."""
     from ops.bench.analytics import run_analytics_bench
     from ops.cli.options import parse_rate_x
 
@@ -46,6 +47,13 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
         for d in r["decode"]:
             click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
                        f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f}")
+    click.echo(f"{'master':18s} {'capture':>12s} {'config':>10s} {'messages':>11s} {'capture s':>9s} {'job s':>8s} "
+               f"{'msg/cpu-s':>11s} {'feed cpu':>9s} {'engine cpu':>10s}")
+    for r in results:
+        for d in r["replay"]:
+            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['config']:>10s} {d['messages']:11,d} {d['capture_s']:9.1f} "
+                       f"{d['job_wall_s']:8.2f} {d['messages_per_task_cpu_s']:11,.0f} {d['feed_cpu_s']:9.2f} "
+                       f"{d['engine_cpu_s']:10.2f}")
     click.echo(f"{'master':18s} {'runs':>5s} {'rows':>11s} {'job s':>9s} {'rows/s':>11s} {'rows/s/core':>11s}")
     for r in results:
         lat = r["latency"]

@@ -1,0 +1,167 @@
+/* The feed handler's per-packet rules over captured packets (feed_offline.h): the offline
+ * replay's arbitration, decode and routing, with the functions the live handler uses
+ * (feed_handler_packet.c does the same steps in the same order). Uses feed_handler_arb.c
+ * and feed_handler_routes.c only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "omdp/feed_offline.h"
+#include "omdp/opra_fast.h"
+
+#define OFFLINE_SIDE_BYTES (256u * 1024u) /* one packet's variable parts (discarded) */
+
+typedef struct offline_line {
+    omdp_fh_arb_t arb;
+    omdp_fh_offline_counts_t c;
+} offline_line_t;
+
+struct omdp_fh_offline {
+    omdp_fh_routes_t *routes;
+    uint32_t default_engine;
+    uint64_t packet_index;
+    offline_line_t lines[OMDP_FH_MAX_LINE + 1];
+    omdp_opra_msg_t dec[OMDP_OPRA_MAX_MESSAGES];
+    uint8_t side[OFFLINE_SIDE_BYTES];
+};
+
+omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n_routes, uint32_t n_engines,
+                                       uint32_t default_engine, char *err, size_t errlen)
+{
+    if (default_engine >= n_engines) {
+        if (err && errlen)
+            strncpy(err, "default_engine must be below n_engines", errlen - 1);
+        return NULL;
+    }
+    omdp_fh_offline_t *h = calloc(1, sizeof *h);
+    if (!h) {
+        if (err && errlen)
+            strncpy(err, "out of memory", errlen - 1);
+        return NULL;
+    }
+    h->routes = omdp_fh_routes_new(routes, n_routes, n_engines, err, errlen);
+    if (!h->routes) {
+        free(h);
+        return NULL;
+    }
+    h->default_engine = default_engine;
+    for (uint32_t i = 0; i <= OMDP_FH_MAX_LINE; i++)
+        omdp_fh_arb_init(&h->lines[i].arb);
+    return h;
+}
+
+void omdp_fh_offline_free(omdp_fh_offline_t *h)
+{
+    if (!h)
+        return;
+    omdp_fh_routes_free(h->routes);
+    free(h);
+}
+
+/* One packet: arbitrate, decode, route; accepted messages of want_engine appended. */
+static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
+                           uint32_t len, int64_t ts, uint32_t want, omdp_opra_msg_t *out, uint16_t *engines,
+                           uint64_t *n_out)
+{
+    l->c.packets[copy & 1]++;
+    uint64_t block_seq;
+    uint32_t count;
+    omdp_opra_header_peek(pkt, len, &block_seq, &count);
+    if (omdp_fh_arb_packet_is_duplicate(&l->arb, copy, block_seq, count)) {
+        l->c.packets_duplicate++;
+        l->arb.duplicates += count;
+        return;
+    }
+    uint32_t side_used = 0;
+    omdp_opra_error_t e;
+    int n = omdp_opra_decode_packet(pkt, len, h->packet_index++, h->dec, OMDP_OPRA_MAX_MESSAGES, h->side,
+                                    OFFLINE_SIDE_BYTES, &side_used, &e);
+    if (n < 0) {
+        l->c.decode_errors++;
+        return;
+    }
+    if (n == 0) {
+        l->c.packets_accepted++;
+        return;
+    }
+    omdp_fh_arb_observe_block(&l->arb, block_seq, h->dec[0].msg_seq);
+    uint32_t kept = 0, last_kept = 0, last_written = UINT32_MAX;
+    uint64_t last = 0;
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        omdp_opra_msg_t *m = &h->dec[i];
+        int reset = m->category == 'H' && m->msg_type == 'K';
+        if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE)
+            continue;
+        kept++;
+        last_kept = i;
+        uint32_t uid, eng = h->default_engine;
+        int found = omdp_fh_routes_lookup(h->routes, m->root, m->root_len, &uid, &eng);
+        if (found < 0) {
+            l->c.no_root++;
+            eng = h->default_engine;
+        } else if (found == 0) {
+            l->c.unknown_root++;
+        }
+        if (want != OMDP_FH_OFFLINE_ALL && eng != want)
+            continue;
+        omdp_opra_msg_t *o = &out[*n_out];
+        *o = *m;
+        o->underlying_id = uid;
+        o->line = (uint16_t)line;
+        o->var_off = 0;
+        o->var_len = 0;
+        o->hdr.flags = 0;
+        o->hdr.stamps.intended = ts;
+        o->hdr.stamps.fh_in = ts;
+        engines[*n_out] = (uint16_t)eng;
+        last = (*n_out)++;
+        last_written = i;
+        l->c.kept++;
+    }
+    if (kept == 0) {
+        l->c.packets_duplicate++;
+        return;
+    }
+    l->c.packets_accepted++;
+    if (last_written == last_kept) /* the packet's last accepted message, as the live handler flags it */
+        out[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+}
+
+int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
+                            omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out)
+{
+    if (!h || (!srcs && n_srcs) || (!pkts && n_packets) || !out || !engines || !n_out)
+        return -1;
+    uint64_t i = 0;
+    for (; i < n_packets; i++) {
+        if (*n_out > cap || cap - *n_out < OMDP_OPRA_MAX_MESSAGES)
+            break;
+        const omdp_fh_offline_pkt_t *p = &pkts[i];
+        uint32_t line = p->line;
+        if (line == 0 || line > OMDP_FH_MAX_LINE) {
+            h->lines[0].c.bad_packets++;
+            continue;
+        }
+        offline_line_t *l = &h->lines[line];
+        if (p->src >= n_srcs || !srcs[p->src].buf || p->off > srcs[p->src].len ||
+            p->len > srcs[p->src].len - p->off) {
+            l->c.bad_packets++;
+            continue;
+        }
+        offline_packet(h, l, line, p->copy ? 1u : 0u, srcs[p->src].buf + p->off, p->len, p->ts_ns, want_engine, out,
+                       engines, n_out);
+    }
+    return (int64_t)i;
+}
+
+void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp_fh_offline_counts_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!h || line > OMDP_FH_MAX_LINE)
+        return;
+    *out = h->lines[line].c;
+    out->accepted = h->lines[line].arb.accepted;
+    out->duplicates = h->lines[line].arb.duplicates;
+    out->missed = h->lines[line].arb.missed;
+    out->resets = h->lines[line].arb.resets;
+}

@@ -1,0 +1,321 @@
+"""The replay job: the decision engines over days of captures, offline, on Spark
+(docs/analytics.md "Replay").
+
+Per day the driver plans: the capture files per line (A and B, rotation order), the routing
+table the live pipeline would build for the capture (``feedhandlers.routing``: underlyings
+balanced over ``buckets`` engines by their message counts), and the live ``--no-loop`` runs
+of that capture to reconcile with. Each (day, bucket) is one Spark task (``replay_task``):
+it decodes and routes the day once with the feed handler's C rules, keeps its bucket's
+messages in time order, runs the C engine once per configuration and writes its part of
+
+    replay/date=D/config=<name>/signals/       REPLAY_SIGNALS_SCHEMA
+    replay/date=D/config=<name>/underlyings/   REPLAY_UNDERLYINGS_SCHEMA
+    replay/date=D/config=<name>/smiles/        REPLAY_SMILES_SCHEMA (every capture minute)
+
+The driver then writes per day ``replay/date=D/``: ``configs`` (signal counts per
+configuration),
+``lines`` (the feed handler's counters per line), ``skipped_files``, and - when live runs of
+the capture were found - ``reconciliation`` and ``reconciliation_mismatches``
+(``replay_reconcile``). A mismatch makes the exit status 1.
+
+Run it as ``omdp analytics replay --date D`` or ``spark-submit ops/spark/replay_job.py --date D``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from feedhandlers.captures import PcapError, read_capture
+from feedhandlers.routing import build_routing, count_roots
+from ops.pipeline.capture_info import open_capture
+from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
+from ops.spark.file_problems import FileProblem, report_problems
+from ops.spark.replay_config import ReplayConfig, load_configs
+from ops.spark.replay_feed import LineFiles, Routes
+from ops.spark.replay_reconcile import (
+    RECONCILE_MISMATCH_SCHEMA,
+    RECONCILE_SCHEMA,
+    REFERENCE,
+    LiveRun,
+    find_live_runs,
+    reconcile_run,
+)
+from ops.spark.replay_task import TASK_STATUS_SCHEMA, TaskSpec, run_task
+from ops.spark.session import build_session
+
+JOB = "replay"
+EXIT_MISMATCH = 1
+
+REPLAY_CONFIGS_SCHEMA = pa.schema(
+    [("date", pa.string()), ("config", pa.string()), ("messages", pa.int64()), ("signals", pa.int64()),
+     ("crossed", pa.int64()), ("locked", pa.int64()), ("off_smile", pa.int64()), ("parity", pa.int64()),
+     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("engine_cpu_s", pa.float64()),
+     ("config_json", pa.string())]
+)
+REPLAY_LINES_SCHEMA = pa.schema(
+    [("date", pa.string()), ("line", pa.int32()), ("packets_a", pa.int64()), ("packets_b", pa.int64()),
+     ("packets_accepted", pa.int64()), ("packets_duplicate", pa.int64()), ("decode_errors", pa.int64()),
+     ("bad_packets", pa.int64()), ("accepted", pa.int64()), ("duplicates", pa.int64()), ("missed", pa.int64()),
+     ("resets", pa.int64()), ("no_root", pa.int64()), ("unknown_root", pa.int64())]
+)
+REPLAY_SKIPPED_SCHEMA = pa.schema(
+    [("date", pa.string()), ("job", pa.string()), ("path", pa.string()), ("action", pa.string()),
+     ("error", pa.string())]
+)
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What the replay runs: configurations, engine buckets (None: the cluster's default
+    parallelism), and whether to reconcile with the capture's live runs."""
+
+    configs: tuple[ReplayConfig, ...] = (ReplayConfig(),)
+    buckets: int | None = None
+    reconcile: bool = True
+
+
+@dataclass
+class DayPlan:
+    """One day, planned on the driver."""
+
+    date: str
+    lines: list[LineFiles]
+    routes: Routes | None
+    problems: list[FileProblem]
+    runs: list[LiveRun] = field(default_factory=list)
+
+
+@dataclass
+class ReplayResult:
+    """What the job did, per day."""
+
+    dates: list[str]
+    messages: int = 0
+    files: int = 0
+    tasks: list[dict] = field(default_factory=list)
+    configs: list[dict] = field(default_factory=list)
+    reconciliation: list[dict] = field(default_factory=list)
+    problems: list[tuple[str, FileProblem]] = field(default_factory=list)
+    seconds: float = 0.0
+    capture_span_s: float = 0.0
+
+    @property
+    def mismatches(self) -> int:
+        """Reconciliation mismatches over every run reconciled."""
+        return sum(r["mismatches"] for r in self.reconciliation)
+
+    @property
+    def task_cpu_s(self) -> float:
+        """Thread CPU seconds of every task (decode, route, engines)."""
+        return sum(t["cpu_s"] for t in self.tasks)
+
+    @property
+    def exit_status(self) -> int:
+        """0, or EXIT_MISMATCH when a live run disagrees with the replay."""
+        return EXIT_MISMATCH if self.mismatches else 0
+
+
+def date_range(first: str, last: str | None) -> list[str]:
+    """Every date from ``first`` to ``last`` (inclusive); raises ValueError naming --to."""
+    d0 = dt.date.fromisoformat(check_date(first))
+    d1 = dt.date.fromisoformat(check_date(last)) if last else d0
+    if d1 < d0:
+        raise ValueError(f"--to {last} is before --date {first}")
+    return [(d0 + dt.timedelta(days=i)).isoformat() for i in range((d1 - d0).days + 1)]
+
+
+def _readable(paths: list[str], problems: list[FileProblem]) -> list[str]:
+    ok = []
+    for p in paths:
+        try:
+            read_capture(p)
+            ok.append(p)
+        except (PcapError, OSError, ValueError) as exc:
+            problems.append(FileProblem(p, "skipped", str(exc)))
+    return ok
+
+
+def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
+    """The day's lines and files, the live routing for ``buckets`` engines, problems."""
+    problems: list[FileProblem] = []
+    files = layout.capture_files(date, "AB")
+    lines: dict[int, dict[str, list[str]]] = {}
+    for f in files:
+        lines.setdefault(f.line, {"A": [], "B": []})[f.copy].append(f.path)
+    plan_lines = [LineFiles(ln, tuple(c["A"]), tuple(c["B"])) for ln, c in sorted(lines.items())]
+    if not files:
+        return DayPlan(date, [], None, problems)
+    try:
+        info = open_capture(layout.captures(date))
+    except Exception as exc:  # CaptureInputError and whatever a bad manifest raises: reported, day skipped
+        problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; the day is not replayed"))
+        return DayPlan(date, plan_lines, None, problems)
+    readable_a = _readable([p for c in lines.values() for p in c["A"]], problems)
+    _readable([p for c in lines.values() for p in c["B"]], problems)  # reported now; the task skips them too
+    routing = build_routing(info.root_underlying, count_roots(readable_a), buckets)
+    routes = Routes(routing.engines, tuple(routing.roots), tuple(routing.underlying_ids), tuple(routing.root_engines))
+    return DayPlan(date, plan_lines, routes, problems)
+
+
+def run_tasks(spark: SparkSession, specs: list[TaskSpec]) -> list[dict]:
+    """One Spark task per spec (mapInArrow over a range); the status rows, in spec order."""
+    if not specs:
+        return []
+    shared = spark.sparkContext.broadcast(specs)
+
+    def work(batches):
+        todo = shared.value
+        for b in batches:
+            rows = [run_task(todo[i]) for i in b.column(0).to_pylist()]
+            yield pa.RecordBatch.from_pylist(rows, schema=TASK_STATUS_SCHEMA)
+
+    tasks = spark.range(0, len(specs), 1, numPartitions=len(specs))
+    rows = [r.asDict() for r in tasks.mapInArrow(work, from_arrow_schema(TASK_STATUS_SCHEMA)).collect()]
+    shared.unpersist()
+    order = {(s.date, s.bucket): i for i, s in enumerate(specs)}
+    return sorted(rows, key=lambda r: order[(r["date"], r["bucket"])])
+
+
+def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-0.parquet")
+
+
+def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ...], out_dir: Path,
+                result: ReplayResult) -> None:
+    date = plan.date
+    lines: dict[int, dict] = {}
+    for r in rows:  # every task arbitrated every line: the counters are the same, take the first
+        for ln, c in json.loads(r["lines_json"]).items():
+            lines.setdefault(int(ln), c)
+    _write([{"date": date, "line": ln, **{k: c[k] for k in REPLAY_LINES_SCHEMA.names if k in c}}
+            for ln, c in sorted(lines.items())], out_dir / "lines", REPLAY_LINES_SCHEMA)
+    seen = {p.path for p in plan.problems}
+    for r in rows:
+        for path, action, error in json.loads(r["problems_json"]):
+            if path not in seen:
+                seen.add(path)
+                plan.problems.append(FileProblem(path, action, error))
+    _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", REPLAY_SKIPPED_SCHEMA)
+    messages = sum(r["messages"] for r in rows)
+    cfg_rows = []
+    for cfg in configs:
+        per = [json.loads(r["configs_json"])[cfg.name] for r in rows]
+        kinds: dict[str, int] = {}
+        for p in per:
+            for k, n in p["kinds"].items():
+                kinds[k] = kinds.get(k, 0) + n
+        cfg_rows.append({"date": date, "config": cfg.name, "messages": messages,
+                         "signals": sum(p["signals"] for p in per), **{k: kinds.get(k, 0) for k in
+                                                                       ("crossed", "locked", "off_smile", "parity")},
+                         "refreshes": sum(p["refreshes"] for p in per),
+                         "table_full": sum(p["counters"]["table_full"] for p in per), "engine_cpu_s": sum(p["cpu_s"] for p in per),
+                         "config_json": cfg.model_dump_json()})
+    _write(cfg_rows, out_dir / "configs", REPLAY_CONFIGS_SCHEMA)
+    result.configs.extend(cfg_rows)
+    result.messages += messages
+    result.files += sum(len(lf.a) + len(lf.b) for lf in plan.lines)
+
+
+def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
+               options: ReplayOptions = ReplayOptions()) -> ReplayResult:
+    """Replay ``dates`` (see the module doc); the result says what was found and written."""
+    started = time.perf_counter()
+    buckets = options.buckets or max(1, spark.sparkContext.defaultParallelism)
+    result = ReplayResult(dates=list(dates))
+    plans: list[DayPlan] = []
+    specs: list[TaskSpec] = []
+    for date in dates:
+        plan = plan_day(layout, date, buckets)
+        if options.reconcile:
+            plan.runs = find_live_runs(layout, date)
+        configs = options.configs
+        if plan.runs and all(c.name != REFERENCE for c in configs):
+            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0),)
+        out_dir = layout.root / "replay" / f"date={date}"
+        if out_dir.exists():
+            shutil.rmtree(out_dir)  # a rerun replaces the day
+        out_dir.mkdir(parents=True)
+        plans.append(plan)
+        if plan.routes is None:
+            continue
+        keys = tuple(sorted({k for run in plan.runs for k in run.check_keys()}))
+        specs.extend(TaskSpec(date, b, tuple(plan.lines), plan.routes, configs, str(out_dir), keys)
+                     for b in range(plan.routes.engines))
+    rows = run_tasks(spark, specs)
+    result.tasks = rows
+    for plan in plans:
+        out_dir = layout.root / "replay" / f"date={plan.date}"
+        day_rows = [r for r in rows if r["date"] == plan.date]
+        configs = next((s.configs for s in specs if s.date == plan.date), options.configs)
+        _day_tables(plan, day_rows, configs, out_dir, result)
+        if plan.runs:
+            found = [f for r in day_rows for f in json.loads(r["found_json"])]
+            recon, mismatches = [], []
+            for run in plan.runs:
+                row, bad = reconcile_run(run, out_dir / f"config={REFERENCE}" / "signals", found)
+                recon.append(row)
+                mismatches.extend(bad)
+            _write(recon, out_dir / "reconciliation", RECONCILE_SCHEMA)
+            _write(mismatches, out_dir / "reconciliation_mismatches", RECONCILE_MISMATCH_SCHEMA)
+            result.reconciliation.extend(recon)
+        report_problems(plan.date, JOB, plan.problems)
+        result.problems.extend((plan.date, p) for p in plan.problems)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def summary_lines(result: ReplayResult) -> list[str]:
+    """What the command prints."""
+    out = [f"replay {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
+           f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
+    for c in result.configs:
+        out.append(f"  {c['date']} config {c['config']}: {c['signals']:,} signals (crossed {c['crossed']}, locked "
+                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']})"
+                   + (f"; {c['table_full']:,} quotes of series that found the engine full (raise max_series or "
+                      f"--buckets)" if c["table_full"] else ""))
+    for r in result.reconciliation:
+        out.append(f"  reconciliation {r['run_id']} (rate {r['rate_x']}x): {r['live_signals']} live signals, "
+                   f"{r['matched']} matched, {r['mismatches']} mismatches: {r['status']}")
+    for date, p in result.problems:
+        out.append(f"  {date} {p.action}: {p.path}: {p.error}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit ops/spark/replay_job.py --date D [--to D2] [--data DIR] [--config F ...]``;
+    exit 1 on a reconciliation mismatch."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--to", default=None)
+    parser.add_argument("--data", default=DEFAULT_DATA_DIR)
+    parser.add_argument("--master", default=None, help="default: spark-submit's, else local[*]")
+    parser.add_argument("--config", action="append", default=[])
+    parser.add_argument("--buckets", type=int, default=None)
+    args = parser.parse_args(argv)
+    try:
+        dates = date_range(args.date, args.to)
+        configs = tuple(load_configs(args.config))
+    except ValueError as exc:
+        parser.error(str(exc))
+    spark = build_session("omdp-replay", args.master)
+    try:
+        result = run_replay(spark, DataLayout(Path(args.data)), dates, ReplayOptions(configs, args.buckets))
+    finally:
+        spark.stop()
+    print("\n".join(summary_lines(result)))
+    return result.exit_status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

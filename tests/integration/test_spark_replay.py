@@ -1,0 +1,146 @@
+"""The replay job on a real local Spark session: a short synthetic capture (A and B copies)
+replayed offline equals a live fused ``omdp run ... --no-loop`` of it at 5x (0 mismatches);
+a run whose signals disagree is a flagged mismatch; the what-if decodes each file once
+whatever the number of configurations; a corrupt capture file is reported and the day still
+runs from the other copy. Slow: a live run, a Spark session, several jobs."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from spark_test_session import local_spark
+
+from ops.spark.data_layout import DataLayout
+from ops.spark.replay_config import ReplayConfig
+from ops.spark.replay_job import ReplayOptions, run_replay
+from ops.synth.generator import SynthConfig, synthesize
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+DATE = "2008-02-04"
+RATES = {"locked": 4.0, "crossed": 4.0, "off_smile": 2.0, "parity": 2.0}
+
+
+def _omdp(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-P", "-c", "from ops.cli.main import main; main()", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    with local_spark("test-replay") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("replay")
+    synthesize(SynthConfig(data=root, date=dt.date.fromisoformat(DATE), seconds=1.0, num_lines=4, seed=5, b_copy=True,
+                           anomalies_per_second=RATES, progress=False))
+    live = _omdp("run", str(ROOT / "ops/topologies/opra_fused.toml"), "--data", str(root), "--capture-date", DATE,
+                 "--rate", "5x", "--no-loop", "--seconds", "20")
+    assert live.returncode == 0, live.stderr[-3000:]
+    return root
+
+
+def _live_signals(root: Path) -> Path:
+    (path,) = root.glob("runs/*/*/signals.parquet")
+    return path
+
+
+def test_offline_replay_equals_the_live_run(spark, data: Path) -> None:
+    result = run_replay(spark, DataLayout(data), [DATE])
+    (rec,) = result.reconciliation
+    live = pq.read_table(_live_signals(data)).to_pylist()
+    book = [s for s in live if s["kind"] in ("crossed", "locked")]
+    assert len(book) > 0
+    assert rec["mismatches"] == 0 and rec["status"] == "ok" and result.exit_status == 0
+    assert rec["matched"] == len(book) and rec["rate_x"] == 5.0
+    assert rec["matched"] + rec["explained_by_off_smile"] == rec["reference_signals"]
+    assert rec["priced_checked"] == len(live) - len(book)
+    day = data / "replay" / f"date={DATE}"
+    for table in ("signals", "underlyings", "smiles"):
+        assert pq.read_table(day / "config=default" / table).num_rows > 0, table
+    lines = pq.read_table(day / "lines").to_pylist()
+    assert [r["line"] for r in lines] == [1, 2, 3, 4]
+    assert all(r["missed"] == 0 and r["duplicates"] > 0 and r["packets_b"] == r["packets_a"] for r in lines)
+    sig = pq.read_table(day / "config=default" / "signals")
+    assert sig.schema.field("ts_ns").type == "int64"
+
+
+def test_a_run_that_disagrees_is_a_mismatch(spark, data: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "d"
+    shutil.copytree(data / "captures", copy / "captures")
+    shutil.copytree(data / "runs", copy / "runs")
+    path = _live_signals(copy)
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    first = next(i for i, r in enumerate(rows) if r["kind"] == "crossed")
+    rows[first]["value"] += 0.01       # a price the book never had
+    del rows[-1]                        # a signal the run lost
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), path)
+    result = run_replay(spark, DataLayout(copy), [DATE])
+    assert result.exit_status == 1
+    assert result.reconciliation[0]["mismatches"] >= 2
+    bad = pq.read_table(copy / "replay" / f"date={DATE}" / "reconciliation_mismatches").to_pylist()
+    assert any("value" in b["reason"] for b in bad)
+
+
+def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "d"
+    shutil.copytree(data / "captures", copy / "captures")
+    configs = (ReplayConfig(), ReplayConfig(name="wide", pricing_knobs={"band_abs": 5.0, "band_rel": 1.0}),
+               ReplayConfig(name="book-only", pricing=False))
+    result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(configs=configs, buckets=2))
+    files = len(list((copy / "captures" / DATE).glob("*.pcap")))
+    assert len(result.tasks) == 2
+    assert [t["files_decoded"] for t in result.tasks] == [files, files]   # once per task, not per config
+    by = {c["config"]: c for c in result.configs}
+    assert set(by) == {"default", "wide", "book-only"}
+    assert by["wide"]["off_smile"] <= by["default"]["off_smile"]
+    assert by["book-only"]["off_smile"] == by["book-only"]["parity"] == 0 and by["book-only"]["refreshes"] == 0
+
+
+def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "d"
+    shutil.copytree(data / "captures", copy / "captures")
+    bad = copy / "captures" / DATE / "line02.pcap"
+    bad.write_bytes(b"this is not a pcap file at all" * 10)
+    result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(reconcile=False))
+    skipped = pq.read_table(copy / "replay" / f"date={DATE}" / "skipped_files").to_pylist()
+    assert [Path(s["path"]).name for s in skipped] == ["line02.pcap"] and skipped[0]["action"] == "skipped"
+    lines = {r["line"]: r for r in pq.read_table(copy / "replay" / f"date={DATE}" / "lines").to_pylist()}
+    assert lines[2]["packets_a"] == 0 and lines[2]["accepted"] > 0       # line 2 from its B copy
+    assert result.messages > 0 and result.configs[0]["signals"] > 0
+
+
+def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_path: Path) -> None:
+    """Runs are filed by the date they were made; naming the capture's date still finds the
+    run of it, replays the capture, reconciles, and the page says how the date was read."""
+    from ops.spark.nightly_job import run_nightly
+    from ops.spark.replay_report import resolve_night
+
+    copy = tmp_path / "d"
+    shutil.copytree(data / "captures", copy / "captures")
+    shutil.copytree(data / "runs", copy / "runs")
+    layout = DataLayout(copy)
+    (run_dir,) = (copy / "runs").glob("*/*")
+    night = resolve_night(layout, DATE)
+    assert night.read_as == "capture date" and night.capture_dates == [DATE] and night.runs_made == 0
+    assert night.runs_of_captures == {run_dir.name: run_dir.parent.name}
+    made = resolve_night(layout, run_dir.parent.name)
+    assert made.read_as == "run date" and made.capture_dates == [DATE] and made.runs_made == 1
+    result = run_nightly(spark, layout, DATE)
+    assert result.exit_status == 0 and result.replay is not None
+    assert [r["run_id"] for r in result.replay.reconciliation] == [run_dir.name]
+    page = result.page.read_text()
+    assert "read as: <b>capture date</b>" in page and run_dir.name in page
+    assert "every live run reconciled agrees with the replay" in page

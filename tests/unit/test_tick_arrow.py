@@ -1,0 +1,121 @@
+"""The C decode straight into Arrow columns (ops.spark.tick_arrow, native opra_arrow.c) gives
+the same tick batches, field by field, as decoding to records and converting them
+(BatchDecoder + ticks_batch), on a synthetic day's capture and on one with malformed packets;
+bad packets are skipped and counted with the same errors."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from feedhandlers.captures import read_pcap
+from feedhandlers.opra_fast import BatchDecoder
+from ops.spark.data_layout import DataLayout
+from ops.spark.manifest_roots import load_root_map
+from ops.spark.tick_arrow import ArrowTickDecoder
+from ops.spark.tick_table import TICK_FILE_SCHEMA, ticks_batch
+from ops.synth.generator import SynthConfig, synthesize
+
+DATE = dt.date(2008, 2, 4)
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    data = tmp_path_factory.mktemp("synth")
+    synthesize(SynthConfig(data=data, date=DATE, seconds=0.5, rate=1.0, seed=3, num_lines=2, progress=False))
+    layout = DataLayout(data)
+    files = layout.capture_files(DATE.isoformat(), "A")
+    roots = load_root_map(layout.manifest(DATE.isoformat()))
+    big = max(files, key=lambda f: f.size)
+    cap = read_pcap(big.path)
+    return np.array(cap.buf), np.asarray(cap.offsets), np.asarray(cap.lengths), np.asarray(cap.ts_ns), roots
+
+
+def _record_path(buf, offsets, lengths, ts_ns, roots):
+    dec = BatchDecoder(max_packets=len(offsets))
+    b = dec.decode(buf, offsets, lengths, 0)
+    counts = np.asarray(b.pkt_count, np.int64)
+    pkt = np.repeat(np.arange(len(offsets)), counts)
+    batch = ticks_batch(
+        b.records, ts_ns=ts_ns[pkt], packet_messages=counts[pkt], packet_bytes=np.asarray(lengths, np.int64)[pkt],
+        root_map=roots,
+    )
+    return batch, b.errors, b.counters
+
+
+def _same(arrow, ref) -> None:
+    assert arrow.schema.equals(TICK_FILE_SCHEMA)
+    assert arrow.num_rows == ref.num_rows
+    for name in TICK_FILE_SCHEMA.names:
+        a, r = arrow.column(name), ref.column(name)
+        assert a.null_count == r.null_count, name
+        assert a.equals(r), name
+    assert arrow.equals(ref)
+    arrow.validate(full=True)
+
+
+def test_arrow_path_equals_record_path(capture) -> None:
+    buf, offsets, lengths, ts_ns, roots = capture
+    out = ArrowTickDecoder().decode(buf, offsets, lengths, ts_ns, roots)
+    ref, errors, counters = _record_path(buf, offsets, lengths, ts_ns, roots)
+    assert ref.num_rows > 1000 and not errors
+    _same(out.batch, ref)
+    assert out.counters == counters
+    assert set(out.batch.column("category").unique().to_pylist()) >= {"k", "a"}
+    assert out.batch.column("underlying").null_count < out.batch.num_rows
+
+
+def _corrupt(buf, offsets, lengths, rng):
+    """Copies of the packets with every 7th one broken in one of several ways."""
+    buf = buf.copy()
+    lengths = lengths.astype(np.int64).copy()
+    for k, i in enumerate(range(3, len(offsets), 7)):
+        o, n = int(offsets[i]), int(lengths[i])
+        how = k % 6
+        if how == 0:
+            buf[o] = 0x00  # SOH
+        elif how == 1:
+            buf[o + n - 1] = 0x00  # ETX
+        elif how == 2:
+            lengths[i] = min(n, 10)  # shorter than the header
+        elif how == 3:
+            buf[o + 12] = ord("x")  # count not digits
+        elif how == 4:
+            lengths[i] = n - 5  # cut inside a message
+            buf[o + n - 6] = 0x03
+        else:
+            buf[o + 15 : o + n - 1] = rng.integers(0, 256, n - 16, dtype=np.uint8)  # garbage body
+    return buf, offsets, lengths
+
+
+def test_malformed_packets_are_skipped_and_counted_the_same(capture) -> None:
+    buf, offsets, lengths, ts_ns, roots = capture
+    bad_buf, offsets, bad_len = _corrupt(buf, offsets, lengths, np.random.default_rng(5))
+    dec = ArrowTickDecoder(max_errors=4096)
+    out = dec.decode(bad_buf, offsets, bad_len, ts_ns, roots, first_packet_index=100)
+    ref, errors, counters = _record_path(bad_buf, offsets, bad_len, ts_ns, roots)
+    assert counters["packets_bad"] > 50
+    _same(out.batch, ref)
+    assert out.counters == counters
+    assert [(e.code, e.packet_index - 100, e.offset, e.message_index, e.slot) for e in out.errors] == [
+        (e.code, e.packet_index, e.offset, e.message_index, e.slot) for e in errors
+    ]
+    assert dec.counters == counters
+
+
+def test_chunks_and_empty_runs(capture) -> None:
+    buf, offsets, lengths, ts_ns, roots = capture
+    dec = ArrowTickDecoder()
+    parts = [dec.decode(buf, offsets[s : s + 333], lengths[s : s + 333], ts_ns[s : s + 333], roots, s).batch
+             for s in range(0, len(offsets), 333)]
+    whole = pa.Table.from_batches([p for p in parts if p is not None]).combine_chunks()
+    ref, _, _ = _record_path(buf, offsets, lengths, ts_ns, roots)
+    assert whole.equals(pa.Table.from_batches([ref]).combine_chunks())
+    empty = dec.decode(buf, offsets[:0], lengths[:0], ts_ns[:0], roots)
+    assert empty.batch is None and empty.counters["packets"] == 0
+    with pytest.raises(ValueError):
+        dec.decode(buf, np.array([len(buf) - 4]), np.array([10]), np.array([0]), roots)
+
