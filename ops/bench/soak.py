@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from omdp.runtime.machine import machine_info
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -67,7 +69,8 @@ def _rss_and_name(pid: int) -> tuple[int, str] | None:
 
 
 def _summary(series: list[tuple[float, int]]) -> dict[str, Any]:
-    """MiB after the first minute, in the middle, highest and at the end; MiB/min over the second half."""
+    """MiB after the first minute, in the middle, highest and at the end; MiB/min over the
+    second half (a fitted slope)."""
     t_end = series[-1][0]
 
     def at(t: float) -> int:
@@ -76,7 +79,10 @@ def _summary(series: list[tuple[float, int]]) -> dict[str, Any]:
     half = [(ts, kib) for ts, kib in series if ts >= t_end / 2]
     growth = 0.0
     if len(half) >= 2 and half[-1][0] > half[0][0]:
-        growth = (half[-1][1] - half[0][1]) / 1024 / ((half[-1][0] - half[0][0]) / 60)
+        # Least-squares slope: RSS moves up and down as chunks come and go; endpoints alone would
+        # read that wobble as growth.
+        t = np.array([ts for ts, _ in half]) / 60
+        growth = float(np.polyfit(t, np.array([kib for _, kib in half], dtype=float) / 1024, 1)[0])
     return {"first_min_mib": at(60) / 1024, "middle_mib": at(t_end / 2) / 1024,
             "highest_mib": max(k for _, k in series) / 1024, "end_mib": series[-1][1] / 1024,
             "second_half_mib_per_min": growth}
