@@ -24,7 +24,6 @@
 #define IP_HDR 20
 #define UDP_HDR 8
 #define HDRS (ETH_HDR + IP_HDR + UDP_HDR)
-#define PKT_NOBUF_RETRIES 1000
 #define LOOPBACK_SOURCE "192.0.2.1" /* TEST-NET-1: not local, so not a martian when received */
 
 /* The interface holding IPv4 address `addr`: its name and flags. */
@@ -196,31 +195,5 @@ int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out
         msgs[m].msg_hdr.msg_iovlen = 1;
         map[m++] = k;
     }
-    int done = 0, retries = 0;
-    while (done < m) {
-        int r = sendmmsg(sink->pkt_fd, msgs + done, (unsigned)(m - done), 0);
-        if (r > 0) {
-            for (int k = done; k < done + r; k++)
-                out[map[k]].ok = 1;
-            done += r;
-            retries = 0;
-            continue;
-        }
-        int e = r < 0 ? errno : EIO;
-        if (e == EINTR)
-            continue;
-        if (e == EBADF || e == ENOTSOCK || e == EFAULT || e == ENXIO || e == ENETDOWN) {
-            snprintf(err, errlen, "packet socket sendmmsg: %s", strerror(e));
-            return -1;
-        }
-        if ((e == ENOBUFS || e == EAGAIN) && ++retries < PKT_NOBUF_RETRIES) {
-            omdp_replay_cpu_relax();
-            continue;
-        }
-        if (err && errlen && err[0] == 0)
-            snprintf(err, errlen, "packet socket refused a datagram of line %u: %s", out[map[done]].line, strerror(e));
-        done++;
-        retries = 0;
-    }
-    return 0;
+    return omdp_replay_sendmmsg_all(sink->pkt_fd, msgs, m, map, out, 1, "packet socket", err, errlen);
 }

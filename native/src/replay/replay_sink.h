@@ -31,6 +31,13 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
 int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
 void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink);
 
+struct mmsghdr;
+/* Send msgs[0, m) on fd (replay_sendmmsg.c); msgs[k] carries out[map[k]], marked ok once
+ * sent. A refused datagram is skipped (err keeps the first reason); a dead socket (and with
+ * link_errors_fatal, a gone link) returns -1 with err saying `what` failed. Else 0. */
+int omdp_replay_sendmmsg_all(int fd, struct mmsghdr *msgs, int m, const int *map, omdp_replay_out_t *out,
+                             int link_errors_fatal, const char *what, char *err, size_t errlen);
+
 /* Puts n frames (omdp_replay_frame_t + packet) stamped `sent_ns` into the ring; marks each
  * ok or not. Returns 0, or -1 when the receiver is gone or the ring refuses for good. */
 int omdp_replay_ring_send(omdp_replay_ring_sink_t *sink, omdp_replay_out_t *out, int n, int64_t sent_ns,

@@ -12,7 +12,6 @@
 
 /* Retries of a datagram the kernel refuses for want of buffer space before it counts as a
  * send error (the loop is late by then anyway; the count makes the loss visible). */
-#define UDP_NOBUF_RETRIES 1000
 
 int omdp_replay_udp_open(omdp_replay_udp_sink_t *sink, const char *iface, int ttl, char *err, size_t errlen)
 {
@@ -78,11 +77,6 @@ void omdp_replay_udp_close(omdp_replay_udp_sink_t *sink)
     omdp_replay_packet_close(sink);
 }
 
-static int fatal_errno(int e)
-{
-    return e == EBADF || e == ENOTSOCK || e == EFAULT;
-}
-
 int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen)
 {
     struct mmsghdr msgs[OMDP_REPLAY_BATCH_MAX];
@@ -113,32 +107,5 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
         msgs[m].msg_hdr.msg_iovlen = 1;
         map[m++] = k;
     }
-    int done = 0, retries = 0;
-    while (done < m) {
-        int r = sendmmsg(sink->fd, msgs + done, (unsigned)(m - done), 0);
-        if (r > 0) {
-            for (int k = done; k < done + r; k++)
-                out[map[k]].ok = 1;
-            done += r;
-            retries = 0;
-            continue;
-        }
-        int e = r < 0 ? errno : EIO;
-        if (e == EINTR)
-            continue;
-        if (fatal_errno(e)) {
-            snprintf(err, errlen, "sendmmsg: %s", strerror(e));
-            return -1;
-        }
-        if ((e == ENOBUFS || e == EAGAIN) && ++retries < UDP_NOBUF_RETRIES) {
-            omdp_replay_cpu_relax();
-            continue;
-        }
-        /* This datagram is refused (counted by the caller as not ok); go on with the next. */
-        if (err && errlen && err[0] == 0)
-            snprintf(err, errlen, "sendmmsg refused a datagram of line %u: %s", out[map[done]].line, strerror(e));
-        done++;
-        retries = 0;
-    }
-    return 0;
+    return omdp_replay_sendmmsg_all(sink->fd, msgs, m, map, out, 0, "UDP socket", err, errlen);
 }
