@@ -34,6 +34,25 @@ const omdp_operator_vtable_t *omdp_engine_op_vtable(void);
 int omdp_engine_emit_output(const uint8_t *out, uint32_t len, const omdp_emitter_t *em, uint32_t samples_port,
                             uint32_t signals_port, uint64_t *emits);
 
+/* Records a misaligned run is copied through at a time: the scratch buffer's capacity. */
+#define OMDP_ENGINE_SCRATCH_RECORDS 64
+
+typedef int (*omdp_msg_run_fn)(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em);
+
+typedef struct omdp_msg_run_counts {
+    uint64_t skipped_records; /* records of other types or sizes, skipped */
+    uint64_t bad_batches;     /* batches cut short by a malformed record */
+    uint64_t copied_runs;     /* runs copied because the input was not 8-byte aligned */
+} omdp_msg_run_counts_t;
+
+/* Walk a batch (omdp_batch_next) and hand each run of consecutive OPRA message records to
+ * fn, in order: in place when 8-byte aligned, else through scratch (OMDP_ENGINE_SCRATCH_RECORDS
+ * records, 64-byte aligned). A malformed record ends the walk (the runs before it are handed
+ * on). Adds to *counts; returns OMDP_OK or fn's first error. */
+int omdp_engine_for_each_msg_run(const uint8_t *records, uint32_t nbytes, omdp_opra_msg_t *scratch,
+                                 omdp_msg_run_fn fn, void *ctx, const omdp_emitter_t *em,
+                                 omdp_msg_run_counts_t *counts);
+
 /* Reference counting, so an engine shared by Python and an operator is freed by the last
  * one to let go. omdp_engine_destroy is omdp_engine_release. */
 void omdp_engine_retain(omdp_engine_t *engine);

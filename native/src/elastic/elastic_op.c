@@ -11,7 +11,6 @@
 #include "omdp/record.h"
 #include "omdp/signal.h"
 
-#define SCRATCH_RECORDS 64  /* misaligned input is copied through this many records at a time */
 #define DRAIN_SPINS 1000000000u /* end of stream: give up waiting after this many polls */
 
 typedef struct elastic_op {
@@ -20,8 +19,7 @@ typedef struct elastic_op {
     uint32_t out_bytes;
     uint32_t out_len;
     omdp_opra_msg_t *scratch;
-    uint64_t skipped_records;
-    uint64_t bad_batches;
+    omdp_msg_run_counts_t runs; /* skipped records, broken batches, copied runs */
     uint64_t full_retries;  /* dispatch found a ring full: emitted and retried */
     uint64_t emits;
 } elastic_op_t;
@@ -59,7 +57,7 @@ static int op_init(void **state, const omdp_op_init_t *init)
     op->el = prm.shared;
     op->out_bytes = prm.out_bytes;
     op->out = aligned_alloc(64, prm.out_bytes);
-    op->scratch = aligned_alloc(64, SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
+    op->scratch = aligned_alloc(64, OMDP_ENGINE_SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
     if (!op->out || !op->scratch) {
         op_close(op);
         return OMDP_ERR_NOMEM;
@@ -82,8 +80,9 @@ static int collect_emit(elastic_op_t *op, const omdp_emitter_t *em)
     return op->out_len ? flush(op, em) : OMDP_OK;
 }
 
-static int dispatch_all(elastic_op_t *op, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
+static int dispatch_all(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
 {
+    elastic_op_t *op = ctx;
     uint32_t done = 0;
     while (done < n) {
         int32_t got = omdp_elastic_dispatch(op->el, msgs + done, n - done);
@@ -102,47 +101,12 @@ static int dispatch_all(elastic_op_t *op, const omdp_opra_msg_t *msgs, uint32_t 
     return OMDP_OK;
 }
 
-static int run_records(elastic_op_t *op, const uint8_t *first, uint32_t n, const omdp_emitter_t *em)
-{
-    if (n == 0)
-        return OMDP_OK;
-    if (((uintptr_t)first & 7u) == 0)
-        return dispatch_all(op, (const omdp_opra_msg_t *)(const void *)first, n, em);
-    for (uint32_t k = 0; k < n; k += SCRATCH_RECORDS) {
-        uint32_t m = n - k < SCRATCH_RECORDS ? n - k : SCRATCH_RECORDS;
-        memcpy(op->scratch, first + (size_t)k * OMDP_OPRA_MSG_SIZE, (size_t)m * OMDP_OPRA_MSG_SIZE);
-        int rc = dispatch_all(op, op->scratch, m, em);
-        if (rc < 0)
-            return rc;
-    }
-    return OMDP_OK;
-}
-
 static int op_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
                       const omdp_emitter_t *em)
 {
     elastic_op_t *op = state;
-    uint32_t off = 0, run_n = 0;
-    const uint8_t *run_start = NULL, *rec = NULL;
-    int r;
-    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
-        omdp_record_header_t h;
-        memcpy(&h, rec, sizeof h);
-        if (h.type == OMDP_RT_OPRA_MSG && h.length == OMDP_OPRA_MSG_SIZE) {
-            if (run_n == 0)
-                run_start = rec;
-            run_n++;
-            continue;
-        }
-        op->skipped_records++;
-        int rc = run_records(op, run_start, run_n, em);
-        if (rc < 0)
-            return rc;
-        run_n = 0;
-    }
-    if (r < 0)
-        op->bad_batches++;
-    int rc = run_records(op, run_start, run_n, em);
+    (void)in_port;
+    int rc = omdp_engine_for_each_msg_run(records, nbytes, op->scratch, dispatch_all, op, em, &op->runs);
     if (rc < 0)
         return rc;
     omdp_elastic_pass(op->el); /* inline worker 0, if so configured */
@@ -181,7 +145,7 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
     omdp_elastic_engine_counters(op->el, &e);
     uint64_t v[N_NAMES] = {c.dispatched, c.processed, c.ring_full, c.moves, c.level, c.level_changes, c.suspended,
                            c.wakeups, e.signals, e.sampled, e.series, e.quotes, e.unrouted, e.bbo_checked,
-                           e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->skipped_records, op->bad_batches,
+                           e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->runs.skipped_records, op->runs.bad_batches,
                            op->full_retries, op->emits};
     for (uint32_t i = 0; i < N_NAMES && i < max; i++) {
         out[i].name = NAMES[i];

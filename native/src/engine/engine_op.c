@@ -7,7 +7,6 @@
 
 #include "omdp/engine_op.h"
 
-#define SCRATCH_RECORDS 64 /* misaligned input is copied through this many records at a time */
 
 typedef struct engine_op {
     omdp_engine_t *engine;
@@ -15,9 +14,7 @@ typedef struct engine_op {
     uint32_t out_bytes;
     uint32_t out_len;
     omdp_opra_msg_t *scratch;
-    uint64_t skipped_records; /* not OPRA message records */
-    uint64_t bad_batches;     /* batches whose framing broke: the rest of the batch skipped */
-    uint64_t copied_runs;     /* runs copied because the input was not 8-byte aligned */
+    omdp_msg_run_counts_t runs; /* skipped records, broken batches, copied runs */
     uint64_t emits;
 } engine_op_t;
 
@@ -65,7 +62,7 @@ static int op_init(void **state, const omdp_op_init_t *init)
     }
     op->out_bytes = prm.out_bytes;
     op->out = aligned_alloc(64, prm.out_bytes);
-    op->scratch = aligned_alloc(64, SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
+    op->scratch = aligned_alloc(64, OMDP_ENGINE_SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
     if (!op->out || !op->scratch) {
         op_close(op);
         return OMDP_ERR_NOMEM;
@@ -82,8 +79,9 @@ static int flush(engine_op_t *op, const omdp_emitter_t *em)
     return rc;
 }
 
-static int run_engine(engine_op_t *op, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
+static int run_engine(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
 {
+    engine_op_t *op = ctx;
     uint32_t done = 0;
     while (done < n) {
         int32_t got = omdp_engine_process_batch(op->engine, msgs + done, n - done, op->out, op->out_bytes, &op->out_len);
@@ -99,48 +97,12 @@ static int run_engine(engine_op_t *op, const omdp_opra_msg_t *msgs, uint32_t n, 
     return OMDP_OK;
 }
 
-static int run_records(engine_op_t *op, const uint8_t *first, uint32_t n, const omdp_emitter_t *em)
-{
-    if (n == 0)
-        return OMDP_OK;
-    if (((uintptr_t)first & 7u) == 0)
-        return run_engine(op, (const omdp_opra_msg_t *)(const void *)first, n, em);
-    op->copied_runs++;
-    for (uint32_t k = 0; k < n; k += SCRATCH_RECORDS) {
-        uint32_t m = n - k < SCRATCH_RECORDS ? n - k : SCRATCH_RECORDS;
-        memcpy(op->scratch, first + (size_t)k * OMDP_OPRA_MSG_SIZE, (size_t)m * OMDP_OPRA_MSG_SIZE);
-        int rc = run_engine(op, op->scratch, m, em);
-        if (rc < 0)
-            return rc;
-    }
-    return OMDP_OK;
-}
-
 static int op_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
                       const omdp_emitter_t *em)
 {
     engine_op_t *op = state;
-    uint32_t off = 0, run_n = 0;
-    const uint8_t *run_start = NULL, *rec = NULL;
-    int r;
-    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
-        omdp_record_header_t h;
-        memcpy(&h, rec, sizeof h);
-        if (h.type == OMDP_RT_OPRA_MSG && h.length == OMDP_OPRA_MSG_SIZE) {
-            if (run_n == 0)
-                run_start = rec;
-            run_n++;
-            continue;
-        }
-        op->skipped_records++;
-        int rc = run_records(op, run_start, run_n, em);
-        if (rc < 0)
-            return rc;
-        run_n = 0;
-    }
-    if (r < 0)
-        op->bad_batches++;
-    return run_records(op, run_start, run_n, em);
+    (void)in_port;
+    return omdp_engine_for_each_msg_run(records, nbytes, op->scratch, run_engine, op, em, &op->runs);
 }
 
 static const char *const ENGINE_COUNTER_NAMES[] = {
@@ -161,9 +123,9 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
     uint64_t v[sizeof c / sizeof(uint64_t)];
     memcpy(v, &c, sizeof c);
     uint32_t n_engine = sizeof v / sizeof v[0];
-    omdp_counter_t own[] = {{"skipped_records", op->skipped_records},
-                            {"bad_batches", op->bad_batches},
-                            {"copied_runs", op->copied_runs},
+    omdp_counter_t own[] = {{"skipped_records", op->runs.skipped_records},
+                            {"bad_batches", op->runs.bad_batches},
+                            {"copied_runs", op->runs.copied_runs},
                             {"emits", op->emits}};
     uint32_t n_own = sizeof own / sizeof own[0];
     for (uint32_t i = 0; i < n_engine && i < max; i++)
