@@ -22,28 +22,18 @@ from omdp.runtime.machine import machine_info
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def _children() -> dict[int, list[int]]:
-    """ppid -> pids of every process on this host (one pass over /proc)."""
-    out: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        out.setdefault(ppid, []).append(int(entry.name))
-    return out
-
-
 def process_tree(root: int) -> list[int]:
-    """root and every process descended from it."""
-    kids, todo, seen = _children(), [root], []
+    """root and every process descended from it (each thread's /proc children list: a
+    process started from a thread is that thread's child)."""
+    seen, todo = [], [root]
     while todo:
         pid = todo.pop()
         seen.append(pid)
-        todo.extend(kids.get(pid, ()))
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+            except OSError:
+                continue
     return seen
 
 
