@@ -126,6 +126,24 @@ class DecisionEngine:
             raise EngineError("omdp_engine_process_batch", rc)
         return int(rc), int(self._out_len[0])
 
+    def process_gather(self, msgs: np.ndarray, idx: np.ndarray, out: np.ndarray, out_len: int = 0) -> tuple[int, int]:
+        """Process ``msgs[idx]`` in that order, in place (``omdp_engine_process_gather``: what the
+        elastic partition's inline worker runs its buckets' messages with). Returns as
+        :meth:`process_batch`; raises EngineError when an index is out of range."""
+        _check_batch(msgs)
+        if out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise TypeError("out must be a contiguous uint8 array")
+        idx = np.ascontiguousarray(idx, dtype=np.uint32)
+        self._out_len[0] = out_len
+        rc = lib.omdp_engine_process_gather(
+            self._ptr, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(msgs, require_writable=False)), len(msgs),
+            ffi.cast("const uint32_t *", ffi.from_buffer(idx, require_writable=False)), len(idx),
+            ffi.from_buffer("uint8_t[]", out), len(out), self._out_len,
+        )
+        if rc < 0:
+            raise EngineError("omdp_engine_process_gather", rc)
+        return int(rc), int(self._out_len[0])
+
     def process(self, msgs: np.ndarray, batch: int = 0, out_bytes: int = 1 << 20) -> EngineOutput:
         """Process every message of ``msgs`` (in batches of ``batch``, 0 = all at once) and
         return everything it produced. A convenience for tools and tests, one C call per batch."""
