@@ -165,14 +165,14 @@ def _followed(periods: list[dict[str, Any]], steps_at_s: list[float], period_s: 
     if len(steps_at_s) < 2 or not periods:
         return res
     up_at, down_at = steps_at_s[0], steps_at_s[1]
-    for n, p in enumerate(q for q in periods if q["t_s"] > up_at + 1e-9):
+    for n, p in enumerate(q for q in periods if q["t_s"] > up_at + period_s / 2):
         if p["t_s"] > down_at + period_s:
             break
         if p["next_level"] > 1:
             res["rose_after_periods"] = n + 1
             break
     res["max_level"] = max((p["next_level"] for p in periods if up_at < p["t_s"] <= down_at + period_s), default=0)
-    for n, p in enumerate(q for q in periods if q["t_s"] > down_at + 1e-9):
+    for n, p in enumerate(q for q in periods if q["t_s"] > down_at + period_s / 2):
         if p["next_level"] == 1:
             res["fell_after_periods"] = n + 1
             break
