@@ -1,8 +1,9 @@
 """``omdp bench elastic``: the elastic engine partition (decision_engines.elastic) measured two
 ways, each against the static engine on the same messages.
 
-- **Overhead**: CPU per message of the elastic partition at level 1 (dispatch into bucket
-  rings, one worker, collect), with worker 0 inline and as a thread, beside the static engine
+- **Overhead**: CPU per message of the elastic partition at level 1 (dispatch: with worker 0
+  inline its buckets' records run in place, with a worker thread they are copied into bucket
+  rings; the engines; collect), with worker 0 inline and as a thread, beside the static engine
   (``omdp bench engine``'s market, warm books, batches of 1,024), the three in turn per run.
   The static side is the calling thread's CPU time; the elastic side is the calling thread's
   (dispatch, collect, and worker 0 when inline) plus the CPU time of the partition's worker
@@ -11,7 +12,9 @@ ways, each against the static engine on the same messages.
 - **Rate step**: messages offered at a rate schedule (``2x:20s,10x:20s,2x:20s``; Nx in
   messages is N x 24,000 packets/s x the messages per packet of our captures), the control
   loop stepping every period; per period the offered and processed rate, the level and the
-  decision. At the end the partition is drained and checked against a static engine fed the
+  decision, and how many periods after the step up the level rose and after the step down it
+  was back at 1 (``run_rate_step``: worker 0 inline, offered messages not taken within
+  ``max_lag_s`` skipped). At the end the partition is drained and checked against a static engine fed the
   same messages: every message processed exactly once (counters), signals equal (as a
   multiset: buckets are collected in any order) and every series' final NBBO equal.
 """
