@@ -1,14 +1,15 @@
-"""The offline replay's feed side, run inside a Spark task: one day's capture files ->
-the OPRA message records of one underlying bucket, in time order.
+"""The offline replay's feed side, run inside a day x line Spark task: one line's capture
+files -> its accepted OPRA message records, staged per underlying bucket.
 
-The packets of every line's A and B files (memory-mapped, read in place) are put in arrival
-order - capture time, then line, then A before B, then position: the order the replayer
-sends them in - and handed to the feed handler's own C rules
-(``native/include/omdp/feed_offline.h``) in one pass: the pre-decode duplicate check by
-block sequence, the decode, the per-message arbitration, routing by root with the routing
-table the live pipeline builds (``feedhandlers.routing``). Only the accepted messages of
-the task's bucket (the engine index of the routing table) are written out, already in time
-order: no records are sorted or moved afterwards.
+The packets of the line's A and B files (memory-mapped, read in place) are put in arrival
+order - capture time, then A before B, then position: the order the replayer sends them
+in - and handed to the feed handler's own C rules (``native/include/omdp/feed_offline.h``)
+in one pass: the pre-decode duplicate check by block sequence, the decode, the per-message
+arbitration, routing by root with the routing table the live pipeline builds
+(``feedhandlers.routing``). Arbitration is per line, so a line's two copies are all it
+needs. The accepted records are split by engine (the underlying bucket) and staged
+(``replay_stage``) for the day x bucket engine tasks, which merge every line's part in time
+order.
 
 A file that cannot be read is reported (path, action, error) and the line goes on with the
 files that can: a line whose A file is corrupt is replayed from its B copy.
@@ -22,6 +23,7 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
+from ops.spark.replay_stage import write_buckets
 
 _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
@@ -54,16 +56,6 @@ class Routes:
     root_engines: tuple[int, ...]
 
 
-@dataclass
-class BucketFeed:
-    """What one task decoded: its bucket's records in time order and how every line went."""
-
-    records: np.ndarray                    # OPRA_MSG_DTYPE
-    line_counts: dict[int, dict[str, int]]
-    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (path, action, error)
-    files_decoded: int = 0
-
-
 class OfflineFeedHandler:
     """``omdp_fh_offline_*``: the feed handler's arbitration, decode and routing over files."""
 
@@ -85,6 +77,12 @@ class OfflineFeedHandler:
         """Arbitrate, decode and route ``pkts`` (PKT_DTYPE, arrival order) read from
         ``sources``; return the accepted records of ``want_engine`` (None: every engine's),
         in packet order."""
+        return self.run_with_engines(sources, pkts, want_engine)[0]
+
+    def run_with_engines(self, sources: list[np.ndarray], pkts: np.ndarray,
+                         want_engine: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """``run``, also returning each record's engine (uint16): what the day x line decode
+        stage splits its records by."""
         if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
             raise TypeError("pkts must be a contiguous PKT_DTYPE array")
         srcs = ffi.new("omdp_fh_offline_src_t[]", max(1, len(sources)))
@@ -99,12 +97,12 @@ class OfflineFeedHandler:
         # time when records went through several arrays).
         cap = max(header_messages(sources, pkts), 1) + int(lib.OMDP_OPRA_MAX_MESSAGES)
         want = lib.OMDP_FH_OFFLINE_ALL if want_engine is None else int(want_engine)
-        parts = []
+        parts, eparts = [], []
         n_out = ffi.new("uint64_t *")
         done = 0
-        engines = np.empty(cap, dtype=np.uint16)
         while done < n:
             out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
+            engines = np.empty(cap, dtype=np.uint16)
             n_out[0] = 0
             used = lib.omdp_fh_offline_run(
                 self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
@@ -113,10 +111,13 @@ class OfflineFeedHandler:
             if used < 0:
                 raise ValueError("omdp_fh_offline_run: bad argument")
             parts.append(out[: int(n_out[0])])
+            eparts.append(engines[: int(n_out[0])])
             done += used
         if not parts:
-            return np.zeros(0, OPRA_MSG_DTYPE)
-        return parts[0] if len(parts) == 1 else join(parts)
+            return np.zeros(0, OPRA_MSG_DTYPE), np.zeros(0, np.uint16)
+        if len(parts) == 1:
+            return parts[0], eparts[0]
+        return join(parts), np.concatenate(eparts)
 
     def counts(self, line: int) -> dict[str, int]:
         """The line's counters so far (``packets`` split into ``packets_a``/``packets_b``)."""
@@ -187,12 +188,23 @@ def read_packets(lines: list[LineFiles], problems: list[tuple[str, str, str]]) -
     return sources, np.ascontiguousarray(pkts[order]), files
 
 
-def decode_bucket(lines: list[LineFiles], routes: Routes, bucket: int | None) -> BucketFeed:
-    """A day's lines through the feed handler's rules in arrival order; the records of
-    ``bucket`` (None: all), in that order."""
+@dataclass
+class LineFeed:
+    """What one day x line decode task did: how the line went, what it could not read."""
+
+    line: int
+    messages: int
+    counts: dict[str, int]
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (path, action, error)
+    files_decoded: int = 0
+
+
+def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
+    """One line's A and B files through the feed handler's rules in arrival order; the
+    accepted records staged per underlying bucket (``replay_stage.write_buckets``)."""
     problems: list[tuple[str, str, str]] = []
-    sources, pkts, files = read_packets(lines, problems)
+    sources, pkts, files = read_packets([lf], problems)
     fh = OfflineFeedHandler(routes)
-    records = fh.run(sources, pkts, bucket)
-    counts = {lf.line: fh.counts(lf.line) for lf in lines}
-    return BucketFeed(records, counts, problems, files)
+    records, engines = fh.run_with_engines(sources, pkts, None)
+    write_buckets(day_dir, lf.line, records, engines, routes.engines)
+    return LineFeed(lf.line, len(records), fh.counts(lf.line), problems, files)

@@ -4,9 +4,11 @@
 Per day the driver plans: the capture files per line (A and B, rotation order), the routing
 table the live pipeline would build for the capture (``feedhandlers.routing``: underlyings
 balanced over ``buckets`` engines by their message counts), and the live ``--no-loop`` runs
-of that capture to reconcile with. Each (day, bucket) is one Spark task (``replay_task``):
-it decodes and routes the day once with the feed handler's C rules, keeps its bucket's
-messages in time order, runs the C engine once per configuration and writes its part of
+of that capture to reconcile with. Two Spark stages (``replay_task``): one task per (day,
+line) decodes and routes the line once with the feed handler's C rules and stages its
+records per bucket (``replay_stage``); then one task per (day, bucket) merges its bucket's
+records of every line in time order, runs the C engine once per configuration and writes
+its part of
 
     replay/date=D/config=<name>/signals/       REPLAY_SIGNALS_SCHEMA
     replay/date=D/config=<name>/underlyings/   REPLAY_UNDERLYINGS_SCHEMA
@@ -50,7 +52,8 @@ from ops.spark.replay_reconcile import (
     find_live_runs,
     reconcile_run,
 )
-from ops.spark.replay_task import TASK_STATUS_SCHEMA, TaskSpec, run_task
+from ops.spark.replay_stage import STAGE_DIR
+from ops.spark.replay_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
 from ops.spark.session import build_session
 
 JOB = "replay"
@@ -167,7 +170,7 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
     return DayPlan(date, plan_lines, routes, problems)
 
 
-def run_tasks(spark: SparkSession, specs: list[TaskSpec]) -> list[dict]:
+def run_tasks(spark: SparkSession, specs: list[DecodeSpec] | list[EngineSpec]) -> list[dict]:
     """One Spark task per spec (mapInArrow over a range); the status rows, in spec order."""
     if not specs:
         return []
@@ -182,8 +185,8 @@ def run_tasks(spark: SparkSession, specs: list[TaskSpec]) -> list[dict]:
     tasks = spark.range(0, len(specs), 1, numPartitions=len(specs))
     rows = [r.asDict() for r in tasks.mapInArrow(work, from_arrow_schema(TASK_STATUS_SCHEMA)).collect()]
     shared.unpersist()
-    order = {(s.date, s.bucket): i for i, s in enumerate(specs)}
-    return sorted(rows, key=lambda r: order[(r["date"], r["bucket"])])
+    order = {(s.date, s.line.line if isinstance(s, DecodeSpec) else s.bucket): i for i, s in enumerate(specs)}
+    return sorted(rows, key=lambda r: order[(r["date"], r["line"] if r["stage"] == "decode" else r["bucket"])])
 
 
 def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
@@ -195,9 +198,9 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                 result: ReplayResult) -> None:
     date = plan.date
     lines: dict[int, dict] = {}
-    for r in rows:  # every task arbitrated every line: the counters are the same, take the first
+    for r in rows:  # one decode task per line
         for ln, c in json.loads(r["lines_json"]).items():
-            lines.setdefault(int(ln), c)
+            lines[int(ln)] = c
     _write([{"date": date, "line": ln, **{k: c[k] for k in REPLAY_LINES_SCHEMA.names if k in c}}
             for ln, c in sorted(lines.items())], out_dir / "lines", REPLAY_LINES_SCHEMA)
     seen = {p.path for p in plan.problems}
@@ -207,10 +210,11 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                 seen.add(path)
                 plan.problems.append(FileProblem(path, action, error))
     _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", REPLAY_SKIPPED_SCHEMA)
-    messages = sum(r["messages"] for r in rows)
+    engine_rows = [r for r in rows if r["stage"] == "engines"]
+    messages = sum(r["messages"] for r in engine_rows)
     cfg_rows = []
     for cfg in configs:
-        per = [json.loads(r["configs_json"])[cfg.name] for r in rows]
+        per = [json.loads(r["configs_json"])[cfg.name] for r in engine_rows]
         kinds: dict[str, int] = {}
         for p in per:
             for k, n in p["kinds"].items():
@@ -234,7 +238,8 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
     buckets = options.buckets or max(1, spark.sparkContext.defaultParallelism)
     result = ReplayResult(dates=list(dates))
     plans: list[DayPlan] = []
-    specs: list[TaskSpec] = []
+    decodes: list[DecodeSpec] = []
+    engines: list[EngineSpec] = []
     for date in dates:
         plan = plan_day(layout, date, buckets)
         if options.reconcile:
@@ -250,14 +255,18 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
         if plan.routes is None:
             continue
         keys = tuple(sorted({k for run in plan.runs for k in run.check_keys()}))
-        specs.extend(TaskSpec(date, b, tuple(plan.lines), plan.routes, configs, str(out_dir), keys)
-                     for b in range(plan.routes.engines))
-    rows = run_tasks(spark, specs)
+        decodes.extend(DecodeSpec(date, lf, plan.routes, str(out_dir)) for lf in plan.lines)
+        engines.extend(EngineSpec(date, b, tuple(lf.line for lf in plan.lines), configs, str(out_dir), keys)
+                       for b in range(plan.routes.engines))
+    rows = run_tasks(spark, decodes)      # stage 1: day x line
+    rows += run_tasks(spark, engines)     # stage 2: day x bucket, over what stage 1 staged
+    for plan in plans:
+        shutil.rmtree(layout.root / "replay" / f"date={plan.date}" / STAGE_DIR, ignore_errors=True)
     result.tasks = rows
     for plan in plans:
         out_dir = layout.root / "replay" / f"date={plan.date}"
         day_rows = [r for r in rows if r["date"] == plan.date]
-        configs = next((s.configs for s in specs if s.date == plan.date), options.configs)
+        configs = next((s.configs for s in engines if s.date == plan.date), options.configs)
         _day_tables(plan, day_rows, configs, out_dir, result)
         if plan.runs:
             found = [f for r in day_rows for f in json.loads(r["found_json"])]

@@ -1,7 +1,13 @@
-"""One task of the replay job (``replay_job``): a day x underlying bucket. It decodes and
-routes the day once (``replay_feed``), runs every configuration's engine over the bucket's
-records (``replay_engine``), writes its part of each output table and hands back one status
-row. Everything here runs on an executor; the driver only plans and gathers."""
+"""The tasks of the replay job (``replay_job``), two stages:
+
+- decode, one task per day x line: arbitrates, decodes and routes the line once
+  (``replay_feed.decode_line``) and stages its records per underlying bucket;
+- engines, one task per day x underlying bucket: merges the bucket's staged records of every
+  line in time order (``replay_stage.merge_bucket``), runs every configuration's engine over
+  them (``replay_engine``), writes its part of each output table.
+
+Each hands back one status row. Everything here runs on an executor; the driver only plans
+and gathers."""
 from __future__ import annotations
 
 import json
@@ -16,15 +22,19 @@ import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
 from ops.spark.replay_engine import run_config, signals_arrow, smiles_arrow, underlyings_arrow
-from ops.spark.replay_feed import LineFiles, Routes, decode_bucket
+from ops.spark.replay_feed import LineFiles, Routes, decode_line
+from ops.spark.replay_stage import merge_bucket, unpack
 
 TASK_STATUS_SCHEMA = pa.schema(
     [
         ("date", pa.string()),
-        ("bucket", pa.int32()),
-        ("messages", pa.int64()),          # the bucket's accepted messages
+        ("stage", pa.string()),            # "decode" (day x line) or "engines" (day x bucket)
+        ("line", pa.int32()),              # decode: the line (engines: -1)
+        ("bucket", pa.int32()),            # engines: the bucket (decode: -1)
+        ("messages", pa.int64()),          # the line's / the bucket's accepted messages
         ("files_decoded", pa.int64()),     # capture files read and decoded by this task
-        ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, sort
+        ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, stage (decode);
+                                           # read the stage, merge, unpack (engines)
         ("engine_cpu_s", pa.float64()),    # thread CPU: every configuration's engine and pricing
         ("cpu_s", pa.float64()),
         ("wall_s", pa.float64()),
@@ -37,13 +47,22 @@ TASK_STATUS_SCHEMA = pa.schema(
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """What one task is given (broadcast): the day, its files, routes, configs, outputs."""
+class DecodeSpec:
+    """A day x line decode task (broadcast): the line's files, the day's routes, where to stage."""
+
+    date: str
+    line: LineFiles
+    routes: Routes
+    out_dir: str                           # <data>/replay/date=D
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """A day x bucket engine task (broadcast): the bucket, the day's lines, configs, outputs."""
 
     date: str
     bucket: int
-    lines: tuple[LineFiles, ...]
-    routes: Routes
+    lines: tuple[int, ...]
     configs: tuple[ReplayConfig, ...]
     out_dir: str                           # <data>/replay/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
@@ -70,12 +89,26 @@ def _found(records: np.ndarray, keys: tuple[int, ...]) -> list[dict]:
     return out
 
 
-def run_task(spec: TaskSpec) -> dict:
-    """Decode once, run every configuration, write the outputs; the TASK_STATUS_SCHEMA row."""
+def run_decode(spec: DecodeSpec) -> dict:
+    """Decode, arbitrate and route one line, stage its records; the TASK_STATUS_SCHEMA row."""
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    feed = decode_bucket(list(spec.lines), spec.routes, spec.bucket)
+    feed = decode_line(spec.line, spec.routes, spec.out_dir)
+    cpu = time.thread_time() - cpu0
+    return {
+        "date": spec.date, "stage": "decode", "line": spec.line.line, "bucket": -1, "messages": feed.messages,
+        "files_decoded": feed.files_decoded, "decode_cpu_s": cpu, "engine_cpu_s": 0.0, "cpu_s": cpu,
+        "wall_s": time.perf_counter() - wall0, "configs_json": "{}",
+        "lines_json": json.dumps({str(feed.line): feed.counts}), "problems_json": json.dumps(feed.problems),
+        "found_json": "[]",
+    }
+
+
+def run_engines(spec: EngineSpec) -> dict:
+    """Merge the bucket's staged records, run every configuration, write the outputs; the
+    TASK_STATUS_SCHEMA row."""
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    records = unpack(merge_bucket(spec.out_dir, spec.bucket, list(spec.lines)))
     decode_cpu = time.thread_time() - cpu0
-    records = feed.records
     configs = {}
     for cfg in spec.configs:
         run = run_config(records, cfg, spec.date, spec.bucket)
@@ -89,9 +122,13 @@ def run_task(spec: TaskSpec) -> dict:
                              "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters}
     cpu = time.thread_time() - cpu0
     return {
-        "date": spec.date, "bucket": spec.bucket, "messages": len(records), "files_decoded": feed.files_decoded,
-        "decode_cpu_s": decode_cpu, "engine_cpu_s": cpu - decode_cpu, "cpu_s": cpu,
-        "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs),
-        "lines_json": json.dumps({str(k): v for k, v in feed.line_counts.items()}),
-        "problems_json": json.dumps(feed.problems), "found_json": json.dumps(_found(records, spec.check_keys)),
+        "date": spec.date, "stage": "engines", "line": -1, "bucket": spec.bucket, "messages": len(records),
+        "files_decoded": 0, "decode_cpu_s": decode_cpu, "engine_cpu_s": cpu - decode_cpu, "cpu_s": cpu,
+        "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
+        "problems_json": "[]", "found_json": json.dumps(_found(records, spec.check_keys)),
     }
+
+
+def run_task(spec: DecodeSpec | EngineSpec) -> dict:
+    """Either stage's task."""
+    return run_decode(spec) if isinstance(spec, DecodeSpec) else run_engines(spec)

@@ -100,9 +100,16 @@ def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> No
     configs = (ReplayConfig(), ReplayConfig(name="wide", pricing_knobs={"band_abs": 5.0, "band_rel": 1.0}),
                ReplayConfig(name="book-only", pricing=False))
     result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(configs=configs, buckets=2))
-    files = len(list((copy / "captures" / DATE).glob("*.pcap")))
-    assert len(result.tasks) == 2
-    assert [t["files_decoded"] for t in result.tasks] == [files, files]   # once per task, not per config
+    files = sorted(p.name for p in (copy / "captures" / DATE).glob("*.pcap"))
+    decode = [t for t in result.tasks if t["stage"] == "decode"]
+    engines = [t for t in result.tasks if t["stage"] == "engines"]
+    assert [t["line"] for t in decode] == [1, 2, 3, 4] and [t["bucket"] for t in engines] == [0, 1]
+    # each file decoded once in the whole job (A and B of a line in its one task), never by
+    # an engine task, whatever the number of configurations and buckets
+    assert [t["files_decoded"] for t in decode] == [2, 2, 2, 2] and len(files) == 8
+    assert [t["files_decoded"] for t in engines] == [0, 0]
+    assert sum(t["messages"] for t in decode) == sum(t["messages"] for t in engines) == result.messages > 0
+    assert not (copy / "replay" / f"date={DATE}" / "_stage").exists()   # staged records removed
     by = {c["config"]: c for c in result.configs}
     assert set(by) == {"default", "wide", "book-only"}
     assert by["wide"]["off_smile"] <= by["default"]["off_smile"]
