@@ -2,8 +2,9 @@
 underlying bucket's records in time order, once per configuration, and the task's output
 tables.
 
-The records come decoded and routed once (``replay_feed``); every configuration gets its own
-``DecisionEngine`` over the same array. Pricing refreshes every ``refresh_ms`` of capture
+The records come decoded and routed once (``replay_feed``), merged in time order and
+expanded a chunk at a time (``replay_stage``); every configuration gets its own
+``DecisionEngine`` (``ConfigRunner``) fed the same chunks. Pricing refreshes every ``refresh_ms`` of capture
 time, between stretches of messages, as ``ops/bench/signal_score.py`` does: the live
 refresher's period, in the capture's time instead of the wall clock, so the replay is
 deterministic. The smiles are kept as of each capture minute's end: the last refresh in the
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from decision_engines.engine import DecisionEngine
+from feedhandlers.opra_record import NO_UNDERLYING
 from decision_engines.engine_config import EngineConfig
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
@@ -87,40 +89,83 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
     return rows
 
 
-def run_config(records: np.ndarray, cfg: ReplayConfig, as_of: str, engine_id: int) -> EngineRun:
-    """The engine of ``cfg`` over ``records`` (time order), pricing every ``refresh_ms``."""
-    t0 = time.thread_time()
-    engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
-                                         max_groups=cfg.max_groups, engine_id=engine_id))
-    try:
-        refresher = PricingRefresher(engine, cfg.pricing_config(as_of)) if cfg.pricing else None
-        ts = _capture_ns(records)
-        step = int(cfg.refresh_ms * 1e6)
-        if len(ts) and refresher is not None:
-            bounds = np.searchsorted(ts, np.arange(int(ts[0]) + step, int(ts[-1]) + step, step), side="left")
-            bounds = np.unique(np.append(bounds, len(records)))
-        else:
-            bounds = np.array([len(records)])
-        parts, smiles = [], []
-        start, refreshes, minute, held = 0, 0, -1, None
-        for end in bounds.tolist():
-            if end > start:
-                parts.append(engine.process(records[start:end], batch=ENGINE_BATCH).signals)
-                now = int(ts[end - 1])
-                start = end
-                if refresher is not None:
-                    state = refresher.refresh()
-                    if state is not None:
-                        refreshes += 1
-                        if now // MINUTE_NS != minute and held is not None:
-                            smiles.extend(_smile_rows(*held))  # the previous minute's last
-                        minute, held = now // MINUTE_NS, (state, now)
-        if held is not None:
-            smiles.extend(_smile_rows(*held))
-        signals = np.concatenate(parts) if parts else np.zeros(0, SIGNAL_DTYPE)
-        return EngineRun(signals, engine.counters(), smiles, refreshes, time.thread_time() - t0)
-    finally:
-        engine.close()
+class ConfigRunner:
+    """The engine of one configuration over a bucket's records, fed in time order a chunk at
+    a time (``feed``), pricing every ``refresh_ms`` of capture time: after the messages
+    before each boundary ts0 + k * refresh_ms (ts0: the first message's time), when any
+    arrived since the last refresh, and after the last message. Where the chunks are cut
+    does not matter: the same messages reach the engine between the same refreshes."""
+
+    def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int) -> None:
+        self.cfg = cfg
+        self.engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
+                                                  max_groups=cfg.max_groups, engine_id=engine_id))
+        try:
+            self.refresher = PricingRefresher(self.engine, cfg.pricing_config(as_of)) if cfg.pricing else None
+        except Exception:
+            self.engine.close()
+            raise
+        self._step = int(cfg.refresh_ms * 1e6)
+        self._next: int | None = None       # the next refresh boundary (capture ns)
+        self._pending = False               # messages since the last refresh
+        self._last_ts = 0
+        self._parts: list[np.ndarray] = []
+        self._smiles: list[dict] = []
+        self._refreshes, self._minute, self._held = 0, -1, None
+        self.cpu_s = 0.0
+
+    def _process(self, records: np.ndarray) -> None:
+        if len(records):
+            self._parts.append(self.engine.process(records, batch=ENGINE_BATCH).signals)
+            self._pending = True
+            self._last_ts = int(_capture_ns(records)[-1])
+
+    def _refresh(self) -> None:
+        self._pending = False
+        state = self.refresher.refresh()
+        if state is not None:
+            self._refreshes += 1
+            now = self._last_ts
+            if now // MINUTE_NS != self._minute and self._held is not None:
+                self._smiles.extend(_smile_rows(*self._held))  # the previous minute's last
+            self._minute, self._held = now // MINUTE_NS, (state, now)
+
+    def feed(self, records: np.ndarray) -> None:
+        """The next messages (time order, continuing the previous chunk)."""
+        t0 = time.thread_time()
+        if self.refresher is None:
+            self._process(records)
+        elif len(records):
+            ts = _capture_ns(records)
+            if self._next is None:
+                self._next = int(ts[0]) + self._step
+            i, n = 0, len(records)
+            while i < n:
+                j = i + int(np.searchsorted(ts[i:], self._next, side="left"))
+                self._process(records[i:j])
+                if j >= n:
+                    break
+                if self._pending:
+                    self._refresh()
+                # the next boundary past this message (boundaries with no message between collapse)
+                self._next += self._step * ((int(ts[j]) - self._next) // self._step + 1)
+                i = j
+        self.cpu_s += time.thread_time() - t0
+
+    def finish(self) -> EngineRun:
+        """The last refresh, the signals, counters and smiles; frees the engine."""
+        t0 = time.thread_time()
+        try:
+            if self.refresher is not None and self._pending:
+                self._refresh()
+            if self._held is not None:
+                self._smiles.extend(_smile_rows(*self._held))
+            signals = np.concatenate(self._parts) if self._parts else np.zeros(0, SIGNAL_DTYPE)
+            counters = self.engine.counters()
+        finally:
+            self.engine.close()
+        self.cpu_s += time.thread_time() - t0
+        return EngineRun(signals, counters, self._smiles, self._refreshes, self.cpu_s)
 
 
 def signals_arrow(signals: np.ndarray) -> pa.Table:
@@ -150,20 +195,42 @@ def signals_arrow(signals: np.ndarray) -> pa.Table:
                     schema=REPLAY_SIGNALS_SCHEMA)
 
 
-def underlyings_arrow(records: np.ndarray, signals: np.ndarray) -> pa.Table:
-    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying seen in ``records``."""
-    uid = records["underlying_id"]
-    ids, inv = np.unique(uid, return_inverse=True)
-    ts = _capture_ns(records)
+DENSE_IDS = 1 << 22
+"""Underlying ids below this are numbered through a dense table (routing gives 0..N-1);
+others through a sort."""
+
+
+def _index_ids(uid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(uid, return_inverse=True)`` without sorting the messages when the ids
+    are small (a sort of a bucket's day of messages cost more than its engine)."""
+    unrouted = uid == NO_UNDERLYING
+    routed = uid[~unrouted]
+    top = int(routed.max()) if len(routed) else -1
+    if top >= DENSE_IDS:
+        return np.unique(uid, return_inverse=True)
+    key = uid.astype(np.int64)
+    key[unrouted] = top + 1                      # NO_UNDERLYING sorts last, as in np.unique
+    present = np.bincount(key, minlength=top + 2) > 0
+    ids = np.flatnonzero(present).astype(np.uint32)
+    if present[top + 1]:
+        ids[-1] = NO_UNDERLYING
+    return ids, (np.cumsum(present) - 1)[key]
+
+
+def underlyings_arrow(underlying_id: np.ndarray, category: np.ndarray, ts_ns: np.ndarray,
+                     signals: np.ndarray) -> pa.Table:
+    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying among the messages (their
+    ``underlying_id``, ``category`` and capture times, in any order)."""
+    ids, inv = _index_ids(underlying_id)
     cols: dict[str, object] = {
         "underlying_id": ids,
         "messages": np.bincount(inv, minlength=len(ids)),
-        "quotes": np.bincount(inv, weights=(records["category"] == ord("k")), minlength=len(ids)).astype(np.int64),
+        "quotes": np.bincount(inv, weights=(category == ord("k")), minlength=len(ids)).astype(np.int64),
         "first_ns": np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64),
         "last_ns": np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64),
     }
-    np.minimum.at(cols["first_ns"], inv, ts)
-    np.maximum.at(cols["last_ns"], inv, ts)
+    np.minimum.at(cols["first_ns"], inv, ts_ns)
+    np.maximum.at(cols["last_ns"], inv, ts_ns)
     pos = np.searchsorted(ids, signals["underlying_id"]) if len(ids) else np.zeros(0, np.int64)
     for code, name in SIGNAL_KIND_NAMES.items():
         sel = (signals["kind"] == code) & (pos < len(ids))

@@ -16,6 +16,7 @@ files that can: a line whose A file is corrupt is replayed from its B copy.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,11 +24,14 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
-from ops.spark.replay_stage import write_buckets
+from ops.spark.replay_stage import BucketWriter
 
 _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
 the structured dtype goes field by field."""
+
+CHUNK_RECORDS = 65_536
+"""Records per offline feed handler call in the decode stage (16 MB of records, reused)."""
 
 PKT_DTYPE = np.dtype([("off", "<u8"), ("len", "<u4"), ("src", "<u2"), ("line", "u1"), ("copy", "u1"),
                       ("ts_ns", "<i8")])
@@ -73,23 +77,22 @@ class OfflineFeedHandler:
             raise ValueError(f"routing table: {ffi.string(err).decode(errors='replace')}")
         self._ptr = ffi.gc(ptr, lib.omdp_fh_offline_free)
 
-    def run(self, sources: list[np.ndarray], pkts: np.ndarray, want_engine: int | None) -> np.ndarray:
-        """Arbitrate, decode and route ``pkts`` (PKT_DTYPE, arrival order) read from
-        ``sources``; return the accepted records of ``want_engine`` (None: every engine's),
-        in packet order."""
-        return self.run_with_engines(sources, pkts, want_engine)[0]
-
-    def run_with_engines(self, sources: list[np.ndarray], pkts: np.ndarray,
-                         want_engine: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """``run``, also returning each record's engine (uint16): what the day x line decode
-        stage splits its records by."""
-        if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
-            raise TypeError("pkts must be a contiguous PKT_DTYPE array")
+    @staticmethod
+    def _sources(sources: list[np.ndarray]):
         srcs = ffi.new("omdp_fh_offline_src_t[]", max(1, len(sources)))
         keep = [ffi.from_buffer("uint8_t[]", s) for s in sources]
         for k, (s, c) in enumerate(zip(sources, keep)):
             srcs[k].buf = c
             srcs[k].len = len(s)
+        return srcs, keep
+
+    def run(self, sources: list[np.ndarray], pkts: np.ndarray, want_engine: int | None) -> np.ndarray:
+        """Arbitrate, decode and route ``pkts`` (PKT_DTYPE, arrival order) read from
+        ``sources``; return the accepted records of ``want_engine`` (None: every engine's),
+        in packet order."""
+        if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
+            raise TypeError("pkts must be a contiguous PKT_DTYPE array")
+        srcs, _keep = self._sources(sources)
         n = len(pkts)
         # One output array for all of it, sized by the packets' header counts (an upper bound
         # of what is accepted): only the pages written are ever touched, and nothing is joined
@@ -97,12 +100,12 @@ class OfflineFeedHandler:
         # time when records went through several arrays).
         cap = max(header_messages(sources, pkts), 1) + int(lib.OMDP_OPRA_MAX_MESSAGES)
         want = lib.OMDP_FH_OFFLINE_ALL if want_engine is None else int(want_engine)
-        parts, eparts = [], []
+        parts = []
         n_out = ffi.new("uint64_t *")
         done = 0
+        engines = np.empty(cap, dtype=np.uint16)
         while done < n:
             out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
-            engines = np.empty(cap, dtype=np.uint16)
             n_out[0] = 0
             used = lib.omdp_fh_offline_run(
                 self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
@@ -111,13 +114,35 @@ class OfflineFeedHandler:
             if used < 0:
                 raise ValueError("omdp_fh_offline_run: bad argument")
             parts.append(out[: int(n_out[0])])
-            eparts.append(engines[: int(n_out[0])])
             done += used
         if not parts:
-            return np.zeros(0, OPRA_MSG_DTYPE), np.zeros(0, np.uint16)
-        if len(parts) == 1:
-            return parts[0], eparts[0]
-        return join(parts), np.concatenate(eparts)
+            return np.zeros(0, OPRA_MSG_DTYPE)
+        return parts[0] if len(parts) == 1 else join(parts)
+
+    def chunks(self, sources: list[np.ndarray], pkts: np.ndarray,
+               cap: int = CHUNK_RECORDS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``run`` over every engine, a chunk at a time: yields (records, engines) views of
+        two buffers reused for every chunk (use them before the next), in packet order. A
+        chunk's records stay in cache and no fresh pages are touched per chunk."""
+        if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
+            raise TypeError("pkts must be a contiguous PKT_DTYPE array")
+        srcs, _keep = self._sources(sources)
+        cap = max(int(cap), 2 * int(lib.OMDP_OPRA_MAX_MESSAGES))
+        out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
+        engines = np.empty(cap, dtype=np.uint16)
+        out_c, eng_c = ffi.from_buffer("omdp_opra_msg_t[]", out), ffi.from_buffer("uint16_t[]", engines)
+        n_out = ffi.new("uint64_t *")
+        n, done = len(pkts), 0
+        while done < n:
+            n_out[0] = 0
+            used = lib.omdp_fh_offline_run(
+                self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
+                n - done, lib.OMDP_FH_OFFLINE_ALL, out_c, eng_c, cap, n_out)
+            if used < 0:
+                raise ValueError("omdp_fh_offline_run: bad argument")
+            done += used
+            if n_out[0]:
+                yield out[: int(n_out[0])], engines[: int(n_out[0])]
 
     def counts(self, line: int) -> dict[str, int]:
         """The line's counters so far (``packets`` split into ``packets_a``/``packets_b``)."""
@@ -201,10 +226,14 @@ class LineFeed:
 
 def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
     """One line's A and B files through the feed handler's rules in arrival order; the
-    accepted records staged per underlying bucket (``replay_stage.write_buckets``)."""
+    accepted records staged per underlying bucket (``replay_stage.BucketWriter``), a chunk
+    at a time."""
     problems: list[tuple[str, str, str]] = []
     sources, pkts, files = read_packets([lf], problems)
     fh = OfflineFeedHandler(routes)
-    records, engines = fh.run_with_engines(sources, pkts, None)
-    write_buckets(day_dir, lf.line, records, engines, routes.engines)
-    return LineFeed(lf.line, len(records), fh.counts(lf.line), problems, files)
+    messages = 0
+    with BucketWriter(day_dir, lf.line, routes.engines) as writer:
+        for records, engines in fh.chunks(sources, pkts):
+            writer.write(records, engines)
+            messages += len(records)
+    return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files)

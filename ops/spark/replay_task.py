@@ -21,9 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import run_config, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.replay_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
-from ops.spark.replay_stage import merge_bucket, unpack
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from ops.spark.replay_stage import read_bucket, unpack
+
+ENGINE_CHUNK = 65_536
+"""Records expanded and fed to the engines at a time (16 MB, reused)."""
 
 TASK_STATUS_SCHEMA = pa.schema(
     [
@@ -34,7 +38,7 @@ TASK_STATUS_SCHEMA = pa.schema(
         ("messages", pa.int64()),          # the line's / the bucket's accepted messages
         ("files_decoded", pa.int64()),     # capture files read and decoded by this task
         ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, stage (decode);
-                                           # read the stage, merge, unpack (engines)
+                                           # read the stage, merge, expand, write the tables (engines)
         ("engine_cpu_s", pa.float64()),    # thread CPU: every configuration's engine and pricing
         ("cpu_s", pa.float64()),
         ("wall_s", pa.float64()),
@@ -104,28 +108,42 @@ def run_decode(spec: DecodeSpec) -> dict:
 
 
 def run_engines(spec: EngineSpec) -> dict:
-    """Merge the bucket's staged records, run every configuration, write the outputs; the
-    TASK_STATUS_SCHEMA row."""
+    """Merge the bucket's staged records, feed every configuration's engine a chunk at a
+    time, write the outputs; the TASK_STATUS_SCHEMA row."""
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    records = unpack(merge_bucket(spec.out_dir, spec.bucket, list(spec.lines)))
-    decode_cpu = time.thread_time() - cpu0
+    staged, order = read_bucket(spec.out_dir, spec.bucket, list(spec.lines))
+    runners: list[ConfigRunner] = []
+    try:
+        for cfg in spec.configs:
+            runners.append(ConfigRunner(cfg, spec.date, spec.bucket))
+        buf = np.empty(min(ENGINE_CHUNK, max(1, len(order))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
+        for start in range(0, len(order), ENGINE_CHUNK):
+            records = unpack(staged, order[start:start + ENGINE_CHUNK], out=buf)
+            for r in runners:
+                r.feed(records)
+    except BaseException:
+        for r in runners:
+            r.engine.close()
+        raise
     configs = {}
-    for cfg in spec.configs:
-        run = run_config(records, cfg, spec.date, spec.bucket)
-        base = Path(spec.out_dir) / f"config={cfg.name}"
+    for r in runners:
+        run = r.finish()
+        base = Path(spec.out_dir) / f"config={r.cfg.name}"
         sig = signals_arrow(run.signals)
         _write(sig, base / "signals", spec.bucket)
-        _write(underlyings_arrow(records, run.signals), base / "underlyings", spec.bucket)
+        _write(underlyings_arrow(staged["underlying_id"], staged["category"], staged["ts_ns"], run.signals),
+               base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
         kinds = sig.column("kind").to_pylist()
-        configs[cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
-                             "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters}
+        configs[r.cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
+                               "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters}
     cpu = time.thread_time() - cpu0
+    engine_cpu = sum(c["cpu_s"] for c in configs.values())
     return {
-        "date": spec.date, "stage": "engines", "line": -1, "bucket": spec.bucket, "messages": len(records),
-        "files_decoded": 0, "decode_cpu_s": decode_cpu, "engine_cpu_s": cpu - decode_cpu, "cpu_s": cpu,
+        "date": spec.date, "stage": "engines", "line": -1, "bucket": spec.bucket, "messages": len(staged),
+        "files_decoded": 0, "decode_cpu_s": cpu - engine_cpu, "engine_cpu_s": engine_cpu, "cpu_s": cpu,
         "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
-        "problems_json": "[]", "found_json": json.dumps(_found(records, spec.check_keys)),
+        "problems_json": "[]", "found_json": json.dumps(_found(staged, spec.check_keys)),
     }
 
 
