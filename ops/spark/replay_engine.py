@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from decision_engines.engine import DecisionEngine
+from decision_engines.engine import DecisionEngine, split_output
 from feedhandlers.opra_record import NO_UNDERLYING
 from decision_engines.engine_config import EngineConfig
+from decision_engines.engine_records import NBBO_CHANGE_DTYPE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
@@ -29,6 +30,9 @@ from ops.spark.replay_config import ReplayConfig
 MINUTE_NS = 60_000_000_000
 ENGINE_BATCH = 4096
 """Messages per C call (a fused run's batches are a packet or a few)."""
+OUT_BYTES = 1 << 20
+"""The engine's output buffer (samples and signals of a call; a full one is handed on and
+the call repeated with the rest)."""
 
 REPLAY_SIGNALS_SCHEMA = pa.schema(
     list(RUN_SIGNALS_SCHEMA)
@@ -43,6 +47,29 @@ REPLAY_SIGNALS_SCHEMA = pa.schema(
 )
 """A run's signals.parquet columns (``ts_ns`` = the message's capture time here) and what
 the signal record says was checked."""
+
+REPLAY_NBBO_SCHEMA = pa.schema(
+    [
+        ("ts_ns", pa.int64()),           # the quote's capture time
+        ("line", pa.int32()),            # the quote's line and sequence number
+        ("msg_seq", pa.int64()),
+        ("quote_participant", pa.string()),  # the exchange whose quote moved the NBBO
+        ("underlying_id", pa.uint32()),
+        ("root", pa.string()),
+        ("expiry", pa.uint32()),
+        ("strike_px", pa.int64()),
+        ("put_call", pa.string()),
+        ("bid_px", pa.int64()),          # the NBBO after the quote; null: no bid on any exchange
+        ("bid_size", pa.int64()),
+        ("bid_participant", pa.string()),
+        ("offer_px", pa.int64()),        # null: no offer
+        ("offer_size", pa.int64()),
+        ("offer_participant", pa.string()),
+    ]
+)
+"""One row per quote that changed a series' NBBO (bid or offer: price, size or exchange),
+the NBBO after it as the engine holds it (1e-9 price units), in the order the engine saw
+them."""
 
 REPLAY_UNDERLYINGS_SCHEMA = pa.schema(
     [("underlying_id", pa.uint32()), ("messages", pa.int64()), ("quotes", pa.int64()),
@@ -66,6 +93,8 @@ class EngineRun:
 
     signals: np.ndarray                 # SIGNAL_DTYPE
     counters: dict[str, int]
+    nbbo: np.ndarray = field(default_factory=lambda: np.zeros(0, NBBO_CHANGE_DTYPE))  # NBBO_CHANGE_DTYPE
+    nbbo_dropped: int = 0
     smiles: list[dict] = field(default_factory=list)
     refreshes: int = 0
     cpu_s: float = 0.0
@@ -105,6 +134,10 @@ class ConfigRunner:
         except Exception:
             self.engine.close()
             raise
+        if cfg.nbbo:
+            self.engine.log_nbbo(ENGINE_BATCH)   # one C call per ENGINE_BATCH messages: never overflows
+        self._nbbo: list[np.ndarray] = []
+        self._out = np.zeros(OUT_BYTES, dtype=np.uint8)
         self._step = int(cfg.refresh_ms * 1e6)
         self._next: int | None = None       # the next refresh boundary (capture ns)
         self._pending = False               # messages since the last refresh
@@ -115,10 +148,24 @@ class ConfigRunner:
         self.cpu_s = 0.0
 
     def _process(self, records: np.ndarray) -> None:
-        if len(records):
-            self._parts.append(self.engine.process(records, batch=ENGINE_BATCH).signals)
-            self._pending = True
-            self._last_ts = int(_capture_ns(records)[-1])
+        """Records through the engine, ENGINE_BATCH per C call into one reused output
+        buffer; the NBBO log taken after each call (it holds a call's changes)."""
+        if not len(records):
+            return
+        for s in range(0, len(records), ENGINE_BATCH):
+            chunk = records[s:s + ENGINE_BATCH]
+            done = 0
+            while done < len(chunk):
+                consumed, used = self.engine.process_batch(chunk[done:], self._out, 0)
+                done += consumed
+                if used:
+                    self._parts.append(split_output(self._out, used).signals)
+            if self.cfg.nbbo:
+                changes, _ = self.engine.take_nbbo()
+                if len(changes):
+                    self._nbbo.append(changes)
+        self._pending = True
+        self._last_ts = int(_capture_ns(records)[-1])
 
     def _refresh(self) -> None:
         self._pending = False
@@ -161,11 +208,13 @@ class ConfigRunner:
             if self._held is not None:
                 self._smiles.extend(_smile_rows(*self._held))
             signals = np.concatenate(self._parts) if self._parts else np.zeros(0, SIGNAL_DTYPE)
+            nbbo = np.concatenate(self._nbbo) if self._nbbo else np.zeros(0, NBBO_CHANGE_DTYPE)
+            _, dropped = self.engine.take_nbbo()
             counters = self.engine.counters()
         finally:
             self.engine.close()
         self.cpu_s += time.thread_time() - t0
-        return EngineRun(signals, counters, self._smiles, self._refreshes, self.cpu_s)
+        return EngineRun(signals, counters, nbbo, dropped, self._smiles, self._refreshes, self.cpu_s)
 
 
 def signals_arrow(signals: np.ndarray) -> pa.Table:
@@ -237,6 +286,46 @@ def underlyings_arrow(underlying_id: np.ndarray, category: np.ndarray, ts_ns: np
         cols[name] = np.bincount(pos[sel], minlength=len(ids)).astype(np.int64)
     return pa.table({k: pa.array(v, type=REPLAY_UNDERLYINGS_SCHEMA.field(k).type) for k, v in cols.items()},
                     schema=REPLAY_UNDERLYINGS_SCHEMA)
+
+
+_CHARS = pa.array([chr(i) if i else None for i in range(256)], pa.string())
+
+
+def _chars(codes: np.ndarray) -> pa.Array:
+    """One-byte codes as one-letter strings (0: null), through a dictionary, not per row."""
+    idx = pa.array(codes.astype(np.int32), mask=codes == 0)
+    return pa.DictionaryArray.from_arrays(idx, _CHARS).cast(pa.string())
+
+
+def nbbo_arrow(changes: np.ndarray) -> pa.Table:
+    """REPLAY_NBBO_SCHEMA rows of NBBO_CHANGE_DTYPE records (roots named once per series)."""
+    slot = changes["slot"].astype(np.int64)
+    n_slots = int(slot.max()) + 1 if len(slot) else 0
+    first = np.full(n_slots, len(changes), dtype=np.int64)
+    np.minimum.at(first, slot, np.arange(len(changes)))
+    seen = first < len(changes)
+    roots = [bytes(r).rstrip(b" \0").decode("ascii", "replace") if ok else None
+             for r, ok in zip(changes["root"][np.minimum(first, max(len(changes) - 1, 0))], seen)]
+    root = pa.DictionaryArray.from_arrays(pa.array(slot.astype(np.int32)), pa.array(roots, pa.string())).cast(pa.string())
+    no_bid, no_offer = changes["bid_part"] == 0, changes["offer_part"] == 0
+    cols = {
+        "ts_ns": pa.array(changes["ts_ns"], pa.int64()),
+        "line": pa.array(changes["line"].astype(np.int32)),
+        "msg_seq": pa.array(changes["msg_seq"].astype(np.int64)),
+        "quote_participant": _chars(changes["quote_part"]),
+        "underlying_id": pa.array(changes["underlying_id"], pa.uint32()),
+        "root": root,
+        "expiry": pa.array(changes["expiry"], pa.uint32()),
+        "strike_px": pa.array(changes["strike_px"], pa.int64()),
+        "put_call": _chars(changes["put_call"]),
+        "bid_px": pa.array(changes["bid_px"], pa.int64(), mask=no_bid),
+        "bid_size": pa.array(changes["bid_size"].astype(np.int64), mask=no_bid),
+        "bid_participant": _chars(changes["bid_part"]),
+        "offer_px": pa.array(changes["offer_px"], pa.int64(), mask=no_offer),
+        "offer_size": pa.array(changes["offer_size"].astype(np.int64), mask=no_offer),
+        "offer_participant": _chars(changes["offer_part"]),
+    }
+    return pa.table(cols, schema=REPLAY_NBBO_SCHEMA)
 
 
 def smiles_arrow(rows: list[dict]) -> pa.Table:

@@ -52,6 +52,7 @@ from ops.spark.replay_reconcile import (
     find_live_runs,
     reconcile_run,
 )
+from ops.spark.replay_score import score_config, truth_keys, truth_path
 from ops.spark.replay_stage import STAGE_DIR
 from ops.spark.replay_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
 from ops.spark.session import build_session
@@ -62,8 +63,11 @@ EXIT_MISMATCH = 1
 REPLAY_CONFIGS_SCHEMA = pa.schema(
     [("date", pa.string()), ("config", pa.string()), ("messages", pa.int64()), ("signals", pa.int64()),
      ("crossed", pa.int64()), ("locked", pa.int64()), ("off_smile", pa.int64()), ("parity", pa.int64()),
-     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("engine_cpu_s", pa.float64()),
-     ("config_json", pa.string())]
+     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("nbbo_changes", pa.int64()),
+     ("engine_cpu_s", pa.float64()),
+     # against the synthetic ground truth (null without one): ops/spark/replay_score.py
+     ("precision", pa.float64()), ("recall", pa.float64()), ("true_positives", pa.int64()), ("events", pa.int64()),
+     ("detected", pa.int64()), ("config_json", pa.string())]
 )
 REPLAY_LINES_SCHEMA = pa.schema(
     [("date", pa.string()), ("line", pa.int32()), ("packets_a", pa.int64()), ("packets_b", pa.int64()),
@@ -96,6 +100,7 @@ class DayPlan:
     routes: Routes | None
     problems: list[FileProblem]
     runs: list[LiveRun] = field(default_factory=list)
+    truth: Path | None = None              # the capture's ground truth, when synthetic
 
 
 @dataclass
@@ -194,6 +199,16 @@ def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-0.parquet")
 
 
+def _scores(plan: DayPlan, cfg: ReplayConfig, engine_rows: list[dict], out_dir: Path) -> dict:
+    """Precision and recall of a configuration against the day's ground truth (None without one)."""
+    if plan.truth is None:
+        return {"precision": None, "recall": None, "true_positives": None, "events": None, "detected": None}
+    quotes = [q for r in engine_rows for q in json.loads(r["truth_json"])]
+    s = score_config(out_dir / f"config={cfg.name}" / "signals", quotes, plan.truth)
+    return {"precision": s.precision, "recall": s.recall, "true_positives": s.true_positives, "events": s.events,
+            "detected": s.detected}
+
+
 def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ...], out_dir: Path,
                 result: ReplayResult) -> None:
     date = plan.date
@@ -223,7 +238,9 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                          "signals": sum(p["signals"] for p in per), **{k: kinds.get(k, 0) for k in
                                                                        ("crossed", "locked", "off_smile", "parity")},
                          "refreshes": sum(p["refreshes"] for p in per),
-                         "table_full": sum(p["counters"]["table_full"] for p in per), "engine_cpu_s": sum(p["cpu_s"] for p in per),
+                         "table_full": sum(p["counters"]["table_full"] for p in per),
+                         "nbbo_changes": sum(p.get("nbbo_changes", 0) for p in per),
+                         "engine_cpu_s": sum(p["cpu_s"] for p in per), **_scores(plan, cfg, engine_rows, out_dir),
                          "config_json": cfg.model_dump_json()})
     _write(cfg_rows, out_dir / "configs", REPLAY_CONFIGS_SCHEMA)
     result.configs.extend(cfg_rows)
@@ -246,7 +263,7 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
             plan.runs = find_live_runs(layout, date)
         configs = options.configs
         if plan.runs and all(c.name != REFERENCE for c in configs):
-            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0),)
+            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0, nbbo=False),)
         out_dir = layout.root / "replay" / f"date={date}"
         if out_dir.exists():
             shutil.rmtree(out_dir)  # a rerun replaces the day
@@ -255,8 +272,10 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
         if plan.routes is None:
             continue
         keys = tuple(sorted({k for run in plan.runs for k in run.check_keys()}))
+        plan.truth = truth_path(layout.captures(date))
+        truth = truth_keys(plan.truth) if plan.truth is not None else ()
         decodes.extend(DecodeSpec(date, lf, plan.routes, str(out_dir)) for lf in plan.lines)
-        engines.extend(EngineSpec(date, b, tuple(lf.line for lf in plan.lines), configs, str(out_dir), keys)
+        engines.extend(EngineSpec(date, b, tuple(lf.line for lf in plan.lines), configs, str(out_dir), keys, truth)
                        for b in range(plan.routes.engines))
     rows = run_tasks(spark, decodes)      # stage 1: day x line
     rows += run_tasks(spark, engines)     # stage 2: day x bucket, over what stage 1 staged
@@ -289,8 +308,10 @@ def summary_lines(result: ReplayResult) -> list[str]:
     out = [f"replay {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
            f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
     for c in result.configs:
+        scored = (f", precision {c['precision']:.3f}, recall {c['recall']:.3f} ({c['detected']} of {c['events']} "
+                  f"injected events)" if c["precision"] is not None else "")
         out.append(f"  {c['date']} config {c['config']}: {c['signals']:,} signals (crossed {c['crossed']}, locked "
-                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']})"
+                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']}){scored}"
                    + (f"; {c['table_full']:,} quotes of series that found the engine full (raise max_series or "
                       f"--buckets)" if c["table_full"] else ""))
     for r in result.reconciliation:

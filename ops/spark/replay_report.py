@@ -128,7 +128,11 @@ def replay_section(reports_dir: Path) -> str:
                      [("date", "capture"), ("config", "config"), ("messages", "messages"), ("signals", "signals"),
                       ("crossed", "crossed"), ("locked", "locked"), ("off_smile", "off smile"), ("parity", "parity"),
                       ("refreshes", "pricing refreshes"), ("table_full", "quotes lost to a full engine"),
+                      ("nbbo_changes", "NBBO changes"), ("precision", "precision"), ("recall", "recall"),
+                      ("detected", "events detected"), ("events", "events injected"),
                       ("engine_cpu_s", "engine CPU s")], "no capture replayed"),
+              "<p>precision and recall: against the synthetic capture's ground truth (n/a: none), "
+              "ops/spark/replay_score.py</p>",
               "<h3>Reconciliation with live runs</h3>",
               _table(recon, [("run_id", "run"), ("run_date", "filed under"), ("capture_date", "capture"),
                              ("rate_x", "rate x"), ("live_signals", "live signals"),

@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from ops.spark.replay_score import truth_quotes
 from ops.spark.replay_stage import read_bucket, unpack
 
 ENGINE_CHUNK = 65_536
@@ -46,6 +47,7 @@ TASK_STATUS_SCHEMA = pa.schema(
         ("lines_json", pa.string()),       # per line: the feed handler's counters
         ("problems_json", pa.string()),    # [(path, action, error)]
         ("found_json", pa.string()),       # reconciliation: the asked-for messages this bucket holds
+        ("truth_json", pa.string()),       # scoring: this bucket's messages on an anomaly's series and exchange
     ]
 )
 
@@ -70,6 +72,7 @@ class EngineSpec:
     configs: tuple[ReplayConfig, ...]
     out_dir: str                           # <data>/replay/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
+    truth_keys: tuple[int, ...] = ()       # replay_score.quote_hash of the ground truth's quotes
 
 
 def _write(table: pa.Table, folder: Path, bucket: int) -> None:
@@ -103,7 +106,7 @@ def run_decode(spec: DecodeSpec) -> dict:
         "files_decoded": feed.files_decoded, "decode_cpu_s": cpu, "engine_cpu_s": 0.0, "cpu_s": cpu,
         "wall_s": time.perf_counter() - wall0, "configs_json": "{}",
         "lines_json": json.dumps({str(feed.line): feed.counts}), "problems_json": json.dumps(feed.problems),
-        "found_json": "[]",
+        "found_json": "[]", "truth_json": "[]",
     }
 
 
@@ -134,9 +137,12 @@ def run_engines(spec: EngineSpec) -> dict:
         _write(underlyings_arrow(staged["underlying_id"], staged["category"], staged["ts_ns"], run.signals),
                base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
+        if r.cfg.nbbo:
+            _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket)
         kinds = sig.column("kind").to_pylist()
         configs[r.cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
-                               "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters}
+                               "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters,
+                               "nbbo_changes": len(run.nbbo), "nbbo_dropped": run.nbbo_dropped}
     cpu = time.thread_time() - cpu0
     engine_cpu = sum(c["cpu_s"] for c in configs.values())
     return {
@@ -144,6 +150,7 @@ def run_engines(spec: EngineSpec) -> dict:
         "files_decoded": 0, "decode_cpu_s": cpu - engine_cpu, "engine_cpu_s": engine_cpu, "cpu_s": cpu,
         "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
         "problems_json": "[]", "found_json": json.dumps(_found(staged, spec.check_keys)),
+        "truth_json": json.dumps(truth_quotes(staged, spec.truth_keys)),
     }
 
 
