@@ -11,8 +11,9 @@ signal and event of the day counts (no warm-up is left out).
 The standing windows need the later quotes of each anomalous quote's exchange and series.
 Those messages are in the engine tasks, spread over the buckets: the driver hands each task
 the keys (``truth_keys``: a 64-bit hash of line, root, expiry, strike, put/call and
-exchange) and each task returns its messages with one of those keys (``truth_quotes``),
-a few per anomaly; the driver scores with them and the configuration's signals table.
+exchange, with the strike to pre-filter on) and each task returns its messages with one of
+those keys (``truth_quotes``), a few per anomaly; the driver scores with them and the
+configuration's signals table.
 """
 from __future__ import annotations
 
@@ -59,25 +60,27 @@ def quote_hash(line: np.ndarray, root: np.ndarray, expiry: np.ndarray, strike_px
     return h
 
 
-def truth_keys(path: Path) -> tuple[int, ...]:
-    """The (line, series, exchange) keys of every anomalous quote in the ground truth."""
+def truth_keys(path: Path) -> tuple[tuple[int, int], ...]:
+    """(strike_px, key) of every anomalous quote in the ground truth: the key is the
+    (line, series, exchange) hash; the strike lets a task skip hashing most messages."""
     gt = pq.read_table(path, columns=["line", "root", "expiry", "strike_px", "put_call", "participant"]).to_pydict()
     if not gt["line"]:
         return ()
     h = quote_hash(np.array(gt["line"]), np.array([r.encode() for r in gt["root"]], dtype="S6"), np.array(gt["expiry"]),
                    np.array(gt["strike_px"], np.int64), np.array([ord(p) for p in gt["put_call"]]),
                    np.array([ord(p) for p in gt["participant"]]))
-    return tuple(sorted({int(x) for x in h}))
+    return tuple(sorted({(int(k), int(x)) for k, x in zip(gt["strike_px"], h)}))
 
 
-def truth_quotes(records: np.ndarray, keys: tuple[int, ...]) -> list[list]:
-    """The messages of ``records`` (OPRA or staged fields) with one of ``keys``, as
-    [line, msg_seq, root, expiry, strike_px, put_call, participant] rows."""
+def truth_quotes(records: np.ndarray, keys: tuple[tuple[int, int], ...]) -> list[list]:
+    """The messages of ``records`` (OPRA or staged fields) with one of ``keys``
+    (``truth_keys``), as [line, msg_seq, root, expiry, strike_px, put_call, participant]."""
     if not keys or not len(records):
         return []
-    h = quote_hash(records["line"], records["root"], records["expiry"], records["strike_px"], records["put_call"],
-                   records["participant"])
-    hit = records[np.isin(h, np.array(keys, dtype=np.uint64))]
+    strikes = np.unique(np.array([k for k, _ in keys], dtype=np.int64))
+    sub = records[np.isin(records["strike_px"], strikes)]   # a few percent of the messages
+    h = quote_hash(sub["line"], sub["root"], sub["expiry"], sub["strike_px"], sub["put_call"], sub["participant"])
+    hit = sub[np.isin(h, np.array([x for _, x in keys], dtype=np.uint64))]
     return [[int(r["line"]), int(r["msg_seq"]), bytes(r["root"]).rstrip(b" \0").decode("ascii", "replace"),
              int(r["expiry"]), int(r["strike_px"]), int(r["put_call"]), int(r["participant"])] for r in hit]
 

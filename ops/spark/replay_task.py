@@ -72,7 +72,7 @@ class EngineSpec:
     configs: tuple[ReplayConfig, ...]
     out_dir: str                           # <data>/replay/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
-    truth_keys: tuple[int, ...] = ()       # replay_score.quote_hash of the ground truth's quotes
+    truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
 
 
 def _write(table: pa.Table, folder: Path, bucket: int) -> None:
