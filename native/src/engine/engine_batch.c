@@ -469,8 +469,12 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     read_nbbo(s, &before);
     update_nbbo(s, (uint8_t)x, bid, bsz, ask, asz, &before, &now);
     int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
-    if (changed)
+    if (changed) {
         write_nbbo(s, &now);
+        if (__builtin_expect(b->e->nbbo_log != NULL, 0))
+            eng_nbbo_append(b->e, m, slot, (uint8_t)x, now.bid, now.bid_sz, now.bid_ex, now.ask, now.ask_sz,
+                            now.ask_ex);
+    }
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
 
     const omdp_series_ref_t *r = &b->refs[slot];
