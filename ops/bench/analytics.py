@@ -103,7 +103,7 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
         run_feeds(spark, layout, dates[0])  # warm-up: JVM, Python workers, code generation
         decode = []
         for date in dates:
-            walls, totals, cpus, jvm = [], [], [], []
+            walls, totals, cpus, writes, jvm = [], [], [], [], []
             for _ in range(repeats):
                 before = _spark_cpu_s(spark)
                 r = run_feeds(spark, layout, date)
@@ -111,6 +111,7 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                 walls.append(r.decode_seconds)
                 totals.append(r.seconds)
                 cpus.append(r.decode_cpu_seconds)
+                writes.append(r.write_cpu_seconds)
             mps = r.messages / _median(walls)
             decode.append(
                 {
@@ -118,6 +119,9 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                     "decode_wall_s": _median(walls), "feeds_job_wall_s": _median(totals),
                     "messages_per_s": mps, "messages_per_s_per_core": mps / cores,
                     "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
+                    # the tasks' CPU without the Parquet write of the tick files: read + decode
+                    "write_cpu_s": _median(writes),
+                    "messages_per_decode_cpu_s": r.messages / _median([c - w for c, w in zip(cpus, writes)]),
                     "spark_executor_cpu_s": _median(jvm),   # the whole feeds job's stages, JVM side
                 }
             )

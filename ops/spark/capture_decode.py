@@ -54,6 +54,7 @@ class FileOutcome:
     error: str = ""
     output: str = ""
     cpu_s: float = 0.0
+    write_cpu_s: float = 0.0   # of cpu_s: writing the tick file (Parquet); the rest is read + decode
 
     def as_dict(self) -> dict:
         """The fields as plain data (it crosses from the executors to the driver)."""
@@ -111,21 +112,28 @@ def write_capture_ticks(
 ) -> FileOutcome:
     """Decode ``capture`` into its tick file; return how it went (``output`` is the file
     written, "" when the capture held no message; ``cpu_s`` the task's CPU seconds: read,
-    decode, convert, write)."""
+    decode, convert, write; ``write_cpu_s`` the part of it spent writing Parquet, kept apart
+    because it, not the decode, bounds a task's rate)."""
     cpu0 = time.process_time()
     outcome = FileOutcome(capture.path, capture.line, capture.copy, capture.part, capture.size)
     final = tick_file_path(ticks_root, date, capture)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     writer: pq.ParquetWriter | None = None
+    write_cpu = 0.0
     try:
         for batch in decode_capture(capture, root_map, outcome, chunk_packets):
+            w0 = time.process_time()
             if writer is None:
                 writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
             writer.write_batch(batch)
+            write_cpu += time.process_time() - w0
     finally:
         if writer is not None:
+            w0 = time.process_time()
             writer.close()
+            write_cpu += time.process_time() - w0
+    outcome.write_cpu_s = write_cpu
     if writer is not None:
         os.replace(tmp, final)
         outcome.output = str(final)

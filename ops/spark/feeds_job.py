@@ -75,7 +75,8 @@ class FeedsResult:
     messages: int
     seconds: float
     decode_seconds: float
-    decode_cpu_seconds: float
+    decode_cpu_seconds: float    # the decode tasks' CPU: read, decode, write the tick files
+    write_cpu_seconds: float     # of it, writing the tick files (Parquet)
     day: dict = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)
@@ -225,6 +226,7 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         seconds=time.perf_counter() - started,
         decode_seconds=decode_seconds,
         decode_cpu_seconds=sum(o.cpu_s for o in outcomes),
+        write_cpu_seconds=sum(o.write_cpu_s for o in outcomes),
         day=day,
         problems=problems,
         tables=tables,

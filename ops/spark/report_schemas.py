@@ -189,4 +189,5 @@ FEEDS_FILES = _schema(
     ("error", _S),
     ("output", _S),          # the tick file written ("" if none)
     ("cpu_s", _D),           # CPU seconds of the decode task (read, decode, convert, write)
+    ("write_cpu_s", _D),     # of cpu_s: writing the tick file (Parquet)
 )

@@ -193,3 +193,12 @@ def test_corrupt_and_cut_short_captures_are_reported_by_name(day) -> None:
     skipped = {Path(r["path"]).name: r["action"] for r in _table(layout, "feeds_skipped_files")}
     assert skipped == {"line03.pcap": "skipped", "line04.pcap": "partly skipped"}
     assert {Path(p.path).name for p in result.problems} == set(skipped)
+
+
+def test_each_file_says_how_much_of_its_cpu_went_to_the_parquet_write(day) -> None:
+    layout, result = day
+    files = {Path(r["path"]).name: r for r in _table(layout, "feeds_files")}
+    written = [r for r in files.values() if r["output"]]
+    assert written and all(0 < r["write_cpu_s"] <= r["cpu_s"] for r in written)
+    assert files["line03.pcap"]["write_cpu_s"] == 0.0   # skipped: nothing written
+    assert 0 < result.write_cpu_seconds <= result.decode_cpu_seconds

@@ -52,12 +52,12 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
                f"load {out['machine']['load_average'][0]:.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
-               f"{'msg/cpu-s':>11s} {'spark cpu':>9s}")
+               f"{'msg/cpu-s':>11s} {'decode only':>11s} {'write cpu':>9s} {'spark cpu':>9s}")
     for r in results:
         for d in r["decode"]:
             click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
                        f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f} "
-                       f"{d['spark_executor_cpu_s']:9.2f}")
+                       f"{d['messages_per_decode_cpu_s']:11,.0f} {d['write_cpu_s']:9.2f} {d['spark_executor_cpu_s']:9.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'config':>10s} {'messages':>11s} {'capture s':>9s} {'job s':>8s} "
                f"{'msg/cpu-s':>11s} {'feed cpu':>9s} {'engine cpu':>10s} {'spark cpu':>9s}")
     for r in results:
