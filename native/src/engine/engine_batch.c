@@ -225,12 +225,12 @@ static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t
 
 static inline int nbbo_bid_equal(const nbbo_t *a, const nbbo_t *b)
 {
-    return a->bid == b->bid && a->bid_sz == b->bid_sz && a->bid_ex == b->bid_ex;
+    return (a->bid == b->bid) & (a->bid_sz == b->bid_sz) & (a->bid_ex == b->bid_ex);
 }
 
 static inline int nbbo_ask_equal(const nbbo_t *a, const nbbo_t *b)
 {
-    return a->ask == b->ask && a->ask_sz == b->ask_sz && a->ask_ex == b->ask_ex;
+    return (a->ask == b->ask) & (a->ask_sz == b->ask_sz) & (a->ask_ex == b->ask_ex);
 }
 
 static inline void write_nbbo(eng_series_t *s, const nbbo_t *n)
@@ -345,7 +345,11 @@ static inline uint8_t code_of(uint8_t ex)
     return ex < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[ex] : 0;
 }
 
-static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot)
+/* The call/put pair's parity check, when `gate` (the quote moved this series' NBBO, or new
+ * limits arrived with this batch). Both legs' NBBOs and the pair's limits are read for every
+ * quote and the gate applied to the result: on a random feed "did the NBBO move" is a coin
+ * toss, and a branch on it cost more than the loads (their lines were requested ahead). */
+static inline void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot, int gate)
 {
     struct omdp_engine *e = b->e;
     uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
@@ -354,26 +358,23 @@ static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, 
     uint32_t cslot = s->is_put ? tw : slot;
     eng_series_t *c = &e->series[cslot];
     eng_series_t *p = s->is_put ? s : &e->series[tw];
-    if ((c->state | p->state) & (ENG_ST_CROSSED | ENG_ST_LOCKED))
-        return;
     int64_t cb = atomic_load_explicit(&c->nb_px, memory_order_relaxed);
     int64_t ca = atomic_load_explicit(&c->no_px, memory_order_relaxed);
     int64_t pb = atomic_load_explicit(&p->nb_px, memory_order_relaxed);
     int64_t pa = atomic_load_explicit(&p->no_px, memory_order_relaxed);
-    if (cb == ENG_NONE_BID || pb == ENG_NONE_BID || ca == ENG_NONE_ASK || pa == ENG_NONE_ASK)
-        return;
+    /* no check while either leg is crossed or locked or misses a side */
+    int live = gate & !((c->state | p->state) & (ENG_ST_CROSSED | ENG_ST_LOCKED)) & (cb != ENG_NONE_BID) &
+               (pb != ENG_NONE_BID) & (ca != ENG_NONE_ASK) & (pa != ENG_NONE_ASK);
     const omdp_series_ref_t *r = &b->refs[cslot];
     int64_t syn_bid = cb - pa, syn_ask = ca - pb;
-    int broken = syn_bid > r->parity_hi || syn_ask < r->parity_lo;
-    if (!broken) {
-        c->state &= (uint8_t)~ENG_ST_PARITY;
-        return;
+    int broken = (syn_bid > r->parity_hi) | (syn_ask < r->parity_lo);
+    uint8_t was = c->state;
+    uint8_t now = broken ? (uint8_t)(was | ENG_ST_PARITY) : (uint8_t)(was & ~ENG_ST_PARITY);
+    c->state = live ? now : was;
+    if (__builtin_expect(live & broken & !(was & ENG_ST_PARITY), 0)) {
+        int64_t beyond = syn_bid > r->parity_hi ? syn_bid - r->parity_hi : r->parity_lo - syn_ask;
+        emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
     }
-    if (c->state & ENG_ST_PARITY)
-        return;
-    c->state |= ENG_ST_PARITY;
-    int64_t beyond = syn_bid > r->parity_hi ? syn_bid - r->parity_hi : r->parity_lo - syn_ask;
-    emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
 }
 
 /* What a quote's series key needs, computed ahead of processing so the table entry and the
@@ -463,9 +464,8 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     nbbo_t before, now;
     read_nbbo(s, &before);
     quote_nbbo(s, (uint32_t)x, bid, bsz, ask, asz, &now);
-    int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
-    if (changed)
-        write_nbbo(s, &now);
+    int changed = !nbbo_bid_equal(&before, &now) | !nbbo_ask_equal(&before, &now);
+    write_nbbo(s, &now); /* unconditional: a branch on `changed` is a coin toss on a random feed */
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
 
     const omdp_series_ref_t *r = &b->refs[slot];
@@ -487,8 +487,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
         emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
                     now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
     }
-    if (changed || b->refs_changed)
-        check_parity(b, m, s, slot);
+    check_parity(b, m, s, slot, changed | b->refs_changed);
 }
 
 /* Pipeline stage 1: the message's key, and a request for its table entry (and for the
