@@ -175,12 +175,17 @@ static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t
     _mm512_store_si512((void *)s->bid_sz, sz);
     int64_t bp = _mm512_reduce_max_epi64(b);
     int64_t ap = _mm512_reduce_min_epi64(a);
-    __mmask16 bm = (__mmask16)_mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(bp));
-    __mmask16 am = (__mmask16)((unsigned)_mm512_cmpeq_epi64_mask(a, _mm512_set1_epi64(ap)) << 8);
-    uint32_t bs = _mm512_mask_reduce_max_epu32(bm, sz);
-    uint32_t as = _mm512_mask_reduce_max_epu32(am, sz);
-    unsigned bx = (unsigned)__builtin_ctz((unsigned)_mm512_mask_cmpeq_epu32_mask(bm, sz, _mm512_set1_epi32((int)bs)));
-    unsigned ax = (unsigned)__builtin_ctz((unsigned)_mm512_mask_cmpeq_epu32_mask(am, sz, _mm512_set1_epi32((int)as))) - 8u;
+    __mmask8 bm = _mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(bp));
+    __mmask8 am = _mm512_cmpeq_epi64_mask(a, _mm512_set1_epi64(ap));
+    /* among the exchanges at the best price, the largest size and then the first exchange:
+     * one maximum over size << 3 | (7 - x) */
+    const __m512i first = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i bk = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(sz)), 3), first);
+    __m512i ak = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(sz, 1)), 3), first);
+    uint64_t br = _mm512_mask_reduce_max_epu64(bm, bk);
+    uint64_t ar = _mm512_mask_reduce_max_epu64(am, ak);
+    uint32_t bs = (uint32_t)(br >> 3), as = (uint32_t)(ar >> 3);
+    unsigned bx = 7u - (unsigned)(br & 7u), ax = 7u - (unsigned)(ar & 7u);
     o->bid = bp;
     o->bid_sz = bs;
     o->bid_ex = bp == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)bx;
