@@ -205,25 +205,25 @@ static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t
      * (price, size): ties go to the first exchange; a missing side equals the start and
      * never replaces it */
     int64_t bp = ENG_NONE_BID, ap = ENG_NONE_ASK;
-    uint32_t bsz = 0, asz = 0;
+    uint32_t bs = 0, as = 0;
     uint8_t bx = ENG_NO_EXCH, ax = ENG_NO_EXCH;
-    for (uint8_t x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
-        int64_t p = s->bid[x], q = s->ask[x];
-        uint32_t psz = s->bid_sz[x], qsz = s->ask_sz[x];
-        int bb = (p > bp) | ((p == bp) & (psz > bsz));
-        int ba = (q < ap) | ((q == ap) & (qsz > asz));
+    for (uint8_t k = 0; k < OMDP_ENGINE_EXCHANGES; k++) {
+        int64_t p = s->bid[k], q = s->ask[k];
+        uint32_t psz = s->bid_sz[k], qsz = s->ask_sz[k];
+        int bb = (p > bp) | ((p == bp) & (psz > bs));
+        int ba = (q < ap) | ((q == ap) & (qsz > as));
         bp = bb ? p : bp;
-        bsz = bb ? psz : bsz;
-        bx = bb ? x : bx;
+        bs = bb ? psz : bs;
+        bx = bb ? k : bx;
         ap = ba ? q : ap;
-        asz = ba ? qsz : asz;
-        ax = ba ? x : ax;
+        as = ba ? qsz : as;
+        ax = ba ? k : ax;
     }
     o->bid = bp;
-    o->bid_sz = bsz;
+    o->bid_sz = bs;
     o->bid_ex = bx;
     o->ask = ap;
-    o->ask_sz = asz;
+    o->ask_sz = as;
     o->ask_ex = ax;
 }
 #endif
