@@ -72,6 +72,7 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->gtable_mask = gsize - 1;
     e->series = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(eng_series_t));
     e->meta = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(eng_series_meta_t));
+    e->twins = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(uint32_t));
     e->table = alloc_zeroed(64, (size_t)tsize * sizeof(uint64_t));
     e->gtable = alloc_zeroed(64, (size_t)gsize * sizeof(uint64_t));
     e->groups = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_engine_group_info_t));
@@ -79,7 +80,7 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->refs[1] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
     e->grefs[0] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t)); /* zero: disabled */
     e->grefs[1] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t));
-    if (!e->series || !e->meta || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
+    if (!e->series || !e->meta || !e->twins || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
         !e->grefs[0] || !e->grefs[1]) {
         engine_free(e);
         *err = OMDP_ENGINE_ENOMEM;
@@ -100,6 +101,7 @@ static void engine_free(struct omdp_engine *e)
 {
     free(e->series);
     free(e->meta);
+    free(e->twins);
     free((void *)e->table);
     free((void *)e->gtable);
     free(e->groups);

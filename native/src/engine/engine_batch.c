@@ -132,9 +132,12 @@ static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0,
     uint32_t tpos;
     uint32_t twin = eng_lookup(e, k0, tk1, eng_hash(k0, tk1), &tpos);
     atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
+    e->twins[slot] = twin;
     atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
-    if (twin != OMDP_ENGINE_NO_SLOT)
+    if (twin != OMDP_ENGINE_NO_SLOT) {
         atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
+        e->twins[twin] = slot;
+    }
     atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
     return slot;
 }
@@ -541,18 +544,17 @@ static inline void stage_slot(const struct omdp_engine *e, const omdp_series_ref
     __builtin_prefetch(&refs[slot], 0, 3);
 }
 
-/* Stage 3: the other leg's line 0 and the pair's limits, which the parity check reads when
- * this quote moves the NBBO. */
+/* Stage 3: the other leg's line 0 and the pair's limits, which the parity check reads; the
+ * twin from the dense copy, so this stage does not wait for the series' own line 0. */
 static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref_t *refs, pending_t *q)
 {
     if (q->slot == OMDP_ENGINE_NO_SLOT)
         return;
-    const eng_series_t *s = &e->series[q->slot];
-    uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
+    uint32_t tw = e->twins[q->slot];
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
     __builtin_prefetch(&e->series[tw], 1, 3);
-    if (s->is_put)
+    if (q->k1 >> 63)
         __builtin_prefetch(&refs[tw], 0, 3);
 }
 
