@@ -585,6 +585,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     b.front = front;
     uint32_t start = b.pos;
     uint32_t every = e->cfg.sample_every;
+    uint32_t sample_left = e->sample_left; /* a local: a store through any pointer could alias the field */
 
     pending_t q[PIPE];
     const uint32_t mask = PIPE - 1;
@@ -617,8 +618,8 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
             process_quote(&b, m, &q[i & mask]);
         else
             b.c[C_OTHER]++;
-        if (every && --e->sample_left == 0) {
-            e->sample_left = every;
+        if (every && --sample_left == 0) {
+            sample_left = every;
             omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
             memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
             copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
@@ -627,6 +628,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
             b.c[C_SAMPLED]++;
         }
     }
+    e->sample_left = sample_left;
     if (b.pos != start) {
         int64_t t_out = omdp_stamp_ns();
         for (uint32_t p = start; p < b.pos;) {
