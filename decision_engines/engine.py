@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from decision_engines.engine_config import EngineConfig
-from decision_engines.engine_records import GROUP_INFO_DTYPE, GROUP_REF_DTYPE, SERIES_INFO_DTYPE, SERIES_REF_DTYPE
+from decision_engines.engine_records import (GROUP_INFO_DTYPE, GROUP_REF_DTYPE, NBBO_CHANGE_DTYPE, SERIES_INFO_DTYPE,
+                                             SERIES_REF_DTYPE)
 from decision_engines.signal_record import SIGNAL_DTYPE
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
@@ -85,6 +86,7 @@ class DecisionEngine:
             raise EngineError("omdp_engine_create", err[0])
         self._ptr = ffi.gc(ptr, lib.omdp_engine_destroy)
         self._out_len = ffi.new("uint32_t *")
+        self._nbbo: np.ndarray | None = None  # the NBBO-change log's buffer (log_nbbo)
 
     @classmethod
     def borrow(cls, ptr: object, config: EngineConfig) -> "DecisionEngine":
@@ -95,6 +97,7 @@ class DecisionEngine:
         self.config = config
         self._ptr = ffi.gc(ptr, lib.omdp_engine_release)
         self._out_len = ffi.new("uint32_t *")
+        self._nbbo = None
         return self
 
     @property
@@ -126,6 +129,24 @@ class DecisionEngine:
             raise EngineError("omdp_engine_process_batch", rc)
         return int(rc), int(self._out_len[0])
 
+    def process_gather(self, msgs: np.ndarray, idx: np.ndarray, out: np.ndarray, out_len: int = 0) -> tuple[int, int]:
+        """Process ``msgs[idx]`` in that order, in place (``omdp_engine_process_gather``: what the
+        elastic partition's inline worker runs its buckets' messages with). Returns as
+        :meth:`process_batch`; raises EngineError when an index is out of range."""
+        _check_batch(msgs)
+        if out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise TypeError("out must be a contiguous uint8 array")
+        idx = np.ascontiguousarray(idx, dtype=np.uint32)
+        self._out_len[0] = out_len
+        rc = lib.omdp_engine_process_gather(
+            self._ptr, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(msgs, require_writable=False)), len(msgs),
+            ffi.cast("const uint32_t *", ffi.from_buffer(idx, require_writable=False)), len(idx),
+            ffi.from_buffer("uint8_t[]", out), len(out), self._out_len,
+        )
+        if rc < 0:
+            raise EngineError("omdp_engine_process_gather", rc)
+        return int(rc), int(self._out_len[0])
+
     def process(self, msgs: np.ndarray, batch: int = 0, out_bytes: int = 1 << 20) -> EngineOutput:
         """Process every message of ``msgs`` (in batches of ``batch``, 0 = all at once) and
         return everything it produced. A convenience for tools and tests, one C call per batch."""
@@ -146,6 +167,25 @@ class DecisionEngine:
         return EngineOutput(
             samples=np.concatenate([p.samples for p in parts]), signals=np.concatenate([p.signals for p in parts])
         )
+
+    def log_nbbo(self, cap: int) -> None:
+        """Log every NBBO change from now on (engine_nbbo.h), up to ``cap`` between two
+        ``take_nbbo`` calls (a message changes one NBBO at most: ``cap`` = the batch size
+        never overflows); 0 stops logging. For offline use on the processing thread."""
+        self._nbbo = np.zeros(cap, NBBO_CHANGE_DTYPE) if cap > 0 else None
+        buf = ffi.NULL if self._nbbo is None else ffi.cast("omdp_engine_nbbo_t *", ffi.from_buffer(self._nbbo))
+        rc = lib.omdp_engine_nbbo_log(self._ptr, buf, max(0, cap))
+        if rc < 0:
+            raise EngineError("omdp_engine_nbbo_log", rc)
+
+    def take_nbbo(self) -> tuple[np.ndarray, int]:
+        """The NBBO changes logged since the last take (a copy, NBBO_CHANGE_DTYPE) and the
+        changes dropped for lack of room since ``log_nbbo``."""
+        dropped = ffi.new("uint64_t *")
+        n = int(lib.omdp_engine_nbbo_take(self._ptr, dropped))
+        if self._nbbo is None:
+            return np.zeros(0, NBBO_CHANGE_DTYPE), int(dropped[0])
+        return self._nbbo[:n].copy(), int(dropped[0])
 
     def counters(self) -> dict[str, int]:
         """Every counter of the engine (engine.h ``omdp_engine_counters_t``)."""

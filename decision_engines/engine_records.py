@@ -31,6 +31,31 @@ SERIES_INFO_DTYPE = np.dtype(
     align=True,
 )
 
+NBBO_CHANGE_DTYPE = np.dtype(
+    [
+        ("ts_ns", "<i8"),
+        ("bid_px", "<i8"),
+        ("offer_px", "<i8"),
+        ("strike_px", "<i8"),
+        ("msg_seq", "<u8"),
+        ("bid_size", "<u4"),
+        ("offer_size", "<u4"),
+        ("expiry", "<u4"),
+        ("underlying_id", "<u4"),
+        ("slot", "<u4"),
+        ("line", "<u2"),
+        ("bid_part", "u1"),
+        ("offer_part", "u1"),
+        ("quote_part", "u1"),
+        ("put_call", "u1"),
+        ("root_len", "u1"),
+        ("root", "S6"),
+        ("reserved", "u1", (7,)),
+    ],
+    align=True,
+)
+"""``omdp_engine_nbbo_t`` (engine_nbbo.h): a series' NBBO after a quote that changed it."""
+
 GROUP_INFO_DTYPE = np.dtype([("underlying_id", "<u4"), ("expiry", "<u4")], align=True)
 
 SERIES_REF_DTYPE = np.dtype(

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from feedhandlers.captures import read_capture
+from feedhandlers.captures import pack_payloads, read_capture
 from feedhandlers.opra_batch import BatchDecoder
 
 MAX_ENGINES = 64
@@ -87,13 +87,14 @@ def count_roots(files: Iterable[str | Path], max_messages: int = DEFAULT_SAMPLE_
     dec = BatchDecoder()
     for path in files:
         cap = read_capture(path)
-        buf, offs, lens = cap.contiguous()
         taken = 0
-        for start in range(0, len(offs), _PACKETS_PER_CALL):
+        for start in range(0, len(cap.offsets), _PACKETS_PER_CALL):
             if taken >= max_messages:
                 break
-            end = min(start + _PACKETS_PER_CALL, len(offs))
-            out = dec.decode(buf, offs[start:end], lens[start:end])
+            end = min(start + _PACKETS_PER_CALL, len(cap.offsets))
+            # only the packets sampled are packed (the whole file was, for a prefix of it)
+            buf, offs, lens = pack_payloads(cap.buf, cap.offsets[start:end], cap.lengths[start:end])
+            out = dec.decode(buf, offs, lens)
             recs = out.records
             roots = recs["root"][recs["root_len"] > 0]  # trailing NULs dropped by numpy
             keys, n = np.unique(roots, return_counts=True)

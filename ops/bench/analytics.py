@@ -63,12 +63,32 @@ def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[i
     return dates
 
 
+def _spark_cpu_s(spark) -> float:
+    """Spark's own task metrics: executorCpuTime summed over the application's completed
+    stages (status REST API of the driver's web UI), in seconds. It counts the executors'
+    JVM task threads - for the jobs' Arrow tasks, the JVM side (scheduling, Arrow
+    hand-over, result collection), not the Python worker that decodes and runs the engines,
+    whose CPU the tasks measure themselves. NaN when the UI is off."""
+    import json as _json
+    import urllib.request
+
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return float("nan")
+    app = spark.sparkContext.applicationId
+    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete", timeout=10) as r:
+        stages = _json.load(r)
+    return sum(st.get("executorCpuTime", 0) for st in stages) / 1e9
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def measure(master: str, data: Path, dates: list[str], spans_s: list[float], repeats: int) -> dict:
-    """Decode, replay and latency figures under one master."""
+def measure(master: str, data: Path, dates: list[str], spans_s: list[float], repeats: int,
+            replay_configs: tuple | None = None) -> dict:
+    """Decode, replay and latency figures under one master (the replay once per
+    configuration of ``replay_configs``; None: the live defaults and book checks only)."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
     from ops.spark.latency_job import run_latency
@@ -77,15 +97,17 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
     from ops.spark.session import build_session
 
     layout = DataLayout(data)
-    spark = build_session(f"omdp-bench-{master}", master)
+    spark = build_session(f"omdp-bench-{master}", master, ui=True)  # ui: Spark's task metrics (_spark_cpu_s)
     try:
         cores = _cores(master, spark)
         run_feeds(spark, layout, dates[0])  # warm-up: JVM, Python workers, code generation
         decode = []
         for date in dates:
-            walls, totals, cpus = [], [], []
+            walls, totals, cpus, jvm = [], [], [], []
             for _ in range(repeats):
+                before = _spark_cpu_s(spark)
                 r = run_feeds(spark, layout, date)
+                jvm.append(_spark_cpu_s(spark) - before)
                 walls.append(r.decode_seconds)
                 totals.append(r.seconds)
                 cpus.append(r.decode_cpu_seconds)
@@ -96,24 +118,33 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                     "decode_wall_s": _median(walls), "feeds_job_wall_s": _median(totals),
                     "messages_per_s": mps, "messages_per_s_per_core": mps / cores,
                     "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
+                    "spark_executor_cpu_s": _median(jvm),   # the whole feeds job's stages, JVM side
                 }
             )
         replay = []
         for date, span_s in zip(dates, spans_s):
-            for cfg in (ReplayConfig(), ReplayConfig(name="book-only", pricing=False)):
+            for cfg in replay_configs or (ReplayConfig(), ReplayConfig(name="book-only", pricing=False)):
                 opts = ReplayOptions(configs=(cfg,), reconcile=False)
-                walls, cpus, feed_cpus, engine_cpus = [], [], [], []
+                walls, cpus, feed_cpus, engine_cpus, stage_cpus = [], [], [], [], []
+                jvm = []
                 for _ in range(repeats):
+                    before = _spark_cpu_s(spark)
                     rr = run_replay(spark, layout, [date], opts)
+                    jvm.append(_spark_cpu_s(spark) - before)
                     walls.append(rr.seconds)
                     cpus.append(rr.task_cpu_s)
                     feed_cpus.append(sum(t["decode_cpu_s"] for t in rr.tasks))
                     engine_cpus.append(sum(t["engine_cpu_s"] for t in rr.tasks))
+                    stage_cpus.append({st: sum(t["cpu_s"] for t in rr.tasks if t["stage"] == st)
+                                       for st in ("decode", "engines")})
                 replay.append({
                     "date": date, "config": cfg.name, "messages": rr.messages, "tasks": len(rr.tasks),
                     "capture_s": span_s, "job_wall_s": _median(walls), "wall_over_capture": _median(walls) / span_s,
                     "task_cpu_s": _median(cpus), "feed_cpu_s": _median(feed_cpus), "engine_cpu_s": _median(engine_cpus),
+                    "decode_stage_cpu_s": _median([c["decode"] for c in stage_cpus]),
+                    "engine_stage_cpu_s": _median([c["engines"] for c in stage_cpus]),
                     "messages_per_task_cpu_s": rr.messages / _median(cpus),
+                    "walls_s": walls, "task_cpus_s": cpus, "spark_executor_cpu_s": _median(jvm),
                 })
         run_latency(spark, layout, dates[0])
         secs = []
@@ -131,17 +162,19 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
 
 
 def run_analytics_bench(data: Path | None, masters: tuple[str, ...], *, seconds: float, rate: float, num_lines: int,
-                        scales: list[int], runs: int, run_seconds: float, repeats: int) -> dict:
+                        scales: list[int], runs: int, run_seconds: float, repeats: int,
+                        replay_configs: tuple | None = None) -> dict:
     """Prepare the data (in ``data``, or a temporary directory removed after) and measure
     under each master; the JSON document less its command."""
     with tempfile.TemporaryDirectory(prefix="omdp-bench-analytics-") as tmp:
         root = data or Path(tmp)
         dates = _prepare(root, seconds, rate, num_lines, scales, runs, run_seconds)
         spans = [seconds * k for k in scales]
-        results = [measure(m, root, dates, spans, repeats) for m in masters]
+        results = [measure(m, root, dates, spans, repeats, replay_configs) for m in masters]
     return {
         "machine": machine_info(),
         "config": {"seconds": seconds, "rate_x": rate, "num_lines": num_lines, "scales": scales, "runs": runs,
-                   "run_seconds": run_seconds, "repeats": repeats},
+                   "run_seconds": run_seconds, "repeats": repeats,
+                   "replay_configs": [c.model_dump() for c in replay_configs] if replay_configs else None},
         "results": results,
     }

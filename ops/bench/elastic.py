@@ -1,8 +1,9 @@
 """``omdp bench elastic``: the elastic engine partition (decision_engines.elastic) measured two
 ways, each against the static engine on the same messages.
 
-- **Overhead**: CPU per message of the elastic partition at level 1 (dispatch into bucket
-  rings, one worker, collect), with worker 0 inline and as a thread, beside the static engine
+- **Overhead**: CPU per message of the elastic partition at level 1 (dispatch: with worker 0
+  inline its buckets' records run in place, with a worker thread they are copied into bucket
+  rings; the engines; collect), with worker 0 inline and as a thread, beside the static engine
   (``omdp bench engine``'s market, warm books, batches of 1,024), the three in turn per run.
   The static side is the calling thread's CPU time; the elastic side is the calling thread's
   (dispatch, collect, and worker 0 when inline) plus the CPU time of the partition's worker
@@ -11,7 +12,9 @@ ways, each against the static engine on the same messages.
 - **Rate step**: messages offered at a rate schedule (``2x:20s,10x:20s,2x:20s``; Nx in
   messages is N x 24,000 packets/s x the messages per packet of our captures), the control
   loop stepping every period; per period the offered and processed rate, the level and the
-  decision. At the end the partition is drained and checked against a static engine fed the
+  decision, and how many periods after the step up the level rose and after the step down it
+  was back at 1 (``run_rate_step``: worker 0 inline, offered messages not taken within
+  ``max_lag_s`` skipped). At the end the partition is drained and checked against a static engine fed the
   same messages: every message processed exactly once (counters), signals equal (as a
   multiset: buckets are collected in any order) and every series' final NBBO equal.
 """
@@ -39,6 +42,8 @@ EXPIRIES = [20080216, 20080322, 20080419, 20080719]
 MESSAGES_PER_PACKET = 13.96
 """Messages per packet of a capture from ``omdp synth`` (docs/benchmarks.md): turns Nx into messages/s."""
 BLOCK = 1024
+RING_FULL_WAIT_S = 0.0002
+"""The rate-step feeder's wait when a bucket ring is full (about half a 4,096-message ring at 10 M/s)."""
 SIGNAL_KEYS = ["underlying_id", "msg_seq", "kind", "put_call", "strike_px", "expiry", "bid_px", "offer_px", "root"]
 
 
@@ -155,14 +160,42 @@ def _books(snapshot: np.ndarray) -> dict[tuple, tuple]:
             for r in snapshot}
 
 
+def _followed(periods: list[dict[str, Any]], steps_at_s: list[float], period_s: float) -> dict[str, Any]:
+    """How the level followed a low -> high -> low schedule: the control periods from the step
+    up to the first one that raised the level, and from the step down to the first period
+    back at level 1 (None where it did not happen)."""
+    res: dict[str, Any] = {"rose_after_periods": None, "fell_after_periods": None, "max_level": 0}
+    if len(steps_at_s) < 2 or not periods:
+        return res
+    up_at, down_at = steps_at_s[0], steps_at_s[1]
+    for n, p in enumerate(q for q in periods if q["t_s"] > up_at + period_s / 2):
+        if p["t_s"] > down_at + period_s:
+            break
+        if p["next_level"] > 1:
+            res["rose_after_periods"] = n + 1
+            break
+    res["max_level"] = max((p["next_level"] for p in periods if up_at < p["t_s"] <= down_at + period_s), default=0)
+    for n, p in enumerate(q for q in periods if q["t_s"] > down_at + period_s / 2):
+        if p["next_level"] == 1:
+            res["fell_after_periods"] = n + 1
+            break
+    return res
+
+
 def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 4, buckets: int = 64,
                   n_underlyings: int = 400, n_messages: int = 2_000_000, tick_s: float = 0.001,
-                  seed: int = 1) -> dict[str, Any]:
-    """Offer the stream (cycled) at ``schedule``; the control loop steps every ``period_s``."""
+                  seed: int = 1, inline_worker0: bool = True, max_lag_s: float = 0.1) -> dict[str, Any]:
+    """Offer the stream (cycled) at ``schedule``; the control loop steps every ``period_s``.
+
+    Worker 0 runs in the feeding thread (``inline_worker0``, the operator's default), so level
+    1 is one thread doing what the pipeline's partition does, and a higher level adds worker
+    threads. Offered messages the partition has not taken within ``max_lag_s`` are skipped
+    (counted as not fed), as a market does not wait: without it a backlog built at the high
+    rate would be fed on through the low stage and hide the step down."""
     warm, requotes = market_stream(n_underlyings, n_messages, seed)
     per_bucket = 1 << int(np.ceil(np.log2(len(warm) / 6 / buckets * 4)))
     el = ElasticEngine(ElasticConfig(engine=EngineConfig(max_series=per_bucket, max_groups=1 << 8),
-                                     workers=workers, buckets=buckets, level=1))
+                                     workers=workers, buckets=buckets, level=1, inline_worker0=inline_worker0))
     el.process(warm, batch=BLOCK)
     ctl = ElasticControl(el, ElasticController(max_level=workers))
     out = np.zeros(1 << 22, dtype=np.uint8)
@@ -174,15 +207,20 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
     ctl.start()
     t0 = time.monotonic()
     next_control = t0 + period_s
-    owed = 0.0
+    owed = skipped = 0.0
     last = t0
     while True:
         now = time.monotonic()
         t = now - t0
         if t >= schedule.seconds:
             break
-        owed += schedule.rate_x_at(t) * PAPER_1X_PPS * MESSAGES_PER_PACKET * (now - last)
+        rate = schedule.rate_x_at(t) * PAPER_1X_PPS * MESSAGES_PER_PACKET
+        owed += rate * (now - last)
+        if owed > rate * max_lag_s:
+            skipped += owed - rate * max_lag_s
+            owed = rate * max_lag_s
         last = now
+        full = False
         while owed >= 1:
             at = fed % n_messages
             chunk = requotes[at : at + min(int(owed), n_messages - at, 4 * BLOCK)]
@@ -190,7 +228,8 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
             fed += got
             owed -= got
             if got < len(chunk):
-                break  # rings full: the offered load waits (counted as saturation)
+                full = True
+                break  # a ring is full: the offered load waits (counted as saturation)
         used = el.collect(out, used)
         if len(out) - used < len(out) // 2:
             signals.append(split_output(out, used).signals)
@@ -204,7 +243,9 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
             fed_at_period = fed
             next_control += period_s
         sleep = tick_s - (time.monotonic() - now)
-        if sleep > 0:
+        if full:  # a worker thread's ring is full: give it the CPU a moment (a 2-CPU machine)
+            time.sleep(RING_FULL_WAIT_S)
+        elif sleep > 0 and owed < 1:  # caught up: wait for the next tick; behind: feed on at once
             time.sleep(sleep)
     wall = time.monotonic() - t0
     used = el.drain(out, used, timeout_s=60)
@@ -227,7 +268,8 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
     offered = sum(s.rate_x * PAPER_1X_PPS * MESSAGES_PER_PACKET * s.seconds for s in schedule.stages)
     return {
         "schedule": schedule.describe(), "period_s": period_s, "workers": workers, "buckets": buckets,
-        "wall_s": wall, "messages_offered": int(offered), "messages_fed": fed,
+        "inline_worker0": inline_worker0, "max_lag_s": max_lag_s, "messages_skipped": int(skipped),
+        "wall_s": wall, "messages_offered": int(offered), "messages_fed": fed, "inplace": int(counters["inplace"]),
         "fed_fraction_of_schedule": fed / offered if offered else 0.0,
         "processed": int(counters["processed"]) - len(warm), "engine_processed": int(ecount["processed"]) - len(warm),
         "lost": fed - (int(counters["processed"]) - len(warm)),
@@ -235,6 +277,7 @@ def run_rate_step(schedule: RateSchedule, period_s: float = 1.0, workers: int = 
         "signals": len(got_signals), "signals_static": len(want), "signals_equal": _rows(got_signals) == _rows(want),
         "books_equal": books == want_books, "series": len(books),
         "decisions": decisions, "periods": periods, "steps_at_s": schedule.boundaries(),
+        "followed": _followed(periods, schedule.boundaries(), period_s),
     }
 
 

@@ -7,6 +7,16 @@ them. The planner takes, from the run records of earlier runs of a topology
 packet (median over the runs), and from a capture the ratio of its peak packet rate over a
 window (10 ms or 100 ms) to its mean; the peak to absorb is ``rate x 24,000 packets/s x that
 ratio``. Each partition kind needs ``peak x CPU per packet / utilization`` cores, rounded up.
+
+The feed handler partition's cost per packet is its work, not its loop's CPU time: a
+partition that spins (``wait = "spin"``) burns a core whatever the rate, so CPU time per
+packet at 5x is several times what a packet costs. Where the runs differ in how much they
+idled, the planner fits ``loop CPU = a x packets + b x idle loops`` over them (least squares)
+and plans with ``a``; otherwise it takes the run that idled least per packet (an upper
+bound). It also says what the layout that was measured sustains on this host: the mean rate
+its handler partitions carry at the utilization, and the rate whose 10 ms peaks they absorb
+(the sweep's verdict bounds p99 latency from intended at 1 ms, so a peak that queues for
+more than that fails a rate whose mean is well within capacity).
 It says which runs it used, and writes a topology of that size (the fused layout: one
 partition per feed handler with its engine, one sender per handler, the collectors beside).
 It is a projection from measured costs: it assumes a partition's cost per packet holds at
@@ -40,6 +50,47 @@ class RunCost:
     handler_ns_per_packet: float  # the partition(s) holding the feed handler (and fused engines)
     replay_ns_per_packet: float
     other_ns_per_packet: float    # every other partition (collectors), summed
+    packets: int = 0              # packets the feed handlers accepted
+    handler_cpu_ns: float = 0.0   # the handler partitions' loop CPU time, summed
+    idle_loops: int = 0           # ... and their loops that found nothing to do
+    handler_partitions: int = 1   # partitions holding a feed handler
+
+
+@dataclass
+class WorkCost:
+    """The feed handler partition's CPU per packet of work, and how it was had."""
+
+    ns_per_packet: float
+    method: str
+    idle_loop_ns: float | None = None
+
+
+def work_cost(runs: list[RunCost]) -> WorkCost:
+    """The handler partition's cost per packet with idle polling taken out (module docstring)."""
+    with_loops = [r for r in runs if r.packets > 0 and r.handler_cpu_ns > 0]
+    if len(with_loops) >= 2:
+        idle_per_packet = [r.idle_loops / r.packets for r in with_loops]
+        if max(idle_per_packet) > 1.1 * min(idle_per_packet) and max(idle_per_packet) > 0:
+            # normal equations of cpu = a * packets + b * idle over the runs
+            spp = sum(float(r.packets) ** 2 for r in with_loops)
+            spi = sum(float(r.packets) * r.idle_loops for r in with_loops)
+            sii = sum(float(r.idle_loops) ** 2 for r in with_loops)
+            spc = sum(float(r.packets) * r.handler_cpu_ns for r in with_loops)
+            sic = sum(float(r.idle_loops) * r.handler_cpu_ns for r in with_loops)
+            det = spp * sii - spi * spi
+            if det > 0:
+                a = (spc * sii - sic * spi) / det
+                b = (spp * sic - spi * spc) / det
+                if a > 0 and b >= 0:
+                    return WorkCost(a, f"fit of loop CPU = a x packets + b x idle loops over {len(with_loops)} runs "
+                                       f"(b = {b:,.1f} ns per idle loop)", b)
+    if with_loops:
+        best = min(with_loops, key=lambda r: r.idle_loops / r.packets)
+        return WorkCost(best.handler_cpu_ns / best.packets,
+                        f"the run that idled least ({best.run_dir}): loop CPU per packet, idle polling included "
+                        f"(an upper bound)")
+    return WorkCost(statistics.median(r.handler_ns_per_packet for r in runs),
+                    f"median loop CPU per packet of {len(runs)} run(s), idle polling included (an upper bound)")
 
 
 @dataclass
@@ -53,7 +104,8 @@ class CapacityPlan:
     peak_pps: float
     utilization: float
     runs: list[RunCost]
-    handler_ns_per_packet: float
+    handler_ns_per_packet: float   # of work (work_cost)
+    cost_method: str
     replay_ns_per_packet: float
     other_ns_per_packet: float
     handlers: int
@@ -64,6 +116,9 @@ class CapacityPlan:
     cores_per_host: int
     hosts: int
     lines: int
+    measured_handler_partitions: int = 1
+    host_mean_rate_x: float = 0.0  # the measured layout on this host: mean rate carried at the utilization
+    host_peak_rate_x: float = 0.0  # ... and the rate whose peak-window bursts it absorbs
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,13 +133,17 @@ class CapacityPlan:
                f"{self.topology} - a projection from measured costs:",
                f"  burst: peak {self.peak_window} rate / mean rate of the capture = {self.burst_ratio:.2f} -> "
                f"{self.peak_pps:,.0f} packets/s to absorb",
-               f"  measured CPU per packet (median of {len(self.runs)} run(s)): feed handler partition "
-               f"{self.handler_ns_per_packet:,.0f} ns, replay {self.replay_ns_per_packet:,.0f} ns, collectors "
-               f"{self.other_ns_per_packet:,.0f} ns",
+               f"  measured CPU per packet: feed handler partition {self.handler_ns_per_packet:,.0f} ns of work "
+               f"({self.cost_method}); replay {self.replay_ns_per_packet:,.0f} ns, collectors "
+               f"{self.other_ns_per_packet:,.0f} ns (medians of {len(self.runs)} run(s))",
                f"  at {self.utilization:.0%} utilization: {self.handlers} feed handler and {self.engines} engine "
                f"partitions, {self.replay_cores} replay core(s), {self.other_cores} collector core(s): {self.cores} "
                f"cores, {self.hosts} host(s) of {self.cores_per_host} cores"]
-        out += [f"  used: {r.run_dir} ({r.rate_x:g}x)" for r in self.runs]
+        out.append(f"  this host as measured ({self.measured_handler_partitions} feed handler partition(s)): mean "
+                   f"rate up to {self.host_mean_rate_x:.1f}x, {self.peak_window} peaks absorbed up to "
+                   f"{self.host_peak_rate_x:.1f}x (at {self.utilization:.0%} utilization)")
+        out += [f"  used: {r.run_dir} ({r.rate_x:g}x): {r.handler_ns_per_packet:,.0f} ns loop CPU per packet, "
+                f"{r.idle_loops / r.packets if r.packets else 0:,.1f} idle loops per packet" for r in self.runs]
         out += [f"  note: {n}" for n in self.notes]
         return "\n".join(out)
 
@@ -109,7 +168,8 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
     if packets <= 0 or report.get("status") != "ended":
         return None
     kinds = {name: op.get("kind") for name, op in plan.get("operators", {}).items()}
-    handler = replay = other = 0.0
+    handler = replay = other = handler_cpu = 0.0
+    idle = handler_parts = 0
     for part in plan.get("partitions", []):
         st = ((parts.get(part["name"]) or {}).get("report") or {}).get("stats") or {}
         if "loop_cpu_ns" not in st:
@@ -118,13 +178,17 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
         ops_kinds = {kinds.get(o.split("[")[0]) for o in part["operators"]}
         if ops_kinds & {"feed_handler", "decision_engine", "elastic_engine"}:
             handler += ns
+            handler_cpu += int(st["loop_cpu_ns"])
+            idle += int(st.get("idle_loops", 0))
+            handler_parts += 1
         elif "feed_sender" in ops_kinds:
             replay += ns
         else:
             other += ns
     if handler <= 0:
         return None
-    return RunCost(str(run_dir), float(meta.get("rate_x") or 0.0), handler, replay, other)
+    return RunCost(str(run_dir), float(meta.get("rate_x") or 0.0), handler, replay, other, packets, handler_cpu, idle,
+                   handler_parts)
 
 
 def measured_runs(data_dir: Path, topology_name: str, last: int = 5) -> list[RunCost]:
@@ -152,7 +216,8 @@ def plan_capacity(topology_name: str, runs: list[RunCost], rate_x: float, burst_
         raise CapacityError(f"--utilization must be in (0, 1] (got {utilization})")
     if cores_per_host < 1:
         raise CapacityError(f"--cores-per-host must be at least 1 (got {cores_per_host})")
-    h = statistics.median(r.handler_ns_per_packet for r in runs)
+    cost = work_cost(runs)
+    h = cost.ns_per_packet
     rp = statistics.median(r.replay_ns_per_packet for r in runs)
     o = statistics.median(r.other_ns_per_packet for r in runs)
     peak = rate_x * PAPER_1X_PPS * burst_ratio
@@ -174,16 +239,22 @@ def plan_capacity(topology_name: str, runs: list[RunCost], rate_x: float, burst_
         notes.append(f"the collectors need {other_needed} cores but share one partition in the written topology")
     notes.append("the runs measured the handler and its engines fused: the written topology gives handlers and "
                  "engines a partition each and sizes both by the fused cost (an upper bound for each)")
-    notes.append("a partition's CPU time includes its idle polling, so a run that was not saturated overstates "
-                 "the cost per packet: plan from runs near the partition's limit")
+    if not cost.method.startswith("fit"):
+        notes.append("a partition's CPU time includes its idle polling, so a run that was not saturated overstates "
+                     "the cost per packet: plan from runs at different rates (the fit takes the polling out) or "
+                     "near the partition's limit")
     replay_cores, other_cores = handlers, 1  # what the written (ring) topology places
     total = handlers + engines + replay_cores + other_cores
     hosts = math.ceil(total / cores_per_host)
     if hosts > 1:
         notes.append(f"{hosts} hosts needed: the written topology places every partition on one host; "
                      f"give it [hosts] and vega-tcp/vega-ib edges (docs/topology.md \"Hosts\")")
-    return CapacityPlan(topology_name, rate_x, peak_window, burst_ratio, peak, utilization, runs, h, rp, o,
-                        handlers, engines, replay_cores, other_cores, total, cores_per_host, hosts, lines, notes)
+    measured_parts = int(statistics.median(r.handler_partitions for r in runs))
+    host_mean = measured_parts * 1e9 / h * utilization / PAPER_1X_PPS
+    host_peak = host_mean / burst_ratio if burst_ratio > 0 else host_mean
+    return CapacityPlan(topology_name, rate_x, peak_window, burst_ratio, peak, utilization, runs, h, cost.method, rp, o,
+                        handlers, engines, replay_cores, other_cores, total, cores_per_host, hosts, lines,
+                        measured_parts, host_mean, host_peak, notes)
 
 
 def topology_toml(plan: CapacityPlan, name: str) -> str:
@@ -193,8 +264,8 @@ def topology_toml(plan: CapacityPlan, name: str) -> str:
     h, e = plan.handlers, plan.engines
     out = [f"# Written by `omdp capacity` for {plan.rate_x:g}x of {plan.topology}: a projection from measured",
            f"# costs (peak {plan.peak_window} = {plan.burst_ratio:.2f} x mean, {plan.peak_pps:,.0f} packets/s; "
-           f"{plan.handler_ns_per_packet:,.0f} ns per packet",
-           f"# in a feed handler partition, median of {len(plan.runs)} run(s)).",
+           f"{plan.handler_ns_per_packet:,.0f} ns of work per packet",
+           f"# in a feed handler partition, from {len(plan.runs)} run(s)).",
            f'name = "{name}"',
            f'description = "capacity plan: {h} feed handlers, {e} engines for {plan.rate_x:g}x"', "",
            "[channel]", 'transport = "vega-shm"', "queue_size = 32", "max_message = 16384", "mutex = false",

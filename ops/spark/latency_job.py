@@ -103,9 +103,17 @@ class NightRows:
     signals: list[dict]
 
 
-def night_rows(spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions) -> NightRows:
-    """The breakdown, runs, sweeps, ingest and signal rows of ``date``'s runs."""
+def night_rows(spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions,
+               extra_runs: dict[str, str] | None = None) -> NightRows:
+    """The breakdown, runs, sweeps, ingest and signal rows of ``date``'s runs, and of
+    ``extra_runs`` (run id -> the date it is filed under: the runs of the captures a night
+    covers that were made on other nights)."""
     runs, problems = scan_runs(layout.runs(date))
+    for filed in sorted(set((extra_runs or {}).values()) - {date}):
+        wanted = {rid for rid, d in extra_runs.items() if d == filed}
+        more, found = scan_runs(layout.runs(filed))
+        runs += [r for r in more if r.name in wanted]
+        problems += [p for p in found if Path(p.path).parent.name in wanted]
     meta, more = read_meta(runs, date)
     problems += more
     runs = [r for r in runs if r.name in meta]
@@ -158,14 +166,16 @@ def history_rows(spark: SparkSession, layout: DataLayout, date: str, options: La
 
 
 def run_latency(
-    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions()
+    spark: SparkSession, layout: DataLayout, date: str, options: LatencyOptions = LatencyOptions(),
+    extra_runs: dict[str, str] | None = None,
 ) -> LatencyResult:
-    """Compute and write the day's latency tables; return what was done."""
+    """Compute and write the day's latency tables (over the runs filed under ``date`` and
+    ``extra_runs``: run id -> filed date); return what was done."""
     started = time.perf_counter()
     check_date(date)
     out = layout.reports(date)
     out.mkdir(parents=True, exist_ok=True)
-    night = night_rows(spark, layout, date, options)
+    night = night_rows(spark, layout, date, options, extra_runs)
     problems = night.problems
 
     rule = options.regression

@@ -55,7 +55,10 @@ def run_nightly(
     """Run the jobs for ``date`` and render the report (``replay_options`` None: no replay)."""
     night = resolve_night(layout, date)
     feeds = run_feeds(spark, layout, date, feeds_options)
-    latency = run_latency(spark, layout, date, latency_options)
+    # the runs of the night's captures made on other nights count in tonight's latency tables
+    # too, so naming a capture's date gives its runs' latencies (docs/analytics.md "Dates")
+    latency = run_latency(spark, layout, date, latency_options,
+                          {rid: d for rid, d in night.runs_of_captures.items() if d != date})
     replay = None
     if replay_options is not None and night.capture_dates:
         replay = run_replay(spark, layout, night.capture_dates, replay_options)

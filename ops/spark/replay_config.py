@@ -9,6 +9,7 @@ knobs of ``decision_engines.engine_config.PricingConfig`` (band widths, parity c
     max_series = 131072       # series slots per engine: a bucket's series must fit (table_full counts misses)
     refresh_ms = 100          # pricing refresh every 100 ms of capture time
     pricing = true            # false: book checks only (crossed/locked), no bands, no parity
+    nbbo = true               # false: no NBBO-changes table (one row per quote that moved a series' NBBO)
     [pricing_knobs]
     band_abs = 0.50
     parity_abs = 0.20
@@ -43,6 +44,7 @@ class ReplayConfig(BaseModel):
     max_groups: int = Field(DEFAULT_MAX_GROUPS, ge=1, le=1 << 24, description="(underlying, expiry) groups per engine")
     refresh_ms: float = Field(100.0, gt=0, le=3_600_000, description="pricing refresh period in capture time")
     pricing: bool = Field(True, description="false: no pricing (book checks only)")
+    nbbo: bool = Field(True, description="false: no nbbo table (every change of a series' NBBO)")
     pricing_knobs: dict[str, float] = Field(default_factory=dict, description="PricingConfig overrides")
 
     def pricing_config(self, as_of: str) -> PricingConfig:

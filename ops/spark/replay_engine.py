@@ -2,8 +2,9 @@
 underlying bucket's records in time order, once per configuration, and the task's output
 tables.
 
-The records come decoded and routed once (``replay_feed``); every configuration gets its own
-``DecisionEngine`` over the same array. Pricing refreshes every ``refresh_ms`` of capture
+The records come decoded and routed once (``replay_feed``), merged in time order and
+expanded a chunk at a time (``replay_stage``); every configuration gets its own
+``DecisionEngine`` (``ConfigRunner``) fed the same chunks. Pricing refreshes every ``refresh_ms`` of capture
 time, between stretches of messages, as ``ops/bench/signal_score.py`` does: the live
 refresher's period, in the capture's time instead of the wall clock, so the replay is
 deterministic. The smiles are kept as of each capture minute's end: the last refresh in the
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from decision_engines.engine import DecisionEngine
+from decision_engines.engine import DecisionEngine, split_output
+from feedhandlers.opra_record import NO_UNDERLYING
 from decision_engines.engine_config import EngineConfig
+from decision_engines.engine_records import NBBO_CHANGE_DTYPE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
@@ -27,6 +30,9 @@ from ops.spark.replay_config import ReplayConfig
 MINUTE_NS = 60_000_000_000
 ENGINE_BATCH = 4096
 """Messages per C call (a fused run's batches are a packet or a few)."""
+OUT_BYTES = 1 << 20
+"""The engine's output buffer (samples and signals of a call; a full one is handed on and
+the call repeated with the rest)."""
 
 REPLAY_SIGNALS_SCHEMA = pa.schema(
     list(RUN_SIGNALS_SCHEMA)
@@ -41,6 +47,29 @@ REPLAY_SIGNALS_SCHEMA = pa.schema(
 )
 """A run's signals.parquet columns (``ts_ns`` = the message's capture time here) and what
 the signal record says was checked."""
+
+REPLAY_NBBO_SCHEMA = pa.schema(
+    [
+        ("ts_ns", pa.int64()),           # the quote's capture time
+        ("line", pa.int32()),            # the quote's line and sequence number
+        ("msg_seq", pa.int64()),
+        ("quote_participant", pa.string()),  # the exchange whose quote moved the NBBO
+        ("underlying_id", pa.uint32()),
+        ("root", pa.string()),
+        ("expiry", pa.uint32()),
+        ("strike_px", pa.int64()),
+        ("put_call", pa.string()),
+        ("bid_px", pa.int64()),          # the NBBO after the quote; null: no bid on any exchange
+        ("bid_size", pa.int64()),
+        ("bid_participant", pa.string()),
+        ("offer_px", pa.int64()),        # null: no offer
+        ("offer_size", pa.int64()),
+        ("offer_participant", pa.string()),
+    ]
+)
+"""One row per quote that changed a series' NBBO (bid or offer: price, size or exchange),
+the NBBO after it as the engine holds it (1e-9 price units), in the order the engine saw
+them."""
 
 REPLAY_UNDERLYINGS_SCHEMA = pa.schema(
     [("underlying_id", pa.uint32()), ("messages", pa.int64()), ("quotes", pa.int64()),
@@ -64,6 +93,8 @@ class EngineRun:
 
     signals: np.ndarray                 # SIGNAL_DTYPE
     counters: dict[str, int]
+    nbbo: np.ndarray = field(default_factory=lambda: np.zeros(0, NBBO_CHANGE_DTYPE))  # NBBO_CHANGE_DTYPE
+    nbbo_dropped: int = 0
     smiles: list[dict] = field(default_factory=list)
     refreshes: int = 0
     cpu_s: float = 0.0
@@ -87,40 +118,103 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
     return rows
 
 
-def run_config(records: np.ndarray, cfg: ReplayConfig, as_of: str, engine_id: int) -> EngineRun:
-    """The engine of ``cfg`` over ``records`` (time order), pricing every ``refresh_ms``."""
-    t0 = time.thread_time()
-    engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
-                                         max_groups=cfg.max_groups, engine_id=engine_id))
-    try:
-        refresher = PricingRefresher(engine, cfg.pricing_config(as_of)) if cfg.pricing else None
-        ts = _capture_ns(records)
-        step = int(cfg.refresh_ms * 1e6)
-        if len(ts) and refresher is not None:
-            bounds = np.searchsorted(ts, np.arange(int(ts[0]) + step, int(ts[-1]) + step, step), side="left")
-            bounds = np.unique(np.append(bounds, len(records)))
-        else:
-            bounds = np.array([len(records)])
-        parts, smiles = [], []
-        start, refreshes, minute, held = 0, 0, -1, None
-        for end in bounds.tolist():
-            if end > start:
-                parts.append(engine.process(records[start:end], batch=ENGINE_BATCH).signals)
-                now = int(ts[end - 1])
-                start = end
-                if refresher is not None:
-                    state = refresher.refresh()
-                    if state is not None:
-                        refreshes += 1
-                        if now // MINUTE_NS != minute and held is not None:
-                            smiles.extend(_smile_rows(*held))  # the previous minute's last
-                        minute, held = now // MINUTE_NS, (state, now)
-        if held is not None:
-            smiles.extend(_smile_rows(*held))
-        signals = np.concatenate(parts) if parts else np.zeros(0, SIGNAL_DTYPE)
-        return EngineRun(signals, engine.counters(), smiles, refreshes, time.thread_time() - t0)
-    finally:
-        engine.close()
+class ConfigRunner:
+    """The engine of one configuration over a bucket's records, fed in time order a chunk at
+    a time (``feed``), pricing every ``refresh_ms`` of capture time: after the messages
+    before each boundary ts0 + k * refresh_ms (ts0: the first message's time), when any
+    arrived since the last refresh, and after the last message. Where the chunks are cut
+    does not matter: the same messages reach the engine between the same refreshes."""
+
+    def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int) -> None:
+        self.cfg = cfg
+        self.engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
+                                                  max_groups=cfg.max_groups, engine_id=engine_id))
+        try:
+            self.refresher = PricingRefresher(self.engine, cfg.pricing_config(as_of)) if cfg.pricing else None
+        except Exception:
+            self.engine.close()
+            raise
+        if cfg.nbbo:
+            self.engine.log_nbbo(ENGINE_BATCH)   # one C call per ENGINE_BATCH messages: never overflows
+        self._nbbo: list[np.ndarray] = []
+        self._out = np.zeros(OUT_BYTES, dtype=np.uint8)
+        self._step = int(cfg.refresh_ms * 1e6)
+        self._next: int | None = None       # the next refresh boundary (capture ns)
+        self._pending = False               # messages since the last refresh
+        self._last_ts = 0
+        self._parts: list[np.ndarray] = []
+        self._smiles: list[dict] = []
+        self._refreshes, self._minute, self._held = 0, -1, None
+        self.cpu_s = 0.0
+
+    def _process(self, records: np.ndarray) -> None:
+        """Records through the engine, ENGINE_BATCH per C call into one reused output
+        buffer; the NBBO log taken after each call (it holds a call's changes)."""
+        if not len(records):
+            return
+        for s in range(0, len(records), ENGINE_BATCH):
+            chunk = records[s:s + ENGINE_BATCH]
+            done = 0
+            while done < len(chunk):
+                consumed, used = self.engine.process_batch(chunk[done:], self._out, 0)
+                done += consumed
+                if used:
+                    self._parts.append(split_output(self._out, used).signals)
+            if self.cfg.nbbo:
+                changes, _ = self.engine.take_nbbo()
+                if len(changes):
+                    self._nbbo.append(changes)
+        self._pending = True
+        self._last_ts = int(_capture_ns(records)[-1])
+
+    def _refresh(self) -> None:
+        self._pending = False
+        state = self.refresher.refresh()
+        if state is not None:
+            self._refreshes += 1
+            now = self._last_ts
+            if now // MINUTE_NS != self._minute and self._held is not None:
+                self._smiles.extend(_smile_rows(*self._held))  # the previous minute's last
+            self._minute, self._held = now // MINUTE_NS, (state, now)
+
+    def feed(self, records: np.ndarray) -> None:
+        """The next messages (time order, continuing the previous chunk)."""
+        t0 = time.thread_time()
+        if self.refresher is None:
+            self._process(records)
+        elif len(records):
+            ts = _capture_ns(records)
+            if self._next is None:
+                self._next = int(ts[0]) + self._step
+            i, n = 0, len(records)
+            while i < n:
+                j = i + int(np.searchsorted(ts[i:], self._next, side="left"))
+                self._process(records[i:j])
+                if j >= n:
+                    break
+                if self._pending:
+                    self._refresh()
+                # the next boundary past this message (boundaries with no message between collapse)
+                self._next += self._step * ((int(ts[j]) - self._next) // self._step + 1)
+                i = j
+        self.cpu_s += time.thread_time() - t0
+
+    def finish(self) -> EngineRun:
+        """The last refresh, the signals, counters and smiles; frees the engine."""
+        t0 = time.thread_time()
+        try:
+            if self.refresher is not None and self._pending:
+                self._refresh()
+            if self._held is not None:
+                self._smiles.extend(_smile_rows(*self._held))
+            signals = np.concatenate(self._parts) if self._parts else np.zeros(0, SIGNAL_DTYPE)
+            nbbo = np.concatenate(self._nbbo) if self._nbbo else np.zeros(0, NBBO_CHANGE_DTYPE)
+            _, dropped = self.engine.take_nbbo()
+            counters = self.engine.counters()
+        finally:
+            self.engine.close()
+        self.cpu_s += time.thread_time() - t0
+        return EngineRun(signals, counters, nbbo, dropped, self._smiles, self._refreshes, self.cpu_s)
 
 
 def signals_arrow(signals: np.ndarray) -> pa.Table:
@@ -150,26 +244,88 @@ def signals_arrow(signals: np.ndarray) -> pa.Table:
                     schema=REPLAY_SIGNALS_SCHEMA)
 
 
-def underlyings_arrow(records: np.ndarray, signals: np.ndarray) -> pa.Table:
-    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying seen in ``records``."""
-    uid = records["underlying_id"]
-    ids, inv = np.unique(uid, return_inverse=True)
-    ts = _capture_ns(records)
+DENSE_IDS = 1 << 22
+"""Underlying ids below this are numbered through a dense table (routing gives 0..N-1);
+others through a sort."""
+
+
+def _index_ids(uid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(uid, return_inverse=True)`` without sorting the messages when the ids
+    are small (a sort of a bucket's day of messages cost more than its engine)."""
+    unrouted = uid == NO_UNDERLYING
+    routed = uid[~unrouted]
+    top = int(routed.max()) if len(routed) else -1
+    if top >= DENSE_IDS:
+        return np.unique(uid, return_inverse=True)
+    key = uid.astype(np.int64)
+    key[unrouted] = top + 1                      # NO_UNDERLYING sorts last, as in np.unique
+    present = np.bincount(key, minlength=top + 2) > 0
+    ids = np.flatnonzero(present).astype(np.uint32)
+    if present[top + 1]:
+        ids[-1] = NO_UNDERLYING
+    return ids, (np.cumsum(present) - 1)[key]
+
+
+def underlyings_arrow(underlying_id: np.ndarray, category: np.ndarray, ts_ns: np.ndarray,
+                     signals: np.ndarray) -> pa.Table:
+    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying among the messages (their
+    ``underlying_id``, ``category`` and capture times, in any order)."""
+    ids, inv = _index_ids(underlying_id)
     cols: dict[str, object] = {
         "underlying_id": ids,
         "messages": np.bincount(inv, minlength=len(ids)),
-        "quotes": np.bincount(inv, weights=(records["category"] == ord("k")), minlength=len(ids)).astype(np.int64),
+        "quotes": np.bincount(inv, weights=(category == ord("k")), minlength=len(ids)).astype(np.int64),
         "first_ns": np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64),
         "last_ns": np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64),
     }
-    np.minimum.at(cols["first_ns"], inv, ts)
-    np.maximum.at(cols["last_ns"], inv, ts)
+    np.minimum.at(cols["first_ns"], inv, ts_ns)
+    np.maximum.at(cols["last_ns"], inv, ts_ns)
     pos = np.searchsorted(ids, signals["underlying_id"]) if len(ids) else np.zeros(0, np.int64)
     for code, name in SIGNAL_KIND_NAMES.items():
         sel = (signals["kind"] == code) & (pos < len(ids))
         cols[name] = np.bincount(pos[sel], minlength=len(ids)).astype(np.int64)
     return pa.table({k: pa.array(v, type=REPLAY_UNDERLYINGS_SCHEMA.field(k).type) for k, v in cols.items()},
                     schema=REPLAY_UNDERLYINGS_SCHEMA)
+
+
+_CHARS = pa.array([chr(i) if i else None for i in range(256)], pa.string())
+
+
+def _chars(codes: np.ndarray) -> pa.Array:
+    """One-byte codes as one-letter strings (0: null), through a dictionary, not per row."""
+    idx = pa.array(codes.astype(np.int32), mask=codes == 0)
+    return pa.DictionaryArray.from_arrays(idx, _CHARS).cast(pa.string())
+
+
+def nbbo_arrow(changes: np.ndarray) -> pa.Table:
+    """REPLAY_NBBO_SCHEMA rows of NBBO_CHANGE_DTYPE records (roots named once per series)."""
+    slot = changes["slot"].astype(np.int64)
+    n_slots = int(slot.max()) + 1 if len(slot) else 0
+    first = np.full(n_slots, len(changes), dtype=np.int64)
+    np.minimum.at(first, slot, np.arange(len(changes)))
+    seen = first < len(changes)
+    roots = [bytes(r).rstrip(b" \0").decode("ascii", "replace") if ok else None
+             for r, ok in zip(changes["root"][np.minimum(first, max(len(changes) - 1, 0))], seen)]
+    root = pa.DictionaryArray.from_arrays(pa.array(slot.astype(np.int32)), pa.array(roots, pa.string())).cast(pa.string())
+    no_bid, no_offer = changes["bid_part"] == 0, changes["offer_part"] == 0
+    cols = {
+        "ts_ns": pa.array(changes["ts_ns"], pa.int64()),
+        "line": pa.array(changes["line"].astype(np.int32)),
+        "msg_seq": pa.array(changes["msg_seq"].astype(np.int64)),
+        "quote_participant": _chars(changes["quote_part"]),
+        "underlying_id": pa.array(changes["underlying_id"], pa.uint32()),
+        "root": root,
+        "expiry": pa.array(changes["expiry"], pa.uint32()),
+        "strike_px": pa.array(changes["strike_px"], pa.int64()),
+        "put_call": _chars(changes["put_call"]),
+        "bid_px": pa.array(changes["bid_px"], pa.int64(), mask=no_bid),
+        "bid_size": pa.array(changes["bid_size"].astype(np.int64), mask=no_bid),
+        "bid_participant": _chars(changes["bid_part"]),
+        "offer_px": pa.array(changes["offer_px"], pa.int64(), mask=no_offer),
+        "offer_size": pa.array(changes["offer_size"].astype(np.int64), mask=no_offer),
+        "offer_participant": _chars(changes["offer_part"]),
+    }
+    return pa.table(cols, schema=REPLAY_NBBO_SCHEMA)
 
 
 def smiles_arrow(rows: list[dict]) -> pa.Table:

@@ -1,20 +1,22 @@
-"""The offline replay's feed side, run inside a Spark task: one day's capture files ->
-the OPRA message records of one underlying bucket, in time order.
+"""The offline replay's feed side, run inside a day x line Spark task: one line's capture
+files -> its accepted OPRA message records, staged per underlying bucket.
 
-The packets of every line's A and B files (memory-mapped, read in place) are put in arrival
-order - capture time, then line, then A before B, then position: the order the replayer
-sends them in - and handed to the feed handler's own C rules
-(``native/include/omdp/feed_offline.h``) in one pass: the pre-decode duplicate check by
-block sequence, the decode, the per-message arbitration, routing by root with the routing
-table the live pipeline builds (``feedhandlers.routing``). Only the accepted messages of
-the task's bucket (the engine index of the routing table) are written out, already in time
-order: no records are sorted or moved afterwards.
+The packets of the line's A and B files (memory-mapped, read in place) are put in arrival
+order - capture time, then A before B, then position: the order the replayer sends them
+in - and handed to the feed handler's own C rules (``native/include/omdp/feed_offline.h``)
+in one pass: the pre-decode duplicate check by block sequence, the decode, the per-message
+arbitration, routing by root with the routing table the live pipeline builds
+(``feedhandlers.routing``). Arbitration is per line, so a line's two copies are all it
+needs. The accepted records are split by engine (the underlying bucket) and staged
+(``replay_stage``) for the day x bucket engine tasks, which merge every line's part in time
+order.
 
 A file that cannot be read is reported (path, action, error) and the line goes on with the
 files that can: a line whose A file is corrupt is replayed from its B copy.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,10 +24,14 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
+from ops.spark.replay_stage import BucketWriter
 
 _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
 the structured dtype goes field by field."""
+
+CHUNK_RECORDS = 65_536
+"""Records per offline feed handler call in the decode stage (16 MB of records, reused)."""
 
 PKT_DTYPE = np.dtype([("off", "<u8"), ("len", "<u4"), ("src", "<u2"), ("line", "u1"), ("copy", "u1"),
                       ("ts_ns", "<i8")])
@@ -54,16 +60,6 @@ class Routes:
     root_engines: tuple[int, ...]
 
 
-@dataclass
-class BucketFeed:
-    """What one task decoded: its bucket's records in time order and how every line went."""
-
-    records: np.ndarray                    # OPRA_MSG_DTYPE
-    line_counts: dict[int, dict[str, int]]
-    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (path, action, error)
-    files_decoded: int = 0
-
-
 class OfflineFeedHandler:
     """``omdp_fh_offline_*``: the feed handler's arbitration, decode and routing over files."""
 
@@ -81,17 +77,22 @@ class OfflineFeedHandler:
             raise ValueError(f"routing table: {ffi.string(err).decode(errors='replace')}")
         self._ptr = ffi.gc(ptr, lib.omdp_fh_offline_free)
 
+    @staticmethod
+    def _sources(sources: list[np.ndarray]):
+        srcs = ffi.new("omdp_fh_offline_src_t[]", max(1, len(sources)))
+        keep = [ffi.from_buffer("uint8_t[]", s) for s in sources]
+        for k, (s, c) in enumerate(zip(sources, keep)):
+            srcs[k].buf = c
+            srcs[k].len = len(s)
+        return srcs, keep
+
     def run(self, sources: list[np.ndarray], pkts: np.ndarray, want_engine: int | None) -> np.ndarray:
         """Arbitrate, decode and route ``pkts`` (PKT_DTYPE, arrival order) read from
         ``sources``; return the accepted records of ``want_engine`` (None: every engine's),
         in packet order."""
         if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
             raise TypeError("pkts must be a contiguous PKT_DTYPE array")
-        srcs = ffi.new("omdp_fh_offline_src_t[]", max(1, len(sources)))
-        keep = [ffi.from_buffer("uint8_t[]", s) for s in sources]
-        for k, (s, c) in enumerate(zip(sources, keep)):
-            srcs[k].buf = c
-            srcs[k].len = len(s)
+        srcs, _keep = self._sources(sources)
         n = len(pkts)
         # One output array for all of it, sized by the packets' header counts (an upper bound
         # of what is accepted): only the pages written are ever touched, and nothing is joined
@@ -117,6 +118,31 @@ class OfflineFeedHandler:
         if not parts:
             return np.zeros(0, OPRA_MSG_DTYPE)
         return parts[0] if len(parts) == 1 else join(parts)
+
+    def chunks(self, sources: list[np.ndarray], pkts: np.ndarray,
+               cap: int = CHUNK_RECORDS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``run`` over every engine, a chunk at a time: yields (records, engines) views of
+        two buffers reused for every chunk (use them before the next), in packet order. A
+        chunk's records stay in cache and no fresh pages are touched per chunk."""
+        if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
+            raise TypeError("pkts must be a contiguous PKT_DTYPE array")
+        srcs, _keep = self._sources(sources)
+        cap = max(int(cap), 2 * int(lib.OMDP_OPRA_MAX_MESSAGES))
+        out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
+        engines = np.empty(cap, dtype=np.uint16)
+        out_c, eng_c = ffi.from_buffer("omdp_opra_msg_t[]", out), ffi.from_buffer("uint16_t[]", engines)
+        n_out = ffi.new("uint64_t *")
+        n, done = len(pkts), 0
+        while done < n:
+            n_out[0] = 0
+            used = lib.omdp_fh_offline_run(
+                self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
+                n - done, lib.OMDP_FH_OFFLINE_ALL, out_c, eng_c, cap, n_out)
+            if used < 0:
+                raise ValueError("omdp_fh_offline_run: bad argument")
+            done += used
+            if n_out[0]:
+                yield out[: int(n_out[0])], engines[: int(n_out[0])]
 
     def counts(self, line: int) -> dict[str, int]:
         """The line's counters so far (``packets`` split into ``packets_a``/``packets_b``)."""
@@ -187,12 +213,27 @@ def read_packets(lines: list[LineFiles], problems: list[tuple[str, str, str]]) -
     return sources, np.ascontiguousarray(pkts[order]), files
 
 
-def decode_bucket(lines: list[LineFiles], routes: Routes, bucket: int | None) -> BucketFeed:
-    """A day's lines through the feed handler's rules in arrival order; the records of
-    ``bucket`` (None: all), in that order."""
+@dataclass
+class LineFeed:
+    """What one day x line decode task did: how the line went, what it could not read."""
+
+    line: int
+    messages: int
+    counts: dict[str, int]
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (path, action, error)
+    files_decoded: int = 0
+
+
+def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
+    """One line's A and B files through the feed handler's rules in arrival order; the
+    accepted records staged per underlying bucket (``replay_stage.BucketWriter``), a chunk
+    at a time."""
     problems: list[tuple[str, str, str]] = []
-    sources, pkts, files = read_packets(lines, problems)
+    sources, pkts, files = read_packets([lf], problems)
     fh = OfflineFeedHandler(routes)
-    records = fh.run(sources, pkts, bucket)
-    counts = {lf.line: fh.counts(lf.line) for lf in lines}
-    return BucketFeed(records, counts, problems, files)
+    messages = 0
+    with BucketWriter(day_dir, lf.line, routes.engines) as writer:
+        for records, engines in fh.chunks(sources, pkts):
+            writer.write(records, engines)
+            messages += len(records)
+    return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files)

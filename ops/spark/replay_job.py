@@ -4,9 +4,11 @@
 Per day the driver plans: the capture files per line (A and B, rotation order), the routing
 table the live pipeline would build for the capture (``feedhandlers.routing``: underlyings
 balanced over ``buckets`` engines by their message counts), and the live ``--no-loop`` runs
-of that capture to reconcile with. Each (day, bucket) is one Spark task (``replay_task``):
-it decodes and routes the day once with the feed handler's C rules, keeps its bucket's
-messages in time order, runs the C engine once per configuration and writes its part of
+of that capture to reconcile with. Two Spark stages (``replay_task``): one task per (day,
+line) decodes and routes the line once with the feed handler's C rules and stages its
+records per bucket (``replay_stage``); then one task per (day, bucket) merges its bucket's
+records of every line in time order, runs the C engine once per configuration and writes
+its part of
 
     replay/date=D/config=<name>/signals/       REPLAY_SIGNALS_SCHEMA
     replay/date=D/config=<name>/underlyings/   REPLAY_UNDERLYINGS_SCHEMA
@@ -50,7 +52,9 @@ from ops.spark.replay_reconcile import (
     find_live_runs,
     reconcile_run,
 )
-from ops.spark.replay_task import TASK_STATUS_SCHEMA, TaskSpec, run_task
+from ops.spark.replay_score import score_config, truth_keys, truth_path
+from ops.spark.replay_stage import STAGE_DIR
+from ops.spark.replay_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
 from ops.spark.session import build_session
 
 JOB = "replay"
@@ -59,8 +63,11 @@ EXIT_MISMATCH = 1
 REPLAY_CONFIGS_SCHEMA = pa.schema(
     [("date", pa.string()), ("config", pa.string()), ("messages", pa.int64()), ("signals", pa.int64()),
      ("crossed", pa.int64()), ("locked", pa.int64()), ("off_smile", pa.int64()), ("parity", pa.int64()),
-     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("engine_cpu_s", pa.float64()),
-     ("config_json", pa.string())]
+     ("refreshes", pa.int64()), ("table_full", pa.int64()), ("nbbo_changes", pa.int64()),
+     ("engine_cpu_s", pa.float64()),
+     # against the synthetic ground truth (null without one): ops/spark/replay_score.py
+     ("precision", pa.float64()), ("recall", pa.float64()), ("true_positives", pa.int64()), ("events", pa.int64()),
+     ("detected", pa.int64()), ("config_json", pa.string())]
 )
 REPLAY_LINES_SCHEMA = pa.schema(
     [("date", pa.string()), ("line", pa.int32()), ("packets_a", pa.int64()), ("packets_b", pa.int64()),
@@ -93,6 +100,7 @@ class DayPlan:
     routes: Routes | None
     problems: list[FileProblem]
     runs: list[LiveRun] = field(default_factory=list)
+    truth: Path | None = None              # the capture's ground truth, when synthetic
 
 
 @dataclass
@@ -167,7 +175,7 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
     return DayPlan(date, plan_lines, routes, problems)
 
 
-def run_tasks(spark: SparkSession, specs: list[TaskSpec]) -> list[dict]:
+def run_tasks(spark: SparkSession, specs: list[DecodeSpec] | list[EngineSpec]) -> list[dict]:
     """One Spark task per spec (mapInArrow over a range); the status rows, in spec order."""
     if not specs:
         return []
@@ -182,8 +190,8 @@ def run_tasks(spark: SparkSession, specs: list[TaskSpec]) -> list[dict]:
     tasks = spark.range(0, len(specs), 1, numPartitions=len(specs))
     rows = [r.asDict() for r in tasks.mapInArrow(work, from_arrow_schema(TASK_STATUS_SCHEMA)).collect()]
     shared.unpersist()
-    order = {(s.date, s.bucket): i for i, s in enumerate(specs)}
-    return sorted(rows, key=lambda r: order[(r["date"], r["bucket"])])
+    order = {(s.date, s.line.line if isinstance(s, DecodeSpec) else s.bucket): i for i, s in enumerate(specs)}
+    return sorted(rows, key=lambda r: order[(r["date"], r["line"] if r["stage"] == "decode" else r["bucket"])])
 
 
 def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
@@ -191,13 +199,23 @@ def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-0.parquet")
 
 
+def _scores(plan: DayPlan, cfg: ReplayConfig, engine_rows: list[dict], out_dir: Path) -> dict:
+    """Precision and recall of a configuration against the day's ground truth (None without one)."""
+    if plan.truth is None:
+        return {"precision": None, "recall": None, "true_positives": None, "events": None, "detected": None}
+    quotes = [q for r in engine_rows for q in json.loads(r["truth_json"])]
+    s = score_config(out_dir / f"config={cfg.name}" / "signals", quotes, plan.truth)
+    return {"precision": s.precision, "recall": s.recall, "true_positives": s.true_positives, "events": s.events,
+            "detected": s.detected}
+
+
 def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ...], out_dir: Path,
                 result: ReplayResult) -> None:
     date = plan.date
     lines: dict[int, dict] = {}
-    for r in rows:  # every task arbitrated every line: the counters are the same, take the first
+    for r in rows:  # one decode task per line
         for ln, c in json.loads(r["lines_json"]).items():
-            lines.setdefault(int(ln), c)
+            lines[int(ln)] = c
     _write([{"date": date, "line": ln, **{k: c[k] for k in REPLAY_LINES_SCHEMA.names if k in c}}
             for ln, c in sorted(lines.items())], out_dir / "lines", REPLAY_LINES_SCHEMA)
     seen = {p.path for p in plan.problems}
@@ -207,10 +225,11 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                 seen.add(path)
                 plan.problems.append(FileProblem(path, action, error))
     _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", REPLAY_SKIPPED_SCHEMA)
-    messages = sum(r["messages"] for r in rows)
+    engine_rows = [r for r in rows if r["stage"] == "engines"]
+    messages = sum(r["messages"] for r in engine_rows)
     cfg_rows = []
     for cfg in configs:
-        per = [json.loads(r["configs_json"])[cfg.name] for r in rows]
+        per = [json.loads(r["configs_json"])[cfg.name] for r in engine_rows]
         kinds: dict[str, int] = {}
         for p in per:
             for k, n in p["kinds"].items():
@@ -219,7 +238,9 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                          "signals": sum(p["signals"] for p in per), **{k: kinds.get(k, 0) for k in
                                                                        ("crossed", "locked", "off_smile", "parity")},
                          "refreshes": sum(p["refreshes"] for p in per),
-                         "table_full": sum(p["counters"]["table_full"] for p in per), "engine_cpu_s": sum(p["cpu_s"] for p in per),
+                         "table_full": sum(p["counters"]["table_full"] for p in per),
+                         "nbbo_changes": sum(p.get("nbbo_changes", 0) for p in per),
+                         "engine_cpu_s": sum(p["cpu_s"] for p in per), **_scores(plan, cfg, engine_rows, out_dir),
                          "config_json": cfg.model_dump_json()})
     _write(cfg_rows, out_dir / "configs", REPLAY_CONFIGS_SCHEMA)
     result.configs.extend(cfg_rows)
@@ -234,14 +255,15 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
     buckets = options.buckets or max(1, spark.sparkContext.defaultParallelism)
     result = ReplayResult(dates=list(dates))
     plans: list[DayPlan] = []
-    specs: list[TaskSpec] = []
+    decodes: list[DecodeSpec] = []
+    engines: list[EngineSpec] = []
     for date in dates:
         plan = plan_day(layout, date, buckets)
         if options.reconcile:
             plan.runs = find_live_runs(layout, date)
         configs = options.configs
         if plan.runs and all(c.name != REFERENCE for c in configs):
-            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0),)
+            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0, nbbo=False),)
         out_dir = layout.root / "replay" / f"date={date}"
         if out_dir.exists():
             shutil.rmtree(out_dir)  # a rerun replaces the day
@@ -250,14 +272,20 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
         if plan.routes is None:
             continue
         keys = tuple(sorted({k for run in plan.runs for k in run.check_keys()}))
-        specs.extend(TaskSpec(date, b, tuple(plan.lines), plan.routes, configs, str(out_dir), keys)
-                     for b in range(plan.routes.engines))
-    rows = run_tasks(spark, specs)
+        plan.truth = truth_path(layout.captures(date))
+        truth = truth_keys(plan.truth) if plan.truth is not None else ()
+        decodes.extend(DecodeSpec(date, lf, plan.routes, str(out_dir)) for lf in plan.lines)
+        engines.extend(EngineSpec(date, b, tuple(lf.line for lf in plan.lines), configs, str(out_dir), keys, truth)
+                       for b in range(plan.routes.engines))
+    rows = run_tasks(spark, decodes)      # stage 1: day x line
+    rows += run_tasks(spark, engines)     # stage 2: day x bucket, over what stage 1 staged
+    for plan in plans:
+        shutil.rmtree(layout.root / "replay" / f"date={plan.date}" / STAGE_DIR, ignore_errors=True)
     result.tasks = rows
     for plan in plans:
         out_dir = layout.root / "replay" / f"date={plan.date}"
         day_rows = [r for r in rows if r["date"] == plan.date]
-        configs = next((s.configs for s in specs if s.date == plan.date), options.configs)
+        configs = next((s.configs for s in engines if s.date == plan.date), options.configs)
         _day_tables(plan, day_rows, configs, out_dir, result)
         if plan.runs:
             found = [f for r in day_rows for f in json.loads(r["found_json"])]
@@ -280,8 +308,10 @@ def summary_lines(result: ReplayResult) -> list[str]:
     out = [f"replay {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
            f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
     for c in result.configs:
+        scored = (f", precision {c['precision']:.3f}, recall {c['recall']:.3f} ({c['detected']} of {c['events']} "
+                  f"injected events)" if c["precision"] is not None else "")
         out.append(f"  {c['date']} config {c['config']}: {c['signals']:,} signals (crossed {c['crossed']}, locked "
-                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']})"
+                   f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']}){scored}"
                    + (f"; {c['table_full']:,} quotes of series that found the engine full (raise max_series or "
                       f"--buckets)" if c["table_full"] else ""))
     for r in result.reconciliation:

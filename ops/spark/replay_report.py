@@ -117,7 +117,9 @@ def replay_section(reports_dir: Path) -> str:
              f"<p>{html.escape(d['date'])} was read as: <b>{html.escape(d['read_as'])}</b>. Runs made that night: "
              f"{d['runs_made']}. Captures covered: {html.escape(d['capture_dates'] or 'none')}. Runs of those "
              f"captures (and where they are filed): "
-             f"{html.escape(', '.join(f'{r} ({f})' for r, f in sorted(runs_of.items())) or 'none')}.</p>"]
+             f"{html.escape(', '.join(f'{r} ({f})' for r, f in sorted(runs_of.items())) or 'none')}. The latency "
+             f"tables below cover those runs too; the feeds tables cover the capture of "
+             f"{html.escape(d['date'])} only (a capture's own night has its feeds tables).</p>"]
     recon = _rows(reports_dir, "replay_reconciliation")
     bad = [r for r in recon if r["mismatches"]]
     parts += ["<h2>Replay</h2>",
@@ -128,7 +130,11 @@ def replay_section(reports_dir: Path) -> str:
                      [("date", "capture"), ("config", "config"), ("messages", "messages"), ("signals", "signals"),
                       ("crossed", "crossed"), ("locked", "locked"), ("off_smile", "off smile"), ("parity", "parity"),
                       ("refreshes", "pricing refreshes"), ("table_full", "quotes lost to a full engine"),
+                      ("nbbo_changes", "NBBO changes"), ("precision", "precision"), ("recall", "recall"),
+                      ("detected", "events detected"), ("events", "events injected"),
                       ("engine_cpu_s", "engine CPU s")], "no capture replayed"),
+              "<p>precision and recall: against the synthetic capture's ground truth (n/a: none), "
+              "ops/spark/replay_score.py</p>",
               "<h3>Reconciliation with live runs</h3>",
               _table(recon, [("run_id", "run"), ("run_date", "filed under"), ("capture_date", "capture"),
                              ("rate_x", "rate x"), ("live_signals", "live signals"),

@@ -1,7 +1,13 @@
-"""One task of the replay job (``replay_job``): a day x underlying bucket. It decodes and
-routes the day once (``replay_feed``), runs every configuration's engine over the bucket's
-records (``replay_engine``), writes its part of each output table and hands back one status
-row. Everything here runs on an executor; the driver only plans and gathers."""
+"""The tasks of the replay job (``replay_job``), two stages:
+
+- decode, one task per day x line: arbitrates, decodes and routes the line once
+  (``replay_feed.decode_line``) and stages its records per underlying bucket;
+- engines, one task per day x underlying bucket: merges the bucket's staged records of every
+  line in time order (``replay_stage.merge_bucket``), runs every configuration's engine over
+  them (``replay_engine``), writes its part of each output table.
+
+Each hands back one status row. Everything here runs on an executor; the driver only plans
+and gathers."""
 from __future__ import annotations
 
 import json
@@ -15,16 +21,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import run_config, signals_arrow, smiles_arrow, underlyings_arrow
-from ops.spark.replay_feed import LineFiles, Routes, decode_bucket
+from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.replay_feed import LineFiles, Routes, decode_line
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from ops.spark.replay_score import truth_quotes
+from ops.spark.replay_stage import read_bucket, unpack
+
+ENGINE_CHUNK = 65_536
+"""Records expanded and fed to the engines at a time (16 MB, reused)."""
 
 TASK_STATUS_SCHEMA = pa.schema(
     [
         ("date", pa.string()),
-        ("bucket", pa.int32()),
-        ("messages", pa.int64()),          # the bucket's accepted messages
+        ("stage", pa.string()),            # "decode" (day x line) or "engines" (day x bucket)
+        ("line", pa.int32()),              # decode: the line (engines: -1)
+        ("bucket", pa.int32()),            # engines: the bucket (decode: -1)
+        ("messages", pa.int64()),          # the line's / the bucket's accepted messages
         ("files_decoded", pa.int64()),     # capture files read and decoded by this task
-        ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, sort
+        ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, stage (decode);
+                                           # read the stage, merge, expand, write the tables (engines)
         ("engine_cpu_s", pa.float64()),    # thread CPU: every configuration's engine and pricing
         ("cpu_s", pa.float64()),
         ("wall_s", pa.float64()),
@@ -32,21 +47,32 @@ TASK_STATUS_SCHEMA = pa.schema(
         ("lines_json", pa.string()),       # per line: the feed handler's counters
         ("problems_json", pa.string()),    # [(path, action, error)]
         ("found_json", pa.string()),       # reconciliation: the asked-for messages this bucket holds
+        ("truth_json", pa.string()),       # scoring: this bucket's messages on an anomaly's series and exchange
     ]
 )
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """What one task is given (broadcast): the day, its files, routes, configs, outputs."""
+class DecodeSpec:
+    """A day x line decode task (broadcast): the line's files, the day's routes, where to stage."""
+
+    date: str
+    line: LineFiles
+    routes: Routes
+    out_dir: str                           # <data>/replay/date=D
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """A day x bucket engine task (broadcast): the bucket, the day's lines, configs, outputs."""
 
     date: str
     bucket: int
-    lines: tuple[LineFiles, ...]
-    routes: Routes
+    lines: tuple[int, ...]
     configs: tuple[ReplayConfig, ...]
     out_dir: str                           # <data>/replay/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
+    truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
 
 
 def _write(table: pa.Table, folder: Path, bucket: int) -> None:
@@ -70,28 +96,64 @@ def _found(records: np.ndarray, keys: tuple[int, ...]) -> list[dict]:
     return out
 
 
-def run_task(spec: TaskSpec) -> dict:
-    """Decode once, run every configuration, write the outputs; the TASK_STATUS_SCHEMA row."""
+def run_decode(spec: DecodeSpec) -> dict:
+    """Decode, arbitrate and route one line, stage its records; the TASK_STATUS_SCHEMA row."""
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    feed = decode_bucket(list(spec.lines), spec.routes, spec.bucket)
-    decode_cpu = time.thread_time() - cpu0
-    records = feed.records
-    configs = {}
-    for cfg in spec.configs:
-        run = run_config(records, cfg, spec.date, spec.bucket)
-        base = Path(spec.out_dir) / f"config={cfg.name}"
-        sig = signals_arrow(run.signals)
-        _write(sig, base / "signals", spec.bucket)
-        _write(underlyings_arrow(records, run.signals), base / "underlyings", spec.bucket)
-        _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
-        kinds = sig.column("kind").to_pylist()
-        configs[cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
-                             "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters}
+    feed = decode_line(spec.line, spec.routes, spec.out_dir)
     cpu = time.thread_time() - cpu0
     return {
-        "date": spec.date, "bucket": spec.bucket, "messages": len(records), "files_decoded": feed.files_decoded,
-        "decode_cpu_s": decode_cpu, "engine_cpu_s": cpu - decode_cpu, "cpu_s": cpu,
-        "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs),
-        "lines_json": json.dumps({str(k): v for k, v in feed.line_counts.items()}),
-        "problems_json": json.dumps(feed.problems), "found_json": json.dumps(_found(records, spec.check_keys)),
+        "date": spec.date, "stage": "decode", "line": spec.line.line, "bucket": -1, "messages": feed.messages,
+        "files_decoded": feed.files_decoded, "decode_cpu_s": cpu, "engine_cpu_s": 0.0, "cpu_s": cpu,
+        "wall_s": time.perf_counter() - wall0, "configs_json": "{}",
+        "lines_json": json.dumps({str(feed.line): feed.counts}), "problems_json": json.dumps(feed.problems),
+        "found_json": "[]", "truth_json": "[]",
     }
+
+
+def run_engines(spec: EngineSpec) -> dict:
+    """Merge the bucket's staged records, feed every configuration's engine a chunk at a
+    time, write the outputs; the TASK_STATUS_SCHEMA row."""
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    staged, order = read_bucket(spec.out_dir, spec.bucket, list(spec.lines))
+    runners: list[ConfigRunner] = []
+    try:
+        for cfg in spec.configs:
+            runners.append(ConfigRunner(cfg, spec.date, spec.bucket))
+        buf = np.empty(min(ENGINE_CHUNK, max(1, len(order))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
+        for start in range(0, len(order), ENGINE_CHUNK):
+            records = unpack(staged, order[start:start + ENGINE_CHUNK], out=buf)
+            for r in runners:
+                r.feed(records)
+    except BaseException:
+        for r in runners:
+            r.engine.close()
+        raise
+    configs = {}
+    for r in runners:
+        run = r.finish()
+        base = Path(spec.out_dir) / f"config={r.cfg.name}"
+        sig = signals_arrow(run.signals)
+        _write(sig, base / "signals", spec.bucket)
+        _write(underlyings_arrow(staged["underlying_id"], staged["category"], staged["ts_ns"], run.signals),
+               base / "underlyings", spec.bucket)
+        _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
+        if r.cfg.nbbo:
+            _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket)
+        kinds = sig.column("kind").to_pylist()
+        configs[r.cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
+                               "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters,
+                               "nbbo_changes": len(run.nbbo), "nbbo_dropped": run.nbbo_dropped}
+    cpu = time.thread_time() - cpu0
+    engine_cpu = sum(c["cpu_s"] for c in configs.values())
+    return {
+        "date": spec.date, "stage": "engines", "line": -1, "bucket": spec.bucket, "messages": len(staged),
+        "files_decoded": 0, "decode_cpu_s": cpu - engine_cpu, "engine_cpu_s": engine_cpu, "cpu_s": cpu,
+        "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
+        "problems_json": "[]", "found_json": json.dumps(_found(staged, spec.check_keys)),
+        "truth_json": json.dumps(truth_quotes(staged, spec.truth_keys)),
+    }
+
+
+def run_task(spec: DecodeSpec | EngineSpec) -> dict:
+    """Either stage's task."""
+    return run_decode(spec) if isinstance(spec, DecodeSpec) else run_engines(spec)

@@ -67,8 +67,9 @@ def test_offline_replay_equals_the_live_run(spark, data: Path) -> None:
     assert rec["matched"] + rec["explained_by_off_smile"] == rec["reference_signals"]
     assert rec["priced_checked"] == len(live) - len(book)
     day = data / "replay" / f"date={DATE}"
-    for table in ("signals", "underlyings", "smiles"):
+    for table in ("signals", "underlyings", "smiles", "nbbo"):
         assert pq.read_table(day / "config=default" / table).num_rows > 0, table
+    assert not (day / "config=reference" / "nbbo").exists()
     lines = pq.read_table(day / "lines").to_pylist()
     assert [r["line"] for r in lines] == [1, 2, 3, 4]
     assert all(r["missed"] == 0 and r["duplicates"] > 0 and r["packets_b"] == r["packets_a"] for r in lines)
@@ -100,13 +101,35 @@ def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> No
     configs = (ReplayConfig(), ReplayConfig(name="wide", pricing_knobs={"band_abs": 5.0, "band_rel": 1.0}),
                ReplayConfig(name="book-only", pricing=False))
     result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(configs=configs, buckets=2))
-    files = len(list((copy / "captures" / DATE).glob("*.pcap")))
-    assert len(result.tasks) == 2
-    assert [t["files_decoded"] for t in result.tasks] == [files, files]   # once per task, not per config
+    files = sorted(p.name for p in (copy / "captures" / DATE).glob("*.pcap"))
+    decode = [t for t in result.tasks if t["stage"] == "decode"]
+    engines = [t for t in result.tasks if t["stage"] == "engines"]
+    assert [t["line"] for t in decode] == [1, 2, 3, 4] and [t["bucket"] for t in engines] == [0, 1]
+    # each file decoded once in the whole job (A and B of a line in its one task), never by
+    # an engine task, whatever the number of configurations and buckets
+    assert [t["files_decoded"] for t in decode] == [2, 2, 2, 2] and len(files) == 8
+    assert [t["files_decoded"] for t in engines] == [0, 0]
+    assert sum(t["messages"] for t in decode) == sum(t["messages"] for t in engines) == result.messages > 0
+    assert not (copy / "replay" / f"date={DATE}" / "_stage").exists()   # staged records removed
     by = {c["config"]: c for c in result.configs}
     assert set(by) == {"default", "wide", "book-only"}
     assert by["wide"]["off_smile"] <= by["default"]["off_smile"]
     assert by["book-only"]["off_smile"] == by["book-only"]["parity"] == 0 and by["book-only"]["refreshes"] == 0
+    # scored against the capture's ground truth: every injected event counted; without pricing
+    # only the events that lock or cross the market can be found
+    truth = pq.read_table(copy / "captures" / DATE / "ground_truth.parquet").to_pydict()
+    events = len(set(truth["event"]))
+    book_events = len({e for e, k, st in zip(truth["event"], truth["kind"], truth["nbbo_state"])
+                       if k in ("locked", "crossed") or st in ("locked", "crossed")})
+    for c in by.values():
+        assert c["events"] == events and 0.0 <= c["precision"] <= 1.0 and 0.0 <= c["recall"] <= 1.0
+        assert c["true_positives"] <= c["signals"] and c["detected"] <= events
+    assert by["default"]["recall"] > 0 and by["default"]["detected"] > by["book-only"]["detected"] > 0
+    assert by["book-only"]["detected"] <= book_events < events
+    day = copy / "replay" / f"date={DATE}"
+    for name in ("default", "wide", "book-only"):
+        nbbo = pq.read_table(day / f"config={name}" / "nbbo")
+        assert nbbo.num_rows == by[name]["nbbo_changes"] > 0 and nbbo.schema.field("ts_ns").type == "int64"
 
 
 def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, tmp_path: Path) -> None:
@@ -114,12 +137,14 @@ def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, t
     shutil.copytree(data / "captures", copy / "captures")
     bad = copy / "captures" / DATE / "line02.pcap"
     bad.write_bytes(b"this is not a pcap file at all" * 10)
+    (copy / "captures" / DATE / "ground_truth.parquet").unlink()      # a capture without ground truth
     result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(reconcile=False))
     skipped = pq.read_table(copy / "replay" / f"date={DATE}" / "skipped_files").to_pylist()
     assert [Path(s["path"]).name for s in skipped] == ["line02.pcap"] and skipped[0]["action"] == "skipped"
     lines = {r["line"]: r for r in pq.read_table(copy / "replay" / f"date={DATE}" / "lines").to_pylist()}
     assert lines[2]["packets_a"] == 0 and lines[2]["accepted"] > 0       # line 2 from its B copy
     assert result.messages > 0 and result.configs[0]["signals"] > 0
+    assert result.configs[0]["precision"] is None and result.configs[0]["recall"] is None
 
 
 def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_path: Path) -> None:
@@ -144,3 +169,15 @@ def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_pa
     page = result.page.read_text()
     assert "read as: <b>capture date</b>" in page and run_dir.name in page
     assert "every live run reconciled agrees with the replay" in page
+    # the run's latency tables are in the capture date's report although it is filed under
+    # the date it was made
+    assert result.latency.runs == 1
+    runs = pq.read_table(copy / "reports" / DATE / "latency_runs.parquet").to_pylist()
+    assert [r["run_id"] for r in runs] == [run_dir.name]
+    assert pq.read_table(copy / "reports" / DATE / "latency_breakdown.parquet").num_rows > 0
+    assert "precision" in page and "NBBO changes" in page
+    # named by the date the run was made: the same run, and the capture it replayed
+    made_night = run_nightly(spark, layout, run_dir.parent.name)
+    assert made_night.exit_status == 0 and made_night.replay is not None and made_night.replay.dates == [DATE]
+    assert made_night.latency.runs == 1 and [r["run_id"] for r in made_night.replay.reconciliation] == [run_dir.name]
+    assert "read as: <b>run date</b>" in made_night.page.read_text()

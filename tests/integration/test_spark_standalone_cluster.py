@@ -132,8 +132,10 @@ def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> 
                  "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(out.read_text())
-    assert len(doc["tasks"]) == 4 and doc["messages"] > 0
-    assert sum(t["messages"] for t in doc["tasks"]) == doc["messages"]
+    decode = [t for t in doc["tasks"] if t["stage"] == "decode"]      # day x line
+    engines = [t for t in doc["tasks"] if t["stage"] == "engines"]    # day x bucket
+    assert [t["line"] for t in decode] == [1, 2] and [t["bucket"] for t in engines] == [0, 1, 2, 3]
+    assert doc["messages"] > 0 and sum(t["messages"] for t in engines) == sum(t["messages"] for t in decode) == doc["messages"]
     day = tmp_path / "replay" / f"date={NIGHT1}" / "config=default" / "signals"
     assert sorted(p.name for p in day.glob("part-*.parquet")) == [f"part-b{b:03d}.parquet" for b in range(4)]
     (app,) = [a for a in _state(master_ui)["completedapps"] if a["name"] == "omdp-replay"]

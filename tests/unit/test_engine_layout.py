@@ -6,8 +6,8 @@ import pytest
 
 from decision_engines.engine import COUNTER_NAMES
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY
-from decision_engines.engine_records import (GROUP_INFO_DTYPE, GROUP_REF_DTYPE, NO_SLOT, SERIES_INFO_DTYPE,
-                                             SERIES_REF_DTYPE)
+from decision_engines.engine_records import (GROUP_INFO_DTYPE, GROUP_REF_DTYPE, NBBO_CHANGE_DTYPE, NO_SLOT,
+                                             SERIES_INFO_DTYPE, SERIES_REF_DTYPE)
 from decision_engines.signal_record import (SIG_CROSSED, SIG_CUSTOM, SIG_LOCKED, SIG_OFF_SMILE, SIG_PARITY,
                                             SIGNAL_DTYPE, SIGNAL_SIZE)
 from omdp.native import ffi, lib
@@ -19,6 +19,7 @@ PAIRS = [
     ("omdp_engine_group_info_t", GROUP_INFO_DTYPE),
     ("omdp_series_ref_t", SERIES_REF_DTYPE),
     ("omdp_group_ref_t", GROUP_REF_DTYPE),
+    ("omdp_engine_nbbo_t", NBBO_CHANGE_DTYPE),
 ]
 
 

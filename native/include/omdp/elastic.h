@@ -55,7 +55,7 @@ typedef struct omdp_elastic_config {
 
 /* Cumulative counters of the partition (relaxed reads, any thread). */
 typedef struct omdp_elastic_counters {
-    uint64_t dispatched;    /* messages written to bucket input rings */
+    uint64_t dispatched;    /* messages taken: written to bucket input rings or run in place */
     uint64_t processed;     /* messages taken by bucket engines */
     uint64_t ring_full;     /* dispatch calls that stopped at a full bucket ring */
     uint64_t bad_record;    /* input records not OPRA messages: skipped by the dispatcher */
@@ -65,6 +65,8 @@ typedef struct omdp_elastic_counters {
     uint64_t level_changes; /* set_level calls that changed it */
     uint64_t suspended;     /* workers blocked now */
     uint64_t wakeups;       /* suspended workers woken */
+    uint64_t inplace;       /* messages inline worker 0 ran straight from the dispatched batch
+                             * (never copied into a ring; counted in dispatched and processed) */
 } omdp_elastic_counters_t;
 
 /* One worker's counters. */
@@ -87,9 +89,12 @@ omdp_elastic_t *omdp_elastic_create(const omdp_elastic_config_t *cfg, int *err);
 void omdp_elastic_destroy(omdp_elastic_t *el);
 
 /* Dispatcher (one thread): copy msgs[0..n) (8-byte aligned) into their buckets' rings, in
- * order. Returns how many were taken: fewer than n when the next message's ring is full
- * (call again later with the rest); OMDP_ELASTIC_EINVAL on bad arguments. Records that are
- * not OPRA messages are counted and skipped (taken). */
+ * order. With cfg.inline_worker0 the records of a bucket that worker 0 owns (and is not
+ * asked to give up) whose ring is empty are instead run through its engine here, in place
+ * (elastic_inline.c: same stream position, so the same order and exactly-once). Returns how
+ * many were taken: fewer than n when the next message's ring is full (call again later
+ * with the rest); OMDP_ELASTIC_EINVAL on bad arguments. Records that are not OPRA messages
+ * are counted and skipped (taken). */
 int32_t omdp_elastic_dispatch(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, uint32_t n);
 
 /* Inline worker 0 (cfg.inline_worker0): one pass of worker 0 over its buckets, run by the

@@ -161,6 +161,15 @@ void omdp_engine_destroy(omdp_engine_t *engine);
 int32_t omdp_engine_process_batch(omdp_engine_t *engine, const omdp_opra_msg_t *msgs, uint32_t n,
                                   uint8_t *out, uint32_t out_cap, uint32_t *out_len);
 
+/* process_batch over a subset of a batch, in place: msgs[idx[0]], msgs[idx[1]], ..,
+ * msgs[idx[n - 1]] in that order, every idx[j] < n_msgs (else OMDP_ENGINE_EINVAL, nothing
+ * processed). Returns as process_batch (a count of the n indices). Why: the elastic
+ * partition's dispatching thread runs the messages of the buckets it owns straight from the
+ * input batch, one engine per bucket, without copying them (elastic.h). */
+int32_t omdp_engine_process_gather(omdp_engine_t *engine, const omdp_opra_msg_t *msgs, uint32_t n_msgs,
+                                   const uint32_t *idx, uint32_t n, uint8_t *out, uint32_t out_cap,
+                                   uint32_t *out_len);
+
 /* Copy the counters (relaxed atomic reads; safe from any thread). */
 void omdp_engine_read_counters(const omdp_engine_t *engine, omdp_engine_counters_t *out);
 

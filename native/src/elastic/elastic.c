@@ -53,6 +53,11 @@ void omdp_elastic_destroy(omdp_elastic_t *el)
     free(el->d_tail);
     free(el->d_touched);
     free(el->d_is_touched);
+    free(el->d_bucket_of);
+    free(el->d_idx);
+    free(el->d_count);
+    free(el->d_start);
+    free(el->d_mode);
     free(el);
 }
 
@@ -101,7 +106,13 @@ omdp_elastic_t *omdp_elastic_create(const omdp_elastic_config_t *cfg, int *err)
     el->d_tail = calloc(cfg->buckets, sizeof(uint64_t));
     el->d_touched = calloc(cfg->buckets, sizeof(uint32_t));
     el->d_is_touched = calloc(cfg->buckets, 1);
-    if (!el->buckets || !el->workers || !el->d_head || !el->d_tail || !el->d_touched || !el->d_is_touched) {
+    el->d_bucket_of = calloc(OMDP_ELASTIC_INLINE_CHUNK, sizeof(uint16_t));
+    el->d_idx = calloc(OMDP_ELASTIC_INLINE_CHUNK, sizeof(uint32_t));
+    el->d_count = calloc(cfg->buckets, sizeof(uint32_t));
+    el->d_start = calloc(cfg->buckets, sizeof(uint32_t));
+    el->d_mode = calloc(cfg->buckets, 1);
+    if (!el->buckets || !el->workers || !el->d_head || !el->d_tail || !el->d_touched || !el->d_is_touched ||
+        !el->d_bucket_of || !el->d_idx || !el->d_count || !el->d_start || !el->d_mode) {
         free(el->buckets);
         free(el->workers);
         el->buckets = NULL;
@@ -231,6 +242,7 @@ void omdp_elastic_read_counters(const omdp_elastic_t *el, omdp_elastic_counters_
     out->level_changes = atomic_load_explicit(&el->level_changes, memory_order_relaxed);
     out->suspended = atomic_load_explicit(&el->asleep, memory_order_relaxed);
     out->wakeups = atomic_load_explicit(&el->wakeups, memory_order_relaxed);
+    out->inplace = atomic_load_explicit(&el->inplace, memory_order_relaxed);
     for (uint32_t i = 0; i < el->cfg.workers; i++)
         out->processed += atomic_load_explicit(&el->workers[i].processed, memory_order_relaxed);
 }

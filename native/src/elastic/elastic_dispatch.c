@@ -19,6 +19,8 @@ int32_t omdp_elastic_dispatch(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, u
 {
     if (!el || (!msgs && n) || ((uintptr_t)msgs & 7u) || n > INT32_MAX)
         return OMDP_ELASTIC_EINVAL;
+    if (el->cfg.inline_worker0)
+        return el_dispatch_inline(el, msgs, n);
     const uint32_t nb = el->cfg.buckets;
     const uint64_t size = el->cfg.ring_msgs;
     const uint64_t mask = size - 1u;

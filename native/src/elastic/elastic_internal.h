@@ -16,6 +16,7 @@
 #include "omdp/elastic.h"
 
 #define EL_NO_WORKER 0xFFFFFFFFu
+#define OMDP_ELASTIC_INLINE_CHUNK 1024u /* records the inline dispatch groups at a time */
 
 typedef struct el_bucket {
     omdp_engine_t *engine;
@@ -63,9 +64,17 @@ struct omdp_elastic {
     uint64_t *d_tail;
     uint32_t *d_touched;
     uint8_t *d_is_touched;
+    /* dispatcher only, inline worker 0 (elastic_inline.c): per chunk record, its bucket and
+     * its index in its bucket's in-place list; per bucket, its count, list start and path */
+    uint16_t *d_bucket_of;
+    uint32_t *d_idx;
+    uint32_t *d_count;
+    uint32_t *d_start;
+    uint8_t *d_mode;
     alignas(64) _Atomic uint64_t dispatched; /* dispatcher's counters */
     _Atomic uint64_t ring_full;
     _Atomic uint64_t bad_record;
+    _Atomic uint64_t inplace;
     alignas(64) _Atomic uint64_t collected;  /* collector's */
     uint32_t collect_next;                   /* collector: bucket to start at (fairness) */
 };
@@ -74,6 +83,9 @@ struct omdp_elastic {
  * worker 0 by the dispatching thread when cfg.inline_worker0 is set) */
 void *el_worker_main(void *arg);
 uint64_t el_worker_pass(el_worker_t *w, uint32_t *owned, uint32_t *handed);
+
+/* elastic_inline.c: dispatch with worker 0 inline (arguments checked by the caller) */
+int32_t el_dispatch_inline(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, uint32_t n);
 
 /* Add to a counter only its one writer updates (a plain move on x86, no locked add). */
 static inline void el_add(_Atomic uint64_t *c, uint64_t by)

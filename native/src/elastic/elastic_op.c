@@ -130,7 +130,7 @@ static int op_end(void *state, const omdp_emitter_t *em)
 }
 
 static const char *const NAMES[] = {
-    "dispatched", "processed", "ring_full", "moves", "level", "level_changes", "suspended", "wakeups",
+    "dispatched", "processed", "ring_full", "moves", "level", "level_changes", "suspended", "wakeups", "inplace",
     "signals", "sampled", "series", "quotes", "unrouted", "bbo_checked", "bbo_bid_mismatch", "bbo_offer_mismatch",
     "skipped_records", "bad_batches", "full_retries", "emits",
 };
@@ -144,7 +144,7 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
     omdp_elastic_read_counters(op->el, &c);
     omdp_elastic_engine_counters(op->el, &e);
     uint64_t v[N_NAMES] = {c.dispatched, c.processed, c.ring_full, c.moves, c.level, c.level_changes, c.suspended,
-                           c.wakeups, e.signals, e.sampled, e.series, e.quotes, e.unrouted, e.bbo_checked,
+                           c.wakeups, c.inplace, e.signals, e.sampled, e.series, e.quotes, e.unrouted, e.bbo_checked,
                            e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->runs.skipped_records, op->runs.bad_batches,
                            op->full_retries, op->emits};
     for (uint32_t i = 0; i < N_NAMES && i < max; i++) {

@@ -474,6 +474,8 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     quote_nbbo(s, (uint32_t)x, bid, bsz, ask, asz, &now);
     int changed = !nbbo_bid_equal(&before, &now) | !nbbo_ask_equal(&before, &now);
     write_nbbo(s, &now); /* unconditional: a branch on `changed` is a coin toss on a random feed */
+    if (__builtin_expect(b->e->nbbo_log != NULL, 0) && changed)
+        eng_nbbo_append(b->e, m, slot, (uint8_t)x, now.bid, now.bid_sz, now.bid_ex, now.ask, now.ask_sz, now.ask_ex);
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
 
     const omdp_series_ref_t *r = &b->refs[slot];
@@ -500,17 +502,17 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
 
 /* Pipeline stage 1: the message's key, and a request for its table entry (and for the
  * records a little further on). */
-static inline void stage_key(const struct omdp_engine *e, const omdp_opra_msg_t *msgs, uint32_t n, uint32_t j,
+static inline void stage_key(const struct omdp_engine *e, const omdp_opra_msg_t *m, const omdp_opra_msg_t *ahead,
                              pending_t *q)
 {
-    if (j + AHEAD_KEY < n) {
-        const char *r = (const char *)&msgs[j + AHEAD_KEY];
+    if (ahead) {
+        const char *r = (const char *)ahead;
         __builtin_prefetch(r, 0, 3);
         __builtin_prefetch(r + 64, 0, 3);
         __builtin_prefetch(r + 128, 0, 3);
         __builtin_prefetch(r + 192, 0, 3);
     }
-    key_of(&msgs[j], q);
+    key_of(m, q);
     if (q->verdict == V_QUOTE)
         __builtin_prefetch((const void *)&e->table[(uint32_t)q->h & e->table_mask], 0, 3);
 }
@@ -558,14 +560,15 @@ static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref
         __builtin_prefetch(&refs[tw], 0, 3);
 }
 
-int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
-                                  uint32_t out_cap, uint32_t *out_len)
+/* Message j of the batch: msgs[j], or msgs[idx[j]] for a gathered one. */
+#define MSG_AT(j) (idx ? &msgs[idx[j]] : &msgs[j])
+
+/* The batch loop over msgs[0..n), or over msgs[idx[0..n)] when idx is given (arguments
+ * checked by the callers); inlined into each so the plain one does no index loads. */
+static inline __attribute__((always_inline)) int32_t run_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
+                                                               const uint32_t *idx, uint32_t n, uint8_t *out,
+                                                               uint32_t out_cap, uint32_t *out_len)
 {
-    if (!e || (!msgs && n) || !out || !out_len || *out_len > out_cap || ((uintptr_t)msgs & 7u) ||
-        ((uintptr_t)out & 7u) || (*out_len & 7u) || n > INT32_MAX)
-        return OMDP_ENGINE_EINVAL;
-    if (out_cap < OMDP_ENGINE_MAX_OUT_PER_MSG)
-        return OMDP_ENGINE_EOUTSMALL;
     int64_t t_in = omdp_stamp_ns();
 
     batch_t b;
@@ -590,7 +593,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     pending_t q[PIPE];
     const uint32_t mask = PIPE - 1;
     for (uint32_t j = 0; j < n && j < AHEAD_KEY; j++)
-        stage_key(e, msgs, n, j, &q[j & mask]);
+        stage_key(e, MSG_AT(j), j + AHEAD_KEY < n ? MSG_AT(j + AHEAD_KEY) : NULL, &q[j & mask]);
     for (uint32_t j = 0; j < n && j < AHEAD_SLOT; j++)
         stage_slot(e, b.refs, &q[j & mask]);
     for (uint32_t j = 0; j < n && j < AHEAD_TWIN; j++)
@@ -598,7 +601,8 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
     uint32_t i = 0;
     for (; i < n; i++) {
         if (i + AHEAD_KEY < n)
-            stage_key(e, msgs, n, i + AHEAD_KEY, &q[(i + AHEAD_KEY) & mask]);
+            stage_key(e, MSG_AT(i + AHEAD_KEY), i + 2 * AHEAD_KEY < n ? MSG_AT(i + 2 * AHEAD_KEY) : NULL,
+                      &q[(i + AHEAD_KEY) & mask]);
         if (i + AHEAD_SLOT < n)
             stage_slot(e, b.refs, &q[(i + AHEAD_SLOT) & mask]);
         if (i + AHEAD_TWIN < n)
@@ -607,7 +611,7 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
             b.c[C_OUT_FULL_STOPS]++;
             break;
         }
-        const omdp_opra_msg_t *m = &msgs[i];
+        const omdp_opra_msg_t *m = MSG_AT(i);
         if (m->hdr.type != OMDP_RT_OPRA_MSG || m->hdr.length != OMDP_OPRA_MSG_SIZE) {
             b.c[C_BAD_RECORD]++;
             continue;
@@ -644,4 +648,37 @@ int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs,
         if (b.c[k])
             eng_count(e, k, b.c[k]);
     return (int32_t)i;
+}
+
+static int args_ok(const omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, const uint8_t *out,
+                   uint32_t out_cap, const uint32_t *out_len)
+{
+    return e && (msgs || !n) && out && out_len && *out_len <= out_cap && !((uintptr_t)msgs & 7u) &&
+           !((uintptr_t)out & 7u) && !(*out_len & 7u) && n <= INT32_MAX;
+}
+
+int32_t omdp_engine_process_batch(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n, uint8_t *out,
+                                  uint32_t out_cap, uint32_t *out_len)
+{
+    if (!args_ok(e, msgs, n, out, out_cap, out_len))
+        return OMDP_ENGINE_EINVAL;
+    if (out_cap < OMDP_ENGINE_MAX_OUT_PER_MSG)
+        return OMDP_ENGINE_EOUTSMALL;
+    return run_batch(e, msgs, NULL, n, out, out_cap, out_len);
+}
+
+int32_t omdp_engine_process_gather(omdp_engine_t *e, const omdp_opra_msg_t *msgs, uint32_t n_msgs,
+                                   const uint32_t *idx, uint32_t n, uint8_t *out, uint32_t out_cap,
+                                   uint32_t *out_len)
+{
+    if (!args_ok(e, msgs, n_msgs, out, out_cap, out_len) || (!idx && n) || n > INT32_MAX)
+        return OMDP_ENGINE_EINVAL;
+    for (uint32_t j = 0; j < n; j++)
+        if (idx[j] >= n_msgs)
+            return OMDP_ENGINE_EINVAL;
+    if (out_cap < OMDP_ENGINE_MAX_OUT_PER_MSG)
+        return OMDP_ENGINE_EOUTSMALL;
+    if (!n)
+        return 0;
+    return run_batch(e, msgs, idx, n, out, out_cap, out_len);
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "omdp/engine.h"
+#include "omdp/engine_nbbo.h"
 
 #define ENG_NONE_BID INT64_MIN /* no bid on this exchange / in the NBBO */
 #define ENG_NONE_ASK INT64_MAX
@@ -104,6 +105,11 @@ struct omdp_engine {
     alignas(64) _Atomic uint32_t refs_seen;
     int refs_begun;              /* refresher side only: a begin awaits its publish */
     _Atomic uint32_t owners;     /* omdp_engine_retain / release */
+    /* NBBO-change log (engine_nbbo.h), hot path's thread only; NULL: off */
+    omdp_engine_nbbo_t *nbbo_log;
+    uint32_t nbbo_cap;
+    uint32_t nbbo_n;
+    uint64_t nbbo_dropped;
     alignas(64) _Atomic uint64_t counters[C_COUNT];
 };
 
@@ -176,6 +182,9 @@ static inline uint32_t eng_lookup(const struct omdp_engine *e, uint64_t k0, uint
 
 /* engine_price.c: limits of a just-inserted series from its group's model (front buffer) */
 void eng_price_new_series(struct omdp_engine *e, uint32_t front, uint32_t slot);
+/* engine_nbbo.c: one NBBO change into the log (which is set); full: counted dropped. */
+void eng_nbbo_append(struct omdp_engine *e, const omdp_opra_msg_t *m, uint32_t slot, uint8_t quote_ex, int64_t bid,
+                     uint32_t bid_sz, uint8_t bid_ex, int64_t ask, uint32_t ask_sz, uint8_t ask_ex);
 
 static inline void eng_count(struct omdp_engine *e, int which, uint64_t by)
 {

@@ -24,36 +24,47 @@ from ops.cli.options import positive_seconds
 @click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
 @click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
+@click.option("--replay-config", "replay_configs", multiple=True, type=click.Path(dir_okay=False),
+              help="Replay configuration file (omdp analytics replay --config); repeatable. Default: the live "
+                   "defaults and book checks only.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
 def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str, num_lines: int, scales: str,
-                    runs: int, run_seconds: float, repeats: int, json_out: str | None) -> None:
+                    runs: int, run_seconds: float, repeats: int, replay_configs: tuple[str, ...],
+                    json_out: str | None) -> None:
     """Nightly Spark jobs: decode messages/s per executor core, replay messages per task
     CPU-second and wall time against the capture, latency rows/s; local[1] vs local[2]."""
     from ops.bench.analytics import run_analytics_bench
     from ops.cli.options import parse_rate_x
 
+    from ops.spark.replay_config import ReplayConfigError, load_configs
+
     rate = parse_rate_x(rate_text)
+    try:
+        configs = tuple(load_configs(list(replay_configs))) if replay_configs else None
+    except ReplayConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--replay-config") from None
 
     scale_list = [int(s) for s in scales.split(",")]
     res = run_analytics_bench(data, masters, seconds=seconds, rate=rate, num_lines=num_lines, scales=scale_list,
-                              runs=runs, run_seconds=run_seconds, repeats=repeats)
+                              runs=runs, run_seconds=run_seconds, repeats=repeats, replay_configs=configs)
     out = {"command": "omdp " + " ".join(sys.argv[1:]), **res}
     results = out["results"]
     click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
                f"load {out['machine']['load_average'][0]:.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
-               f"{'msg/cpu-s':>11s}")
+               f"{'msg/cpu-s':>11s} {'spark cpu':>9s}")
     for r in results:
         for d in r["decode"]:
             click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
-                       f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f}")
+                       f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f} "
+                       f"{d['spark_executor_cpu_s']:9.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'config':>10s} {'messages':>11s} {'capture s':>9s} {'job s':>8s} "
-               f"{'msg/cpu-s':>11s} {'feed cpu':>9s} {'engine cpu':>10s}")
+               f"{'msg/cpu-s':>11s} {'feed cpu':>9s} {'engine cpu':>10s} {'spark cpu':>9s}")
     for r in results:
         for d in r["replay"]:
             click.echo(f"{r['master']:18s} {d['date']:>12s} {d['config']:>10s} {d['messages']:11,d} {d['capture_s']:9.1f} "
                        f"{d['job_wall_s']:8.2f} {d['messages_per_task_cpu_s']:11,.0f} {d['feed_cpu_s']:9.2f} "
-                       f"{d['engine_cpu_s']:10.2f}")
+                       f"{d['engine_cpu_s']:10.2f} {d['spark_executor_cpu_s']:9.2f}")
     click.echo(f"{'master':18s} {'runs':>5s} {'rows':>11s} {'job s':>9s} {'rows/s':>11s} {'rows/s/core':>11s}")
     for r in results:
         lat = r["latency"]

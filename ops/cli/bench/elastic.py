@@ -66,6 +66,11 @@ def bench_elastic(json_out: Path | None, rate_schedule: str, period_s: float, wo
                    f"({100 * s['fed_fraction_of_schedule']:.2f}%); processed {s['processed']}, lost/duplicated "
                    f"{s['lost']}; moves {s['moves']}; signals {s['signals']} (static {s['signals_static']}, equal: "
                    f"{s['signals_equal']}); final NBBO of {s['series']} series equal: {s['books_equal']}")
+        f = s["followed"]
+        click.echo(f"  level: rose {f['rose_after_periods'] or 'never'} period(s) after the step up (highest "
+                   f"{f['max_level']}), back at 1 {f['fell_after_periods'] or 'never'} period(s) after the step down; "
+                   f"{s['messages_skipped']} offered messages skipped (not taken within {s['max_lag_s']} s); "
+                   f"{s['inplace']} run in place")
     if json_out:
         json_out.write_text(json.dumps(r, indent=2))
         click.echo(f"wrote {json_out}")

@@ -1,0 +1,63 @@
+/* Staged records between the offline replay's two stages (docs/analytics.md "Replay").
+ *
+ * The day x line decode tasks write each underlying bucket's accepted records in a compact
+ * form, omdp_fh_staged_t (128 bytes: the fields of the 256-byte OPRA record that the
+ * engine, the replay's tables and the reconciliation read); the day x bucket engine tasks
+ * read every line's part, merge them in time order and expand them back to full records.
+ * Both directions take an optional gather order, so splitting by bucket and merging by time
+ * cost no extra pass. Its numpy twin is ops.spark.replay_stage.STAGE_DTYPE (a layout test
+ * pins the two). */
+#ifndef OMDP_FEED_STAGE_H
+#define OMDP_FEED_STAGE_H
+
+#include <stdint.h>
+
+#include "omdp/opra_msg.h"
+
+typedef struct omdp_fh_staged {
+    int64_t ts_ns;             /*   0 hdr.stamps.fh_in (= intended: the capture time) */
+    uint64_t block_seq;        /*   8 */
+    uint64_t msg_seq;          /*  16 */
+    int64_t strike_px;         /*  24 */
+    int64_t bid_px;            /*  32 */
+    int64_t offer_px;          /*  40 */
+    int64_t premium_px;        /*  48 */
+    int64_t best_bid_px;       /*  56 */
+    int64_t best_offer_px;     /*  64 */
+    uint32_t flags;            /*  72 hdr.flags */
+    uint32_t time;             /*  76 */
+    uint32_t expiry;           /*  80 */
+    uint32_t underlying_id;    /*  84 */
+    uint32_t volume;           /*  88 */
+    uint32_t bid_size;         /*  92 */
+    uint32_t offer_size;       /*  96 */
+    uint32_t best_bid_size;    /* 100 */
+    uint32_t best_offer_size;  /* 104 */
+    uint16_t line;             /* 108 */
+    uint16_t index;            /* 110 */
+    uint8_t category;          /* 112 */
+    uint8_t msg_type;          /* 113 */
+    uint8_t participant;       /* 114 */
+    uint8_t put_call;          /* 115 */
+    uint8_t bbo_ind;           /* 116 */
+    uint8_t best_bid_part;     /* 117 */
+    uint8_t best_offer_part;   /* 118 */
+    uint8_t session;           /* 119 */
+    uint8_t root_len;          /* 120 */
+    char root[OMDP_OPRA_ROOT_MAX]; /* 121 */
+    uint8_t reserved;          /* 127 zero */
+} omdp_fh_staged_t;
+
+/* out[i] = the staged form of in[order[i]] (order NULL: in[i]), i < n. Returns n, or -1
+ * when an argument is NULL or an order entry is not below n_in (nothing written past the
+ * first bad entry). */
+int64_t omdp_fh_stage_pack(const omdp_opra_msg_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
+                           omdp_fh_staged_t *out);
+
+/* out[i] = the full record of in[order[i]] (order NULL: in[i]), as the offline feed handler
+ * wrote it: type OMDP_RT_OPRA_MSG, length 256, fh_in = intended = ts_ns, every field not
+ * staged zero. Returns n, or -1 as omdp_fh_stage_pack. */
+int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
+                             omdp_opra_msg_t *out);
+
+#endif /* OMDP_FEED_STAGE_H */

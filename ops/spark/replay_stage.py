@@ -1,0 +1,149 @@
+"""The staged records between the replay's two stages (docs/analytics.md "Replay").
+
+The day x line decode stage (``replay_feed.decode_line``) writes, per underlying bucket,
+the accepted records of its line in arrival order to
+``replay/date=D/_stage/b<bucket>/line<NN>.stage`` (raw STAGE_DTYPE records, appended a
+chunk at a time); the day x bucket engine stage (``read_bucket``) reads its bucket's file of
+every line and merges them in time order - capture time, then line, then the line's own
+order: the order the live engines see - and expands them a chunk at a time (``unpack``).
+
+A record is staged in the C ``omdp_fh_staged_t`` (``native/include/omdp/feed_stage.h``,
+128 bytes: the fields of the 256-byte OPRA record that the engine, the replay's tables and
+the reconciliation read), so a day stages half the bytes of its records. Packing and
+unpacking are one C pass each, with the split by bucket and the merge by time folded in as
+gather orders (numpy's field-by-field copies of structured arrays cost 30 ns per field per
+record: more than decoding).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from omdp.native import ffi, lib
+
+STAGE_DIR = "_stage"
+
+STAGE_DTYPE = np.dtype(
+    [("ts_ns", "<i8"), ("block_seq", "<u8"), ("msg_seq", "<u8"), ("strike_px", "<i8"), ("bid_px", "<i8"),
+     ("offer_px", "<i8"), ("premium_px", "<i8"), ("best_bid_px", "<i8"), ("best_offer_px", "<i8"),
+     ("flags", "<u4"), ("time", "<u4"), ("expiry", "<u4"), ("underlying_id", "<u4"), ("volume", "<u4"),
+     ("bid_size", "<u4"), ("offer_size", "<u4"), ("best_bid_size", "<u4"), ("best_offer_size", "<u4"),
+     ("line", "<u2"), ("index", "<u2"), ("category", "u1"), ("msg_type", "u1"), ("participant", "u1"),
+     ("put_call", "u1"), ("bbo_ind", "u1"), ("best_bid_part", "u1"), ("best_offer_part", "u1"), ("session", "u1"),
+     ("root_len", "u1"), ("root", "S6"), ("reserved", "u1")]
+)
+"""``omdp_fh_staged_t`` (feed_stage.h), 128 bytes."""
+
+
+def _order(order: np.ndarray | None):
+    if order is None:
+        return ffi.NULL, None
+    o = np.ascontiguousarray(order, dtype=np.uint64)
+    return ffi.cast("const uint64_t *", ffi.from_buffer(o)), o
+
+
+def pack(records: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """OPRA records (gathered by ``order`` when given) -> STAGE_DTYPE."""
+    records = np.ascontiguousarray(records)
+    n = len(records) if order is None else len(order)
+    out = np.empty(n, STAGE_DTYPE)
+    optr, _keep = _order(order)  # _keep holds the order array through the call
+    rc = lib.omdp_fh_stage_pack(ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(records)), len(records), optr, n,
+                                ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(out)))
+    if rc < 0:
+        raise ValueError("omdp_fh_stage_pack: an order entry is out of range")
+    return out
+
+
+def unpack(staged: np.ndarray, order: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """STAGE_DTYPE (gathered by ``order`` when given) -> OPRA records, as the offline feed
+    handler wrote them (fh_in = intended = the capture time, fields not staged zero); into
+    ``out`` (a reused buffer, at least as long) when given. Returns the records."""
+    staged = np.ascontiguousarray(staged)
+    n = len(staged) if order is None else len(order)
+    if out is None:
+        out = np.empty(n, OPRA_MSG_DTYPE)
+    elif out.dtype != OPRA_MSG_DTYPE or len(out) < n or not out.flags.c_contiguous:
+        raise ValueError(f"unpack: out must be a contiguous OPRA record array of at least {n}")
+    optr, _keep = _order(order)  # _keep holds the order array through the call
+    rc = lib.omdp_fh_stage_unpack(ffi.cast("const omdp_fh_staged_t *", ffi.from_buffer(staged)), len(staged), optr, n,
+                                  ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)))
+    if rc < 0:
+        raise ValueError("omdp_fh_stage_unpack: an order entry is out of range")
+    return out[:n]
+
+
+def bucket_dir(day_dir: str | Path, bucket: int) -> Path:
+    """Where a bucket's staged files go."""
+    return Path(day_dir) / STAGE_DIR / f"b{bucket:03d}"
+
+
+def stage_path(day_dir: str | Path, bucket: int, line: int) -> Path:
+    """A line's staged records of a bucket."""
+    return bucket_dir(day_dir, bucket) / f"line{line:02d}.stage"
+
+
+class BucketWriter:
+    """One line's staged files, one per bucket, appended a chunk at a time. Every bucket
+    gets a file, empty or not (a missing one is a lost task); each is written under a
+    temporary name and renamed into place when the line is done, so a failed or retried
+    task never leaves a part where the engine stage reads."""
+
+    def __init__(self, day_dir: str | Path, line: int, buckets: int) -> None:
+        self.line, self.buckets = line, buckets
+        self._final = [stage_path(day_dir, b, line) for b in range(buckets)]
+        self._tmp = [p.with_name(f".{p.name}.{os.getpid()}") for p in self._final]
+        for p in self._final:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        self._files = [open(p, "wb") for p in self._tmp]
+
+    def write(self, records: np.ndarray, engines: np.ndarray) -> None:
+        """Stage a chunk of the line's records (arrival order) by their engines."""
+        counts = np.bincount(engines, minlength=self.buckets)
+        if len(counts) > self.buckets:
+            raise ValueError(f"line {self.line}: a record routed to engine {len(counts) - 1} of {self.buckets}")
+        staged = pack(records, np.argsort(engines, kind="stable"))
+        start = 0
+        for b, f in enumerate(self._files):
+            n = int(counts[b])
+            if n:
+                f.write(memoryview(staged[start:start + n]).cast("B"))
+            start += n
+
+    def __enter__(self) -> "BucketWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        for f in self._files:
+            f.close()
+        for tmp, final in zip(self._tmp, self._final):
+            if exc_type is None:
+                tmp.replace(final)
+            else:
+                tmp.unlink(missing_ok=True)
+
+
+def read_bucket(day_dir: str | Path, bucket: int, lines: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The bucket's staged records of every line (STAGE_DTYPE, line by line) and the order
+    that merges them in time order (capture time, then line, then the line's order): feed
+    ``unpack(staged, order[i:j])`` a chunk at a time. Raises FileNotFoundError naming a
+    missing part, ValueError for a part that is not whole records."""
+    paths = [stage_path(day_dir, bucket, ln) for ln in sorted(lines)]
+    sizes = [p.stat().st_size for p in paths]
+    for p, size in zip(paths, sizes):
+        if size % STAGE_DTYPE.itemsize:
+            raise ValueError(f"{p}: {size} bytes, not whole staged records of {STAGE_DTYPE.itemsize}")
+    staged = np.empty(sum(sizes) // STAGE_DTYPE.itemsize, STAGE_DTYPE)
+    view, pos = memoryview(staged).cast("B"), 0
+    for p, size in zip(paths, sizes):
+        with open(p, "rb") as f:
+            got = f.readinto(view[pos:pos + size])
+        if got != size:
+            raise ValueError(f"{p}: read {got} of {size} bytes")
+        pos += size
+    # Each part is already in time order: a stable sort of the line-ordered concatenation
+    # by capture time merges the runs (timsort finds them) and keeps line, then line order.
+    return staged, np.argsort(staged["ts_ns"], kind="stable")

@@ -1,0 +1,76 @@
+"""The capacity planner reads the costs that runs measured (ops/pipeline/capacity.py
+``measured_runs``, ``work_cost``): each run's feed handler partition loop CPU, packets and idle
+loops from its run records, and plans with the work per packet once idle polling is taken
+out, saying which runs it used and how it got the cost."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from omdp.metrics.run_files import RUN_FILES
+from ops.pipeline.capacity import RunCost, measured_runs, plan_capacity, work_cost
+
+WORK_NS = 1800.0   # what a packet costs the handler partition
+IDLE_NS = 65.0     # what a loop that finds nothing costs
+
+
+def _default(t: pa.DataType) -> object:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return ""
+    if pa.types.is_floating(t):
+        return 0.0
+    return 0
+
+
+def write_run(runs_dir: Path, name: str, rate_x: float, packets: int, idle_loops: int) -> Path:
+    """A finished run of opra-fused whose app partition spent WORK_NS per packet plus IDLE_NS per idle loop."""
+    d = runs_dir / "2026-11-24" / name
+    d.mkdir(parents=True)
+    cpu = int(packets * WORK_NS + idle_loops * IDLE_NS)
+    (d / "plan.json").write_text(json.dumps({
+        "topology": "opra-fused",
+        "operators": {"fh": {"kind": "feed_handler"}, "de": {"kind": "decision_engine"}, "fs": {"kind": "feed_sender"}},
+        "partitions": [{"name": "app", "operators": ["fh", "de[0]"]}, {"name": "replay", "operators": ["fs"]}]}))
+    (d / "run.json").write_text(json.dumps({"status": "ended", "partitions": {
+        "app": {"report": {"operators": {"fh": {"packets_accepted": packets}},
+                           "stats": {"loop_cpu_ns": cpu, "loops": idle_loops + packets, "idle_loops": idle_loops}}},
+        "replay": {"report": {"operators": {}, "stats": {"loop_cpu_ns": packets * 100, "idle_loops": 0}}}}}))
+    schema = RUN_FILES["meta.parquet"]
+    row = {f.name: _default(f.type) for f in schema}
+    row["rate_x"] = rate_x
+    pq.write_table(pa.Table.from_pylist([row], schema=schema), d / "meta.parquet")
+    return d
+
+
+def test_the_planner_reads_each_runs_costs_and_fits_out_the_idle_polling(tmp_path: Path) -> None:
+    write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
+    write_run(tmp_path / "runs", "r10", 10.0, packets=4_800_000, idle_loops=120_000_000)
+    runs = measured_runs(tmp_path, "opra-fused")
+    assert [r.rate_x for r in runs] == [5.0, 10.0]
+    assert runs[0].packets == 2_400_000 and runs[0].idle_loops == 200_000_000 and runs[0].handler_partitions == 1
+    assert runs[0].handler_ns_per_packet == pytest.approx(WORK_NS + 200_000_000 * IDLE_NS / 2_400_000)
+    cost = work_cost(runs)
+    assert cost.ns_per_packet == pytest.approx(WORK_NS, rel=1e-6) and cost.idle_loop_ns == pytest.approx(IDLE_NS)
+    plan = plan_capacity("opra-fused", runs, 10.0, 5.0, "10ms", lines=24, utilization=0.7, cores_per_host=2)
+    assert plan.handler_ns_per_packet == pytest.approx(WORK_NS, rel=1e-6)
+    # one partition at 70% of 1e9 / 1800 packets/s = 388,889 packets/s = 16.2x mean, 3.24x with 5x peaks
+    assert plan.host_mean_rate_x == pytest.approx(1e9 / WORK_NS * 0.7 / 24_000, rel=1e-6)
+    assert plan.host_peak_rate_x == pytest.approx(plan.host_mean_rate_x / 5.0)
+    text = plan.text()
+    assert "fit of loop CPU" in text and "r5 (5x)" in text and "r10 (10x)" in text
+
+
+def test_runs_that_idled_alike_fall_back_to_the_least_idle_one() -> None:
+    runs = [RunCost("a", 5.0, 3000.0, 0.0, 0.0, packets=1000, handler_cpu_ns=3e6, idle_loops=50_000),
+            RunCost("b", 6.0, 2900.0, 0.0, 0.0, packets=1000, handler_cpu_ns=2.9e6, idle_loops=50_100)]
+    cost = work_cost(runs)
+    assert cost.ns_per_packet == 3000.0 and "idled least (a)" in cost.method and cost.idle_loop_ns is None
+
+
+def test_records_without_loop_figures_use_the_median() -> None:
+    runs = [RunCost(f"r{i}", 4.0, ns, 0.0, 0.0) for i, ns in enumerate([900.0, 1000.0, 5000.0])]
+    assert work_cost(runs).ns_per_packet == 1000.0
