@@ -1,8 +1,10 @@
 """``omdp bench decode``: OPRA FAST V2 decode throughput per core.
 
-Two paths over a capture held in memory: the C batch path (many packets per call, into a
-reused record buffer, as a feed handler decodes) and the per-packet Python API
-(``decode_packet``). Throughput is messages per second of the decoding thread's CPU time
+Three ways over a capture held in memory: per packet driven from C (``opra_bench.h``: one
+``omdp_opra_decode_packet`` per packet into a small reused record buffer, four packets'
+records back to back, as the feed handler's partition decodes and batches them - no Python
+between packets), the C batch path (many packets per call from Python, into a reused
+record buffer) and the per-packet Python API (``decode_packet``). Throughput is messages per second of the decoding thread's CPU time
 (per core, unaffected by other processes taking the CPU), with wall-clock figures beside
 it; each is the median of several repetitions.
 
@@ -17,7 +19,8 @@ import numpy as np
 
 from feedhandlers.captures import read_capture
 from feedhandlers.opra_fast import BatchDecoder, decode_packet
-from omdp.native import lib
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from omdp.native import ffi, lib
 
 
 def held_in_memory(path: str, fmt: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,6 +59,35 @@ def measure_batch(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, chu
             "msgs_per_s_cpu": _stats(cpu[1:]), "msgs_per_s_wall": _stats(wall[1:])}
 
 
+FH_GROUP = 4
+"""Packets whose records the C-driven loop writes back to back before reusing its buffer:
+the feed handler's default ``coalesce_packets``."""
+
+
+def measure_c_packets(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, repeats: int,
+                      group: int = FH_GROUP) -> dict:
+    """Per packet, the loop in C (opra_bench.h): what the feed handler's decode costs."""
+    n = int(offsets.shape[0])
+    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    lens = np.ascontiguousarray(lengths, dtype=np.uint32)
+    out = np.zeros(group * int(lib.OMDP_OPRA_MAX_MESSAGES), dtype=OPRA_MSG_DTYPE)
+    side = np.zeros(1 << 16, dtype=np.uint8)
+    msgs, bad, wall = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("int64_t *")
+    cpu_rates: list[float] = []
+    wall_rates: list[float] = []
+    for _ in range(repeats + 1):  # the first pass warms caches and page tables
+        cpu = lib.omdp_opra_bench_decode_packets(
+            ffi.from_buffer("uint8_t[]", buf), buf.shape[0], ffi.from_buffer("uint64_t[]", offs),
+            ffi.from_buffer("uint32_t[]", lens), n, group, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)),
+            out.shape[0], ffi.from_buffer("uint8_t[]", side), side.shape[0], msgs, bad, wall)
+        if cpu < 0:
+            raise RuntimeError("omdp_opra_bench_decode_packets: bad arguments")
+        cpu_rates.append(msgs[0] / (cpu / 1e9))
+        wall_rates.append(msgs[0] / (wall[0] / 1e9))
+    return {"messages": int(msgs[0]), "malformed_packets": int(bad[0]), "group_packets": group,
+            "msgs_per_s_cpu": _stats(cpu_rates[1:]), "msgs_per_s_wall": _stats(wall_rates[1:])}
+
+
 def measure_python(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, packets: int, repeats: int) -> dict:
     """The per-packet Python API over the first ``packets`` packets."""
     data = [bytes(buf[o : o + n]) for o, n in zip(offsets[:packets].tolist(), lengths[:packets].tolist())]
@@ -88,6 +120,7 @@ def run_decode_bench(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, 
             "msgs_per_packet": batch["messages"] / n if n else 0.0,
             "bytes_per_packet": float(lengths.mean()) if n else 0.0,
         },
+        "c_per_packet": measure_c_packets(buf, offsets, lengths, repeats),
         "c_batch": batch,
         "c_batch_field_by_field": measure_batch(buf, offsets, lengths, chunk, max(1, repeats // 2), fast=False),
         "python_per_packet": measure_python(buf, offsets, lengths, min(python_packets, n), max(1, repeats // 2)),

@@ -18,7 +18,9 @@ reports it as ``routed / batches_out``) and 14 (one packet, no coalescing). Batc
 also timed from Python (one cffi call per batch, as a Python driver would pay it), the
 figure earlier reports called "batches of 14". Times are CPU time of the benchmark's thread
 (the engine runs in it), so other processes on a shared machine do not inflate them; wall
-time is reported beside.
+time is reported beside. The engine stamps de_in / de_out once per batch with the process's
+stamp clock; the benchmark chooses it as a run does (``--clock``, default ``auto``: the TSC
+where it is invariant), so a batch costs what it costs in the pipeline.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from omdp.clock import use_stamp_clock
 from omdp.native import ffi, lib
 from omdp.runtime.machine import machine_info
 from ops.bench.model_market import model_market, quote_stream
@@ -113,8 +116,10 @@ def _stats(timed: list[tuple[float, float]], batch: int, runs: int, n_messages: 
 def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
                      batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
                      custom_batches: tuple[int, ...] = (14, 256),
-                     seed: int = 1) -> dict[str, Any]:
-    """Run the benchmark; returns what ``omdp bench engine --json`` writes."""
+                     seed: int = 1, clock: str = "auto") -> dict[str, Any]:
+    """Run the benchmark; returns what ``omdp bench engine --json`` writes. ``clock`` is the
+    stamp clock (``auto``, ``tsc``, ``realtime``), chosen as ``omdp run --clock`` does."""
+    stamp_clock = use_stamp_clock(clock)
     market = model_market(n_underlyings, EXPIRIES, 8, AS_OF, seed=seed)
     stream = quote_stream(market, n_messages, seed=seed + 1)
     n_warm = len(stream) - n_messages
@@ -158,6 +163,7 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
     return {
         "benchmark": "engine",
         "machine": machine_info(),
+        "stamp_clock": stamp_clock,
         "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES), "series": int(counters["series"]),
                    "groups": int(counters["groups"]), "warm_messages": n_warm, "timed_messages": n_messages},
         "engine": results,

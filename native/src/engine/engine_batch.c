@@ -17,6 +17,10 @@
  */
 #include "engine_internal.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "omdp/clock.h"
 #include "omdp/stamp_clock.h"
 
@@ -109,8 +113,12 @@ static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0,
     atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
     s->state = 0;
     s->is_put = (uint8_t)(k1 >> 63);
-    for (int x = 0; x < OMDP_ENGINE_EXCHANGES; x++)
-        s->lane[x] = (eng_lane_t){.bid = ENG_NONE_BID, .ask = ENG_NONE_ASK};
+    for (int x = 0; x < ENG_LANES; x++) {
+        s->bid[x] = ENG_NONE_BID;
+        s->ask[x] = ENG_NONE_ASK;
+        s->bid_sz[x] = 0;
+        s->ask_sz[x] = 0;
+    }
     eng_series_meta_t *mt = &e->meta[slot];
     mt->strike_px = m->strike_px;
     mt->expiry = m->expiry;
@@ -124,9 +132,12 @@ static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0,
     uint32_t tpos;
     uint32_t twin = eng_lookup(e, k0, tk1, eng_hash(k0, tk1), &tpos);
     atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
+    e->twins[slot] = twin;
     atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
-    if (twin != OMDP_ENGINE_NO_SLOT)
+    if (twin != OMDP_ENGINE_NO_SLOT) {
         atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
+        e->twins[twin] = slot;
+    }
     atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
     return slot;
 }
@@ -141,95 +152,93 @@ static inline void read_nbbo(const eng_series_t *s, nbbo_t *o)
     o->ask_ex = atomic_load_explicit(&s->no_ex, memory_order_relaxed);
 }
 
-/* Best bid: highest price, then largest size, then first exchange in A B C I P X order;
- * best offer: lowest price, same ties. A missing side never wins. */
-static inline int better_bid(int64_t p, uint32_t sz, uint8_t x, int64_t bp, uint32_t bsz, uint8_t bx)
+/* Exchange x's quote stored, and the NBBO from the six exchanges' quotes. Best bid: highest price, then largest size, then
+ * first exchange in A B C I P X order; best offer: lowest price, same ties. A missing side
+ * never wins: when every exchange's side is missing the NBBO's is too (price ENG_NONE_*,
+ * size 0, ENG_NO_EXCH).
+ *
+ * Recomputed from all six on every quote, without a branch: the incremental update it
+ * replaces (start from the NBBO before, read the other exchanges only when the holder backed
+ * off) took a data-dependent branch or two per quote, and on a random feed those were
+ * mispredicted often enough to cost a third of the engine's time per message. */
+#if defined(__AVX512F__)
+/* The quote is merged into the lines in registers and each line stored whole: storing the
+ * fields and then loading the lines as vectors would wait on failed store forwarding. */
+static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
+                              nbbo_t *o)
 {
-    return p > bp || (p == bp && (sz > bsz || (sz == bsz && x < bx)));
+    __m512i b = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)s->bid), (__mmask8)(1u << x), bid);
+    __m512i a = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)s->ask), (__mmask8)(1u << x), ask);
+    /* sizes: bid_sz and ask_sz are one 64-byte line, exchange x in 32-bit lanes x and 8 + x */
+    __m512i sz = _mm512_load_si512((const void *)s->bid_sz);
+    sz = _mm512_mask_set1_epi32(sz, (__mmask16)(1u << x), (int)bsz);
+    sz = _mm512_mask_set1_epi32(sz, (__mmask16)(1u << (x + 8u)), (int)asz);
+    _mm512_store_si512((void *)s->bid, b);
+    _mm512_store_si512((void *)s->ask, a);
+    _mm512_store_si512((void *)s->bid_sz, sz);
+    int64_t bp = _mm512_reduce_max_epi64(b);
+    int64_t ap = _mm512_reduce_min_epi64(a);
+    __mmask8 bm = _mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(bp));
+    __mmask8 am = _mm512_cmpeq_epi64_mask(a, _mm512_set1_epi64(ap));
+    /* among the exchanges at the best price, the largest size and then the first exchange:
+     * one maximum over size << 3 | (7 - x) */
+    const __m512i first = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i bk = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(sz)), 3), first);
+    __m512i ak = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(sz, 1)), 3), first);
+    uint64_t br = _mm512_mask_reduce_max_epu64(bm, bk);
+    uint64_t ar = _mm512_mask_reduce_max_epu64(am, ak);
+    uint32_t bs = (uint32_t)(br >> 3), as = (uint32_t)(ar >> 3);
+    unsigned bx = 7u - (unsigned)(br & 7u), ax = 7u - (unsigned)(ar & 7u);
+    o->bid = bp;
+    o->bid_sz = bs;
+    o->bid_ex = bp == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)bx;
+    o->ask = ap;
+    o->ask_sz = as;
+    o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)ax;
 }
-
-static inline int better_ask(int64_t p, uint32_t sz, uint8_t x, int64_t bp, uint32_t bsz, uint8_t bx)
+#else
+static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
+                              nbbo_t *o)
 {
-    return p < bp || (p == bp && (sz > bsz || (sz == bsz && x < bx)));
-}
-
-/* The whole bid side from the six lanes (the three lane lines). */
-static void recompute_bid(const eng_series_t *s, nbbo_t *o)
-{
-    int64_t bp = ENG_NONE_BID;
-    uint32_t bsz = 0;
-    uint8_t bx = ENG_NO_EXCH;
-    for (uint8_t x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
-        const eng_lane_t *l = &s->lane[x];
-        if (l->bid != ENG_NONE_BID && better_bid(l->bid, l->bid_sz, x, bp, bsz, bx)) {
-            bp = l->bid;
-            bsz = l->bid_sz;
-            bx = x;
-        }
+    s->bid[x] = bid;
+    s->ask[x] = ask;
+    s->bid_sz[x] = bsz;
+    s->ask_sz[x] = asz;
+    /* in exchange order, a quote replaces the best so far only when strictly better on
+     * (price, size): ties go to the first exchange; a missing side equals the start and
+     * never replaces it */
+    int64_t bp = ENG_NONE_BID, ap = ENG_NONE_ASK;
+    uint32_t bs = 0, as = 0;
+    uint8_t bx = ENG_NO_EXCH, ax = ENG_NO_EXCH;
+    for (uint8_t k = 0; k < OMDP_ENGINE_EXCHANGES; k++) {
+        int64_t p = s->bid[k], q = s->ask[k];
+        uint32_t psz = s->bid_sz[k], qsz = s->ask_sz[k];
+        int bb = (p > bp) | ((p == bp) & (psz > bs));
+        int ba = (q < ap) | ((q == ap) & (qsz > as));
+        bp = bb ? p : bp;
+        bs = bb ? psz : bs;
+        bx = bb ? k : bx;
+        ap = ba ? q : ap;
+        as = ba ? qsz : as;
+        ax = ba ? k : ax;
     }
     o->bid = bp;
-    o->bid_sz = bsz;
+    o->bid_sz = bs;
     o->bid_ex = bx;
-}
-
-static void recompute_ask(const eng_series_t *s, nbbo_t *o)
-{
-    int64_t ap = ENG_NONE_ASK;
-    uint32_t asz = 0;
-    uint8_t ax = ENG_NO_EXCH;
-    for (uint8_t x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
-        const eng_lane_t *l = &s->lane[x];
-        if (l->ask != ENG_NONE_ASK && better_ask(l->ask, l->ask_sz, x, ap, asz, ax)) {
-            ap = l->ask;
-            asz = l->ask_sz;
-            ax = x;
-        }
-    }
     o->ask = ap;
-    o->ask_sz = asz;
+    o->ask_sz = as;
     o->ask_ex = ax;
 }
-
-/* The NBBO after exchange x's lane changed to (bid, bsz, ask, asz), from the NBBO before it:
- * only when x held a side and its new quote is worse there are the other lanes read. */
-static inline void update_nbbo(const eng_series_t *s, uint8_t x, int64_t bid, uint32_t bsz, int64_t ask,
-                               uint32_t asz, const nbbo_t *before, nbbo_t *now)
-{
-    *now = *before;
-    if (before->bid_ex == x) {
-        if (bid != ENG_NONE_BID && (bid > before->bid || (bid == before->bid && bsz >= before->bid_sz))) {
-            now->bid = bid;
-            now->bid_sz = bsz;
-        } else {
-            recompute_bid(s, now);
-        }
-    } else if (bid != ENG_NONE_BID && better_bid(bid, bsz, x, before->bid, before->bid_sz, before->bid_ex)) {
-        now->bid = bid;
-        now->bid_sz = bsz;
-        now->bid_ex = x;
-    }
-    if (before->ask_ex == x) {
-        if (ask != ENG_NONE_ASK && (ask < before->ask || (ask == before->ask && asz >= before->ask_sz))) {
-            now->ask = ask;
-            now->ask_sz = asz;
-        } else {
-            recompute_ask(s, now);
-        }
-    } else if (ask != ENG_NONE_ASK && better_ask(ask, asz, x, before->ask, before->ask_sz, before->ask_ex)) {
-        now->ask = ask;
-        now->ask_sz = asz;
-        now->ask_ex = x;
-    }
-}
+#endif
 
 static inline int nbbo_bid_equal(const nbbo_t *a, const nbbo_t *b)
 {
-    return a->bid == b->bid && a->bid_sz == b->bid_sz && a->bid_ex == b->bid_ex;
+    return (a->bid == b->bid) & (a->bid_sz == b->bid_sz) & (a->bid_ex == b->bid_ex);
 }
 
 static inline int nbbo_ask_equal(const nbbo_t *a, const nbbo_t *b)
 {
-    return a->ask == b->ask && a->ask_sz == b->ask_sz && a->ask_ex == b->ask_ex;
+    return (a->ask == b->ask) & (a->ask_sz == b->ask_sz) & (a->ask_ex == b->ask_ex);
 }
 
 static inline void write_nbbo(eng_series_t *s, const nbbo_t *n)
@@ -344,7 +353,11 @@ static inline uint8_t code_of(uint8_t ex)
     return ex < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[ex] : 0;
 }
 
-static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot)
+/* The call/put pair's parity check, when `gate` (the quote moved this series' NBBO, or new
+ * limits arrived with this batch). Both legs' NBBOs and the pair's limits are read for every
+ * quote and the gate applied to the result: on a random feed "did the NBBO move" is a coin
+ * toss, and a branch on it cost more than the loads (their lines were requested ahead). */
+static inline void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, uint32_t slot, int gate)
 {
     struct omdp_engine *e = b->e;
     uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
@@ -353,26 +366,23 @@ static void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series_t *s, 
     uint32_t cslot = s->is_put ? tw : slot;
     eng_series_t *c = &e->series[cslot];
     eng_series_t *p = s->is_put ? s : &e->series[tw];
-    if ((c->state | p->state) & (ENG_ST_CROSSED | ENG_ST_LOCKED))
-        return;
     int64_t cb = atomic_load_explicit(&c->nb_px, memory_order_relaxed);
     int64_t ca = atomic_load_explicit(&c->no_px, memory_order_relaxed);
     int64_t pb = atomic_load_explicit(&p->nb_px, memory_order_relaxed);
     int64_t pa = atomic_load_explicit(&p->no_px, memory_order_relaxed);
-    if (cb == ENG_NONE_BID || pb == ENG_NONE_BID || ca == ENG_NONE_ASK || pa == ENG_NONE_ASK)
-        return;
+    /* no check while either leg is crossed or locked or misses a side */
+    int live = gate & !((c->state | p->state) & (ENG_ST_CROSSED | ENG_ST_LOCKED)) & (cb != ENG_NONE_BID) &
+               (pb != ENG_NONE_BID) & (ca != ENG_NONE_ASK) & (pa != ENG_NONE_ASK);
     const omdp_series_ref_t *r = &b->refs[cslot];
     int64_t syn_bid = cb - pa, syn_ask = ca - pb;
-    int broken = syn_bid > r->parity_hi || syn_ask < r->parity_lo;
-    if (!broken) {
-        c->state &= (uint8_t)~ENG_ST_PARITY;
-        return;
+    int broken = (syn_bid > r->parity_hi) | (syn_ask < r->parity_lo);
+    uint8_t was = c->state;
+    uint8_t now = broken ? (uint8_t)(was | ENG_ST_PARITY) : (uint8_t)(was & ~ENG_ST_PARITY);
+    c->state = live ? now : was;
+    if (__builtin_expect(live & broken & !(was & ENG_ST_PARITY), 0)) {
+        int64_t beyond = syn_bid > r->parity_hi ? syn_bid - r->parity_hi : r->parity_lo - syn_ask;
+        emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
     }
-    if (c->state & ENG_ST_PARITY)
-        return;
-    c->state |= ENG_ST_PARITY;
-    int64_t beyond = syn_bid > r->parity_hi ? syn_bid - r->parity_hi : r->parity_lo - syn_ask;
-    emit_signal(b, m, OMDP_SIG_PARITY, syn_bid, syn_ask, r->parity_lo, r->parity_hi, beyond, 0, 0);
 }
 
 /* What a quote's series key needs, computed ahead of processing so the table entry and the
@@ -459,22 +469,13 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
         ask = m->offer_px;
         asz = m->offer_size;
     }
-    eng_lane_t *l = &s->lane[x];
-    l->bid = bid;
-    l->ask = ask;
-    l->bid_sz = bsz;
-    l->ask_sz = asz;
-
     nbbo_t before, now;
     read_nbbo(s, &before);
-    update_nbbo(s, (uint8_t)x, bid, bsz, ask, asz, &before, &now);
-    int changed = !nbbo_bid_equal(&before, &now) || !nbbo_ask_equal(&before, &now);
-    if (changed) {
-        write_nbbo(s, &now);
-        if (__builtin_expect(b->e->nbbo_log != NULL, 0))
-            eng_nbbo_append(b->e, m, slot, (uint8_t)x, now.bid, now.bid_sz, now.bid_ex, now.ask, now.ask_sz,
-                            now.ask_ex);
-    }
+    quote_nbbo(s, (uint32_t)x, bid, bsz, ask, asz, &now);
+    int changed = !nbbo_bid_equal(&before, &now) | !nbbo_ask_equal(&before, &now);
+    write_nbbo(s, &now); /* unconditional: a branch on `changed` is a coin toss on a random feed */
+    if (__builtin_expect(b->e->nbbo_log != NULL, 0) && changed)
+        eng_nbbo_append(b->e, m, slot, (uint8_t)x, now.bid, now.bid_sz, now.bid_ex, now.ask, now.ask_sz, now.ask_ex);
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);
 
     const omdp_series_ref_t *r = &b->refs[slot];
@@ -496,8 +497,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
         emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
                     now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
     }
-    if (changed || b->refs_changed)
-        check_parity(b, m, s, slot);
+    check_parity(b, m, s, slot, changed | b->refs_changed);
 }
 
 /* Pipeline stage 1: the message's key, and a request for its table entry (and for the
@@ -517,36 +517,46 @@ static inline void stage_key(const struct omdp_engine *e, const omdp_opra_msg_t 
         __builtin_prefetch((const void *)&e->table[(uint32_t)q->h & e->table_mask], 0, 3);
 }
 
-/* Stage 2: the home table entry's slot as a guess (process_quote checks it against the key),
- * and requests for the lines this quote writes: the series' line 0, its exchange's lane
- * line, and its limits. */
+/* Stage 2: the slot of the first table entry with the key's tag, probing from home as the
+ * lookup does (a key displaced by a collision is found here, not by a dependent lookup when
+ * its message is processed), as a guess that process_quote checks against the key; and
+ * requests for the lines this quote reads and writes: the series' line 0, its three quote
+ * lines, and its limits. */
 static inline void stage_slot(const struct omdp_engine *e, const omdp_series_ref_t *refs, pending_t *q)
 {
     if (q->verdict != V_QUOTE)
         return;
-    uint64_t ent = atomic_load_explicit(&e->table[(uint32_t)q->h & e->table_mask], memory_order_acquire);
-    if (ent == 0 || (uint32_t)(ent >> 32) != (uint32_t)(q->h >> 32))
-        return;
+    uint32_t i = (uint32_t)q->h & e->table_mask, tag = (uint32_t)(q->h >> 32);
+    uint64_t ent;
+    for (;;) {
+        ent = atomic_load_explicit(&e->table[i], memory_order_acquire);
+        if (ent == 0)
+            return;
+        if ((uint32_t)(ent >> 32) == tag)
+            break;
+        i = (i + 1u) & e->table_mask;
+    }
     uint32_t slot = (uint32_t)ent - 1u;
     q->slot = slot;
     const eng_series_t *s = &e->series[slot];
     __builtin_prefetch(s, 1, 3);
-    __builtin_prefetch(&s->lane[q->x], 1, 3);
+    __builtin_prefetch(s->bid, 1, 3);
+    __builtin_prefetch(s->ask, 1, 3);
+    __builtin_prefetch(s->bid_sz, 1, 3);
     __builtin_prefetch(&refs[slot], 0, 3);
 }
 
-/* Stage 3: the other leg's line 0 and the pair's limits, which the parity check reads when
- * this quote moves the NBBO. */
+/* Stage 3: the other leg's line 0 and the pair's limits, which the parity check reads; the
+ * twin from the dense copy, so this stage does not wait for the series' own line 0. */
 static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref_t *refs, pending_t *q)
 {
     if (q->slot == OMDP_ENGINE_NO_SLOT)
         return;
-    const eng_series_t *s = &e->series[q->slot];
-    uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
+    uint32_t tw = e->twins[q->slot];
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
     __builtin_prefetch(&e->series[tw], 1, 3);
-    if (s->is_put)
+    if (q->k1 >> 63)
         __builtin_prefetch(&refs[tw], 0, 3);
 }
 
@@ -578,6 +588,7 @@ static inline __attribute__((always_inline)) int32_t run_batch(omdp_engine_t *e,
     b.front = front;
     uint32_t start = b.pos;
     uint32_t every = e->cfg.sample_every;
+    uint32_t sample_left = e->sample_left; /* a local: a store through any pointer could alias the field */
 
     pending_t q[PIPE];
     const uint32_t mask = PIPE - 1;
@@ -611,8 +622,8 @@ static inline __attribute__((always_inline)) int32_t run_batch(omdp_engine_t *e,
             process_quote(&b, m, &q[i & mask]);
         else
             b.c[C_OTHER]++;
-        if (every && --e->sample_left == 0) {
-            e->sample_left = every;
+        if (every && --sample_left == 0) {
+            sample_left = every;
             omdp_opra_msg_t *copy = (omdp_opra_msg_t *)(void *)(out + b.pos);
             memcpy(copy, m, OMDP_OPRA_MSG_SIZE);
             copy->hdr.flags |= OMDP_RF_SAMPLED | (b.signaled ? OMDP_RF_SIGNAL : 0u);
@@ -621,6 +632,7 @@ static inline __attribute__((always_inline)) int32_t run_batch(omdp_engine_t *e,
             b.c[C_SAMPLED]++;
         }
     }
+    e->sample_left = sample_left;
     if (b.pos != start) {
         int64_t t_out = omdp_stamp_ns();
         for (uint32_t p = start; p < b.pos;) {

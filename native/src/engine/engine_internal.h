@@ -1,8 +1,10 @@
 /* Private layout of the decision engine (engine.h is the contract; this is how it is kept).
  *
  * Series live in a preallocated array of 256-byte, cache-aligned books: line 0 holds the key,
- * the links and the NBBO (what every message touches), lines 1-3 the per-exchange quotes, two
- * exchanges per line, so a quote that leaves the NBBO's holder alone touches two lines. The
+ * the links and the NBBO (what every message touches), lines 1-3 the per-exchange quotes by
+ * field - the six bids in line 1, the six offers in line 2, their sizes in line 3 - so the
+ * NBBO is recomputed from all six exchanges on every quote with a few vector compares
+ * instead of a branch per exchange (engine_batch.c). The
  * hash table maps a 128-bit series key to a slot: open addressing, linear probing, at most
  * half full, entries (tag << 32 | slot + 1) so a probe compares a key only on a tag match.
  *
@@ -14,6 +16,7 @@
 #define OMDP_ENGINE_INTERNAL_H
 
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,12 +33,9 @@
 #define ENG_ST_LOCKED 0x2u
 #define ENG_ST_PARITY 0x4u     /* on the call's slot: the pair is in a parity break */
 
-/* One exchange's quote in a series: ENG_NONE_BID / ENG_NONE_ASK and size 0 for a missing side. */
-typedef struct eng_lane {
-    int64_t bid, ask;
-    uint32_t bid_sz, ask_sz;
-    uint32_t pad[2];
-} eng_lane_t;
+/* Exchange slots per field in a book's quote lines: the six exchanges and two that always
+ * hold a missing quote (ENG_NONE_BID / ENG_NONE_ASK, size 0), so a line is one vector. */
+#define ENG_LANES 8
 
 typedef struct eng_series {
     /* cache line 0 */
@@ -53,8 +53,12 @@ typedef struct eng_series {
     uint8_t state;               /* ENG_ST_* */
     uint8_t is_put;
     uint8_t pad0[4];
-    /* cache lines 1-3: exchange x in lane[x], lanes 2k and 2k+1 sharing a line */
-    alignas(64) eng_lane_t lane[OMDP_ENGINE_EXCHANGES];
+    /* cache lines 1-3: exchange x's quote in bid[x], ask[x], bid_sz[x], ask_sz[x]; a missing
+     * side is ENG_NONE_BID / ENG_NONE_ASK with size 0; x >= OMDP_ENGINE_EXCHANGES always missing */
+    alignas(64) int64_t bid[ENG_LANES];
+    int64_t ask[ENG_LANES];
+    uint32_t bid_sz[ENG_LANES];
+    uint32_t ask_sz[ENG_LANES];
 } eng_series_t;
 
 /* Written once when the series is first seen, before it is published; read by snapshots. */
@@ -81,6 +85,9 @@ struct omdp_engine {
     /* hot path */
     eng_series_t *series;
     eng_series_meta_t *meta;
+    uint32_t *twins;             /* twin of each slot in use, the hot path's own dense copy of
+                                  * eng_series_t.twin: stage 3 of the batch pipeline reads it
+                                  * without waiting for the series' line 0 */
     _Atomic uint64_t *table;
     uint32_t table_mask;
     _Atomic uint32_t n_series;
@@ -106,7 +113,9 @@ struct omdp_engine {
     alignas(64) _Atomic uint64_t counters[C_COUNT];
 };
 
-_Static_assert(sizeof(eng_lane_t) == 32, "two exchange lanes per cache line");
+_Static_assert(OMDP_ENGINE_EXCHANGES <= ENG_LANES, "every exchange has a lane");
+_Static_assert(offsetof(eng_series_t, bid) == 64 && offsetof(eng_series_t, ask) == 128 &&
+                   offsetof(eng_series_t, bid_sz) == 192, "one quote field per cache line");
 _Static_assert(sizeof(eng_series_t) == 256, "a series book is four cache lines");
 _Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "counter enum matches struct");
 _Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");

@@ -20,6 +20,7 @@
 #define FH_TABLE_RETRY_NS 50000000LL /* look for a missing intended table this often */
 #define FH_PEER_CHECK_NS 10000000LL  /* an idle ring looks at its sender this often */
 #define FH_PUBLISH_POLLS 256         /* polls between looks at the clock for live counters */
+#define FH_PEER_CHECK_POLLS 64       /* idle ring polls between looks at the clock for the peer check */
 #define FH_FLUSH_HIST 7              /* buckets of the packets-per-batch histogram */
 #define FH_DEC_MSGS (OMDP_FH_COALESCE_MSGS + OMDP_OPRA_MAX_MESSAGES) /* room in dec and staging */
 
@@ -73,6 +74,7 @@ typedef struct feed_handler {
     /* ring */
     omdp_vega_receiver_t *ring;
     int64_t next_peer_check_ns;
+    uint32_t idle_polls_since_clock; /* idle ring polls since the clock was last read */
 
     /* intended tables */
     fh_table_t *tables;

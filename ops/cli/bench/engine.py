@@ -12,13 +12,19 @@ import click
 @click.option("--messages", default=1_000_000, show_default=True, help="re-quotes timed per run")
 @click.option("--underlyings", default=400, show_default=True, help="underlyings in the engine's share")
 @click.option("--runs", default=5, show_default=True, help="timed runs; the median is reported")
-def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int) -> None:
+@click.option("--clock", type=click.Choice(["auto", "tsc", "realtime"]), default="auto", show_default=True,
+              help="stamp clock of the engine's de_in / de_out, as `omdp run --clock`")
+def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int, clock: str) -> None:
     """Time the C decision engine per message, the pricing refresh, and a Python custom engine."""
+    from omdp.clock import TscClockError
     from ops.bench.engine import run_engine_bench
 
-    r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs)
+    try:
+        r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs, clock=clock)
+    except TscClockError as e:
+        raise click.UsageError(str(e)) from None
     m = r["market"]
-    click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs)")
+    click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs); stamp clock {r['stamp_clock']}")
     click.echo("times: CPU time of the benchmark thread, median of the runs")
     click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} re-quotes per run, {runs} runs")
     for e in r["engine"].values():
