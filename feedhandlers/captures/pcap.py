@@ -17,6 +17,7 @@ import numpy as np
 from feedhandlers.captures.capture import Capture, pack_payloads
 from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int, parse_frames
 from feedhandlers.captures.rotation import rotated_path
+from omdp.native import ffi, lib
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 PCAP_MAGIC_US = 0xA1B2C3D4
@@ -222,37 +223,26 @@ def write_pcap(
     return Path(path)
 
 
-def _walk_records(mm: memoryview, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                  TruncatedTail | None]:
-    """Follow the record chain: per record its data offset, captured length and time fields."""
-    size = len(mm)
-    unpack = struct.Struct(order + "IIII").unpack_from
-    offs: list[int] = []
-    lens: list[int] = []
-    secs: list[int] = []
-    fracs: list[int] = []
-    pos = GLOBAL_HEADER_LEN
+def _walk_records(buf: np.ndarray, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                   TruncatedTail | None]:
+    """Follow the record chain (in C, omdp_pcap_walk: one dependent load per packet): per
+    record its data offset, captured length and time fields; the cut-off tail, if any."""
+    size = len(buf)
+    src = ffi.from_buffer("uint8_t[]", buf)
+    big = int(order == ">")
+    stop = ffi.new("uint64_t *")
+    n = lib.omdp_pcap_walk(src, size, big, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, 0, stop)
+    offs, lens, secs, fracs = (np.empty(n, dtype=np.int64) for _ in range(4))
+    ptr = [ffi.from_buffer("int64_t[]", a) for a in (offs, lens, secs, fracs)]
+    if lib.omdp_pcap_walk(src, size, big, *ptr, n, stop) != n:
+        raise PcapError(f"{path}: the record chain changed while it was read")
+    pos = int(stop[0])
     tail: TruncatedTail | None = None
-    while pos + RECORD_HEADER_LEN <= size:
-        sec, frac, incl, _orig = unpack(mm, pos)
-        data = pos + RECORD_HEADER_LEN
-        if data + incl > size:
-            tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN + incl, size - pos)
-            break
-        offs.append(data)
-        lens.append(incl)
-        secs.append(sec)
-        fracs.append(frac)
-        pos = data + incl
-    if pos != size and tail is None:
-        tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN, size - pos)
-    return (
-        np.array(offs, dtype=np.int64),
-        np.array(lens, dtype=np.int64),
-        np.array(secs, dtype=np.int64),
-        np.array(fracs, dtype=np.int64),
-        tail,
-    )
+    if pos != size:
+        incl = struct.unpack_from(order + "I", bytes(buf[pos + 8:pos + 12]))[0] if size - pos >= RECORD_HEADER_LEN else None
+        whole = RECORD_HEADER_LEN + incl if incl is not None else RECORD_HEADER_LEN
+        tail = TruncatedTail(str(path), pos, n, whole, size - pos)
+    return offs, lens, secs, fracs, tail
 
 
 def read_pcap(path: str | Path) -> Capture:
@@ -278,7 +268,7 @@ def read_pcap(path: str | Path) -> Capture:
     linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
     if linktype != LINKTYPE_ETHERNET:
         raise PcapError(f"{path}: offset 20: link type {linktype}, only Ethernet (1) is read")
-    frame_off, frame_len, sec, frac, tail = _walk_records(memoryview(buf), order, path)
+    frame_off, frame_len, sec, frac, tail = _walk_records(buf, order, path)
     scale = 1 if magic == PCAP_MAGIC_NS else 1000
     ok, pay_off, pay_len, dst, dport = parse_frames(buf, frame_off, frame_len)
     return Capture(
