@@ -17,11 +17,12 @@ record: more than decoding).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from feedhandlers.opra_record import NO_UNDERLYING, OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 
 STAGE_DIR = "_stage"
@@ -147,3 +148,70 @@ def read_bucket(day_dir: str | Path, bucket: int, lines: list[int]) -> tuple[np.
     # Each part is already in time order: a stable sort of the line-ordered concatenation
     # by capture time merges the runs (timsort finds them) and keeps line, then line order.
     return staged, np.argsort(staged["ts_ns"], kind="stable")
+
+
+def _staged_ptr(staged: np.ndarray):
+    if staged.dtype != STAGE_DTYPE or not staged.flags.c_contiguous:
+        raise ValueError("expected a contiguous STAGE_DTYPE array")
+    return ffi.cast("const omdp_fh_staged_t *", ffi.from_buffer(staged))
+
+
+def quote_hits(staged: np.ndarray, strikes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Indices of the staged records whose strike is in ``strikes`` and whose quote key
+    (``replay_score.quote_hash``) is in ``keys``: one C pass, where numpy gathered the
+    records of every listed strike (half a bucket) to hash them."""
+    strikes = np.ascontiguousarray(np.unique(strikes), dtype=np.int64)
+    keys = np.ascontiguousarray(np.unique(keys), dtype=np.uint64)
+    ptr = _staged_ptr(staged)
+    out = np.empty(64, np.uint64)
+    while True:
+        n = lib.omdp_fh_stage_quote_hits(ptr, len(staged), ffi.cast("const int64_t *", ffi.from_buffer(strikes)),
+                                         len(strikes), ffi.cast("const uint64_t *", ffi.from_buffer(keys)), len(keys),
+                                         ffi.cast("uint64_t *", ffi.from_buffer(out)), len(out))
+        if n < 0:
+            raise ValueError("omdp_fh_stage_quote_hits: bad arguments")
+        if n <= len(out):
+            return out[:n].astype(np.int64)
+        out = np.empty(n, np.uint64)
+
+
+DENSE_IDS = 1 << 22
+"""Underlying ids below this are counted in C through a dense table (routing gives
+0..N-1); others through a sort."""
+
+
+@dataclass(frozen=True)
+class UnderlyingCounts:
+    """Per underlying among a bucket's records (ids ascending, NO_UNDERLYING last)."""
+
+    ids: np.ndarray          # uint32
+    messages: np.ndarray     # int64 each
+    quotes: np.ndarray
+    first_ns: np.ndarray
+    last_ns: np.ndarray
+
+
+def underlying_counts(staged: np.ndarray) -> UnderlyingCounts:
+    """Messages, quotes and capture-time span per underlying: one C pass over the records
+    (numpy's bincounts and ufunc.at over gathered fields cost half a second a bucket)."""
+    ptr = _staged_ptr(staged)
+    top = lib.omdp_fh_stage_max_underlying(ptr, len(staged))
+    if top >= DENSE_IDS:
+        ids, inv = np.unique(staged["underlying_id"], return_inverse=True)
+        first = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
+        last = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(first, inv, staged["ts_ns"])
+        np.maximum.at(last, inv, staged["ts_ns"])
+        return UnderlyingCounts(ids, np.bincount(inv, minlength=len(ids)),
+                                np.bincount(inv, weights=staged["category"] == ord("k"),
+                                            minlength=len(ids)).astype(np.int64), first, last)
+    slots = [np.empty(top + 2, np.int64) for _ in range(4)]   # the last slot: NO_UNDERLYING
+    rc = lib.omdp_fh_stage_underlying_counts(ptr, len(staged), top + 2,
+                                             *(ffi.cast("int64_t *", ffi.from_buffer(a)) for a in slots))
+    if rc < 0:
+        raise ValueError("omdp_fh_stage_underlying_counts: bad arguments")
+    present = slots[0] > 0
+    ids = np.flatnonzero(present).astype(np.uint32)
+    if present[-1]:
+        ids[-1] = NO_UNDERLYING
+    return UnderlyingCounts(ids, *(a[present] for a in slots))

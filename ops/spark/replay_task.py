@@ -25,7 +25,7 @@ from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smi
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.replay_score import truth_quotes
-from ops.spark.replay_stage import read_bucket, unpack
+from ops.spark.replay_stage import read_bucket, underlying_counts, unpack
 
 ENGINE_CHUNK = 65_536
 """Records expanded and fed to the engines at a time (16 MB, reused)."""
@@ -129,13 +129,13 @@ def run_engines(spec: EngineSpec) -> dict:
             r.engine.close()
         raise
     configs = {}
+    counts = underlying_counts(staged)
     for r in runners:
         run = r.finish()
         base = Path(spec.out_dir) / f"config={r.cfg.name}"
         sig = signals_arrow(run.signals)
         _write(sig, base / "signals", spec.bucket)
-        _write(underlyings_arrow(staged["underlying_id"], staged["category"], staged["ts_ns"], run.signals),
-               base / "underlyings", spec.bucket)
+        _write(underlyings_arrow(counts, run.signals), base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
         if r.cfg.nbbo:
             _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket)

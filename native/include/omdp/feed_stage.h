@@ -60,4 +60,25 @@ int64_t omdp_fh_stage_pack(const omdp_opra_msg_t *in, uint64_t n_in, const uint6
 int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
                              omdp_opra_msg_t *out);
 
+/* ---- scans for the engine tasks (feed_handler_stage_scan.c) ---- */
+
+/* The (line, series, exchange) key of a staged record: ops.spark.replay_score.quote_hash. */
+uint64_t omdp_fh_stage_quote_hash(const omdp_fh_staged_t *s);
+
+/* Indices of the records whose strike_px is among `strikes` and whose quote hash is among
+ * `keys` (both sorted ascending), in record order; the first max_out go to `out`. Returns
+ * how many there are (more than max_out: call again with room), or -1 for a NULL argument. */
+int64_t omdp_fh_stage_quote_hits(const omdp_fh_staged_t *in, uint64_t n, const int64_t *strikes, uint64_t n_strikes,
+                                 const uint64_t *keys, uint64_t n_keys, uint64_t *out, uint64_t max_out);
+
+/* The largest underlying_id other than OMDP_NO_UNDERLYING; -1 when none (or in is NULL). */
+int64_t omdp_fh_stage_max_underlying(const omdp_fh_staged_t *in, uint64_t n);
+
+/* Per underlying: messages, quotes (category 'k'), first and last ts_ns, in slot
+ * underlying_id, OMDP_NO_UNDERLYING in the last slot (n_slots - 1); untouched slots hold
+ * 0, 0, INT64_MAX, INT64_MIN. Returns n, or -1 for a NULL argument, n_slots 0 or an id at or
+ * past the last slot (the arrays then hold partial counts). */
+int64_t omdp_fh_stage_underlying_counts(const omdp_fh_staged_t *in, uint64_t n, uint64_t n_slots, int64_t *messages,
+                                        int64_t *quotes, int64_t *first_ns, int64_t *last_ns);
+
 #endif /* OMDP_FEED_STAGE_H */
