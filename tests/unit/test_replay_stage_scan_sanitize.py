@@ -1,16 +1,20 @@
-"""The engine task's scans of staged records (feed_handler_stage_scan.c): the quote hits and
-the per-underlying counts agree with the numpy definitions they replace (quote_hash, unique
-plus bincount), an id too large for the dense table takes the sort, and a bad argument is
-refused, not read past. Named "sanitize": CI also runs it under ASan/UBSan."""
+"""The engine task's passes over staged records (feed_handler_stage_scan.c,
+feed_handler_stage_merge.c): the merge of time-ordered parts gives the stable sort's order
+and resumes where a full output stopped; the quote hits and the per-underlying counts agree
+with the numpy definitions they replace (quote_hash, unique plus bincount), an id too large
+for the dense table takes the sort; a part out of time order and a bad argument are refused,
+not read past. Named "sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from feedhandlers.opra_record import NO_UNDERLYING
+from pathlib import Path
+
+from feedhandlers.opra_record import NO_UNDERLYING, OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 from ops.spark.replay_score import quote_hash
-from ops.spark.replay_stage import DENSE_IDS, STAGE_DTYPE, quote_hits, underlying_counts
+from ops.spark.replay_stage import DENSE_IDS, STAGE_DTYPE, StagedBucket, quote_hits, underlying_counts
 
 
 def _staged(n: int, seed: int = 3) -> np.ndarray:
@@ -53,7 +57,7 @@ def test_quote_hits_match_strike_and_key_filters() -> None:
 
 def test_underlying_counts_match_unique_and_bincount() -> None:
     s = _staged(3000)
-    c = underlying_counts(s)
+    c = underlying_counts([s[:1000], s[1000:2000], s[2000:]])  # parts add into one table
     ids, inv = np.unique(s["underlying_id"], return_inverse=True)
     assert np.array_equal(c.ids, ids) and c.ids[-1] == NO_UNDERLYING
     assert np.array_equal(c.messages, np.bincount(inv))
@@ -62,9 +66,9 @@ def test_underlying_counts_match_unique_and_bincount() -> None:
     assert np.array_equal(c.last_ns, [s["ts_ns"][inv == i].max() for i in range(len(ids))])
     sparse = s.copy()
     sparse["underlying_id"][sparse["underlying_id"] == 40] = DENSE_IDS + 9
-    cs = underlying_counts(sparse)
+    cs = underlying_counts([sparse])
     assert list(cs.ids) == [0, 3, 7, DENSE_IDS + 9, NO_UNDERLYING] and np.array_equal(cs.messages, c.messages)
-    empty = underlying_counts(s[:0])
+    empty = underlying_counts([s[:0]])
     assert len(empty.ids) == 0 and len(empty.messages) == 0
 
 
@@ -81,3 +85,44 @@ def test_scans_refuse_bad_arguments() -> None:
     assert lib.omdp_fh_stage_max_underlying(ffi.NULL, 5) == -1
     with pytest.raises(ValueError):
         quote_hits(s[::2], np.array([1]), np.array([1], np.uint64))     # not contiguous
+
+
+def _parts(tmp_path: Path, sizes: list[int]) -> StagedBucket:
+    rng = np.random.default_rng(5)
+    paths = []
+    for line, n in enumerate(sizes, start=1):
+        s = _staged(n, seed=line)
+        s["ts_ns"] = np.sort(rng.integers(0, 50, n))      # many ties, within and across parts
+        s["line"], s["msg_seq"] = line, np.arange(n)
+        paths.append(tmp_path / f"line{line:02d}.stage")
+        s.tofile(paths[-1])
+    return StagedBucket(paths)
+
+
+def test_merge_is_the_stable_sort_of_the_parts_and_resumes(tmp_path: Path) -> None:
+    bucket = _parts(tmp_path, [300, 0, 1, 250, 77])
+    whole = np.concatenate(bucket.parts)
+    want = whole[np.argsort(whole["ts_ns"], kind="stable")]
+    for chunk in (1, 7, 1000):
+        got = np.concatenate([c.copy() for c in bucket.merged(np.empty(chunk, OPRA_MSG_DTYPE))])
+        assert np.array_equal(got["hdr"]["stamps"]["fh_in"], want["ts_ns"])
+        assert np.array_equal(got["line"], want["line"]) and np.array_equal(got["msg_seq"], want["msg_seq"])
+    assert list(StagedBucket([]).merged(np.empty(4, OPRA_MSG_DTYPE))) == []
+
+
+def test_merge_refuses_a_part_out_of_time_order_and_bad_cursors(tmp_path: Path) -> None:
+    bucket = _parts(tmp_path, [40, 40])
+    back = bucket.parts[1].copy()
+    back["ts_ns"][30] = -1
+    back.tofile(bucket.paths[1])
+    with pytest.raises(ValueError, match="out of time order: .*line02.stage"):
+        list(StagedBucket(bucket.paths).merged(np.empty(16, OPRA_MSG_DTYPE)))
+    out = np.empty(4, OPRA_MSG_DTYPE)
+    ptrs = ffi.new("const omdp_fh_staged_t *[]", [ffi.cast("const omdp_fh_staged_t *", ffi.from_buffer(p))
+                                                  for p in bucket.parts])
+    lens = ffi.new("uint64_t[]", [40, 40])
+    dst = ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out))
+    assert lib.omdp_fh_stage_merge(ptrs, lens, 2, ffi.new("uint64_t[]", [41, 0]), dst, 4) == -1
+    assert lib.omdp_fh_stage_merge(ffi.NULL, lens, 2, ffi.new("uint64_t[]", 2), dst, 4) == -1
+    assert lib.omdp_fh_stage_merge(ptrs, lens, 2, ffi.new("uint64_t[]", 2), ffi.NULL, 4) == -1
+    assert lib.omdp_fh_stage_merge(ptrs, lens, 2, ffi.new("uint64_t[]", [40, 40]), dst, 4) == 0

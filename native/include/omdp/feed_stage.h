@@ -60,6 +60,21 @@ int64_t omdp_fh_stage_pack(const omdp_opra_msg_t *in, uint64_t n_in, const uint6
 int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
                              omdp_opra_msg_t *out);
 
+/* One record of omdp_fh_stage_unpack: *m = the full record of *s. */
+void omdp_fh_stage_unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m);
+
+/* ---- the engine task's merge (feed_handler_stage_merge.c) ---- */
+
+/* Merges n_parts staged parts, each in time order (the decode stage writes them so), by
+ * ts_ns, ties to the lower part (the parts come in line order), then within a part in its
+ * order - the order a stable sort of the concatenated parts by ts_ns gives - and expands up
+ * to max_out records into `out`. cursor[p] (n_parts entries, zero at the start) is how far
+ * part p has been taken; the next call goes on from there. Returns the records written (0:
+ * every part taken), -1 for a NULL argument or a cursor past its part, -2 when a part goes
+ * back in time (the records before it are written and the cursors say where). */
+int64_t omdp_fh_stage_merge(const omdp_fh_staged_t *const *parts, const uint64_t *lens, uint32_t n_parts,
+                            uint64_t *cursor, omdp_opra_msg_t *out, uint64_t max_out);
+
 /* ---- scans for the engine tasks (feed_handler_stage_scan.c) ---- */
 
 /* The (line, series, exchange) key of a staged record: ops.spark.replay_score.quote_hash. */
@@ -74,9 +89,9 @@ int64_t omdp_fh_stage_quote_hits(const omdp_fh_staged_t *in, uint64_t n, const i
 /* The largest underlying_id other than OMDP_NO_UNDERLYING; -1 when none (or in is NULL). */
 int64_t omdp_fh_stage_max_underlying(const omdp_fh_staged_t *in, uint64_t n);
 
-/* Per underlying: messages, quotes (category 'k'), first and last ts_ns, in slot
- * underlying_id, OMDP_NO_UNDERLYING in the last slot (n_slots - 1); untouched slots hold
- * 0, 0, INT64_MAX, INT64_MIN. Returns n, or -1 for a NULL argument, n_slots 0 or an id at or
+/* Per underlying: messages, quotes (category 'k'), first and last ts_ns, added into slot
+ * underlying_id (OMDP_NO_UNDERLYING: the last slot, n_slots - 1), so one table can take
+ * several parts; the caller starts the slots at 0, 0, INT64_MAX, INT64_MIN. Returns n, or -1 for a NULL argument, n_slots 0 or an id at or
  * past the last slot (the arrays then hold partial counts). */
 int64_t omdp_fh_stage_underlying_counts(const omdp_fh_staged_t *in, uint64_t n, uint64_t n_slots, int64_t *messages,
                                         int64_t *quotes, int64_t *first_ns, int64_t *last_ns);

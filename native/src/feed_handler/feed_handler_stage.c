@@ -44,7 +44,7 @@ static inline void pack_one(const omdp_opra_msg_t *m, omdp_fh_staged_t *s)
     s->reserved = 0;
 }
 
-static inline void unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m)
+void omdp_fh_stage_unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m)
 {
     memset(m, 0, sizeof *m);
     m->hdr.type = OMDP_RT_OPRA_MSG;
@@ -105,7 +105,7 @@ int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const ui
         uint64_t k = order ? order[i] : i;
         if (k >= n_in)
             return -1;
-        unpack_one(&in[k], &out[i]);
+        omdp_fh_stage_unpack_one(&in[k], &out[i]);
     }
     return (int64_t)n;
 }

@@ -85,11 +85,6 @@ int64_t omdp_fh_stage_underlying_counts(const omdp_fh_staged_t *in, uint64_t n, 
 {
     if ((n && !in) || !n_slots || !messages || !quotes || !first_ns || !last_ns)
         return -1;
-    for (uint64_t s = 0; s < n_slots; s++) {
-        messages[s] = quotes[s] = 0;
-        first_ns[s] = INT64_MAX;
-        last_ns[s] = INT64_MIN;
-    }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t s = in[i].underlying_id == OMDP_NO_UNDERLYING ? n_slots - 1 : in[i].underlying_id;
         if (s >= n_slots - 1 && in[i].underlying_id != OMDP_NO_UNDERLYING)
