@@ -17,6 +17,7 @@ import numpy as np
 from feedhandlers.captures.capture import Capture, pack_payloads
 from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int, parse_frames
 from feedhandlers.captures.rotation import rotated_path
+from omdp.native import ffi, lib
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 PCAP_MAGIC_US = 0xA1B2C3D4
@@ -222,38 +223,28 @@ def write_pcap(
     return Path(path)
 
 
-def _walk_records(mm: memoryview, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                  TruncatedTail | None]:
-    """Follow the record chain: per record its data offset, captured length and time fields."""
-    size = len(mm)
-    unpack = struct.Struct(order + "IIII").unpack_from
-    offs: list[int] = []
-    lens: list[int] = []
-    secs: list[int] = []
-    fracs: list[int] = []
-    pos = GLOBAL_HEADER_LEN
+def _walk_records(buf: np.ndarray, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                 TruncatedTail | None]:
+    """Follow the record chain (in C: a Python loop over the records cost a tenth of a
+    replay decode task): per record its data offset, captured length and time fields."""
+    size = len(buf)
+    src = ffi.from_buffer("uint8_t[]", buf)
+    end = ffi.new("uint64_t *")
+    big = int(order == ">")
+    n = lib.omdp_pcap_walk(src, size, big, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, 0, end)
+    cols = [np.empty(max(n, 0), np.int64) for _ in range(4)]
+    if n < 0 or lib.omdp_pcap_walk(src, size, big, *(ffi.cast("int64_t *", ffi.from_buffer(c)) for c in cols),
+                                   n, end) != n:
+        raise PcapError(f"{path}: the record chain could not be walked")
+    pos = int(end[0])
     tail: TruncatedTail | None = None
-    while pos + RECORD_HEADER_LEN <= size:
-        sec, frac, incl, _orig = unpack(mm, pos)
-        data = pos + RECORD_HEADER_LEN
-        if data + incl > size:
-            tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN + incl, size - pos)
-            break
-        offs.append(data)
-        lens.append(incl)
-        secs.append(sec)
-        fracs.append(frac)
-        pos = data + incl
-    if pos != size and tail is None:
-        tail = TruncatedTail(str(path), pos, len(offs), RECORD_HEADER_LEN, size - pos)
-    return (
-        np.array(offs, dtype=np.int64),
-        np.array(lens, dtype=np.int64),
-        np.array(secs, dtype=np.int64),
-        np.array(fracs, dtype=np.int64),
-        tail,
-    )
-
+    if pos != size:
+        needed = RECORD_HEADER_LEN
+        if size - pos >= RECORD_HEADER_LEN:
+            needed += struct.unpack_from(order + "I", buf[pos + 8:pos + 12].tobytes())[0]
+        tail = TruncatedTail(str(path), pos, n, needed, size - pos)
+    offs, lens, secs, fracs = cols
+    return offs, lens, secs, fracs, tail
 
 def read_pcap(path: str | Path) -> Capture:
     """Memory-map a classic pcap (ns or us, either byte order, Ethernet) and locate its UDP
@@ -278,7 +269,7 @@ def read_pcap(path: str | Path) -> Capture:
     linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
     if linktype != LINKTYPE_ETHERNET:
         raise PcapError(f"{path}: offset 20: link type {linktype}, only Ethernet (1) is read")
-    frame_off, frame_len, sec, frac, tail = _walk_records(memoryview(buf), order, path)
+    frame_off, frame_len, sec, frac, tail = _walk_records(buf, order, path)
     scale = 1 if magic == PCAP_MAGIC_NS else 1000
     ok, pay_off, pay_len, dst, dport = parse_frames(buf, frame_off, frame_len)
     return Capture(
