@@ -48,17 +48,21 @@ def _order(order: np.ndarray | None):
     return ffi.cast("const uint64_t *", ffi.from_buffer(o)), o
 
 
-def pack(records: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
-    """OPRA records (gathered by ``order`` when given) -> STAGE_DTYPE."""
+def pack(records: np.ndarray, order: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """OPRA records (gathered by ``order`` when given) -> STAGE_DTYPE, into ``out`` (a
+    reused buffer, at least as long) when given. Returns the staged records."""
     records = np.ascontiguousarray(records)
     n = len(records) if order is None else len(order)
-    out = np.empty(n, STAGE_DTYPE)
+    if out is None:
+        out = np.empty(n, STAGE_DTYPE)
+    elif out.dtype != STAGE_DTYPE or len(out) < n or not out.flags.c_contiguous:
+        raise ValueError(f"pack: out must be a contiguous staged record array of at least {n}")
     optr, _keep = _order(order)  # _keep holds the order array through the call
     rc = lib.omdp_fh_stage_pack(ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(records)), len(records), optr, n,
                                 ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(out)))
     if rc < 0:
         raise ValueError("omdp_fh_stage_pack: an order entry is out of range")
-    return out
+    return out[:n]
 
 
 def unpack(staged: np.ndarray, order: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
@@ -102,13 +106,16 @@ class BucketWriter:
         for p in self._final:
             p.parent.mkdir(parents=True, exist_ok=True)
         self._files = [open(p, "wb") for p in self._tmp]
+        self._buf = np.empty(0, STAGE_DTYPE)  # reused: fresh pages for every chunk cost more than packing it
 
     def write(self, records: np.ndarray, engines: np.ndarray) -> None:
         """Stage a chunk of the line's records (arrival order) by their engines."""
         counts = np.bincount(engines, minlength=self.buckets)
         if len(counts) > self.buckets:
             raise ValueError(f"line {self.line}: a record routed to engine {len(counts) - 1} of {self.buckets}")
-        staged = pack(records, np.argsort(engines, kind="stable"))
+        if len(self._buf) < len(records):
+            self._buf = np.empty(len(records), STAGE_DTYPE)
+        staged = pack(records, np.argsort(engines, kind="stable"), out=self._buf)
         start = 0
         for b, f in enumerate(self._files):
             n = int(counts[b])

@@ -58,6 +58,10 @@ def test_an_order_gathers_and_an_out_of_range_one_is_refused() -> None:
         unpack(staged, np.array([len(staged)]))
     with pytest.raises(ValueError, match="at least 5"):
         unpack(staged[:5], out=np.empty(4, OPRA_MSG_DTYPE))
+    with pytest.raises(ValueError, match="at least 5"):
+        pack(rec[:5], out=np.empty(4, STAGE_DTYPE))
+    buf = np.empty(len(rec) + 3, STAGE_DTYPE)
+    assert np.array_equal(pack(rec, out=buf), pack(rec)) and len(pack(rec, out=buf)) == len(rec)
 
 
 def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
