@@ -11,8 +11,8 @@ pass (``StagedBucket.merged``).
 A record is staged in the C ``omdp_fh_staged_t`` (``native/include/omdp/feed_stage.h``,
 128 bytes: the fields of the 256-byte OPRA record that the engine, the replay's tables and
 the reconciliation read), so a day stages half the bytes of its records. Packing and
-unpacking are one C pass each, with the split by bucket folded in as a gather order and
-the merge by time into the unpacking (numpy's field-by-field copies of structured arrays cost 30 ns per field per
+expanding are one C pass each, with the split by bucket folded in as a gather order and
+the merge by time into the expanding (numpy's field-by-field copies of structured arrays cost 30 ns per field per
 record: more than decoding).
 """
 from __future__ import annotations
@@ -42,6 +42,7 @@ STAGE_DTYPE = np.dtype(
 
 
 def _order(order: np.ndarray | None):
+    """The C view of a gather order (NULL: none) and the array that holds it."""
     if order is None:
         return ffi.NULL, None
     o = np.ascontiguousarray(order, dtype=np.uint64)
@@ -62,24 +63,6 @@ def pack(records: np.ndarray, order: np.ndarray | None = None, out: np.ndarray |
                                 ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(out)))
     if rc < 0:
         raise ValueError("omdp_fh_stage_pack: an order entry is out of range")
-    return out[:n]
-
-
-def unpack(staged: np.ndarray, order: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-    """STAGE_DTYPE (gathered by ``order`` when given) -> OPRA records, as the offline feed
-    handler wrote them (fh_in = intended = the capture time, fields not staged zero); into
-    ``out`` (a reused buffer, at least as long) when given. Returns the records."""
-    staged = np.ascontiguousarray(staged)
-    n = len(staged) if order is None else len(order)
-    if out is None:
-        out = np.empty(n, OPRA_MSG_DTYPE)
-    elif out.dtype != OPRA_MSG_DTYPE or len(out) < n or not out.flags.c_contiguous:
-        raise ValueError(f"unpack: out must be a contiguous OPRA record array of at least {n}")
-    optr, _keep = _order(order)  # _keep holds the order array through the call
-    rc = lib.omdp_fh_stage_unpack(ffi.cast("const omdp_fh_staged_t *", ffi.from_buffer(staged)), len(staged), optr, n,
-                                  ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)))
-    if rc < 0:
-        raise ValueError("omdp_fh_stage_unpack: an order entry is out of range")
     return out[:n]
 
 

@@ -3,9 +3,9 @@
  * The day x line decode tasks write each underlying bucket's accepted records in a compact
  * form, omdp_fh_staged_t (128 bytes: the fields of the 256-byte OPRA record that the
  * engine, the replay's tables and the reconciliation read); the day x bucket engine tasks
- * read every line's part, merge them in time order and expand them back to full records.
- * Both directions take an optional gather order, so splitting by bucket and merging by time
- * cost no extra pass. Its numpy twin is ops.spark.replay_stage.STAGE_DTYPE (a layout test
+ * map every line's part, merge them in time order and expand them back to full records in
+ * one pass. Packing takes an optional gather order, so splitting by bucket costs no extra
+ * pass. Its numpy twin is ops.spark.replay_stage.STAGE_DTYPE (a layout test
  * pins the two). */
 #ifndef OMDP_FEED_STAGE_H
 #define OMDP_FEED_STAGE_H
@@ -54,13 +54,8 @@ typedef struct omdp_fh_staged {
 int64_t omdp_fh_stage_pack(const omdp_opra_msg_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
                            omdp_fh_staged_t *out);
 
-/* out[i] = the full record of in[order[i]] (order NULL: in[i]), as the offline feed handler
- * wrote it: type OMDP_RT_OPRA_MSG, length 256, fh_in = intended = ts_ns, every field not
- * staged zero. Returns n, or -1 as omdp_fh_stage_pack. */
-int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
-                             omdp_opra_msg_t *out);
-
-/* One record of omdp_fh_stage_unpack: *m = the full record of *s. */
+/* *m = the full record of *s, as the offline feed handler wrote it: type OMDP_RT_OPRA_MSG,
+ * length 256, fh_in = intended = ts_ns, every field not staged zero. */
 void omdp_fh_stage_unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m);
 
 /* ---- the engine task's merge (feed_handler_stage_merge.c) ---- */
