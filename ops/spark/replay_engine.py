@@ -19,13 +19,13 @@ import numpy as np
 import pyarrow as pa
 
 from decision_engines.engine import DecisionEngine, split_output
-from feedhandlers.opra_record import NO_UNDERLYING
 from decision_engines.engine_config import EngineConfig
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
 from ops.spark.replay_config import ReplayConfig
+from ops.spark.replay_stage import UnderlyingCounts
 
 MINUTE_NS = 60_000_000_000
 ENGINE_BATCH = 4096
@@ -244,42 +244,12 @@ def signals_arrow(signals: np.ndarray) -> pa.Table:
                     schema=REPLAY_SIGNALS_SCHEMA)
 
 
-DENSE_IDS = 1 << 22
-"""Underlying ids below this are numbered through a dense table (routing gives 0..N-1);
-others through a sort."""
-
-
-def _index_ids(uid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(uid, return_inverse=True)`` without sorting the messages when the ids
-    are small (a sort of a bucket's day of messages cost more than its engine)."""
-    unrouted = uid == NO_UNDERLYING
-    routed = uid[~unrouted]
-    top = int(routed.max()) if len(routed) else -1
-    if top >= DENSE_IDS:
-        return np.unique(uid, return_inverse=True)
-    key = uid.astype(np.int64)
-    key[unrouted] = top + 1                      # NO_UNDERLYING sorts last, as in np.unique
-    present = np.bincount(key, minlength=top + 2) > 0
-    ids = np.flatnonzero(present).astype(np.uint32)
-    if present[top + 1]:
-        ids[-1] = NO_UNDERLYING
-    return ids, (np.cumsum(present) - 1)[key]
-
-
-def underlyings_arrow(underlying_id: np.ndarray, category: np.ndarray, ts_ns: np.ndarray,
-                     signals: np.ndarray) -> pa.Table:
-    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying among the messages (their
-    ``underlying_id``, ``category`` and capture times, in any order)."""
-    ids, inv = _index_ids(underlying_id)
-    cols: dict[str, object] = {
-        "underlying_id": ids,
-        "messages": np.bincount(inv, minlength=len(ids)),
-        "quotes": np.bincount(inv, weights=(category == ord("k")), minlength=len(ids)).astype(np.int64),
-        "first_ns": np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64),
-        "last_ns": np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64),
-    }
-    np.minimum.at(cols["first_ns"], inv, ts_ns)
-    np.maximum.at(cols["last_ns"], inv, ts_ns)
+def underlyings_arrow(counts: UnderlyingCounts, signals: np.ndarray) -> pa.Table:
+    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying among the messages
+    (``replay_stage.underlying_counts``), with its signals per kind."""
+    ids = counts.ids
+    cols: dict[str, object] = {"underlying_id": ids, "messages": counts.messages, "quotes": counts.quotes,
+                               "first_ns": counts.first_ns, "last_ns": counts.last_ns}
     pos = np.searchsorted(ids, signals["underlying_id"]) if len(ids) else np.zeros(0, np.int64)
     for code, name in SIGNAL_KIND_NAMES.items():
         sel = (signals["kind"] == code) & (pos < len(ids))

@@ -3,7 +3,7 @@
 - decode, one task per day x line: arbitrates, decodes and routes the line once
   (``replay_feed.decode_line``) and stages its records per underlying bucket;
 - engines, one task per day x underlying bucket: merges the bucket's staged records of every
-  line in time order (``replay_stage.merge_bucket``), runs every configuration's engine over
+  line in time order (``replay_stage.StagedBucket.merged``), runs every configuration's engine over
   them (``replay_engine``), writes its part of each output table.
 
 Each hands back one status row. Everything here runs on an executor; the driver only plans
@@ -25,7 +25,7 @@ from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smi
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.replay_score import truth_quotes
-from ops.spark.replay_stage import read_bucket, unpack
+from ops.spark.replay_stage import read_bucket, underlying_counts
 
 ENGINE_CHUNK = 65_536
 """Records expanded and fed to the engines at a time (16 MB, reused)."""
@@ -114,14 +114,13 @@ def run_engines(spec: EngineSpec) -> dict:
     """Merge the bucket's staged records, feed every configuration's engine a chunk at a
     time, write the outputs; the TASK_STATUS_SCHEMA row."""
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    staged, order = read_bucket(spec.out_dir, spec.bucket, list(spec.lines))
+    staged = read_bucket(spec.out_dir, spec.bucket, list(spec.lines))
     runners: list[ConfigRunner] = []
     try:
         for cfg in spec.configs:
             runners.append(ConfigRunner(cfg, spec.date, spec.bucket))
-        buf = np.empty(min(ENGINE_CHUNK, max(1, len(order))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
-        for start in range(0, len(order), ENGINE_CHUNK):
-            records = unpack(staged, order[start:start + ENGINE_CHUNK], out=buf)
+        buf = np.empty(min(ENGINE_CHUNK, max(1, len(staged))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
+        for records in staged.merged(buf):
             for r in runners:
                 r.feed(records)
     except BaseException:
@@ -129,13 +128,13 @@ def run_engines(spec: EngineSpec) -> dict:
             r.engine.close()
         raise
     configs = {}
+    counts = underlying_counts(staged.parts)
     for r in runners:
         run = r.finish()
         base = Path(spec.out_dir) / f"config={r.cfg.name}"
         sig = signals_arrow(run.signals)
         _write(sig, base / "signals", spec.bucket)
-        _write(underlyings_arrow(staged["underlying_id"], staged["category"], staged["ts_ns"], run.signals),
-               base / "underlyings", spec.bucket)
+        _write(underlyings_arrow(counts, run.signals), base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
         if r.cfg.nbbo:
             _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket)
@@ -149,8 +148,8 @@ def run_engines(spec: EngineSpec) -> dict:
         "date": spec.date, "stage": "engines", "line": -1, "bucket": spec.bucket, "messages": len(staged),
         "files_decoded": 0, "decode_cpu_s": cpu - engine_cpu, "engine_cpu_s": engine_cpu, "cpu_s": cpu,
         "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
-        "problems_json": "[]", "found_json": json.dumps(_found(staged, spec.check_keys)),
-        "truth_json": json.dumps(truth_quotes(staged, spec.truth_keys)),
+        "problems_json": "[]", "found_json": json.dumps([f for p in staged.parts for f in _found(p, spec.check_keys)]),
+        "truth_json": json.dumps([q for p in staged.parts for q in truth_quotes(p, spec.truth_keys)]),
     }
 
 

@@ -1,6 +1,6 @@
 """The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy twin
-pins the C struct; pack and unpack keep every staged field, zero the rest, gather by an
-order and refuse an order that points outside the input; a line's staged files merge back
+pins the C struct; packing and expanding keep every staged field, zero the rest; packing
+gathers by an order and refuses one that points outside the input; a line's staged files merge back
 in time order (capture time, then line); a part that is not whole records is refused with
 its path. Run under ASan/UBSan in CI (the name matches ``layout``)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi
 from omdp.record import RT_OPRA_MSG
-from ops.spark.replay_stage import STAGE_DTYPE, BucketWriter, pack, read_bucket, stage_path, unpack
+from ops.spark.replay_stage import STAGE_DTYPE, BucketWriter, StagedBucket, pack, read_bucket, stage_path
 
 STAGED = [n for n in STAGE_DTYPE.names if n not in ("ts_ns", "flags", "reserved")]
 
@@ -32,9 +32,16 @@ def _records(n: int, seed: int = 1) -> np.ndarray:
     return rec
 
 
-def test_pack_unpack_keep_the_staged_fields_and_zero_the_rest() -> None:
+def _expand(staged: np.ndarray, path: Path) -> np.ndarray:
+    """Staged records (in time order) back to full records, through a one-part merge."""
+    staged.tofile(path)
+    return next(StagedBucket([path]).merged(np.empty(len(staged), OPRA_MSG_DTYPE))).copy()
+
+
+def test_pack_expand_keep_the_staged_fields_and_zero_the_rest(tmp_path: Path) -> None:
     rec = _records(1000)
-    back = unpack(pack(rec))
+    rec = rec[np.argsort(rec["hdr"]["stamps"]["fh_in"].view(np.int64), kind="stable")]
+    back = _expand(pack(rec), tmp_path / "line01.stage")
     for name in STAGED:
         assert np.array_equal(back[name], rec[name]), name
     assert np.array_equal(back["hdr"]["stamps"]["fh_in"], rec["hdr"]["stamps"]["fh_in"])
@@ -50,14 +57,12 @@ def test_an_order_gathers_and_an_out_of_range_one_is_refused() -> None:
     order = np.arange(299, -1, -3)
     staged = pack(rec, order)
     assert np.array_equal(staged["msg_seq"], rec["msg_seq"][order])
-    back = unpack(staged, np.array([2, 0, 1]), out=np.empty(8, OPRA_MSG_DTYPE))
-    assert len(back) == 3 and np.array_equal(back["msg_seq"], staged["msg_seq"][[2, 0, 1]])
     with pytest.raises(ValueError, match="out of range"):
         pack(rec, np.array([0, 300]))
-    with pytest.raises(ValueError, match="out of range"):
-        unpack(staged, np.array([len(staged)]))
     with pytest.raises(ValueError, match="at least 5"):
-        unpack(staged[:5], out=np.empty(4, OPRA_MSG_DTYPE))
+        pack(rec[:5], out=np.empty(4, STAGE_DTYPE))
+    buf = np.empty(len(rec) + 3, STAGE_DTYPE)
+    assert np.array_equal(pack(rec, out=buf), pack(rec)) and len(pack(rec, out=buf)) == len(rec)
 
 
 def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
@@ -74,8 +79,8 @@ def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
                 w.write(rec[s:s + 128], engines[s:s + 128])
         lines[line] = (rec, engines)
     for bucket in (0, 1):
-        staged, order = read_bucket(tmp_path, bucket, [3, 1, 2])
-        got = unpack(staged, order)
+        got = np.concatenate([c.copy() for c in read_bucket(tmp_path, bucket, [3, 1, 2]).merged(
+            np.empty(100, OPRA_MSG_DTYPE))])                # 100 at a time: the merge goes on where it stopped
         want = np.concatenate([lines[ln][0][lines[ln][1] == bucket] for ln in (1, 2, 3)])
         key = np.lexsort((want["line"], want["hdr"]["stamps"]["fh_in"]))  # stable: line, then the line's order
         assert np.array_equal(got["msg_seq"], want["msg_seq"][key])

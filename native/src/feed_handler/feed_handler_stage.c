@@ -44,7 +44,7 @@ static inline void pack_one(const omdp_opra_msg_t *m, omdp_fh_staged_t *s)
     s->reserved = 0;
 }
 
-static inline void unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m)
+void omdp_fh_stage_unpack_one(const omdp_fh_staged_t *s, omdp_opra_msg_t *m)
 {
     memset(m, 0, sizeof *m);
     m->hdr.type = OMDP_RT_OPRA_MSG;
@@ -92,20 +92,6 @@ int64_t omdp_fh_stage_pack(const omdp_opra_msg_t *in, uint64_t n_in, const uint6
         if (k >= n_in)
             return -1;
         pack_one(&in[k], &out[i]);
-    }
-    return (int64_t)n;
-}
-
-int64_t omdp_fh_stage_unpack(const omdp_fh_staged_t *in, uint64_t n_in, const uint64_t *order, uint64_t n,
-                             omdp_opra_msg_t *out)
-{
-    if ((!in && n_in) || (!out && n))
-        return -1;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t k = order ? order[i] : i;
-        if (k >= n_in)
-            return -1;
-        unpack_one(&in[k], &out[i]);
     }
     return (int64_t)n;
 }

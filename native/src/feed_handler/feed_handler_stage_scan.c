@@ -1,0 +1,101 @@
+/* One-pass scans of a bucket's staged records for the replay's engine tasks (feed_stage.h):
+ * the ground-truth quotes they hold and the per-underlying counters. Each replaces numpy
+ * passes that gathered 128-byte records field by field (seconds per bucket day). */
+#include <stddef.h>
+
+#include "omdp/feed_stage.h"
+
+static const uint64_t QUOTE_HASH_M[6] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL,
+                                         0xD6E8FEB86659FD93ULL, 0xA0761D6478BD642FULL, 0xE7037ED1A0B428DBULL};
+
+static inline uint64_t root_bits(const char root[OMDP_OPRA_ROOT_MAX])
+{
+    uint64_t v = 0;
+    for (int i = 0; i < OMDP_OPRA_ROOT_MAX; i++) {
+        uint8_t c = (uint8_t)root[i];
+        v |= (uint64_t)(c == ' ' ? 0 : c) << (8 * i);
+    }
+    return v;
+}
+
+uint64_t omdp_fh_stage_quote_hash(const omdp_fh_staged_t *s)
+{
+    const uint64_t v[5] = {root_bits(s->root), s->expiry, (uint64_t)s->strike_px, s->put_call, s->participant};
+    uint64_t h = (uint64_t)s->line * QUOTE_HASH_M[0];
+    for (int k = 0; k < 5; k++)
+        h = (h ^ (h >> 29)) + v[k] * QUOTE_HASH_M[k + 1];
+    return h;
+}
+
+static int has_i64(const int64_t *sorted, uint64_t n, int64_t x)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sorted[lo] == x;
+}
+
+static int has_u64(const uint64_t *sorted, uint64_t n, uint64_t x)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sorted[lo] == x;
+}
+
+int64_t omdp_fh_stage_quote_hits(const omdp_fh_staged_t *in, uint64_t n, const int64_t *strikes, uint64_t n_strikes,
+                                 const uint64_t *keys, uint64_t n_keys, uint64_t *out, uint64_t max_out)
+{
+    if ((n && !in) || (n_strikes && !strikes) || (n_keys && !keys) || (max_out && !out))
+        return -1;
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!has_i64(strikes, n_strikes, in[i].strike_px) || !has_u64(keys, n_keys, omdp_fh_stage_quote_hash(&in[i])))
+            continue;
+        if (hits < max_out)
+            out[hits] = i;
+        hits++;
+    }
+    return (int64_t)hits;
+}
+
+int64_t omdp_fh_stage_max_underlying(const omdp_fh_staged_t *in, uint64_t n)
+{
+    int64_t top = -1;
+    if (!in)
+        return top;
+    for (uint64_t i = 0; i < n; i++)
+        if (in[i].underlying_id != OMDP_NO_UNDERLYING && (int64_t)in[i].underlying_id > top)
+            top = in[i].underlying_id;
+    return top;
+}
+
+int64_t omdp_fh_stage_underlying_counts(const omdp_fh_staged_t *in, uint64_t n, uint64_t n_slots, int64_t *messages,
+                                        int64_t *quotes, int64_t *first_ns, int64_t *last_ns)
+{
+    if ((n && !in) || !n_slots || !messages || !quotes || !first_ns || !last_ns)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t s = in[i].underlying_id == OMDP_NO_UNDERLYING ? n_slots - 1 : in[i].underlying_id;
+        if (s >= n_slots - 1 && in[i].underlying_id != OMDP_NO_UNDERLYING)
+            return -1;
+        int64_t ts = in[i].ts_ns;
+        messages[s]++;
+        quotes[s] += in[i].category == 'k';
+        if (ts < first_ns[s])
+            first_ns[s] = ts;
+        if (ts > last_ns[s])
+            last_ns[s] = ts;
+    }
+    return (int64_t)n;
+}
