@@ -27,31 +27,22 @@ uint64_t omdp_fh_stage_quote_hash(const omdp_fh_staged_t *s)
     return h;
 }
 
-static int has_i64(const int64_t *sorted, uint64_t n, int64_t x)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* has_i64 / has_u64: whether x is in sorted[0 .. n) (binary search). */
+#define OMDP_SORTED_HAS(name, type)                                                                                 \
+    static int name(const type *sorted, uint64_t n, type x)                                                        \
+    {                                                                                                               \
+        uint64_t lo = 0, hi = n;                                                                                    \
+        while (lo < hi) {                                                                                           \
+            uint64_t mid = lo + (hi - lo) / 2;                                                                      \
+            if (sorted[mid] < x)                                                                                    \
+                lo = mid + 1;                                                                                       \
+            else                                                                                                    \
+                hi = mid;                                                                                           \
+        }                                                                                                           \
+        return lo < n && sorted[lo] == x;                                                                           \
     }
-    return lo < n && sorted[lo] == x;
-}
-
-static int has_u64(const uint64_t *sorted, uint64_t n, uint64_t x)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && sorted[lo] == x;
-}
+OMDP_SORTED_HAS(has_i64, int64_t)
+OMDP_SORTED_HAS(has_u64, uint64_t)
 
 int64_t omdp_fh_stage_quote_hits(const omdp_fh_staged_t *in, uint64_t n, const int64_t *strikes, uint64_t n_strikes,
                                  const uint64_t *keys, uint64_t n_keys, uint64_t *out, uint64_t max_out)
