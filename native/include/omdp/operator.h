@@ -74,6 +74,10 @@ typedef struct omdp_op_init {
     uint32_t err_size;
 } omdp_op_init_t;
 
+/* For an operator's init: the one-line reason (printf format) written into init->err when
+ * it has room, and OMDP_ERR_PARAMS returned, so every operator refuses parameters alike. */
+int omdp_op_init_fail(const omdp_op_init_t *init, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 typedef struct omdp_operator_vtable {
     uint32_t abi;       /* OMDP_OPERATOR_ABI */
     const char *kind;   /* registry name, e.g. "seq_source" */

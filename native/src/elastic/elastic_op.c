@@ -24,13 +24,6 @@ typedef struct elastic_op {
     uint64_t emits;
 } elastic_op_t;
 
-static int op_error(const omdp_op_init_t *init, const char *msg)
-{
-    if (init->err && init->err_size)
-        snprintf(init->err, init->err_size, "%s", msg);
-    return OMDP_ERR_PARAMS;
-}
-
 static void op_close(void *state)
 {
     elastic_op_t *op = state;
@@ -44,13 +37,13 @@ static void op_close(void *state)
 static int op_init(void **state, const omdp_op_init_t *init)
 {
     if (!init->params || init->params_size != sizeof(omdp_elastic_op_params_t))
-        return op_error(init, "params: expected omdp_elastic_op_params_t");
+        return omdp_op_init_fail(init, "params: expected omdp_elastic_op_params_t");
     omdp_elastic_op_params_t prm;
     memcpy(&prm, init->params, sizeof prm);
     if (!prm.shared)
-        return op_error(init, "shared: the elastic partition is required");
+        return omdp_op_init_fail(init, "shared: the elastic partition is required");
     if (prm.out_bytes < OMDP_ENGINE_MAX_OUT_PER_MSG || prm.out_bytes % 8 || prm.out_bytes > (1u << 26))
-        return op_error(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
+        return omdp_op_init_fail(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
     elastic_op_t *op = calloc(1, sizeof *op);
     if (!op)
         return OMDP_ERR_NOMEM;

@@ -10,13 +10,6 @@
 #include "omdp/clock.h"
 #include "feed_handler_internal.h"
 
-static int init_error(const omdp_op_init_t *init, const char *fmt, unsigned a, unsigned b)
-{
-    if (init->err && init->err_size)
-        snprintf(init->err, init->err_size, fmt, a, b);
-    return OMDP_ERR_PARAMS;
-}
-
 static void fh_free(feed_handler_t *fh)
 {
     if (!fh)
@@ -36,21 +29,21 @@ static void fh_free(feed_handler_t *fh)
 static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
 {
     if (p->input != OMDP_FH_INPUT_RING && p->input != OMDP_FH_INPUT_MULTICAST)
-        return init_error(init, "input %u is neither ring (0) nor multicast (1)", p->input, 0);
+        return omdp_op_init_fail(init, "input %u is neither ring (0) nor multicast (1)", p->input);
     if (p->n_lines == 0 || p->n_lines > OMDP_FH_MAX_LINE || !p->lines)
-        return init_error(init, "%u lines: a feed handler serves 1..%u lines", p->n_lines, OMDP_FH_MAX_LINE);
+        return omdp_op_init_fail(init, "%u lines: a feed handler serves 1..%u lines", p->n_lines, OMDP_FH_MAX_LINE);
     if (p->n_engines == 0 || p->n_engines > OMDP_FH_MAX_ENGINES)
-        return init_error(init, "%u engines: 1..%u", p->n_engines, OMDP_FH_MAX_ENGINES);
+        return omdp_op_init_fail(init, "%u engines: 1..%u", p->n_engines, OMDP_FH_MAX_ENGINES);
     if (p->default_engine >= p->n_engines)
-        return init_error(init, "default_engine %u of %u engines", p->default_engine, p->n_engines);
+        return omdp_op_init_fail(init, "default_engine %u of %u engines", p->default_engine, p->n_engines);
     if (p->batch_packets == 0 || p->batch_packets > OMDP_FH_MAX_BATCH)
-        return init_error(init, "batch_packets %u: 1..%u", p->batch_packets, OMDP_FH_MAX_BATCH);
+        return omdp_op_init_fail(init, "batch_packets %u: 1..%u", p->batch_packets, OMDP_FH_MAX_BATCH);
     if (p->coalesce_packets > OMDP_FH_MAX_BATCH)
-        return init_error(init, "coalesce_packets %u: 0..%u (0 and 1: off)", p->coalesce_packets, OMDP_FH_MAX_BATCH);
+        return omdp_op_init_fail(init, "coalesce_packets %u: 0..%u (0 and 1: off)", p->coalesce_packets, OMDP_FH_MAX_BATCH);
     if (p->stats_interval_ns <= 0)
-        return init_error(init, "stats_interval_ns must be > 0", 0, 0);
+        return omdp_op_init_fail(init, "stats_interval_ns must be > 0");
     if (p->input == OMDP_FH_INPUT_RING && !p->ring)
-        return init_error(init, "ring input without a ring", 0, 0);
+        return omdp_op_init_fail(init, "ring input without a ring");
     return OMDP_OK;
 }
 
@@ -72,24 +65,24 @@ static int setup_lines(feed_handler_t *fh, const omdp_fh_params_t *p, const omdp
         const omdp_fh_line_params_t *lp = &p->lines[i];
         fh_line_t *l = &fh->lines[i];
         if (lp->line == 0 || lp->line > OMDP_FH_MAX_LINE)
-            return init_error(init, "line %u outside 1..%u", lp->line, OMDP_FH_MAX_LINE);
+            return omdp_op_init_fail(init, "line %u outside 1..%u", lp->line, OMDP_FH_MAX_LINE);
         if (fh->line_index[lp->line] != FH_NO_LINE)
-            return init_error(init, "line %u given twice", lp->line, 0);
+            return omdp_op_init_fail(init, "line %u given twice", lp->line);
         if (memchr(lp->intended, 0, sizeof lp->intended) == NULL)
-            return init_error(init, "line %u: intended table name not NUL terminated", lp->line, 0);
+            return omdp_op_init_fail(init, "line %u: intended table name not NUL terminated", lp->line);
         fh->line_index[lp->line] = (uint8_t)i;
         l->line = lp->line;
         l->fd[0] = p->input == OMDP_FH_INPUT_MULTICAST ? lp->fd[0] : -1;
         l->fd[1] = p->input == OMDP_FH_INPUT_MULTICAST ? lp->fd[1] : -1;
         if (p->input == OMDP_FH_INPUT_MULTICAST && l->fd[0] < 0 && l->fd[1] < 0)
-            return init_error(init, "line %u: multicast input without a socket", lp->line, 0);
+            return omdp_op_init_fail(init, "line %u: multicast input without a socket", lp->line);
         l->table = lp->intended[0] ? add_table(fh, lp->intended) : -1;
         l->stats_index = -1;
         omdp_fh_arb_init(&l->arb);
         if (fh->stats) {
             int idx = omdp_stats_line_register(fh->stats, lp->line);
             if (idx < 0)
-                return init_error(init, "line %u: no entry in the stats segment (error %u)", lp->line, (unsigned)-idx);
+                return omdp_op_init_fail(init, "line %u: no entry in the stats segment (error %u)", lp->line, (unsigned)-idx);
             l->stats_index = idx;
         }
     }
@@ -123,7 +116,7 @@ static void publish_lines(feed_handler_t *fh, int64_t now_ns, int force)
 static int fh_init(void **state, const omdp_op_init_t *init)
 {
     if (init->params_size != sizeof(omdp_fh_params_t) || !init->params)
-        return init_error(init, "params: expected omdp_fh_params_t", 0, 0);
+        return omdp_op_init_fail(init, "params: expected omdp_fh_params_t");
     const omdp_fh_params_t *p = init->params;
     int rc = check_params(p, init);
     if (rc < 0)

@@ -12,18 +12,12 @@ typedef struct latency_op {
 
 static int lat_init(void **state, const omdp_op_init_t *init)
 {
-    if (init->params_size != sizeof(omdp_latency_op_params_t) || !init->params) {
-        if (init->err && init->err_size)
-            snprintf(init->err, init->err_size, "params: expected omdp_latency_op_params_t");
-        return OMDP_ERR_PARAMS;
-    }
+    if (init->params_size != sizeof(omdp_latency_op_params_t) || !init->params)
+        return omdp_op_init_fail(init, "params: expected omdp_latency_op_params_t");
     omdp_latency_op_params_t prm;
     memcpy(&prm, init->params, sizeof prm);
-    if (!prm.collector) {
-        if (init->err && init->err_size)
-            snprintf(init->err, init->err_size, "params: no collector");
-        return OMDP_ERR_PARAMS;
-    }
+    if (!prm.collector)
+        return omdp_op_init_fail(init, "params: no collector");
     latency_op_t *s = calloc(1, sizeof *s);
     if (!s)
         return OMDP_ERR_NOMEM;

@@ -1,5 +1,9 @@
-/* Names of the operator contract's error codes (operator.h). */
+/* Names of the operator contract's error codes, and how an init refuses its parameters
+ * (operator.h). */
 #include "omdp/operator.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *omdp_strerror(int code)
 {
@@ -17,4 +21,15 @@ const char *omdp_strerror(int code)
     case OMDP_ERR_STATE: return "runtime used out of order";
     default: return "unknown error";
     }
+}
+
+int omdp_op_init_fail(const omdp_op_init_t *init, const char *fmt, ...)
+{
+    if (init->err && init->err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(init->err, init->err_size, fmt, ap);
+        va_end(ap);
+    }
+    return OMDP_ERR_PARAMS;
 }

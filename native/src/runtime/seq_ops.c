@@ -8,13 +8,6 @@
 
 #include "omdp/clock.h"
 
-static int init_error(const omdp_op_init_t *init, const char *msg)
-{
-    if (init->err && init->err_size)
-        snprintf(init->err, init->err_size, "%s", msg);
-    return OMDP_ERR_PARAMS;
-}
-
 /* ---- seq_source ---------------------------------------------------------------------- */
 
 typedef struct seq_source {
@@ -29,17 +22,17 @@ typedef struct seq_source {
 static int seq_source_init(void **state, const omdp_op_init_t *init)
 {
     if (init->params_size != sizeof(omdp_seq_source_params_t) || !init->params)
-        return init_error(init, "params: expected omdp_seq_source_params_t");
+        return omdp_op_init_fail(init, "params: expected omdp_seq_source_params_t");
     omdp_seq_source_params_t prm;
     memcpy(&prm, init->params, sizeof prm);
     if (prm.batch < 1 || prm.batch > OMDP_SEQ_MAX_BATCH)
-        return init_error(init, "batch must be 1..4096");
+        return omdp_op_init_fail(init, "batch must be 1..4096");
     if (prm.record_size < OMDP_SEQ_RECORD_MIN || prm.record_size > 65528 || prm.record_size % 8)
-        return init_error(init, "record_size must be a multiple of 8 in 80..65528");
+        return omdp_op_init_fail(init, "record_size must be a multiple of 8 in 80..65528");
     if (!(prm.rate >= 0.0) || isinf(prm.rate))
-        return init_error(init, "rate must be >= 0 and finite");
+        return omdp_op_init_fail(init, "rate must be >= 0 and finite");
     if ((uint64_t)prm.source_base + init->replica >= OMDP_SEQ_MAX_SOURCES)
-        return init_error(init, "source id (source_base + replica) must be < 65536");
+        return omdp_op_init_fail(init, "source id (source_base + replica) must be < 65536");
     seq_source_t *s = calloc(1, sizeof *s);
     if (!s)
         return OMDP_ERR_NOMEM;
@@ -135,7 +128,7 @@ typedef struct relay {
 static int relay_init(void **state, const omdp_op_init_t *init)
 {
     if (init->params_size != 0)
-        return init_error(init, "relay takes no parameters");
+        return omdp_op_init_fail(init, "relay takes no parameters");
     relay_t *r = calloc(1, sizeof *r);
     if (!r)
         return OMDP_ERR_NOMEM;
@@ -195,11 +188,11 @@ typedef struct seq_sink {
 static int seq_sink_init(void **state, const omdp_op_init_t *init)
 {
     if (init->params_size != sizeof(omdp_seq_sink_params_t) || !init->params)
-        return init_error(init, "params: expected omdp_seq_sink_params_t");
+        return omdp_op_init_fail(init, "params: expected omdp_seq_sink_params_t");
     omdp_seq_sink_params_t prm;
     memcpy(&prm, init->params, sizeof prm);
     if (prm.max_sources < 1 || prm.max_sources > OMDP_SEQ_MAX_SOURCES)
-        return init_error(init, "max_sources must be 1..65536");
+        return omdp_op_init_fail(init, "max_sources must be 1..65536");
     seq_sink_t *s = calloc(1, sizeof *s);
     if (!s)
         return OMDP_ERR_NOMEM;
