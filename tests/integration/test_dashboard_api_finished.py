@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from cli_child_support import start_background_job, stop_job
 from dashboard_support import LiveFeed, assert_hop_matches, expected_hop
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -175,21 +176,13 @@ def test_parse_address() -> None:
             parse_address(bad)
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_omdp_dashboard_serves_a_run_directory_until_stopped(run_dir: Path, tmp_path: Path, stop: int) -> None:
     """Started as a script's background job is (SIGINT ignored at start), ``omdp dashboard``
     still stops cleanly on Ctrl-C and on SIGTERM."""
     # The child imports omdp from where this process does (an installed package or the checkout).
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "dashboard", "--run", str(run_dir),
-         "--address", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=_ignore_sigint,
-    )
+    proc = start_background_job(["dashboard", "--run", str(run_dir), "--address", "127.0.0.1:0"], env=env, cwd=tmp_path)
     try:
         line = proc.stdout.readline()
         assert " on http://127.0.0.1:" in line, line + proc.stderr.read()
@@ -198,14 +191,7 @@ def test_omdp_dashboard_serves_a_run_directory_until_stopped(run_dir: Path, tmp_
         assert run["run_id"] == read_meta(run_dir)["run_id"]
         assert "<title>omdp" in httpx.get(url, timeout=10).text
     finally:
-        proc.send_signal(stop)
-        # communicate() drains both pipes, so a chatty child cannot block on a full pipe.
-        try:
-            _, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-            pytest.fail(f"omdp dashboard still running 30 s after {signal.Signals(stop).name}; its stderr:\n{err[-3000:]}")
+        _, err = stop_job(proc, stop, "omdp dashboard")
     assert proc.returncode == 0, err[-3000:]
 
 

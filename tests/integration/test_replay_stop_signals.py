@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_child_support import start_background_job, stop_job
 from replay_support import make_line, write_capture
 
 pytestmark = pytest.mark.slow  # two replays of a few seconds
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
 def test_replay_stops_cleanly_on_a_stop_signal(tmp_path: Path, stop: int) -> None:
     write_capture(tmp_path / "cap", [make_line(3, 400, seed=2)])
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "replay", str(tmp_path / "cap"),
-         "--rate", "0.05x", "--loop", "--no-http", "--copies", "A", "--run-dir", str(tmp_path / "run")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=_ignore_sigint,
-    )
+    proc = start_background_job(["replay", str(tmp_path / "cap"), "--rate", "0.05x", "--loop", "--no-http",
+                                 "--copies", "A", "--run-dir", str(tmp_path / "run")], cwd=tmp_path)
     try:
         first = proc.stderr.readline()
         assert first.startswith("replay "), first + proc.stderr.read()
@@ -38,13 +30,7 @@ def test_replay_stops_cleanly_on_a_stop_signal(tmp_path: Path, stop: int) -> Non
             time.sleep(0.05)
         time.sleep(0.5)
     finally:
-        proc.send_signal(stop)
-        try:
-            out, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            pytest.fail(f"omdp replay still running 30 s after {signal.Signals(stop).name}:\n{err[-3000:]}")
+        out, err = stop_job(proc, stop, "omdp replay")
     assert proc.returncode == 0, err[-3000:]
     assert "stopped:" in out and (tmp_path / "run" / "intended.parquet").is_file()
     assert [n for n in os.listdir("/dev/shm") if run_id in n] == []
