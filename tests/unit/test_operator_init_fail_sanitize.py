@@ -41,3 +41,19 @@ def test_the_reason_is_cut_to_the_room_given_and_nothing_is_written_without_room
     assert rc == lib.OMDP_ERR_PARAMS and text == "params:"
     rc, text = _init(vt, 0)
     assert rc == lib.OMDP_ERR_PARAMS and text == ""
+
+
+@pytest.mark.parametrize("kind", ["decision_engine", "elastic_engine"])
+@pytest.mark.parametrize("out_bytes", [0, 12, 1 << 27])
+def test_both_engine_operators_refuse_an_output_buffer_they_cannot_use(kind: str, out_bytes: int) -> None:
+    """The engine and elastic operators check out_bytes in one place (omdp_engine_op_io_init)."""
+    ctype = "omdp_engine_op_params_t *" if kind == "decision_engine" else "omdp_elastic_op_params_t *"
+    prm = ffi.new(ctype)
+    prm.out_bytes = out_bytes
+    if kind == "elastic_engine":
+        prm.shared = ffi.cast("void *", 1)  # never touched: out_bytes is refused first
+    err = ffi.new("char[]", 256)
+    init = ffi.new("omdp_op_init_t *", {"params": prm, "params_size": ffi.sizeof(ctype[:-2]), "replica": 0,
+                                        "replicas": 1, "name": ffi.NULL, "err": err, "err_size": 256})
+    assert VTABLES[kind][0]().init(ffi.new("void **"), init) == lib.OMDP_ERR_PARAMS
+    assert ffi.string(err).decode().startswith("out_bytes must be a multiple of 8")

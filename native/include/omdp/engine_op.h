@@ -53,6 +53,28 @@ int omdp_engine_for_each_msg_run(const uint8_t *records, uint32_t nbytes, omdp_o
                                  omdp_msg_run_fn fn, void *ctx, const omdp_emitter_t *em,
                                  omdp_msg_run_counts_t *counts);
 
+/* What an operator running engines over a batch's message runs holds besides the engines:
+ * the output buffer they append to, the scratch misaligned runs are copied through, the run
+ * counters and the emit count. Shared by the engine and the elastic partition's operators. */
+typedef struct omdp_engine_op_io {
+    uint8_t *out;
+    uint32_t out_bytes;
+    uint32_t out_len;
+    omdp_opra_msg_t *scratch;
+    omdp_msg_run_counts_t runs;
+    uint64_t emits;
+} omdp_engine_op_io_t;
+
+/* Check out_bytes (a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]; otherwise
+ * OMDP_ERR_PARAMS with the reason in init->err) and allocate the buffers (OMDP_ERR_NOMEM).
+ * io starts zeroed; omdp_engine_op_io_free frees whatever it holds, after a failure too. */
+int omdp_engine_op_io_init(omdp_engine_op_io_t *io, uint32_t out_bytes, const omdp_op_init_t *init);
+void omdp_engine_op_io_free(omdp_engine_op_io_t *io);
+
+/* Emit out[0, out_len) (omdp_engine_emit_output) and empty it. */
+int omdp_engine_op_io_flush(omdp_engine_op_io_t *io, const omdp_emitter_t *em, uint32_t samples_port,
+                            uint32_t signals_port);
+
 /* Reference counting, so an engine shared by Python and an operator is freed by the last
  * one to let go. omdp_engine_destroy is omdp_engine_release. */
 void omdp_engine_retain(omdp_engine_t *engine);

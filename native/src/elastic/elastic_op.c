@@ -15,13 +15,8 @@
 
 typedef struct elastic_op {
     omdp_elastic_t *el;
-    uint8_t *out;
-    uint32_t out_bytes;
-    uint32_t out_len;
-    omdp_opra_msg_t *scratch;
-    omdp_msg_run_counts_t runs; /* skipped records, broken batches, copied runs */
+    omdp_engine_op_io_t io; /* output buffer, scratch, run counters, emits */
     uint64_t full_retries;  /* dispatch found a ring full: emitted and retried */
-    uint64_t emits;
 } elastic_op_t;
 
 static void op_close(void *state)
@@ -29,8 +24,7 @@ static void op_close(void *state)
     elastic_op_t *op = state;
     if (!op)
         return;
-    free(op->out);
-    free(op->scratch);
+    omdp_engine_op_io_free(&op->io);
     free(op);
 }
 
@@ -42,18 +36,14 @@ static int op_init(void **state, const omdp_op_init_t *init)
     memcpy(&prm, init->params, sizeof prm);
     if (!prm.shared)
         return omdp_op_init_fail(init, "shared: the elastic partition is required");
-    if (prm.out_bytes < OMDP_ENGINE_MAX_OUT_PER_MSG || prm.out_bytes % 8 || prm.out_bytes > (1u << 26))
-        return omdp_op_init_fail(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
     elastic_op_t *op = calloc(1, sizeof *op);
     if (!op)
         return OMDP_ERR_NOMEM;
     op->el = prm.shared;
-    op->out_bytes = prm.out_bytes;
-    op->out = aligned_alloc(64, prm.out_bytes);
-    op->scratch = aligned_alloc(64, OMDP_ENGINE_SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
-    if (!op->out || !op->scratch) {
+    int rc = omdp_engine_op_io_init(&op->io, prm.out_bytes, init);
+    if (rc != OMDP_OK) {
         op_close(op);
-        return OMDP_ERR_NOMEM;
+        return rc;
     }
     *state = op;
     return OMDP_OK;
@@ -62,15 +52,13 @@ static int op_init(void **state, const omdp_op_init_t *init)
 /* Emit the output buffer (omdp_engine_emit_output) and empty it. */
 static int flush(elastic_op_t *op, const omdp_emitter_t *em)
 {
-    int rc = omdp_engine_emit_output(op->out, op->out_len, em, OMDP_ELASTIC_OP_PORT_SAMPLES, OMDP_ELASTIC_OP_PORT_SIGNALS, &op->emits);
-    op->out_len = 0;
-    return rc;
+    return omdp_engine_op_io_flush(&op->io, em, OMDP_ELASTIC_OP_PORT_SAMPLES, OMDP_ELASTIC_OP_PORT_SIGNALS);
 }
 
 static int collect_emit(elastic_op_t *op, const omdp_emitter_t *em)
 {
-    omdp_elastic_collect(op->el, op->out, op->out_bytes, &op->out_len);
-    return op->out_len ? flush(op, em) : OMDP_OK;
+    omdp_elastic_collect(op->el, op->io.out, op->io.out_bytes, &op->io.out_len);
+    return op->io.out_len ? flush(op, em) : OMDP_OK;
 }
 
 static int dispatch_all(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
@@ -99,7 +87,7 @@ static int op_process(void *state, uint32_t in_port, const uint8_t *records, uin
 {
     elastic_op_t *op = state;
     (void)in_port;
-    int rc = omdp_engine_for_each_msg_run(records, nbytes, op->scratch, dispatch_all, op, em, &op->runs);
+    int rc = omdp_engine_for_each_msg_run(records, nbytes, op->io.scratch, dispatch_all, op, em, &op->io.runs);
     if (rc < 0)
         return rc;
     omdp_elastic_pass(op->el); /* inline worker 0, if so configured */
@@ -138,8 +126,8 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
     omdp_elastic_engine_counters(op->el, &e);
     uint64_t v[N_NAMES] = {c.dispatched, c.processed, c.ring_full, c.moves, c.level, c.level_changes, c.suspended,
                            c.wakeups, c.inplace, e.signals, e.sampled, e.series, e.quotes, e.unrouted, e.bbo_checked,
-                           e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->runs.skipped_records, op->runs.bad_batches,
-                           op->full_retries, op->emits};
+                           e.bbo_bid_mismatch, e.bbo_offer_mismatch, op->io.runs.skipped_records, op->io.runs.bad_batches,
+                           op->full_retries, op->io.emits};
     for (uint32_t i = 0; i < N_NAMES && i < max; i++) {
         out[i].name = NAMES[i];
         out[i].value = v[i];

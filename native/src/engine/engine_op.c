@@ -10,12 +10,7 @@
 
 typedef struct engine_op {
     omdp_engine_t *engine;
-    uint8_t *out;
-    uint32_t out_bytes;
-    uint32_t out_len;
-    omdp_opra_msg_t *scratch;
-    omdp_msg_run_counts_t runs; /* skipped records, broken batches, copied runs */
-    uint64_t emits;
+    omdp_engine_op_io_t io; /* output buffer, scratch, run counters, emits */
 } engine_op_t;
 
 static void op_close(void *state)
@@ -24,8 +19,7 @@ static void op_close(void *state)
     if (!op)
         return;
     omdp_engine_release(op->engine);
-    free(op->out);
-    free(op->scratch);
+    omdp_engine_op_io_free(&op->io);
     free(op);
 }
 
@@ -35,11 +29,14 @@ static int op_init(void **state, const omdp_op_init_t *init)
         return omdp_op_init_fail(init, "params: expected omdp_engine_op_params_t");
     omdp_engine_op_params_t prm;
     memcpy(&prm, init->params, sizeof prm);
-    if (prm.out_bytes < OMDP_ENGINE_MAX_OUT_PER_MSG || prm.out_bytes % 8 || prm.out_bytes > (1u << 26))
-        return omdp_op_init_fail(init, "out_bytes must be a multiple of 8 in [OMDP_ENGINE_MAX_OUT_PER_MSG, 64 MiB]");
     engine_op_t *op = calloc(1, sizeof *op);
     if (!op)
         return OMDP_ERR_NOMEM;
+    int rc = omdp_engine_op_io_init(&op->io, prm.out_bytes, init);
+    if (rc != OMDP_OK) {
+        op_close(op);
+        return rc;
+    }
     if (prm.shared) {
         omdp_engine_retain(prm.shared);
         op->engine = prm.shared;
@@ -47,29 +44,14 @@ static int op_init(void **state, const omdp_op_init_t *init)
         int err = 0;
         op->engine = omdp_engine_create(&prm.engine, &err);
         if (!op->engine) {
-            free(op);
+            op_close(op);
             if (err == OMDP_ENGINE_ENOMEM)
                 return OMDP_ERR_NOMEM;
             return omdp_op_init_fail(init, "engine: max_series and max_groups must be 1..2^24");
         }
     }
-    op->out_bytes = prm.out_bytes;
-    op->out = aligned_alloc(64, prm.out_bytes);
-    op->scratch = aligned_alloc(64, OMDP_ENGINE_SCRATCH_RECORDS * sizeof(omdp_opra_msg_t));
-    if (!op->out || !op->scratch) {
-        op_close(op);
-        return OMDP_ERR_NOMEM;
-    }
     *state = op;
     return OMDP_OK;
-}
-
-/* Emit the output buffer (omdp_engine_emit_output) and empty it. */
-static int flush(engine_op_t *op, const omdp_emitter_t *em)
-{
-    int rc = omdp_engine_emit_output(op->out, op->out_len, em, OMDP_ENGINE_OP_PORT_SAMPLES, OMDP_ENGINE_OP_PORT_SIGNALS, &op->emits);
-    op->out_len = 0;
-    return rc;
 }
 
 static int run_engine(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const omdp_emitter_t *em)
@@ -77,12 +59,12 @@ static int run_engine(void *ctx, const omdp_opra_msg_t *msgs, uint32_t n, const 
     engine_op_t *op = ctx;
     uint32_t done = 0;
     while (done < n) {
-        int32_t got = omdp_engine_process_batch(op->engine, msgs + done, n - done, op->out, op->out_bytes, &op->out_len);
+        int32_t got = omdp_engine_process_batch(op->engine, msgs + done, n - done, op->io.out, op->io.out_bytes, &op->io.out_len);
         if (got < 0)
             return OMDP_ERR_STATE;
         done += (uint32_t)got;
-        if (op->out_len) {
-            int rc = flush(op, em);
+        if (op->io.out_len) {
+            int rc = omdp_engine_op_io_flush(&op->io, em, OMDP_ENGINE_OP_PORT_SAMPLES, OMDP_ENGINE_OP_PORT_SIGNALS);
             if (rc < 0)
                 return rc;
         }
@@ -95,7 +77,7 @@ static int op_process(void *state, uint32_t in_port, const uint8_t *records, uin
 {
     engine_op_t *op = state;
     (void)in_port;
-    return omdp_engine_for_each_msg_run(records, nbytes, op->scratch, run_engine, op, em, &op->runs);
+    return omdp_engine_for_each_msg_run(records, nbytes, op->io.scratch, run_engine, op, em, &op->io.runs);
 }
 
 static const char *const ENGINE_COUNTER_NAMES[] = {
@@ -116,10 +98,10 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
     uint64_t v[sizeof c / sizeof(uint64_t)];
     memcpy(v, &c, sizeof c);
     uint32_t n_engine = sizeof v / sizeof v[0];
-    omdp_counter_t own[] = {{"skipped_records", op->runs.skipped_records},
-                            {"bad_batches", op->runs.bad_batches},
-                            {"copied_runs", op->runs.copied_runs},
-                            {"emits", op->emits}};
+    omdp_counter_t own[] = {{"skipped_records", op->io.runs.skipped_records},
+                            {"bad_batches", op->io.runs.bad_batches},
+                            {"copied_runs", op->io.runs.copied_runs},
+                            {"emits", op->io.emits}};
     uint32_t n_own = sizeof own / sizeof own[0];
     for (uint32_t i = 0; i < n_engine && i < max; i++)
         out[i] = (omdp_counter_t){ENGINE_COUNTER_NAMES[i], v[i]};
