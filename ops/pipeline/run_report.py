@@ -169,10 +169,12 @@ def batching(result: RunResult, assembly: Assembly) -> Batching:
 class PartitionCost:
     """One partition's loop: thread CPU time over the run, per packet and per message the
     feed handlers received (the whole run's, whichever partition does the work); and its
-    work time, the loop iterations that did something (``busy_ns``, the C loop's own
-    measure). A spinning loop's CPU time is its wall time whatever its load, so at a rate the
-    loop keeps up with, CPU per packet is only 1 / rate; work per packet is what one packet
-    costs and what a deployment is sized by."""
+    work: ``busy_ns`` is the wall time of the loop iterations that did something (the C
+    loop's own measure, on the stamp clock), and the work CPU is that share of the loop's
+    wall time applied to its thread CPU time (time the thread was preempted falls on working
+    and idle iterations alike). A spinning loop's CPU time is its wall time whatever its
+    load, so at a rate the loop keeps up with, CPU per packet is only 1 / rate; work per
+    packet is what one packet costs and what a deployment is sized by."""
 
     partition: str
     cpu_ns: int
@@ -190,12 +192,24 @@ class PartitionCost:
         return self.cpu_ns / self.messages if self.messages else None
 
     @property
+    def work_fraction(self) -> float | None:
+        """The working iterations' share of the loop's wall time."""
+        return min(1.0, self.busy_ns / self.wall_ns) if self.busy_ns is not None and self.wall_ns else None
+
+    @property
+    def work_cpu_ns(self) -> float | None:
+        f = self.work_fraction
+        return self.cpu_ns * f if f is not None else None
+
+    @property
     def work_ns_per_packet(self) -> float | None:
-        return self.busy_ns / self.packets if self.packets and self.busy_ns is not None else None
+        w = self.work_cpu_ns
+        return w / self.packets if w is not None and self.packets else None
 
     @property
     def work_ns_per_message(self) -> float | None:
-        return self.busy_ns / self.messages if self.messages and self.busy_ns is not None else None
+        w = self.work_cpu_ns
+        return w / self.messages if w is not None and self.messages else None
 
     @property
     def busy(self) -> float | None:
@@ -205,8 +219,8 @@ class PartitionCost:
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "cpu_ns_per_packet": self.cpu_ns_per_packet,
                 "cpu_ns_per_message": self.cpu_ns_per_message, "busy": self.busy,
-                "work_ns_per_packet": self.work_ns_per_packet, "work_ns_per_message": self.work_ns_per_message,
-                "work_fraction": self.busy_ns / self.wall_ns if self.busy_ns is not None and self.wall_ns else None}
+                "work_fraction": self.work_fraction, "work_cpu_ns": self.work_cpu_ns,
+                "work_ns_per_packet": self.work_ns_per_packet, "work_ns_per_message": self.work_ns_per_message}
 
 
 def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
