@@ -43,7 +43,11 @@ def _sources() -> list[Path]:
 
 
 def _compile_args() -> list[str]:
-    args = ["-std=gnu11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-strict-aliasing"]
+    # -fno-semantic-interposition with -Bsymbolic (below): a call from one omdp function to
+    # another binds inside the module (inlined in one file, a direct call across files),
+    # not through the PLT; nothing interposes omdp's symbols
+    args = ["-std=gnu11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-strict-aliasing",
+            "-fno-semantic-interposition"]
     march = os.environ.get("OMDP_MARCH", "native")
     if march != "none":
         args.append(f"-march={march}")
@@ -53,7 +57,7 @@ def _compile_args() -> list[str]:
 
 
 def _link_args() -> list[str]:
-    args = ["-lrt", "-lpthread"]
+    args = ["-lrt", "-lpthread", "-Wl,-Bsymbolic"]
     if os.environ.get("OMDP_SANITIZE") == "1":
         args += ["-fsanitize=address,undefined"]
     if _have_verbs() and any(p.stem.endswith("_ib") for p in _sources()):

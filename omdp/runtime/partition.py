@@ -173,6 +173,7 @@ class Partition:
         return {"state": STATE_NAMES.get(s.state, str(s.state)), "loops": s.loops, "idle_loops": s.idle_loops,
                 "frames_in": s.frames_in, "frames_out": s.frames_out, "discarded": s.discarded,
                 "sources_done": s.sources_done, "inputs_ended": s.inputs_ended, "last_progress_ns": s.last_progress_ns,
+                "loop_busy_ns": s.busy_ns,
                 "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns}
 
     def channel_stats(self) -> dict[str, dict[str, int]]:

@@ -168,13 +168,20 @@ def batching(result: RunResult, assembly: Assembly) -> Batching:
 @dataclass
 class PartitionCost:
     """One partition's loop: thread CPU time over the run, per packet and per message the
-    feed handlers received (the whole run's, whichever partition does the work)."""
+    feed handlers received (the whole run's, whichever partition does the work); and its
+    work: ``busy_ns`` is the wall time of the loop iterations that did something (the C
+    loop's own measure, on the stamp clock), and the work CPU is that share of the loop's
+    wall time applied to its thread CPU time (time the thread was preempted falls on working
+    and idle iterations alike). A spinning loop's CPU time is its wall time whatever its
+    load, so at a rate the loop keeps up with, CPU per packet is only 1 / rate; work per
+    packet is what one packet costs and what a deployment is sized by."""
 
     partition: str
     cpu_ns: int
     wall_ns: int
     packets: int
     messages: int
+    busy_ns: int | None = None
 
     @property
     def cpu_ns_per_packet(self) -> float | None:
@@ -185,13 +192,35 @@ class PartitionCost:
         return self.cpu_ns / self.messages if self.messages else None
 
     @property
+    def work_fraction(self) -> float | None:
+        """The working iterations' share of the loop's wall time."""
+        return min(1.0, self.busy_ns / self.wall_ns) if self.busy_ns is not None and self.wall_ns else None
+
+    @property
+    def work_cpu_ns(self) -> float | None:
+        f = self.work_fraction
+        return self.cpu_ns * f if f is not None else None
+
+    @property
+    def work_ns_per_packet(self) -> float | None:
+        w = self.work_cpu_ns
+        return w / self.packets if w is not None and self.packets else None
+
+    @property
+    def work_ns_per_message(self) -> float | None:
+        w = self.work_cpu_ns
+        return w / self.messages if w is not None and self.messages else None
+
+    @property
     def busy(self) -> float | None:
         """CPU time over wall time of the loop (a spinning loop is near 1 whatever its load)."""
         return self.cpu_ns / self.wall_ns if self.wall_ns else None
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "cpu_ns_per_packet": self.cpu_ns_per_packet,
-                "cpu_ns_per_message": self.cpu_ns_per_message, "busy": self.busy}
+                "cpu_ns_per_message": self.cpu_ns_per_message, "busy": self.busy,
+                "work_fraction": self.work_fraction, "work_cpu_ns": self.work_cpu_ns,
+                "work_ns_per_packet": self.work_ns_per_packet, "work_ns_per_message": self.work_ns_per_message}
 
 
 def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
@@ -201,8 +230,9 @@ def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
         st = (p.get("report") or {}).get("stats") or {}
         if "loop_cpu_ns" not in st:
             continue
+        busy = st.get("loop_busy_ns")
         out.append(PartitionCost(name, int(st["loop_cpu_ns"]), int(st.get("loop_wall_ns", 0)), acc.packets_received,
-                                 acc.messages_received))
+                                 acc.messages_received, int(busy) if busy is not None else None))
     return out
 
 

@@ -88,6 +88,9 @@ def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
         d = run.to_dict()
         assert d["batching"]["packets_mean"] == b.packets_mean
         assert all(c["cpu_ns"] > 0 and c["cpu_ns_per_packet"] > 0 for c in d["cpu"].values())
+        # the work of a packet is part of its CPU: a spinning partition's idle polls left out
+        assert all(c["work_ns_per_packet"] <= c["cpu_ns_per_packet"] for c in d["cpu"].values())
+        assert 0 < d["cpu"]["app"]["work_ns_per_packet"] < d["cpu"]["app"]["cpu_ns_per_packet"]  # 4x: mostly idle
         assert "cpu: partition" in run.text() and "batches to the engines" in run.text()
         runs[cap] = run
     off, on = runs[1], runs[16]

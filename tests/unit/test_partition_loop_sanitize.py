@@ -262,3 +262,25 @@ def test_bad_native_parameters_fail_at_build_with_the_reason() -> None:
                    {"p": {"operators": ["a", "sink"]}}, [("a.out", "sink.in")])
     with pytest.raises(PartitionError, match=r"init a\[1\]: a\[1\]: source id .* must be < 65536"):
         Partition(plan, "p", REG)
+
+
+def test_busy_time_counts_the_working_iterations_only() -> None:
+    """loop_busy_ns is the time of the iterations that did work: a paced source leaves a
+    spinning loop mostly idle, a flat-out one keeps it working; CPU time cannot tell them
+    apart (a spinning loop's CPU time is its wall time)."""
+    def run(params: dict[str, Any]) -> dict[str, Any]:
+        plan = plan_of({"a": {"kind": "seq_source", "params": params}, "sink": {"kind": "seq_sink"}},
+                       {"p": {"operators": ["a", "sink"], "wait": "spin"}}, [("a.out", "sink.in")])
+        p = Partition(plan, "p", REG)
+        assert p.run() == "ended"
+        st, rep = p.stats(), p.operator_report()
+        p.close()
+        assert rep["sink"]["records"] == params["count"]
+        return st
+
+    paced = run({"count": 4000, "batch": 4, "rate": 20000.0})  # 0.2 s, almost all of it idle
+    assert 0 < paced["loop_busy_ns"] < 0.5 * paced["loop_wall_ns"]
+    assert paced["idle_loops"] > 0
+    flat = run({"count": 400_000, "batch": 64})  # no pacing: every iteration works
+    assert flat["loop_busy_ns"] > 0.5 * flat["loop_wall_ns"]
+    assert flat["loop_busy_ns"] <= flat["loop_wall_ns"]

@@ -72,6 +72,7 @@ typedef struct omdp_partition_stats {
     uint64_t discarded;    /* batches emitted to a port with no consumer */
     uint64_t sources_done; /* sources finished */
     uint64_t inputs_ended; /* inputs that delivered EOS */
+    uint64_t busy_ns;      /* stamp-clock time of the iterations that did work (idle polls and waits left out) */
     int64_t last_progress_ns; /* omdp clock at the last batch polled or received */
     uint32_t state;        /* OMDP_PSTATE_* */
 } omdp_partition_stats_t;

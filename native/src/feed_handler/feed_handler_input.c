@@ -92,29 +92,57 @@ static int poll_multicast(feed_handler_t *fh, const omdp_emitter_t *em, int *pro
 
 /* ---- ring ----------------------------------------------------------------------------- */
 
+/* Hand back the `n` slots this poll took (consecutive, from `first`), with one credit write:
+ * a packet is decoded out of its slot before the next is taken, so the slots are free, and a
+ * credit per packet was one more write to the line the replayer reads. */
+static int release_taken(feed_handler_t *fh, uint32_t first, uint32_t n)
+{
+    if (n == 0)
+        return OMDP_OK;
+    return omdp_vega_release_batch(fh->ring, first, n) == OMDP_VEGA_OK ? OMDP_OK : OMDP_ERR_CHANNEL;
+}
+
+/* Ask for the first lines of the ring's next slot while this packet is decoded: its frame
+ * and packet were written by the replayer on another core, so each line is a transfer, and
+ * a packet's decode is time enough for them to arrive. A slot not written yet costs nothing
+ * more: its lines come back once the replayer has written them, as they would anyway. */
+#define FH_RING_PREFETCH_LINES 6 /* slot header, frame and a typical packet (~290 bytes) */
+static inline void prefetch_next_slot(const omdp_vega_receiver_t *rx)
+{
+    const uint8_t *slot = rx->slots + (size_t)(rx->read_seq & rx->mask) * rx->stride;
+    uint32_t reach = rx->stride < 64u * FH_RING_PREFETCH_LINES ? rx->stride : 64u * FH_RING_PREFETCH_LINES;
+    for (uint32_t off = 0; off < reach; off += 64)
+        __builtin_prefetch(slot + off, 0, 3);
+}
+
 /* Up to `batch` frames from the ring; *empty set when it had none. */
 static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced, int *empty)
 {
     omdp_vega_msg_t msg;
+    uint32_t first = 0, taken = 0;
     *empty = 0;
     for (uint32_t k = 0; k < fh->batch; k++) {
         int rc = omdp_vega_try_get(fh->ring, &msg);
         if (rc == OMDP_VEGA_EMPTY) {
             *empty = k == 0;
-            return omdp_fh_flush(fh, em); /* the ring is empty: what was taken leaves now */
+            break; /* the ring is empty: what was taken leaves now */
         }
         if (rc != OMDP_VEGA_OK) {
+            release_taken(fh, first, taken);
             omdp_fh_flush(fh, em);
             return OMDP_ERR_CHANNEL; /* a corrupt slot: the ring cannot be read past it */
         }
         int64_t fh_in = omdp_stamp_ns(); /* the handler has the packet from now on */
         if (k == 0) {
+            first = msg.slot_id;
             /* Back-pressure: with this first message taken, is the ring's last slot written
              * too? Then the ring was full and the replayer waits for this handler. */
             omdp_vega_msg_t last;
             if (omdp_vega_peek(fh->ring, fh->ring->read_seq + fh->ring->queue_size - 2, &last) == OMDP_VEGA_OK)
                 fh->ring_full_polls++;
         }
+        taken++;
+        prefetch_next_slot(fh->ring);
         fh->receive_calls++;
         omdp_replay_frame_t h;
         int r = OMDP_OK;
@@ -130,14 +158,15 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
             else
                 r = omdp_fh_process_packet(fh, li, h.copy, msg.data + sizeof h, h.length, fh_in, h.intended_ns, em);
         }
-        int rr = omdp_vega_release(fh->ring, msg.slot_id);
-        if (r < 0)
+        if (r < 0) {
+            release_taken(fh, first, taken);
             return r;
-        if (rr != OMDP_VEGA_OK)
-            return OMDP_ERR_CHANNEL;
+        }
         *produced = 1;
     }
-    return omdp_fh_flush(fh, em);
+    int rr = release_taken(fh, first, taken);
+    int rc = omdp_fh_flush(fh, em);
+    return rr < 0 ? rr : rc;
 }
 
 /* ---- the input as a whole ------------------------------------------------------------- */

@@ -75,7 +75,7 @@ struct omdp_partition {
     uint32_t n_order;
     _Atomic int stop;
     _Atomic uint32_t state;
-    _Atomic uint64_t loops, idle_loops, frames_in, frames_out, discarded, sources_done, inputs_ended;
+    _Atomic uint64_t loops, idle_loops, frames_in, frames_out, discarded, sources_done, inputs_ended, busy_ns;
     _Atomic int64_t last_progress_ns;
     char err[256];
 };
@@ -522,6 +522,10 @@ int omdp_partition_run(omdp_partition_t *p)
     for (uint32_t i = 0; i < p->n_ops; i++)
         n_sources += p->ops[i].vt->n_inputs == 0;
     atomic_store_explicit(&p->last_progress_ns, omdp_now_ns(), memory_order_relaxed);
+    /* Busy time: the stamp-clock time of the iterations that did work, each from the end of
+     * the iteration (or idle wait) before it. A spinning loop's thread CPU time is its wall
+     * time whatever its load; this is the part spent working. */
+    int64_t t_iter = omdp_stamp_ns();
     for (;;) {
         int stop = atomic_load_explicit(&p->stop, memory_order_acquire);
         if (stop >= OMDP_STOP_NOW) {
@@ -562,7 +566,10 @@ int omdp_partition_run(omdp_partition_t *p)
         BUMP(p->loops, 1);
         if (progressed) {
             spins = 0;
-            atomic_store_explicit(&p->last_progress_ns, omdp_stamp_ns(), memory_order_relaxed);
+            int64_t now = omdp_stamp_ns();
+            BUMP(p->busy_ns, (uint64_t)(now > t_iter ? now - t_iter : 0));
+            t_iter = now;
+            atomic_store_explicit(&p->last_progress_ns, now, memory_order_relaxed);
             continue;
         }
         if (n_done == n_sources && n_ended == p->n_in) {
@@ -571,6 +578,7 @@ int omdp_partition_run(omdp_partition_t *p)
         }
         BUMP(p->idle_loops, 1);
         idle_wait(p, &spins);
+        t_iter = omdp_stamp_ns();
     }
 out:
     atomic_store(&p->state, rc == OMDP_OK ? OMDP_PSTATE_ENDED
@@ -598,6 +606,7 @@ void omdp_partition_stats(const omdp_partition_t *p, omdp_partition_stats_t *out
     out->discarded = READ(q->discarded);
     out->sources_done = READ(q->sources_done);
     out->inputs_ended = READ(q->inputs_ended);
+    out->busy_ns = READ(q->busy_ns);
     out->last_progress_ns = READ(q->last_progress_ns);
     out->state = atomic_load(&q->state);
 }
