@@ -35,6 +35,7 @@ _ERRORS = {
     int(lib.OMDP_RESHARD_ESAME): "the bucket is already on that engine",
     int(lib.OMDP_RESHARD_ESYS): "the segment could not be created or opened",
     int(lib.OMDP_RESHARD_EFORMAT): "not a reshard segment of this omdp version",
+    int(lib.OMDP_RESHARD_EENDED): "the run's feed has ended: no more moves",
 }
 _MOVE_FIELDS = ("id", "bucket", "to", "from", "n_series", "requested_ns", "exported_ns", "installed_ns",
                 "state_bytes", "held", "hold_ns", "installed")
@@ -121,11 +122,16 @@ class ReshardSegment:
         return rc
 
     def totals(self) -> dict[str, int]:
-        """buckets, n_engines, n_fh, requested, exported, installed, handover_cap."""
+        """buckets, n_engines, n_fh, requested, exported, installed, handover_cap, attached, ended."""
         t = ffi.new("omdp_reshard_totals_t *")
         lib.omdp_reshard_totals(self._ptr, t)
         return {k: int(getattr(t, k)) for k in ("buckets", "n_engines", "n_fh", "requested", "exported",
-                                                "installed", "handover_cap")}
+                                                "installed", "handover_cap", "attached", "ended")}
+
+    def ready(self) -> bool:
+        """Every feed handler and engine of the run has attached (moves may be asked for)."""
+        t = self.totals()
+        return t["attached"] >= t["n_fh"] + t["n_engines"]
 
     def owner(self, bucket: int) -> int:
         """The engine that owns ``bucket`` now."""
@@ -195,10 +201,15 @@ class ReshardSchedule:
     def _run(self) -> None:
         buckets = self.segment.totals()["buckets"]
         b = 0
+        while not self.segment.ready():  # every party attached: the first move finds them all
+            if self._stop.wait(0.01):
+                return
         while not self._stop.wait(self.period_s):
             try:
                 self.segment.request(b, (self.segment.owner(b) + 1) % self.engines)
                 self.issued += 1
                 b = (b + 1) % buckets
-            except ReshardError:
+            except ReshardError as e:
+                if e.code == int(lib.OMDP_RESHARD_EENDED):
+                    return
                 self.busy += 1

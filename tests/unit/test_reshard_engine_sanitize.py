@@ -189,6 +189,25 @@ def test_bad_duplicate_unexpected_and_stale_markers_are_counted(seg: ReshardSegm
         a.close()
 
 
+def test_the_old_engine_exports_at_the_end_of_its_stream_without_every_marker(seg: ReshardSegment) -> None:
+    """A handler that ended before a move never marks it; when the old engine's inputs have
+    all ended no message of the bucket can come, so it hands the state over then."""
+    a, b = Side(seg, 0), Side(seg, 1)
+    try:
+        q = quotes(300)
+        a.feed(raw(q, marker(1, 0)))
+        b.feed(raw(marker(1, 0)))
+        assert lib.omdp_engine_reshard_holding(b.r) == MOVED
+        a.finish(0)
+        b.feed(b"")
+        c = a.counters()
+        assert c["reshard_exports"] == 1 and c["reshard_exports_at_end"] == 1
+        assert b.counters()["reshard_installs"] == 1 and b.counters()["reshard_install_timeouts"] == 0
+    finally:
+        a.close()
+        b.close()
+
+
 def test_a_state_that_never_comes_is_waited_for_then_the_held_messages_run(seg: ReshardSegment) -> None:
     b = Side(seg, 1)
     try:
@@ -231,6 +250,11 @@ def test_requests_are_refused_when_they_cannot_be(seg: ReshardSegment) -> None:
     with pytest.raises(ReshardError, match="in flight"):
         seg.request(2, 1)
     assert seg.totals()["requested"] == 1 and seg.move(1)["to"] == 1 and seg.move(2) is None
+    lib.omdp_reshard_publish_install(seg.c_handle, 1, 0, 1, 0, 0, 0)   # as the new engine would
+    lib.omdp_reshard_fh_ended(seg.c_handle)                            # a feed handler's stream ended
+    with pytest.raises(ReshardError, match="feed has ended"):
+        seg.request(2, 1)
+    assert seg.totals()["requested"] == 1 and seg.totals()["ended"] == 1 and seg.owner(0) == 1
     with pytest.raises(ReshardError, match="has no reshard segment"):
         ReshardSegment.open("nosuchrun")
     with pytest.raises(ValueError, match="power of two"):

@@ -19,8 +19,9 @@
  *     move until the state is in the hand-over area (checked at every batch), installs it,
  *     runs the held messages in order, and publishes the move as installed;
  *   - every other message goes to the engine as it comes, in place.
- * omdp_engine_reshard_finish, at the end of the stream, waits (bounded) for a state still
- * outstanding so nothing held is lost. */
+ * omdp_engine_reshard_finish, at the end of the stream, exports a bucket still being given up
+ * (no message of it can come any more) and waits (bounded) for a state still outstanding, so
+ * nothing held is lost. */
 #ifndef OMDP_ENGINE_RESHARD_H
 #define OMDP_ENGINE_RESHARD_H
 
@@ -73,7 +74,8 @@ int32_t omdp_engine_reshard_holding(const omdp_engine_reshard_t *r);
 
 /* Counters (names static): markers_seen, markers_bad, markers_duplicate, markers_unexpected,
  * exports, installs, state_bytes_out, state_bytes_in, series_in, held, held_max,
- * hold_max_ns, install_timeouts, state_lost, held_overflow. Returns how many there are. */
+ * hold_max_ns, install_timeouts, state_lost, held_overflow, exports_at_end (each prefixed
+ * reshard_). Returns how many there are. */
 uint32_t omdp_engine_reshard_counters(const omdp_engine_reshard_t *r, omdp_counter_t *out, uint32_t max);
 
 #endif /* OMDP_ENGINE_RESHARD_H */

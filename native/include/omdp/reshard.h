@@ -45,6 +45,7 @@
 #define OMDP_RESHARD_ESAME (-3)    /* the bucket is already on that engine */
 #define OMDP_RESHARD_ESYS (-4)     /* shm_open, ftruncate or mmap failed (errno kept) */
 #define OMDP_RESHARD_EFORMAT (-5)  /* the segment is not a reshard segment of this version */
+#define OMDP_RESHARD_EENDED (-6)   /* a feed handler's stream has ended: no more moves */
 
 /* The marker a feed handler emits on both engines' ports at its switch point: 96 bytes. */
 typedef struct omdp_reshard_marker {
@@ -113,6 +114,8 @@ typedef struct omdp_reshard_totals {
     uint64_t exported;        /* moves whose state was exported */
     uint64_t installed;       /* moves completed */
     uint64_t handover_cap;    /* bytes of the hand-over area */
+    uint64_t attached;        /* feed handlers and engines that attached (omdp_reshard_attach) */
+    uint64_t ended;           /* feed handlers whose stream ended */
 } omdp_reshard_totals_t;
 
 typedef struct omdp_reshard_seg omdp_reshard_seg_t;
@@ -130,7 +133,8 @@ void omdp_reshard_close(omdp_reshard_seg_t *seg);
 int omdp_reshard_unlink(const char *name);
 
 /* Ask for bucket -> engine `to` (requested_ns: the caller's omdp clock). The new move id
- * (>= 1), or OMDP_RESHARD_EINVAL / EBUSY (a move in flight) / ESAME. Safe from any process. */
+ * (>= 1), or OMDP_RESHARD_EINVAL / EBUSY (a move in flight) / ESAME / EENDED (a feed handler
+ * has ended, so the move could never be marked by all of them). Safe from any process. */
 int64_t omdp_reshard_request(omdp_reshard_seg_t *seg, uint32_t bucket, uint32_t to, int64_t requested_ns);
 void omdp_reshard_totals(const omdp_reshard_seg_t *seg, omdp_reshard_totals_t *out);
 /* Copy move `id`; 0, or OMDP_RESHARD_EINVAL when it is not (or no longer) in the log. */
@@ -141,6 +145,14 @@ uint32_t omdp_reshard_home(const omdp_reshard_seg_t *seg, uint32_t bucket);
 uint32_t omdp_reshard_buckets(const omdp_reshard_seg_t *seg);
 
 /* ---- the parties' side (feed handlers and engines, C only) ---------------------------- */
+
+/* A feed handler or engine counts itself in at init, so a trigger can wait until every
+ * party of the run is there before it asks for a move. Returns the count. */
+uint64_t omdp_reshard_attach(omdp_reshard_seg_t *seg);
+/* A feed handler whose stream ended says so before it takes the last requests: from then on
+ * requests are refused (EENDED), and one published before is seen by its next
+ * omdp_reshard_requested (both are read-modify-writes of one word). */
+void omdp_reshard_fh_ended(omdp_reshard_seg_t *seg);
 
 /* Moves requested so far (acquire: the request of every id up to it is readable). */
 uint64_t omdp_reshard_requested(const omdp_reshard_seg_t *seg);

@@ -16,14 +16,14 @@ enum { ROLE_NONE, ROLE_FROM, ROLE_TO };
 enum {
     K_MARKERS_SEEN, K_MARKERS_BAD, K_MARKERS_DUPLICATE, K_MARKERS_UNEXPECTED, K_EXPORTS, K_INSTALLS,
     K_STATE_BYTES_OUT, K_STATE_BYTES_IN, K_SERIES_IN, K_HELD, K_HELD_MAX, K_HOLD_MAX_NS, K_INSTALL_TIMEOUTS,
-    K_STATE_LOST, K_HELD_OVERFLOW, K_COUNT
+    K_STATE_LOST, K_HELD_OVERFLOW, K_EXPORTS_AT_END, K_COUNT
 };
 
 static const char *const NAMES[K_COUNT] = {
     "reshard_markers_seen", "reshard_markers_bad", "reshard_markers_duplicate", "reshard_markers_unexpected",
     "reshard_exports", "reshard_installs", "reshard_state_bytes_out", "reshard_state_bytes_in",
     "reshard_series_in", "reshard_held", "reshard_held_max", "reshard_hold_max_ns", "reshard_install_timeouts",
-    "reshard_state_lost", "reshard_held_overflow",
+    "reshard_state_lost", "reshard_held_overflow", "reshard_exports_at_end",
 };
 
 struct omdp_engine_reshard {
@@ -68,6 +68,7 @@ omdp_engine_reshard_t *omdp_engine_reshard_new(omdp_reshard_seg_t *seg, omdp_eng
     r->n_fh = t.n_fh;
     r->all_fh = t.n_fh >= 64 ? ~0ull : (1ull << t.n_fh) - 1u;
     r->done = t.installed; /* moves finished before this engine started are none of its business */
+    omdp_reshard_attach(seg);
     return r;
 }
 
@@ -274,6 +275,12 @@ int omdp_engine_reshard_batch(omdp_engine_reshard_t *r, const uint8_t *records, 
 int omdp_engine_reshard_finish(omdp_engine_reshard_t *r, int64_t wait_ns, omdp_msg_run_fn fn, void *ctx,
                                const omdp_emitter_t *em)
 {
+    if (r->role == ROLE_FROM) {
+        /* every input has ended, so no message of the bucket is still coming: the state is
+         * final even without the markers of handlers that ended before the move */
+        r->k[K_EXPORTS_AT_END]++;
+        export_state(r);
+    }
     if (!r->holding)
         return OMDP_OK;
     int64_t until = omdp_now_ns() + wait_ns;

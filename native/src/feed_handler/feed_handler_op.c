@@ -195,8 +195,11 @@ static int fh_end_of_stream(void *state, const omdp_emitter_t *em)
 {
     feed_handler_t *fh = state;
     int rc = omdp_fh_input_drain(fh, em);
-    if (rc >= 0 && omdp_fh_reshard_due(fh))
-        rc = omdp_fh_reshard_apply(fh, em); /* a move asked for as the stream ended still completes */
+    if (fh->reshard) {
+        omdp_reshard_fh_ended(fh->reshard); /* no more moves; one asked for before still completes */
+        if (rc >= 0 && omdp_fh_reshard_due(fh))
+            rc = omdp_fh_reshard_apply(fh, em);
+    }
     omdp_fh_count_tails(fh);
     if (fh->stats)
         publish_lines(fh, omdp_now_ns(), 1);

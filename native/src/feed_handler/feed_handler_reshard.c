@@ -44,6 +44,7 @@ int omdp_fh_reshard_open(feed_handler_t *fh, omdp_reshard_seg_t *seg, uint32_t r
         }
     }
     fh->reshard = seg;
+    omdp_reshard_attach(seg);
     fh->fh_index = replica;
     fh->n_fh = t.n_fh;
     return OMDP_OK;

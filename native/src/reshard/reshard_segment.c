@@ -17,6 +17,7 @@
 
 #define SEG_MAGIC 0x4452414853524D4FULL /* "OMRSHARD" */
 #define SEG_VERSION 1u
+#define REQ_CLOSED (1ull << 63) /* in `requested`: a feed handler has ended, no more moves */
 
 typedef struct seg_move {
     _Atomic uint64_t id;
@@ -32,9 +33,11 @@ typedef struct seg_hdr {
     uint32_t version, buckets, n_engines, n_fh;
     uint64_t size, handover_off, handover_cap;
     _Atomic uint64_t claimed;   /* moves claimed by triggers */
-    _Atomic uint64_t requested; /* moves published to the feed handlers */
+    _Atomic uint64_t requested; /* moves published to the feed handlers (| REQ_CLOSED) */
     _Atomic uint64_t exported;  /* last move whose state is in the hand-over area */
     _Atomic uint64_t installed; /* last move installed */
+    _Atomic uint64_t attached;  /* parties counted in */
+    _Atomic uint64_t ended;     /* feed handlers whose stream ended */
     uint16_t home[OMDP_RESHARD_MAX_BUCKETS];
     _Atomic uint16_t owner[OMDP_RESHARD_MAX_BUCKETS];
     seg_move_t moves[OMDP_RESHARD_LOG];
@@ -207,7 +210,14 @@ int64_t omdp_reshard_request(omdp_reshard_seg_t *seg, uint32_t bucket, uint32_t 
     m->exported_ns = m->installed_ns = m->hold_ns = 0;
     m->state_bytes = m->held = 0;
     atomic_store_explicit(&m->id, id, memory_order_relaxed);
-    atomic_store_explicit(&h->requested, id, memory_order_release);
+    /* publish unless a handler has ended (the CLOSED bit, set by omdp_reshard_fh_ended: one
+     * read-modify-write each on one word, so either the handler sees this move or this fails) */
+    uint64_t prev = id - 1;
+    if (!atomic_compare_exchange_strong_explicit(&h->requested, &prev, id, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        atomic_store_explicit(&h->claimed, done, memory_order_release);
+        return OMDP_RESHARD_EENDED;
+    }
     return (int64_t)id;
 }
 
@@ -218,10 +228,23 @@ void omdp_reshard_totals(const omdp_reshard_seg_t *seg, omdp_reshard_totals_t *o
     out->buckets = h->buckets;
     out->n_engines = h->n_engines;
     out->n_fh = h->n_fh;
-    out->requested = atomic_load_explicit(&((seg_hdr_t *)h)->requested, memory_order_acquire);
+    out->requested = atomic_load_explicit(&((seg_hdr_t *)h)->requested, memory_order_acquire) & ~REQ_CLOSED;
     out->exported = atomic_load_explicit(&((seg_hdr_t *)h)->exported, memory_order_acquire);
     out->installed = atomic_load_explicit(&((seg_hdr_t *)h)->installed, memory_order_acquire);
     out->handover_cap = h->handover_cap;
+    out->attached = atomic_load_explicit(&((seg_hdr_t *)h)->attached, memory_order_acquire);
+    out->ended = atomic_load_explicit(&((seg_hdr_t *)h)->ended, memory_order_acquire);
+}
+
+void omdp_reshard_fh_ended(omdp_reshard_seg_t *seg)
+{
+    atomic_fetch_or_explicit(&seg->h->requested, REQ_CLOSED, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&seg->h->ended, 1, memory_order_acq_rel);
+}
+
+uint64_t omdp_reshard_attach(omdp_reshard_seg_t *seg)
+{
+    return atomic_fetch_add_explicit(&seg->h->attached, 1, memory_order_acq_rel) + 1;
 }
 
 int omdp_reshard_move_info(const omdp_reshard_seg_t *seg, uint64_t id, omdp_reshard_move_t *out)
@@ -265,7 +288,7 @@ uint32_t omdp_reshard_buckets(const omdp_reshard_seg_t *seg) { return seg ? seg-
 
 uint64_t omdp_reshard_requested(const omdp_reshard_seg_t *seg)
 {
-    return atomic_load_explicit(&seg->h->requested, memory_order_acquire);
+    return atomic_load_explicit(&seg->h->requested, memory_order_acquire) & ~REQ_CLOSED;
 }
 
 int omdp_reshard_request_of(const omdp_reshard_seg_t *seg, uint64_t id, uint32_t *bucket, uint32_t *to)
