@@ -11,7 +11,7 @@ feed handlers look at between polls.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -213,3 +213,57 @@ class ReshardSchedule:
                 if e.code == int(lib.OMDP_RESHARD_EENDED):
                     return
                 self.busy += 1
+
+
+LIVE_COUNTERS = ("requested", "completed", "held", "state_bytes", "series", "last_us", "max_us", "max_hold_us")
+"""The run's stats-segment entry ``reshard`` (kind ``reshard``): moves requested and installed,
+messages held back, state bytes and series handed over, the last and the largest request ->
+installed latency and the longest hold (us)."""
+
+
+class ReshardLive:
+    """Publishes the move log's running totals (LIVE_COUNTERS) every ``interval_s`` from a
+    thread of the run's parent, so the dashboard and /metrics show moves while they happen;
+    the move log is read, never the data path."""
+
+    def __init__(self, segment: ReshardSegment, publish: Callable[[dict[str, int]], None],
+                 interval_s: float = 0.1) -> None:
+        self.segment = segment
+        self._publish = publish
+        self.interval_s = interval_s
+        self._seen = 0  # moves accounted for (installed), in id order
+        self._totals = dict.fromkeys(LIVE_COUNTERS, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reshard-live", daemon=True)
+
+    def start(self) -> None:
+        """Start publishing."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Publish once more and stop."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.publish_now()
+
+    def publish_now(self) -> dict[str, int]:
+        """Take the moves installed since the last call into the totals and publish them."""
+        t = self._totals
+        while (m := self.segment.move(self._seen + 1)) is not None and m["installed"]:
+            self._seen += 1
+            lat = (m["installed_ns"] - m["requested_ns"]) // 1000
+            t["completed"] += 1
+            t["held"] += m["held"]
+            t["state_bytes"] += m["state_bytes"]
+            t["series"] += m["n_series"]
+            t["last_us"] = lat
+            t["max_us"] = max(t["max_us"], lat)
+            t["max_hold_us"] = max(t["max_hold_us"], m["hold_ns"] // 1000)
+        t["requested"] = self.segment.totals()["requested"]
+        self._publish(dict(t))
+        return dict(t)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.publish_now()

@@ -227,6 +227,10 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
         sys.exit(2)
     if rate_schedule is not None and not pipeline:
         raise click.UsageError("--rate-schedule paces a capture replay: TOPOLOGY has no feed handler")
+    if reshard_every_ms and not reshard_buckets:
+        raise click.UsageError("--reshard-every moves buckets: give --reshard-buckets N too")
+    if reshard_buckets & (reshard_buckets - 1) or reshard_buckets > 4096:
+        raise click.UsageError(f"--reshard-buckets {reshard_buckets}: a power of two, 1..4096")
     if (reshard_buckets or reshard_every_ms) and not pipeline:
         raise click.UsageError("--reshard-buckets/--reshard-every move buckets between engines: TOPOLOGY has no feed handler")
     if pipeline:

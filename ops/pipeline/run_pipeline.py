@@ -26,7 +26,8 @@ from omdp.metrics.breakdown import Breakdown, format_breakdown
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
 from omdp.plan import Plan, build_plan
-from omdp.runtime.reshard import SERIES_BYTES, ReshardSchedule, ReshardSegment, bucket_homes, summarize_moves
+from omdp.runtime.reshard import (LIVE_COUNTERS, SERIES_BYTES, ReshardLive, ReshardSchedule, ReshardSegment,
+                                  bucket_homes, summarize_moves)
 from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.run import run_plan
 from omdp.runtime.supervisor import RunResult
@@ -191,6 +192,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     stop_dashboard: Callable[[], None] | None = None
     reshard = _reshard_segment(pp, run_id)
     schedule: ReshardSchedule | None = None
+    live: ReshardLive | None = None
     try:
         stats.set_run_info(state="starting", topology=plan.topology, config=config or plan.topology,
                            run_dir=str(rdir), knobs=knobs,
@@ -201,12 +203,18 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         seconds = fs_params.get("seconds")
         duration = seconds + START_ALLOWANCE_S if seconds else None
         stats.set_run_info(state="running")
+        if reshard is not None:
+            entry = stats.register_operator("reshard", "reshard", LIVE_COUNTERS)
+            live = ReshardLive(reshard, entry.publish)
+            live.start()
         if reshard is not None and pp.options is not None and pp.options.reshard_every_ms > 0:
             schedule = ReshardSchedule(reshard, pp.options.reshard_every_ms / 1e3, asm.routing.engines)
             schedule.start()
         result = run_plan(plan, Path(data_dir), duration, run_id, echo)
         if schedule is not None:
             schedule.stop()
+        if live is not None:
+            live.stop()
         stats.set_run_info(state="done" if result.ok else "failed")
         run = _report(result, rdir, asm, plan, config, sweep_id, knobs, senders, pp.options)
         if reshard is not None:
@@ -217,6 +225,8 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     finally:
         if schedule is not None:
             schedule.stop()
+        if live is not None:
+            live.stop()
         if reshard is not None:
             reshard.close()
         if stop_dashboard is not None:

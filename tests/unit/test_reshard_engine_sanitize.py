@@ -18,7 +18,7 @@ from decision_engines.quote_records import build_quotes
 from decision_engines.signal_record import SIG_CROSSED, SIG_LOCKED
 from omdp.native import ffi, lib
 from omdp.record import RT_RESHARD
-from omdp.runtime.reshard import RESHARD_MARKER_DTYPE, ReshardError, ReshardSegment, bucket_homes
+from omdp.runtime.reshard import RESHARD_MARKER_DTYPE, ReshardError, ReshardLive, ReshardSegment, bucket_homes
 
 P = 1_000_000_000
 CENT = P // 100
@@ -157,6 +157,10 @@ def test_a_moved_bucket_continues_exactly_where_it_stopped(seg: ReshardSegment) 
         assert cb["reshard_series_in"] > 0 and cb["reshard_state_bytes_in"] == ca["reshard_state_bytes_out"]
         m = seg.move(1)
         assert m is not None and m["installed"] == 1 and m["from"] == 0 and m["held"] == cb["reshard_held"]
+        live: list[dict[str, int]] = []
+        ReshardLive(seg, live.append).publish_now()  # the stats-segment entry's figures
+        assert live[-1]["completed"] == live[-1]["requested"] == 1 and live[-1]["held"] == m["held"]
+        assert live[-1]["state_bytes"] == m["state_bytes"] and live[-1]["max_us"] >= live[-1]["last_us"] >= 0
         assert seg.owner(MOVED) == 1 and seg.totals()["installed"] == 1
     finally:
         a.close()
