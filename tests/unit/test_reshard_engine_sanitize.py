@@ -187,7 +187,7 @@ def test_bad_duplicate_unexpected_and_stale_markers_are_counted(seg: ReshardSegm
         a.feed(raw(marker(1, 1)))                                  # completes: exported
         a.feed(raw(marker(1, 0), marker(1, 1)))                    # stale now
         c = a.counters()
-        assert c["reshard_exports"] == 1 and c["reshard_markers_duplicate"] == 3
+        assert c["reshard_exports"] == 1 and c["reshard_markers_duplicate"] == 3 and c["reshard_markers_late"] == 0
         a.feed(raw(quotes(50)))                                    # and the engine goes on
     finally:
         a.close()
@@ -207,6 +207,10 @@ def test_the_old_engine_exports_at_the_end_of_its_stream_without_every_marker(se
         c = a.counters()
         assert c["reshard_exports"] == 1 and c["reshard_exports_at_end"] == 1
         assert b.counters()["reshard_installs"] == 1 and b.counters()["reshard_install_timeouts"] == 0
+        b.feed(raw(marker(1, 1)))              # the other handler's marker after the install: late, not bad
+        b.feed(raw(marker(1, 1)))              # and once more: a duplicate
+        cb = b.counters()
+        assert (cb["reshard_markers_late"], cb["reshard_markers_duplicate"], cb["reshard_markers_seen"]) == (1, 1, 2)
     finally:
         a.close()
         b.close()

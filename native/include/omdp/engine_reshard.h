@@ -74,8 +74,9 @@ int32_t omdp_engine_reshard_holding(const omdp_engine_reshard_t *r);
 
 /* Counters (names static): markers_seen, markers_bad, markers_duplicate, markers_unexpected,
  * exports, installs, state_bytes_out, state_bytes_in, series_in, held, held_max,
- * hold_max_ns, install_timeouts, state_lost, held_overflow, exports_at_end (each prefixed
- * reshard_). Returns how many there are. */
+ * hold_max_ns, install_timeouts, state_lost, held_overflow, exports_at_end, markers_late
+ * (a handler's marker that reached the new engine after the install: normal with several
+ * feed handlers) (each prefixed reshard_). Returns how many there are. */
 uint32_t omdp_engine_reshard_counters(const omdp_engine_reshard_t *r, omdp_counter_t *out, uint32_t max);
 
 #endif /* OMDP_ENGINE_RESHARD_H */

@@ -16,14 +16,14 @@ enum { ROLE_NONE, ROLE_FROM, ROLE_TO };
 enum {
     K_MARKERS_SEEN, K_MARKERS_BAD, K_MARKERS_DUPLICATE, K_MARKERS_UNEXPECTED, K_EXPORTS, K_INSTALLS,
     K_STATE_BYTES_OUT, K_STATE_BYTES_IN, K_SERIES_IN, K_HELD, K_HELD_MAX, K_HOLD_MAX_NS, K_INSTALL_TIMEOUTS,
-    K_STATE_LOST, K_HELD_OVERFLOW, K_EXPORTS_AT_END, K_COUNT
+    K_STATE_LOST, K_HELD_OVERFLOW, K_EXPORTS_AT_END, K_MARKERS_LATE, K_COUNT
 };
 
 static const char *const NAMES[K_COUNT] = {
     "reshard_markers_seen", "reshard_markers_bad", "reshard_markers_duplicate", "reshard_markers_unexpected",
     "reshard_exports", "reshard_installs", "reshard_state_bytes_out", "reshard_state_bytes_in",
     "reshard_series_in", "reshard_held", "reshard_held_max", "reshard_hold_max_ns", "reshard_install_timeouts",
-    "reshard_state_lost", "reshard_held_overflow", "reshard_exports_at_end",
+    "reshard_state_lost", "reshard_held_overflow", "reshard_exports_at_end", "reshard_markers_late",
 };
 
 struct omdp_engine_reshard {
@@ -34,7 +34,8 @@ struct omdp_engine_reshard {
     /* the move in progress here (0: none) and the last one finished here */
     uint64_t move, done;
     uint32_t role, bucket, from, to;
-    uint64_t seen;          /* feed handlers whose marker of `move` came */
+    uint64_t seen;          /* feed handlers whose marker of `move` (or, with none in progress,
+                             * of `done`) came */
     int holding;
     int64_t hold_start_ns;
     omdp_opra_msg_t *held;
@@ -193,7 +194,16 @@ static int on_marker(omdp_engine_reshard_t *r, const uint8_t *rec, uint32_t len,
         return OMDP_OK;
     }
     if (m.move_id <= r->done) {
-        r->k[K_MARKERS_DUPLICATE]++;
+        uint64_t bit = 1ull << m.fh;
+        if (m.move_id == r->done && r->move == 0 && !(r->seen & bit)) {
+            /* the new engine may install before a slower handler's marker reaches it: that
+             * handler's messages of the bucket follow its marker, so they find the state */
+            r->seen |= bit;
+            r->k[K_MARKERS_SEEN]++;
+            r->k[K_MARKERS_LATE]++;
+        } else {
+            r->k[K_MARKERS_DUPLICATE]++;
+        }
         return OMDP_OK;
     }
     if (r->move == 0) {
