@@ -275,3 +275,35 @@ def test_bucket_homes_wants_routing_by_bucket() -> None:
     assert bucket_homes([1, 5, 2], [1, 1, 0], 4, 2) == [0, 1, 0, 1]
     with pytest.raises(ValueError, match="bucket 1 is on engines 1 and 0"):
         bucket_homes([1, 5], [1, 0], 4, 2)
+
+
+def test_pricing_limits_move_with_the_bucket(seg: ReshardSegment) -> None:
+    """The new engine checks the moved series against the limits the old one had from its
+    pricing, until its own pricing refreshes: a quote off the band is flagged at once."""
+    from decision_engines.signal_record import SIG_OFF_SMILE
+
+    one = build_quotes(root=b"RT    ", expiry=20080322, strike_px=110 * P, put_call=b"C", participant=b"A",
+                       bid_px=200 * CENT, bid_size=10, offer_px=210 * CENT, offer_size=10, underlying_id=1,
+                       msg_seq=1)
+    off = one.copy()
+    off["bid_px"], off["offer_px"], off["msg_seq"] = 400 * CENT, 410 * CENT, 3
+    a, b = Side(seg, 0), Side(seg, 1)
+    try:
+        a.feed(raw(one))
+        slot = a.engine.find_series(b"RT    ", 20080322, 110 * P, b"C")
+        refs = a.engine.begin_refs()
+        assert refs is not None and slot is not None
+        refs["band_lo"], refs["band_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        refs["parity_lo"], refs["parity_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        refs[slot]["band_lo"], refs[slot]["band_hi"] = 150 * CENT, 250 * CENT
+        a.engine.publish_refs()
+        again = one.copy()
+        again["msg_seq"] = 2
+        a.feed(raw(again, marker(1, 0)))        # the old engine takes the publish with this batch ...
+        a.feed(raw(marker(1, 1)))               # ... and exports with the last marker
+        b.feed(raw(marker(1, 0), marker(1, 1), off))
+        kinds = np.concatenate(b.signals)["kind"].tolist() if b.signals else []
+        assert kinds == [SIG_OFF_SMILE]
+    finally:
+        a.close()
+        b.close()

@@ -23,7 +23,9 @@ def test_record_type_is_its_own() -> None:
 
 
 def test_hand_over_records() -> None:
-    assert ffi.sizeof("omdp_reshard_series_t") == lib.OMDP_RESHARD_SERIES_SIZE == 240
+    assert ffi.sizeof("omdp_reshard_series_t") == lib.OMDP_RESHARD_SERIES_SIZE == 248
+    assert ffi.offsetof("omdp_reshard_series_t", "band_lo") == 216
+    assert ffi.offsetof("omdp_reshard_series_t", "parity_hi") == 240
     assert ffi.offsetof("omdp_reshard_series_t", "nb_px") == 168
     assert ffi.offsetof("omdp_reshard_series_t", "root") == 205
     assert ffi.sizeof("omdp_reshard_handover_t") == 16

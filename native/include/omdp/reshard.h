@@ -63,7 +63,7 @@ typedef struct omdp_reshard_marker {
 
 #define OMDP_RESHARD_MARKER_SIZE 96
 
-/* One series of a bucket in the hand-over area: 240 bytes, the engine's whole view of it. */
+/* One series of a bucket in the hand-over area: 248 bytes, the engine's whole view of it. */
 typedef struct omdp_reshard_series {
     uint64_t k0, k1;          /*   0 the engine's series key (root | expiry code, strike | put) */
     int64_t strike_px;        /*  16 */
@@ -80,10 +80,13 @@ typedef struct omdp_reshard_series {
     uint8_t put_call;         /* 203 */
     uint8_t root_len;         /* 204 */
     char root[6];             /* 205 */
-    uint8_t reserved[29];     /* 211 zero */
+    uint8_t reserved[5];      /* 211 zero */
+    int64_t band_lo, band_hi; /* 216 pricing's limits in force for it (omdp_series_ref_t), so the */
+    int64_t parity_lo;        /* 232 new engine checks its quotes at once, as the old one did, */
+    int64_t parity_hi;        /* 240 until its own pricing refreshes them */
 } omdp_reshard_series_t;
 
-#define OMDP_RESHARD_SERIES_SIZE 240
+#define OMDP_RESHARD_SERIES_SIZE 248
 
 /* What the hand-over area starts with; n_series omdp_reshard_series_t follow. */
 typedef struct omdp_reshard_handover {

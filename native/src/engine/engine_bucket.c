@@ -1,7 +1,7 @@
 /* A bucket's state out of one engine and into another (engine_reshard.h): every series of
  * the bucket's underlyings as an omdp_reshard_series_t - key, each exchange's quote, NBBO,
- * crossed/locked/parity state - so that the engine taking the bucket goes on exactly where
- * the one giving it up stopped. Both run on the hot path's thread of their engine. */
+ * crossed/locked/parity state, pricing's limits in force - so that the engine taking the
+ * bucket goes on exactly where the one giving it up stopped. Both run on the hot path's thread of their engine. */
 #include <stdatomic.h>
 
 #include "engine_internal.h"
@@ -51,6 +51,11 @@ int64_t omdp_engine_export_bucket(const omdp_engine_t *engine, uint32_t buckets,
         r->put_call = mt->put_call;
         r->root_len = mt->root_len;
         memcpy(r->root, mt->root, sizeof r->root);
+        const omdp_series_ref_t *ref = &e->refs[e->refs_in_use][slot];
+        r->band_lo = ref->band_lo;
+        r->band_hi = ref->band_hi;
+        r->parity_lo = ref->parity_lo;
+        r->parity_hi = ref->parity_hi;
     }
     *n_series = k;
     return (int64_t)(sizeof(omdp_reshard_handover_t) + (uint64_t)k * sizeof(omdp_reshard_series_t));
@@ -152,10 +157,15 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
         atomic_store_explicit(&s->nb_ex, r->nb_ex < OMDP_ENGINE_EXCHANGES ? r->nb_ex : ENG_NO_EXCH, memory_order_relaxed);
         atomic_store_explicit(&s->no_ex, r->no_ex < OMDP_ENGINE_EXCHANGES ? r->no_ex : ENG_NO_EXCH, memory_order_relaxed);
         atomic_store_explicit(&s->seq, q + 2u, memory_order_release);
-        if (fresh) {
+        /* the limits the old engine checked it against, in the buffer the hot path reads
+         * (pricing writes only the other one); its own next refresh supersedes them */
+        omdp_series_ref_t *ref = &e->refs[e->refs_in_use][slot];
+        ref->band_lo = r->band_lo;
+        ref->band_hi = r->band_hi;
+        ref->parity_lo = r->parity_lo;
+        ref->parity_hi = r->parity_hi;
+        if (fresh)
             atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
-            eng_price_new_series(e, e->refs_in_use, slot);
-        }
         done++;
     }
     return done;
