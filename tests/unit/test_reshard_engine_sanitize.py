@@ -304,6 +304,28 @@ def test_pricing_limits_move_with_the_bucket(seg: ReshardSegment) -> None:
         b.feed(raw(marker(1, 0), marker(1, 1), off))
         kinds = np.concatenate(b.signals)["kind"].tolist() if b.signals else []
         assert kinds == [SIG_OFF_SMILE]
+        # the new engine's pricing publishes limits from a snapshot taken before the install
+        # (every slot disabled): the carried limits stay in force through that publish ...
+        stale = b.engine.begin_refs()
+        assert stale is not None
+        stale["band_lo"], stale["band_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        stale["parity_lo"], stale["parity_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        b.engine.publish_refs()
+        off2 = off.copy()
+        off2["bid_px"], off2["offer_px"], off2["msg_seq"] = 500 * CENT, 510 * CENT, 4
+        b.feed(raw(off2))
+        assert np.concatenate(b.signals)["kind"].tolist() == [SIG_OFF_SMILE, SIG_OFF_SMILE]
+        assert b.counters()["reshard_refs_carried"] == 1
+        # ... and the publish after it, computed with the series in its snapshot, rules
+        fresh = b.engine.begin_refs()
+        assert fresh is not None
+        fresh["band_lo"], fresh["band_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        fresh["parity_lo"], fresh["parity_hi"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        b.engine.publish_refs()
+        off3 = off.copy()
+        off3["bid_px"], off3["offer_px"], off3["msg_seq"] = 600 * CENT, 610 * CENT, 5
+        b.feed(raw(off3))
+        assert len(np.concatenate(b.signals)) == 2
     finally:
         a.close()
         b.close()

@@ -123,7 +123,8 @@ static uint32_t add_series(struct omdp_engine *e, const omdp_reshard_series_t *r
     return slot;
 }
 
-uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_series_t *in, uint32_t n)
+uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_series_t *in, uint32_t n,
+                                   uint32_t *slots)
 {
     struct omdp_engine *e = engine;
     if (!e || (n && !in))
@@ -135,8 +136,11 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
         uint32_t pos = 0;
         uint32_t slot = eng_lookup(e, r->k0, r->k1, h, &pos);
         int fresh = slot == OMDP_ENGINE_NO_SLOT;
-        if (fresh && (slot = add_series(e, r, h, pos)) == OMDP_ENGINE_NO_SLOT)
+        if (fresh && (slot = add_series(e, r, h, pos)) == OMDP_ENGINE_NO_SLOT) {
+            if (slots)
+                slots[i] = OMDP_ENGINE_NO_SLOT;
             continue;
+        }
         eng_series_t *s = &e->series[slot];
         for (int x = 0; x < ENG_LANES; x++) {
             int real = x < OMDP_ENGINE_EXCHANGES;
@@ -166,7 +170,40 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
         ref->parity_hi = r->parity_hi;
         if (fresh)
             atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
+        if (slots)
+            slots[i] = slot;
         done++;
     }
     return done;
+}
+
+static int disabled(const omdp_series_ref_t *r)
+{
+    return r->band_lo == INT64_MIN && r->band_hi == INT64_MAX && r->parity_lo == INT64_MIN &&
+           r->parity_hi == INT64_MAX;
+}
+
+int omdp_engine_carry_refs(omdp_engine_t *engine, const uint32_t *slots, const omdp_series_ref_t *refs, uint32_t n,
+                           uint32_t *front_seen)
+{
+    struct omdp_engine *e = engine;
+    /* a publish the hot path has not taken yet: the refresher let go of that buffer when it
+     * published and writes it again only after the hot path has taken it */
+    uint32_t front = atomic_load_explicit(&e->refs_front, memory_order_acquire);
+    if (front == *front_seen)
+        return 0;
+    *front_seen = front;
+    for (uint32_t i = 0; i < n; i++) {
+        if (slots[i] >= e->cfg.max_series)
+            continue;
+        omdp_series_ref_t *r = &e->refs[front][slots[i]];
+        if (disabled(r))
+            *r = refs[i];
+    }
+    return 1;
+}
+
+uint32_t omdp_engine_refs_front(const omdp_engine_t *engine)
+{
+    return atomic_load_explicit(&((struct omdp_engine *)engine)->refs_front, memory_order_acquire);
 }

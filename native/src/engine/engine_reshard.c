@@ -16,7 +16,7 @@ enum { ROLE_NONE, ROLE_FROM, ROLE_TO };
 enum {
     K_MARKERS_SEEN, K_MARKERS_BAD, K_MARKERS_DUPLICATE, K_MARKERS_UNEXPECTED, K_EXPORTS, K_INSTALLS,
     K_STATE_BYTES_OUT, K_STATE_BYTES_IN, K_SERIES_IN, K_HELD, K_HELD_MAX, K_HOLD_MAX_NS, K_INSTALL_TIMEOUTS,
-    K_STATE_LOST, K_HELD_OVERFLOW, K_EXPORTS_AT_END, K_MARKERS_LATE, K_COUNT
+    K_STATE_LOST, K_HELD_OVERFLOW, K_EXPORTS_AT_END, K_MARKERS_LATE, K_REFS_CARRIED, K_COUNT
 };
 
 static const char *const NAMES[K_COUNT] = {
@@ -24,6 +24,7 @@ static const char *const NAMES[K_COUNT] = {
     "reshard_exports", "reshard_installs", "reshard_state_bytes_out", "reshard_state_bytes_in",
     "reshard_series_in", "reshard_held", "reshard_held_max", "reshard_hold_max_ns", "reshard_install_timeouts",
     "reshard_state_lost", "reshard_held_overflow", "reshard_exports_at_end", "reshard_markers_late",
+    "reshard_refs_carried",
 };
 
 struct omdp_engine_reshard {
@@ -40,6 +41,10 @@ struct omdp_engine_reshard {
     int64_t hold_start_ns;
     omdp_opra_msg_t *held;
     uint32_t n_held, cap_held;
+    /* the last install's limits, kept through the first pricing publish after it */
+    uint32_t *carry_slots;
+    omdp_series_ref_t *carry_refs;
+    uint32_t n_carry, cap_carry, carry_front;
     uint64_t k[K_COUNT];
 };
 
@@ -78,6 +83,8 @@ void omdp_engine_reshard_free(omdp_engine_reshard_t *r)
     if (!r)
         return;
     free(r->held);
+    free(r->carry_slots);
+    free(r->carry_refs);
     free(r);
 }
 
@@ -154,8 +161,25 @@ static int try_install(omdp_engine_reshard_t *r, int force, omdp_msg_run_fn fn, 
             r->k[K_STATE_LOST]++;
         } else {
             const omdp_reshard_series_t *s = (const omdp_reshard_series_t *)(area + sizeof h);
-            r->k[K_SERIES_IN] += omdp_engine_import_series(r->engine, s, h.n_series);
+            r->n_carry = 0;
+            if (h.n_series > r->cap_carry) {
+                uint32_t *sl = realloc(r->carry_slots, h.n_series * sizeof *sl);
+                if (sl)
+                    r->carry_slots = sl;
+                omdp_series_ref_t *rf = sl ? realloc(r->carry_refs, h.n_series * sizeof *rf) : NULL;
+                if (rf)
+                    r->carry_refs = rf;
+                r->cap_carry = sl && rf ? h.n_series : 0;
+            }
+            int carry = h.n_series <= r->cap_carry;
+            r->k[K_SERIES_IN] += omdp_engine_import_series(r->engine, s, h.n_series, carry ? r->carry_slots : NULL);
             r->k[K_STATE_BYTES_IN] += sizeof h + (uint64_t)h.n_series * sizeof *s;
+            if (carry) {
+                for (uint32_t i = 0; i < h.n_series; i++)
+                    r->carry_refs[i] = (omdp_series_ref_t){s[i].band_lo, s[i].band_hi, s[i].parity_lo, s[i].parity_hi};
+                r->n_carry = h.n_series;
+                r->carry_front = omdp_engine_refs_front(r->engine);
+            }
         }
     }
     int64_t now = omdp_now_ns();
@@ -249,6 +273,10 @@ int omdp_engine_reshard_batch(omdp_engine_reshard_t *r, const uint8_t *records, 
     int rc;
     if (r->holding && (rc = try_install(r, 0, fn, ctx, em)) < 0)
         return rc;
+    if (r->n_carry && omdp_engine_carry_refs(r->engine, r->carry_slots, r->carry_refs, r->n_carry, &r->carry_front)) {
+        r->k[K_REFS_CARRIED]++;
+        r->n_carry = 0; /* the next publish was computed from a snapshot with the series in it */
+    }
     uint32_t off = 0, start = 0;
     const uint8_t *rec;
     while ((rc = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
