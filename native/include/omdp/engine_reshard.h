@@ -45,14 +45,16 @@ int64_t omdp_engine_export_bucket(const omdp_engine_t *engine, uint32_t buckets,
 uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_series_t *in, uint32_t n,
                                    uint32_t *slots);
 /* Carried limits: pricing publishes every slot, and one computed from a snapshot taken before
- * an import would disable the imported series' limits. When a publish is pending (the front
- * differs from *front_seen; then updated), the entries of `slots` it leaves entirely disabled
- * get refs[i], before the hot path takes it. 1: a publish was patched, 0: none
- * pending. Hot-path thread only. The publish after that one was computed after the import. */
+ * an import would disable the imported series' limits (or, for a bucket coming back, set
+ * them from the books this engine had left behind). When a publish is pending (the front
+ * differs from *front_seen; then updated), the entries of `slots` get refs[i] in it, before
+ * the hot path takes it. 1: a publish was patched, 0: none pending. Hot-path thread only.
+ * The publish after that one was computed after the import. */
 int omdp_engine_carry_refs(omdp_engine_t *engine, const uint32_t *slots, const omdp_series_ref_t *refs, uint32_t n,
                            uint32_t *front_seen);
-/* The pricing buffer the next batch reads (acquire). */
-uint32_t omdp_engine_refs_front(const omdp_engine_t *engine);
+/* The pricing buffer the hot path reads now (where an import writes the limits; a publish
+ * not yet taken is another). Hot-path thread only. */
+uint32_t omdp_engine_refs_in_use(const omdp_engine_t *engine);
 
 typedef struct omdp_engine_reshard omdp_engine_reshard_t;
 

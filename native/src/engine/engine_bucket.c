@@ -177,12 +177,6 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
     return done;
 }
 
-static int disabled(const omdp_series_ref_t *r)
-{
-    return r->band_lo == INT64_MIN && r->band_hi == INT64_MAX && r->parity_lo == INT64_MIN &&
-           r->parity_hi == INT64_MAX;
-}
-
 int omdp_engine_carry_refs(omdp_engine_t *engine, const uint32_t *slots, const omdp_series_ref_t *refs, uint32_t n,
                            uint32_t *front_seen)
 {
@@ -193,17 +187,16 @@ int omdp_engine_carry_refs(omdp_engine_t *engine, const uint32_t *slots, const o
     if (front == *front_seen)
         return 0;
     *front_seen = front;
-    for (uint32_t i = 0; i < n; i++) {
-        if (slots[i] >= e->cfg.max_series)
-            continue;
-        omdp_series_ref_t *r = &e->refs[front][slots[i]];
-        if (disabled(r))
-            *r = refs[i];
-    }
+    /* that publish may come from a snapshot taken before the import, without the series or
+     * (the bucket coming back) with the books this engine had left behind: the carried
+     * limits are the newer ones */
+    for (uint32_t i = 0; i < n; i++)
+        if (slots[i] < e->cfg.max_series)
+            e->refs[front][slots[i]] = refs[i];
     return 1;
 }
 
-uint32_t omdp_engine_refs_front(const omdp_engine_t *engine)
+uint32_t omdp_engine_refs_in_use(const omdp_engine_t *engine)
 {
-    return atomic_load_explicit(&((struct omdp_engine *)engine)->refs_front, memory_order_acquire);
+    return engine->refs_in_use;
 }

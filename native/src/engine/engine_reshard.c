@@ -178,7 +178,7 @@ static int try_install(omdp_engine_reshard_t *r, int force, omdp_msg_run_fn fn, 
                 for (uint32_t i = 0; i < h.n_series; i++)
                     r->carry_refs[i] = (omdp_series_ref_t){s[i].band_lo, s[i].band_hi, s[i].parity_lo, s[i].parity_hi};
                 r->n_carry = h.n_series;
-                r->carry_front = omdp_engine_refs_front(r->engine);
+                r->carry_front = omdp_engine_refs_in_use(r->engine); /* a publish pending now is patched too */
             }
         }
     }
