@@ -280,7 +280,9 @@ int omdp_engine_reshard_batch(omdp_engine_reshard_t *r, const uint8_t *records, 
     uint32_t off = 0, start = 0;
     const uint8_t *rec;
     while ((rc = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
-        omdp_record_header_t h;
+        struct {
+            uint16_t type, length;
+        } h; /* the header's first two fields: all this walk needs of most records */
         memcpy(&h, rec, sizeof h);
         int special = h.type == OMDP_RT_RESHARD;
         if (!special && r->holding && h.type == OMDP_RT_OPRA_MSG && h.length == sizeof(omdp_opra_msg_t)) {
