@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +25,7 @@ from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
 from omdp.operator import OperatorContext
+from omdp.runtime.reshard import ReshardError, ReshardSegment
 from omdp.record import RT_OPRA_MSG, RT_SIGNAL
 from omdp.registry import OperatorKind, Port, RecordType, Registry
 
@@ -45,6 +47,8 @@ class DecisionEngineParams(BaseModel):
     pricing_period_s: float = Field(0.1, gt=0, description="pricing refresh period")
     pricing_cpus: list[int] = Field(default_factory=list, description="CPUs of the pricing thread; empty: the partition's")
     pricing_nice: int = Field(0, ge=0, le=19, description="niceness of the pricing thread (19: only spare CPU time)")
+    reshard: bool = Field(False, description="buckets may move to and from this engine at run time (the run's "
+                                             "reshard segment; engine index = replica)")
 
 
 @dataclass(frozen=True)
@@ -54,15 +58,27 @@ class EngineNativeOperator(NativeOperator):
 
     engine: DecisionEngine | None = None
     refresher: PricingRefresher | None = None
+    reshard: ReshardSegment | None = None
 
     def close(self) -> None:
-        """After the C operator let go of the engine: stop pricing."""
+        """After the C operator let go of the engine: stop pricing, detach the reshard segment."""
         if self.refresher is not None:
             self.refresher.stop()
+        if self.reshard is not None:
+            self.reshard.close()
 
 
 def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> EngineNativeOperator:
     """Factory of ``decision_engine``: engine id = replica index."""
+    reshard = None
+    if p.reshard:
+        run_id = Path(ctx.run_dir).name if ctx.run_dir is not None else None
+        if not run_id:
+            raise ValueError(f"{ctx.name}: reshard needs a run (its reshard segment)")
+        try:
+            reshard = ReshardSegment.open(run_id)
+        except ReshardError as e:
+            raise ValueError(f"{ctx.name}: {e}") from None
     engine = DecisionEngine(EngineConfig(max_series=p.max_series, max_groups=p.max_groups,
                                          sample_every=p.sample_every, engine_id=ctx.replica))
     refresher = None
@@ -72,7 +88,9 @@ def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> Engin
     params = ffi.new("omdp_engine_op_params_t *")
     params.shared = engine.handle
     params.out_bytes = p.out_bytes
-    return EngineNativeOperator(lib.omdp_engine_op_vtable(), params, engine=engine, refresher=refresher)
+    params.reshard = reshard.c_handle if reshard is not None else ffi.NULL
+    return EngineNativeOperator(lib.omdp_engine_op_vtable(), params, engine=engine, refresher=refresher,
+                                reshard=reshard)
 
 
 def register_decision_engines(registry: Registry) -> None:

@@ -25,6 +25,7 @@ from omdp.metrics.stats_segment import StatsSegmentError, StatsWriter
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
 from omdp.operator import OperatorContext
+from omdp.runtime.reshard import ReshardError, ReshardSegment
 from omdp.transport.shm_names import shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
@@ -85,6 +86,8 @@ class FeedHandlerParams(BaseModel):
     ring_max_message: int = Field(2048, ge=RING_FRAME_HEADER + 1456, le=1 << 16, description="ring slot payload")
     intended_table: str = Field("", description="intended-time table name; {run_id} and {sender} are filled in")
     stats_interval_ms: float = Field(100.0, gt=0, description="live per-line counters this often")
+    reshard: bool = Field(False, description="buckets may move between engines at run time (the run's reshard "
+                                             "segment; the routing must be by bucket)")
 
     @field_validator("ring_queue_size")
     @classmethod
@@ -130,12 +133,16 @@ class FeedHandlerOperator(NativeOperator):
     sockets: list[socket.socket] = field(default_factory=list)
     ring: VegaReceiver | None = None
     stats: StatsWriter | None = None
+    reshard: ReshardSegment | None = None
     keep: list[Any] = field(default_factory=list)
 
     def close(self) -> None:
-        """After the C operator closed: leave the ring, close the sockets, detach stats."""
+        """After the C operator closed: leave the ring, close the sockets, detach stats and
+        the reshard segment."""
         for s in self.sockets:
             s.close()
+        if self.reshard is not None:
+            self.reshard.close()
         if self.ring is not None:
             self.ring.close()
         if self.stats is not None:
@@ -172,7 +179,15 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
     sockets: list[socket.socket] = []
     ring: VegaReceiver | None = None
     stats: StatsWriter | None = None
+    reshard: ReshardSegment | None = None
     try:
+        if p.reshard:
+            if not run_id:
+                raise ValueError(f"{ctx.name}: reshard needs a run (its reshard segment)")
+            try:
+                reshard = ReshardSegment.open(run_id)
+            except ReshardError as e:
+                raise ValueError(f"{ctx.name}: {e}") from None
         lines = ffi.new("omdp_fh_line_params_t[]", len(mine))
         for i, ln in enumerate(mine):
             lines[i].line = ln.line
@@ -204,7 +219,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "n_routes": len(p.routing.roots), "n_engines": p.routing.engines, "default_engine": p.default_engine,
             "batch_packets": p.batch_packets, "ring": ring.c_handle if ring else ffi.NULL,
             "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
-            "coalesce_packets": p.coalesce_packets,
+            "coalesce_packets": p.coalesce_packets, "reshard": reshard.c_handle if reshard else ffi.NULL,
         })
     except BaseException:
         for s in sockets:
@@ -213,6 +228,8 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             ring.close()
         if stats is not None:
             stats.close()
+        if reshard is not None:
+            reshard.close()
         raise
     return FeedHandlerOperator(lib.omdp_feed_handler_vtable(), params, sockets=sockets, ring=ring, stats=stats,
-                               keep=[lines, routes])
+                               reshard=reshard, keep=[lines, routes])

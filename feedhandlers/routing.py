@@ -123,17 +123,29 @@ def balance(loads: Mapping[int, int], engines: int) -> dict[int, int]:
     return out
 
 
-def build_routing(root_underlying: Mapping[str, int], counts: RootCounts, engines: int) -> RoutingTable:
+def build_routing(root_underlying: Mapping[str, int], counts: RootCounts, engines: int,
+                  buckets: int = 0) -> RoutingTable:
     """The routing table: every root of ``root_underlying`` (root -> underlying id) placed on
     the engine its underlying got from balancing the counted messages. Underlyings without
     messages in the sample are spread round-robin over the engines after the counted ones
-    (by id, so the table is deterministic)."""
+    (by id, so the table is deterministic). With ``buckets`` (re-sharding, a power of two)
+    the unit balanced is the bucket, underlying_id % buckets, so that every underlying of a
+    bucket is on one engine and a bucket can move as a whole."""
     per_underlying: dict[int, int] = {}
     for root, n in counts.counts.items():
         uid = root_underlying.get(root)
         if uid is not None:
             per_underlying[uid] = per_underlying.get(uid, 0) + n
-    engine_of = balance(per_underlying, engines)
+    if buckets:
+        per_bucket: dict[int, int] = {}
+        for uid, n in per_underlying.items():
+            per_bucket[uid % buckets] = per_bucket.get(uid % buckets, 0) + n
+        bucket_engine = balance(per_bucket, engines)
+        for k, b in enumerate(sorted(set(range(buckets)) - set(bucket_engine))):
+            bucket_engine[b] = k % engines
+        engine_of = {uid: bucket_engine[uid % buckets] for uid in set(root_underlying.values())}
+    else:
+        engine_of = balance(per_underlying, engines)
     quiet = sorted(set(root_underlying.values()) - set(engine_of))
     for k, uid in enumerate(quiet):
         engine_of[uid] = k % engines

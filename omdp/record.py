@@ -20,6 +20,7 @@ RT_OPRA_MSG = 1
 RT_SIGNAL = 2
 RT_BENCH = 3
 RT_SEQ = 4
+RT_RESHARD = 5  # a re-sharding marker (omdp.runtime.reshard)
 
 RF_SAMPLED = 0x1
 RF_SIGNAL = 0x2

@@ -17,6 +17,7 @@ from ops.cli.demo import demo
 from ops.cli.native_info import info
 from ops.cli.plan import plan_command
 from ops.cli.replay import replay
+from ops.cli.reshard import reshard
 from ops.cli.run import run_command
 from ops.cli.runs import runs
 from ops.cli.shm import shm
@@ -35,8 +36,8 @@ def cli() -> None:
     """
 
 
-for _command in (analytics, bench, capacity, capture, dashboard, decode, demo, info, plan_command, replay, run_command, runs, shm,
-                 synth):
+for _command in (analytics, bench, capacity, capture, dashboard, decode, demo, info, plan_command, replay, reshard,
+                 run_command, runs, shm, synth):
     cli.add_command(_command)
 
 

@@ -134,7 +134,8 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
                          rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
                          run_id: str | None = None, sweep_id: str = "",
-                         max_p99_from_intended: float | None = 1000.0, rate_schedule: str = "") -> int:
+                         max_p99_from_intended: float | None = 1000.0, rate_schedule: str = "",
+                         reshard_buckets: int = 0, reshard_every_ms: float = 0.0) -> int:
     """Assemble, run and report a pipeline; returns the exit status."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
@@ -148,7 +149,8 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
     hook = dashboard_hook(dashboard) if dashboard else None
     options = RunOptions(rate=rate, seconds=None if no_loop else seconds, loop=not no_loop, drops=drops, seed=seed,
                          sample_every=sample_every, max_p99_from_intended_us=max_p99_from_intended,
-                         rate_schedule=rate_schedule)
+                         rate_schedule=rate_schedule, reshard_buckets=reshard_buckets,
+                         reshard_every_ms=reshard_every_ms)
     try:
         pp = plan_pipeline(topology, data_dir, date, options, overrides)
         run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
@@ -185,9 +187,15 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @click.option("--rate-schedule", default=None, metavar="NX:S,...",
               help="pipeline: step the rate through stages, e.g. 2x:20s,10x:20s,2x:20s (the run lasts their sum)")
+@click.option("--reshard-buckets", type=click.IntRange(min=0), default=0, metavar="N",
+              help="pipeline: buckets (underlying % N, a power of two) that may move between the engines at run time "
+                   "(`omdp reshard RUN`); the routing is then by bucket")
+@click.option("--reshard-every", "reshard_every_ms", type=click.FloatRange(min=0.0), default=0.0, metavar="MS",
+              help="pipeline, with --reshard-buckets: move a bucket to the next engine every MS milliseconds")
 @pipeline_options
 def run_command(topology: str, data_dir: Path, duration: float | None, overrides: tuple[str, ...], run_id: str | None,
-                json_out: str | None, rate_schedule: str | None, capture_date: str | None, rate: str,
+                json_out: str | None, rate_schedule: str | None, reshard_buckets: int, reshard_every_ms: float,
+                capture_date: str | None, rate: str,
                 seconds: float | None, no_loop: bool, drops: str, seed: int, sample_every: int | None,
                 config_label: str, dashboard: str | None, max_p99_from_intended: float, clock: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
@@ -219,12 +227,19 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
         sys.exit(2)
     if rate_schedule is not None and not pipeline:
         raise click.UsageError("--rate-schedule paces a capture replay: TOPOLOGY has no feed handler")
+    if reshard_every_ms and not reshard_buckets:
+        raise click.UsageError("--reshard-every moves buckets: give --reshard-buckets N too")
+    if reshard_buckets & (reshard_buckets - 1) or reshard_buckets > 4096:
+        raise click.UsageError(f"--reshard-buckets {reshard_buckets}: a power of two, 1..4096")
+    if (reshard_buckets or reshard_every_ms) and not pipeline:
+        raise click.UsageError("--reshard-buckets/--reshard-every move buckets between engines: TOPOLOGY has no feed handler")
     if pipeline:
         sys.exit(run_pipeline_command(topology, data_dir, overrides, capture_date, rate,
                                       DEFAULT_PIPELINE_SECONDS if seconds is None else seconds, no_loop, drops, seed,
                                       sample_every, config_label, dashboard, json_out, run_id,
                                       max_p99_from_intended=max_p99_from_intended or None,
-                                      rate_schedule=rate_schedule or ""))
+                                      rate_schedule=rate_schedule or "", reshard_buckets=reshard_buckets,
+                                      reshard_every_ms=reshard_every_ms))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
         result = run_plan(plan, data_dir, seconds, run_id, echo=lambda line: click.echo(line, err=True))

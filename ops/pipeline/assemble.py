@@ -52,6 +52,8 @@ class RunOptions:
     sample_every: int | None = None
     routing_sample: int = DEFAULT_SAMPLE_MESSAGES
     max_p99_from_intended_us: float | None = 1000.0  # sustainable only below it (run_report); None: no bound
+    reshard_buckets: int = 0  # > 0: buckets (underlying % N) may move between engines (omdp.runtime.reshard)
+    reshard_every_ms: float = 0.0  # > 0: move a bucket this often (ReshardSchedule)
 
 
 @dataclass
@@ -106,9 +108,31 @@ def feed_lines(capture: CaptureInfo, handlers: int, senders: int, ring: bool) ->
                      b=capture.endpoints[ln].get("B")) for ln in capture.lines]
 
 
-def routing_for(capture: CaptureInfo, engines: int, sample: int = DEFAULT_SAMPLE_MESSAGES) -> RoutingTable:
-    """Balance the capture's underlyings over ``engines`` by their message counts."""
-    return build_routing(capture.root_underlying, count_roots(capture.line_files(), sample), engines)
+def routing_for(capture: CaptureInfo, engines: int, sample: int = DEFAULT_SAMPLE_MESSAGES,
+                buckets: int = 0) -> RoutingTable:
+    """Balance the capture's underlyings (or, with re-sharding, their buckets) over
+    ``engines`` by their message counts."""
+    return build_routing(capture.root_underlying, count_roots(capture.line_files(), sample), engines, buckets)
+
+
+def check_reshard(g: PipelineGroups, data: dict[str, Any], options: RunOptions, source: str) -> None:
+    """Re-sharding needs static engines (``decision_engine``, two or more), a power-of-two
+    bucket count and a period only with buckets; errors name the option."""
+    b = options.reshard_buckets
+    if options.reshard_every_ms and not b:
+        raise TopologyError(source, [("--reshard-every", "needs --reshard-buckets N")])
+    if not b:
+        return
+    if b < 1 or b > 4096 or b & (b - 1):
+        raise TopologyError(source, [("--reshard-buckets", f"{b}: a power of two, 1..4096")])
+    if options.reshard_every_ms < 0:
+        raise TopologyError(source, [("--reshard-every", f"{options.reshard_every_ms} ms: must be >= 0")])
+    if data["operators"][g.engines]["kind"] != DECISION_ENGINE:
+        raise TopologyError(source, [(f"operators.{g.engines}.kind", f"re-sharding moves buckets between "
+                                      f"{DECISION_ENGINE} replicas (an {ELASTIC_ENGINE} moves them between its "
+                                      "own workers)")])
+    if g.replicas[g.engines] < 2:
+        raise TopologyError(source, [(f"operators.{g.engines}.replicas", "re-sharding needs two or more engines")])
 
 
 @dataclass
@@ -141,7 +165,8 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
         raise TopologyError(source, [(f"operators.{g.feed_handler}.replicas", f"{e} (the capture has "
                                       f"{len(capture.lines)} lines)")]) from None
     engines = g.replicas[g.engines]
-    routing = routing_for(capture, engines, options.routing_sample)
+    check_reshard(g, data, options, source)
+    routing = routing_for(capture, engines, options.routing_sample, options.reshard_buckets)
     line_dicts = [ln.model_dump(mode="json") for ln in lines]
     fh_params.update(lines=line_dicts, routing=routing.model_dump(mode="json"),
                      intended_table=fh_params.get("intended_table") or INTENDED_TABLE_TEMPLATE)
@@ -154,6 +179,8 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
             fs.setdefault("copies", fh_params["copies"])
     de = ops[g.engines]["params"]
     de.setdefault("as_of", capture.date.isoformat())
+    if options.reshard_buckets:
+        fh_params["reshard"] = de["reshard"] = True
     if options.sample_every is not None:
         de["sample_every"] = options.sample_every
     sample_every = de.get("sample_every")

@@ -7,7 +7,10 @@ field) before anything starts; then the stats segment ``omdp-<run_id>-stats`` is
 replay ends (``run.stop_after``) or Ctrl-C, and the run directory gets intended.parquet
 (the senders' files merged) and meta.parquet beside what the collectors wrote
 (samples.parquet, ingest.parquet, signals.parquet). The stats segment and any replay
-segment a killed sender left are removed however the run ends.
+segment a killed sender left are removed however the run ends. A run that re-shards
+(``RunOptions.reshard_buckets``) also gets the reshard segment ``omdp-<run_id>-reshard``
+before it starts, the move schedule while it runs (``reshard_every_ms``) and ``reshard.json``
+(every move, and their summary) at the end.
 """
 from __future__ import annotations
 
@@ -18,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from decision_engines.engine_config import DEFAULT_MAX_SERIES
 from omdp.metrics.breakdown import Breakdown, format_breakdown
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
 from omdp.plan import Plan, build_plan
+from omdp.runtime.reshard import (LIVE_COUNTERS, SERIES_BYTES, ReshardLive, ReshardSchedule, ReshardSegment,
+                                  bucket_homes, summarize_moves)
 from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.run import run_plan
 from omdp.runtime.supervisor import RunResult
@@ -100,6 +106,7 @@ class PipelineRun:
     batching: Batching | None = None
     costs: list[PartitionCost] | None = None
     clocks: dict[str, dict[str, Any]] | None = None
+    reshard: dict[str, Any] | None = None  # write_reshard_record's summary, when the run re-sharded
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready data."""
@@ -107,7 +114,8 @@ class PipelineRun:
                 "failure": self.result.failure, "config": self.config, "sweep_id": self.sweep_id,
                 "breakdown": self.breakdown.to_dict() if self.breakdown else None,
                 **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs,
-                                self.clocks)}
+                                self.clocks),
+                "reshard": self.reshard}
 
     def text(self) -> str:
         """The report for people: the breakdown table, then ingest, accounting and verdict."""
@@ -152,6 +160,12 @@ class PipelineRun:
             lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
                          f"last third {self.growth.last_us:,.1f} us")
         lines.append("sustainable: " + ("yes" if self.verdict.sustainable else "no (" + "; ".join(self.verdict.reasons) + ")"))
+        if (rs := self.reshard) is not None:
+            lat = rs["latency_us"]
+            lines.append(f"re-sharding: {rs['completed']:,} of {rs['requested']:,} moves completed"
+                         + (f"; request -> installed p50 {lat['p50']:,.0f} us, p99 {lat['p99']:,.0f} us, "
+                            f"max {lat['max']:,.0f} us" if lat else "")
+                         + f"; {rs['held_total']:,} messages held back; {rs['state_bytes']:,} state bytes handed over")
         lines += [f"warning: {w}" for w in r.warnings]
         lines.append(f"run {self.result.run_id}: {self.result.status}; {self.run_dir}")
         return "\n".join(lines)
@@ -179,6 +193,9 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
              "fh_input": asm.topology.operators[asm.groups.feed_handler].params.get("input", "ring")}
     stats = StatsWriter.create(run_id)
     stop_dashboard: Callable[[], None] | None = None
+    reshard = _reshard_segment(pp, run_id)
+    schedule: ReshardSchedule | None = None
+    live: ReshardLive | None = None
     try:
         stats.set_run_info(state="starting", topology=plan.topology, config=config or plan.topology,
                            run_dir=str(rdir), knobs=knobs,
@@ -189,17 +206,61 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         seconds = fs_params.get("seconds")
         duration = seconds + START_ALLOWANCE_S if seconds else None
         stats.set_run_info(state="running")
+        if reshard is not None:
+            entry = stats.register_operator("reshard", "reshard", LIVE_COUNTERS)
+            live = ReshardLive(reshard, entry.publish)
+            live.start()
+        if reshard is not None and pp.options is not None and pp.options.reshard_every_ms > 0:
+            schedule = ReshardSchedule(reshard, pp.options.reshard_every_ms / 1e3, asm.routing.engines)
+            schedule.start()
         result = run_plan(plan, Path(data_dir), duration, run_id, echo)
+        if schedule is not None:
+            schedule.stop()
+        if live is not None:
+            live.stop()
         stats.set_run_info(state="done" if result.ok else "failed")
         run = _report(result, rdir, asm, plan, config, sweep_id, knobs, senders, pp.options)
+        if reshard is not None:
+            run.reshard = write_reshard_record(rdir, reshard, schedule)
         if run.replay.achieved_pps:  # known now: the live page's last snapshots draw it
             stats.set_run_info(achieved_pps=run.replay.achieved_pps)
         return run
     finally:
+        if schedule is not None:
+            schedule.stop()
+        if live is not None:
+            live.stop()
+        if reshard is not None:
+            reshard.close()
         if stop_dashboard is not None:
             stop_dashboard()
         stats.close()
         _remove_replay_segments(run_id, senders)
+
+
+def _reshard_segment(pp: PipelinePlan, run_id: str) -> ReshardSegment | None:
+    """The run's reshard segment when it re-shards: each bucket's home from the routing, a
+    hand-over area that holds a whole engine's series."""
+    opts = pp.options
+    if opts is None or not opts.reshard_buckets:
+        return None
+    asm = pp.assembly
+    r = asm.routing
+    home = bucket_homes(r.underlying_ids, r.root_engines, opts.reshard_buckets, r.engines)
+    max_series = int(asm.topology.operators[asm.groups.engines].params.get("max_series", DEFAULT_MAX_SERIES))
+    return ReshardSegment.create(run_id, opts.reshard_buckets, r.engines, asm.groups.replicas[asm.groups.feed_handler],
+                                 home, 64 + max_series * SERIES_BYTES)
+
+
+def write_reshard_record(rdir: Path, seg: ReshardSegment, schedule: ReshardSchedule | None) -> dict[str, Any]:
+    """``reshard.json`` in the run directory: every move of the log and their summary
+    (omdp.runtime.reshard.summarize_moves); returns the summary."""
+    moves = seg.moves()
+    summary = {**summarize_moves(moves), "totals": seg.totals(),
+               "schedule": None if schedule is None else {"period_ms": schedule.period_s * 1e3,
+                                                          "issued": schedule.issued, "busy": schedule.busy}}
+    (rdir / "reshard.json").write_text(json.dumps({"summary": summary, "moves": moves}, indent=1))
+    return summary
 
 
 def _target_pps(rate: str) -> float:

@@ -153,3 +153,17 @@ def test_seconds_progress_bar_shows_clean_numbers() -> None:
     bar.refresh()
     bar.close()
     assert "0.3/2.0 s" in out.getvalue() and "0.33499999" not in out.getvalue()
+
+
+def test_reshard_names_what_is_wrong(tmp_path: Path) -> None:
+    code, out = invoke(["reshard", "norun_here", "--bucket", "1", "--to", "de[1]"])
+    assert code == 2 and "norun_here has no reshard segment" in out and "Traceback" not in out
+    code, out = invoke(["reshard", "x", "--bucket", "1", "--to", "engine one"])
+    assert code == 2 and "--to" in out and "de[J]" in out and "Traceback" not in out
+    code, out = invoke(["reshard", "x", "--bucket", "1"])
+    assert code == 2 and "--bucket and --to go together" in out
+    data = tmp_path / "data"
+    code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--reshard-every", "5"])
+    assert code == 2 and "--reshard-every" in out and "--reshard-buckets" in out and "Traceback" not in out
+    code, out = invoke(["run", TOPOLOGY, "--data", str(data), "--reshard-buckets", "6"])
+    assert code == 2 and "--reshard-buckets" in out and "power of two" in out and "Traceback" not in out

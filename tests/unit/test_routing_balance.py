@@ -88,3 +88,16 @@ def test_lines_are_dealt_in_consecutive_blocks() -> None:
     assert list(d.values()) == sorted(d.values())
     with pytest.raises(ValueError, match="every replica needs a line"):
         deal_blocks([1, 2], 3)
+
+
+def test_routing_by_bucket_keeps_each_bucket_on_one_engine() -> None:
+    """Re-sharding (--reshard-buckets) moves a bucket as a whole, so the table is by bucket:
+    every underlying of a bucket on the engine its bucket got, buckets balanced by load."""
+    root_underlying = {f"R{u}": u for u in range(40)}
+    counts = RootCounts({f"R{u}": 1000 if u % 8 == 3 else 10 for u in range(40)}, 20_000)
+    t = build_routing(root_underlying, counts, 2, buckets=8)
+    engine_of_bucket: dict[int, int] = {}
+    for uid, eng in zip(t.underlying_ids, t.root_engines):
+        assert engine_of_bucket.setdefault(uid % 8, eng) == eng
+    assert len(set(engine_of_bucket.values())) == 2
+    assert t.engine_messages[engine_of_bucket[3]] == max(t.engine_messages)  # the heavy bucket alone

@@ -14,6 +14,7 @@
 
 #include "omdp/engine.h"
 #include "omdp/operator.h"
+#include "omdp/reshard.h"
 
 #define OMDP_ENGINE_OP_PORT_SAMPLES 0
 #define OMDP_ENGINE_OP_PORT_SIGNALS 1
@@ -24,6 +25,8 @@ typedef struct omdp_engine_op_params {
     omdp_engine_t *shared;       /* use (and retain) this engine instead */
     uint32_t out_bytes;          /* output buffer: >= OMDP_ENGINE_MAX_OUT_PER_MSG, multiple of 8 */
     uint32_t reserved;           /* zero */
+    omdp_reshard_seg_t *reshard; /* the run's reshard segment (borrowed), NULL: buckets never move;
+                                  * this engine is the replica index's (engine_reshard.h) */
 } omdp_engine_op_params_t;
 
 const omdp_operator_vtable_t *omdp_engine_op_vtable(void);

@@ -45,6 +45,12 @@
  *      Variable parts stay in the handler's side buffer: var_off and var_len are 0
  *      downstream. The last message of a packet carries OMDP_RF_LAST_IN_PACKET.
  *
+ * Re-sharding (reshard.h), when `reshard` is given: between two polls the handler takes the
+ * moves requested since the last look (one atomic load per poll while there are none),
+ * and for each emits a marker on the old engine's port, then on the new one's, and routes
+ * the bucket (underlying_id % buckets) to the new engine from then on. The routing table
+ * must then be by bucket (every root of a bucket on the bucket's home engine).
+ *
  * Counters: operator counters (totals, see feed_handler_op.c) and, when `stats` is given,
  * per line counters published to the run's stats segment (stats.h) every
  * `stats_interval_ns` and at the end.
@@ -59,6 +65,7 @@
 
 #include "omdp/operator.h"
 #include "omdp/opra_msg.h"
+#include "omdp/reshard.h"
 #include "omdp/stats.h"
 #include "omdp/vega.h"
 
@@ -156,6 +163,9 @@ typedef struct omdp_fh_params {
     omdp_stats_t *stats;                  /* borrowed; NULL: no live counters */
     int64_t stats_interval_ns;            /* > 0 */
     uint32_t coalesce_packets;            /* 1..OMDP_FH_MAX_BATCH packets per output batch; 0 or 1: off */
+    uint32_t reserved;                    /* zero */
+    omdp_reshard_seg_t *reshard;          /* borrowed; NULL: the routes never change. This handler is
+                                             feed handler `replica` of the segment's n_fh */
 } omdp_fh_params_t;
 
 /* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */

@@ -6,11 +6,14 @@
 #include <string.h>
 
 #include "omdp/engine_op.h"
+#include "omdp/engine_reshard.h"
 
+#define RESHARD_END_WAIT_NS 2000000000LL /* end of stream: how long a held move waits for its state */
 
 typedef struct engine_op {
     omdp_engine_t *engine;
     omdp_engine_op_io_t io; /* output buffer, scratch, run counters, emits */
+    omdp_engine_reshard_t *reshard; /* NULL: no re-sharding in this run */
 } engine_op_t;
 
 static void op_close(void *state)
@@ -18,6 +21,7 @@ static void op_close(void *state)
     engine_op_t *op = state;
     if (!op)
         return;
+    omdp_engine_reshard_free(op->reshard);
     omdp_engine_release(op->engine);
     omdp_engine_op_io_free(&op->io);
     free(op);
@@ -50,6 +54,14 @@ static int op_init(void **state, const omdp_op_init_t *init)
             return omdp_op_init_fail(init, "engine: max_series and max_groups must be 1..2^24");
         }
     }
+    if (prm.reshard) {
+        char err[160];
+        op->reshard = omdp_engine_reshard_new(prm.reshard, op->engine, init->replica, err, sizeof err);
+        if (!op->reshard) {
+            op_close(op);
+            return omdp_op_init_fail(init, "%s", err);
+        }
+    }
     *state = op;
     return OMDP_OK;
 }
@@ -77,7 +89,15 @@ static int op_process(void *state, uint32_t in_port, const uint8_t *records, uin
 {
     engine_op_t *op = state;
     (void)in_port;
+    if (op->reshard)
+        return omdp_engine_reshard_batch(op->reshard, records, nbytes, op->io.scratch, run_engine, op, em, &op->io.runs);
     return omdp_engine_for_each_msg_run(records, nbytes, op->io.scratch, run_engine, op, em, &op->io.runs);
+}
+
+static int op_end_of_stream(void *state, const omdp_emitter_t *em)
+{
+    engine_op_t *op = state;
+    return op->reshard ? omdp_engine_reshard_finish(op->reshard, RESHARD_END_WAIT_NS, run_engine, op, em) : OMDP_OK;
 }
 
 static const char *const ENGINE_COUNTER_NAMES[] = {
@@ -107,7 +127,10 @@ static uint32_t op_counters(void *state, omdp_counter_t *out, uint32_t max)
         out[i] = (omdp_counter_t){ENGINE_COUNTER_NAMES[i], v[i]};
     for (uint32_t i = 0; i < n_own && n_engine + i < max; i++)
         out[n_engine + i] = own[i];
-    return n_engine + n_own;
+    uint32_t n = n_engine + n_own;
+    if (op->reshard)
+        n += omdp_engine_reshard_counters(op->reshard, out + (n < max ? n : max), n < max ? max - n : 0);
+    return n;
 }
 
 static const omdp_operator_vtable_t ENGINE_OP = {
@@ -117,6 +140,7 @@ static const omdp_operator_vtable_t ENGINE_OP = {
     .n_outputs = 2,
     .init = op_init,
     .process_batch = op_process,
+    .end_of_stream = op_end_of_stream,
     .counters = op_counters,
     .close = op_close,
 };

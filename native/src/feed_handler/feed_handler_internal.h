@@ -86,6 +86,12 @@ typedef struct feed_handler {
     int64_t stats_interval_ns, next_publish_ns;
     uint32_t polls_since_clock;
 
+    /* re-sharding (NULL: off): each bucket's engine, moves taken from the segment so far */
+    omdp_reshard_seg_t *reshard;
+    uint16_t *bucket_engine;
+    uint32_t bucket_mask, fh_index, n_fh;
+    uint64_t moves_applied, markers_sent, moves_bad;
+
     /* totals */
     uint64_t polls_productive, receive_calls, receive_errors, bad_frames, unknown_line, routed, no_root, ring_full_polls,
         unknown_root, batches_out, intended_found, intended_missing, publish_errors, ring_closed;
@@ -94,7 +100,8 @@ typedef struct feed_handler {
 
 /* The sources, each using only those listed before it (and feed_handler_arb.c and
  * feed_handler_routes.c, which use none of them):
- *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_input.c <- feed_handler_op.c */
+ *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_input.c <- feed_handler_reshard.c
+ *   <- feed_handler_op.c */
 
 /* feed_handler_intended.c */
 /* Intended time of (line, block_seq) from the replayer's table; 0 when unknown. */
@@ -121,5 +128,18 @@ void omdp_fh_input_close(feed_handler_t *fh);
 int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em);
 /* Take what is still queued (end of stream), without waiting. */
 int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em);
+
+/* feed_handler_reshard.c */
+/* Set up re-sharding from the segment: each bucket's engine, checked against the routes. */
+int omdp_fh_reshard_open(feed_handler_t *fh, omdp_reshard_seg_t *seg, uint32_t replica, const omdp_fh_route_t *routes,
+                         uint32_t n_routes, char *err, size_t errlen);
+/* Take the moves requested since the last call: a marker on both engines' ports, then the
+ * bucket's new route. Call between polls (nothing held). */
+int omdp_fh_reshard_apply(feed_handler_t *fh, const omdp_emitter_t *em);
+/* The one check per poll: a move is waiting. */
+static inline int omdp_fh_reshard_due(const feed_handler_t *fh)
+{
+    return fh->reshard && omdp_reshard_requested(fh->reshard) != fh->moves_applied;
+}
 
 #endif /* OMDP_FEED_HANDLER_INTERNAL_H */

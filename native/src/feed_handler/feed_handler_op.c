@@ -17,6 +17,7 @@ static void fh_free(feed_handler_t *fh)
     omdp_fh_input_close(fh);
     omdp_fh_tables_close(fh);
     omdp_fh_routes_free(fh->routes);
+    free(fh->bucket_engine);
     free(fh->lines);
     free(fh->dec);
     free(fh->staging);
@@ -153,6 +154,11 @@ static int fh_init(void **state, const omdp_op_init_t *init)
         fh_free(fh);
         return OMDP_ERR_PARAMS;
     }
+    if (p->reshard && omdp_fh_reshard_open(fh, p->reshard, init->replica, p->routes, p->n_routes, err, sizeof err) < 0) {
+        snprintf(init->err, init->err_size, "reshard: %s", err);
+        fh_free(fh);
+        return OMDP_ERR_PARAMS;
+    }
     if ((rc = setup_lines(fh, p, init)) < 0) {
         fh_free(fh);
         return rc;
@@ -171,7 +177,10 @@ static int fh_init(void **state, const omdp_op_init_t *init)
 static int fh_poll(void *state, const omdp_emitter_t *em)
 {
     feed_handler_t *fh = state;
-    int rc = omdp_fh_input_poll(fh, em);
+    int rc;
+    if (omdp_fh_reshard_due(fh) && (rc = omdp_fh_reshard_apply(fh, em)) < 0)
+        return rc;
+    rc = omdp_fh_input_poll(fh, em);
     if (rc == OMDP_POLL_PRODUCED)
         fh->polls_productive++;
     /* The clock is read for the live counters only every FH_PUBLISH_POLLS polls. */
@@ -186,6 +195,11 @@ static int fh_end_of_stream(void *state, const omdp_emitter_t *em)
 {
     feed_handler_t *fh = state;
     int rc = omdp_fh_input_drain(fh, em);
+    if (fh->reshard) {
+        omdp_reshard_fh_ended(fh->reshard); /* no more moves; one asked for before still completes */
+        if (rc >= 0 && omdp_fh_reshard_due(fh))
+            rc = omdp_fh_reshard_apply(fh, em);
+    }
     omdp_fh_count_tails(fh);
     if (fh->stats)
         publish_lines(fh, omdp_now_ns(), 1);
@@ -245,6 +259,9 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"coalesce_hist_16", fh->flush_hist[4]},
         {"coalesce_hist_32", fh->flush_hist[5]},
         {"coalesce_hist_64", fh->flush_hist[6]},
+        {"reshard_moves", fh->moves_applied},
+        {"reshard_markers_sent", fh->markers_sent},
+        {"reshard_moves_bad", fh->moves_bad},
         {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
     };
     uint32_t n = sizeof c / sizeof c[0];

@@ -129,6 +129,8 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
             e = fh->route_engine;
         } else {
             found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+            if (fh->bucket_engine && found > 0)
+                e = fh->bucket_engine[uid & fh->bucket_mask]; /* re-sharding: the bucket's engine now */
             fh->route_key = key;
             fh->route_found = found;
             fh->route_uid = uid;
