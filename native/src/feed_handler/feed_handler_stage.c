@@ -10,21 +10,25 @@ _Static_assert(sizeof(omdp_fh_staged_t) == 64, "omdp_fh_staged_t is 64 bytes");
 _Static_assert(sizeof(omdp_fh_stage_series_t) == 24, "omdp_fh_stage_series_t is 24 bytes");
 _Static_assert(sizeof(omdp_fh_stage_extra_t) == 32, "omdp_fh_stage_extra_t is 32 bytes");
 _Static_assert(offsetof(omdp_fh_staged_t, flags) == 63, "flags at 63");
+_Static_assert(offsetof(omdp_fh_stage_series_t, expiry) == 8 && offsetof(omdp_fh_stage_series_t, underlying_id) == 12 &&
+                   offsetof(omdp_fh_stage_series_t, root) == 16 && offsetof(omdp_fh_stage_series_t, root_len) == 22 &&
+                   offsetof(omdp_fh_stage_series_t, put_call) == 23,
+               "the series entry's words");
+_Static_assert(offsetof(omdp_opra_msg_t, root) + 8 <= sizeof(omdp_opra_msg_t), "an 8-byte load at root stays in the record");
 
 int stage_pack_msg(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t underlying_id, int64_t ts_ns,
                    uint32_t flags, omdp_fh_staged_t *s)
 {
     if (flags > 0xFFu)
         return -1;
-    omdp_fh_stage_series_t key;
-    memset(&key, 0, sizeof key);
-    key.strike_px = m->strike_px;
-    key.expiry = m->expiry;
-    key.underlying_id = underlying_id;
-    memcpy(key.root, m->root, OMDP_OPRA_ROOT_MAX);
-    key.root_len = m->root_len;
-    key.put_call = m->put_call;
-    int64_t series = stage_series_id(t, &key);
+    /* the series entry as three words (little-endian), built in registers: a struct filled
+     * field by field and read back as words stalled on store forwarding. root is followed by
+     * the record's two reserved bytes, so one 8-byte load masked to 48 bits takes it. */
+    uint64_t root8;
+    memcpy(&root8, m->root, sizeof root8);
+    const uint64_t w[3] = {(uint64_t)m->strike_px, (uint64_t)m->expiry | (uint64_t)underlying_id << 32,
+                           (root8 & 0xFFFFFFFFFFFFull) | (uint64_t)m->root_len << 48 | (uint64_t)m->put_call << 56};
+    int64_t series = stage_series_id(t, w);
     if (series < 0)
         return -3;
     uint32_t extra = OMDP_FH_STAGE_NO_EXTRA;

@@ -16,8 +16,9 @@ struct omdp_fh_stage_tables {
     uint64_t n_extras, cap_extras;
 };
 
-/* The id of series *s (entered if new), or -1 when the table cannot grow. */
-int64_t stage_series_id(omdp_fh_stage_tables_t *t, const omdp_fh_stage_series_t *s);
+/* The id of the series whose omdp_fh_stage_series_t bytes are the three words w (entered
+ * if new), or -1 when the table cannot grow. */
+int64_t stage_series_id(omdp_fh_stage_tables_t *t, const uint64_t w[3]);
 /* The id of a new appendage entry *x, or -1 when the table cannot grow. */
 int64_t stage_extra_id(omdp_fh_stage_tables_t *t, const omdp_fh_stage_extra_t *x);
 

@@ -9,14 +9,17 @@
 
 #define EMPTY 0xFFFFFFFFu
 
-static uint64_t series_hash(const omdp_fh_stage_series_t *s)
+static inline uint64_t series_hash(const uint64_t w[3])
 {
-    uint64_t w[3];
-    memcpy(w, s, sizeof w);
     uint64_t h = w[0] * 0x9E3779B97F4A7C15ULL;
     h = (h ^ (h >> 29)) + w[1] * 0xBF58476D1CE4E5B9ULL;
     h = (h ^ (h >> 29)) + w[2] * 0x94D049BB133111EBULL;
     return h ^ (h >> 32);
+}
+
+static inline void series_words(const omdp_fh_stage_series_t *s, uint64_t w[3])
+{
+    memcpy(w, s, 3 * sizeof *w);
 }
 
 omdp_fh_stage_tables_t *omdp_fh_stage_tables_new(void)
@@ -66,7 +69,9 @@ static int grow_slots(omdp_fh_stage_tables_t *t)
         return -1;
     memset(slots, 0xFF, cap * sizeof *slots);
     for (uint64_t i = 0; i < t->n_series; i++) {
-        uint64_t h = series_hash(&t->series[i]) & (cap - 1);
+        uint64_t w[3];
+        series_words(&t->series[i], w);
+        uint64_t h = series_hash(w) & (cap - 1);
         while (slots[h] != EMPTY)
             h = (h + 1) & (cap - 1);
         slots[h] = (uint32_t)i;
@@ -91,17 +96,19 @@ static int reserve(void **arr, uint64_t *cap, uint64_t n, size_t size)
     return 0;
 }
 
-int64_t stage_series_id(omdp_fh_stage_tables_t *t, const omdp_fh_stage_series_t *s)
+int64_t stage_series_id(omdp_fh_stage_tables_t *t, const uint64_t w[3])
 {
-    uint64_t h = series_hash(s);
+    uint64_t h = series_hash(w);
     for (uint64_t k = h & t->slots_mask;; k = (k + 1) & t->slots_mask) {
         uint32_t id = t->slots[k];
         if (id == EMPTY)
             break;
-        if (!memcmp(&t->series[id], s, sizeof *s))
+        uint64_t v[3];
+        series_words(&t->series[id], v);
+        if (v[0] == w[0] && v[1] == w[1] && v[2] == w[2])
             return id;
     }
-    if (t->n_series >= EMPTY - 1 || reserve((void **)&t->series, &t->cap_series, t->n_series, sizeof *s))
+    if (t->n_series >= EMPTY - 1 || reserve((void **)&t->series, &t->cap_series, t->n_series, sizeof *t->series))
         return -1;
     if (2 * (t->n_series + 1) > t->slots_mask + 1 && grow_slots(t))
         return -1;
@@ -109,7 +116,7 @@ int64_t stage_series_id(omdp_fh_stage_tables_t *t, const omdp_fh_stage_series_t 
     while (t->slots[k] != EMPTY)
         k = (k + 1) & t->slots_mask;
     uint32_t id = (uint32_t)t->n_series++;
-    t->series[id] = *s;
+    memcpy(&t->series[id], w, sizeof t->series[id]);
     t->slots[k] = id;
     return id;
 }
