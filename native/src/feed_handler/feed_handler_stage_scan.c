@@ -52,32 +52,55 @@ static int part_ok(const omdp_fh_stage_part_t *p)
     return p && (!p->n || p->recs) && (!p->n_series || p->series);
 }
 
+/* Per series of the line: which participants' keys have been looked up (known) and which
+ * are among the keys (hit), one bit per participant code. */
+typedef struct memo {
+    uint64_t known[4], hit[4];
+} memo_t;
+
 int64_t omdp_fh_stage_quote_hits(const omdp_fh_stage_part_t *p, const int64_t *strikes, uint64_t n_strikes,
                                  const uint64_t *keys, uint64_t n_keys, uint64_t *out, uint64_t max_out)
 {
     if (!part_ok(p) || (n_strikes && !strikes) || (n_keys && !keys) || (max_out && !out))
         return -1;
-    /* the strike filter once per series of the line, not once per record */
+    /* the strike filter once per series of the line, and each (series, participant) key
+     * looked up once, not once per record */
     uint8_t *listed = calloc(p->n_series ? p->n_series : 1, 1);
-    if (!listed)
+    memo_t *memo = calloc(p->n_series ? p->n_series : 1, sizeof *memo);
+    if (!listed || !memo) {
+        free(listed);
+        free(memo);
         return -1;
+    }
     for (uint64_t s = 0; s < p->n_series; s++)
         listed[s] = (uint8_t)has_i64(strikes, n_strikes, p->series[s].strike_px);
     uint64_t hits = 0;
+    int64_t rc = 0;
     for (uint64_t i = 0; i < p->n; i++) {
         uint32_t s = p->recs[i].series;
         if (s >= p->n_series) {
-            free(listed);
-            return -3;
+            rc = -3;
+            break;
         }
-        if (!listed[s] || !has_u64(keys, n_keys, omdp_fh_stage_quote_hash(p->line, &p->series[s], p->recs[i].participant)))
+        if (!listed[s])
+            continue;
+        uint8_t part = p->recs[i].participant;
+        uint64_t bit = 1ull << (part & 63);
+        memo_t *mm = &memo[s];
+        if (!(mm->known[part >> 6] & bit)) {
+            mm->known[part >> 6] |= bit;
+            if (has_u64(keys, n_keys, omdp_fh_stage_quote_hash(p->line, &p->series[s], part)))
+                mm->hit[part >> 6] |= bit;
+        }
+        if (!(mm->hit[part >> 6] & bit))
             continue;
         if (hits < max_out)
             out[hits] = i;
         hits++;
     }
     free(listed);
-    return (int64_t)hits;
+    free(memo);
+    return rc ? rc : (int64_t)hits;
 }
 
 int64_t omdp_fh_stage_max_underlying(const omdp_fh_stage_part_t *p)
