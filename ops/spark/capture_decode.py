@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.data_layout import CaptureFile
-from ops.spark.tick_arrow import ArrowTickDecoder
+from ops.spark.tick_arrow import TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
 from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
@@ -30,11 +30,17 @@ TICK_FILE_WRITE_OPTIONS = {
     "compression": "snappy",
     "use_dictionary": [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()],
     "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
+    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in ("ts_ns", "block_seq", "msg_seq")},
+    "store_schema": False,
 }
 """How tick files are encoded. Dictionary encoding only for the string columns (few distinct
-values) and min/max statistics only for the time and sequence columns (what readers prune
-on): dictionary attempts and statistics on every numeric column cost about half of a
-task's CPU for a third smaller files (bench: docs/benchmarks.md, 2026-11-24)."""
+values), handed to the writer as dictionary arrays (``TICK_FILE_DICT_SCHEMA``) so it writes
+their dictionaries without hashing each row's string; min/max statistics only for the time
+and sequence columns (what readers prune on), which are delta-encoded (they grow by small
+steps: files a quarter smaller for the same CPU). Dictionary attempts and statistics on
+every numeric column cost about half of a task's CPU for a third smaller files. No Arrow
+schema is stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not dictionaries), for
+Spark and pyarrow alike (bench: docs/benchmarks.md, 2026-11-24 and 2026-11-25)."""
 
 
 @dataclass
@@ -67,11 +73,14 @@ FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(Fil
 
 
 def decode_capture(
-    capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS
+    capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS,
+    dictionary: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the tick batches of ``capture``, filling ``outcome`` as it goes. A file that is
+    """Yield the tick batches of ``capture`` (string columns as dictionaries with
+    ``dictionary``: ``TICK_FILE_DICT_SCHEMA``), filling ``outcome`` as it goes. A file that is
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
-    way keeps what was decoded before (status "partly skipped"); bad packets are counted."""
+    way keeps what was decoded before (status "partly skipped"); bad packets are counted.
+    Each batch is valid until the next is asked for."""
     from feedhandlers.captures import PcapError, read_pcap
 
     try:
@@ -83,7 +92,7 @@ def decode_capture(
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
-    decoder = ArrowTickDecoder(reuse=True)  # each batch is written before the next decode
+    decoder = ArrowTickDecoder(reuse=True, dictionary=dictionary)  # each batch is used before the next decode
     n = len(cap)
     for start in range(0, n, chunk_packets):
         end = min(n, start + chunk_packets)
@@ -122,10 +131,10 @@ def write_capture_ticks(
     writer: pq.ParquetWriter | None = None
     write_cpu = 0.0
     try:
-        for batch in decode_capture(capture, root_map, outcome, chunk_packets):
+        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True):
             w0 = time.process_time()
             if writer is None:
-                writer = pq.ParquetWriter(tmp, TICK_FILE_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
+                writer = pq.ParquetWriter(tmp, TICK_FILE_DICT_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
             writer.write_batch(batch)
             write_cpu += time.process_time() - w0
     finally:

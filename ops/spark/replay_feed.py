@@ -7,8 +7,8 @@ in - and handed to the feed handler's own C rules (``native/include/omdp/feed_of
 in one pass: the pre-decode duplicate check by block sequence, the decode, the per-message
 arbitration, routing by root with the routing table the live pipeline builds
 (``feedhandlers.routing``). Arbitration is per line, so a line's two copies are all it
-needs. The accepted records are split by engine (the underlying bucket) and staged
-(``replay_stage``) for the day x bucket engine tasks, which merge every line's part in time
+needs. The accepted records are packed in C straight into their engine's (underlying bucket's) region
+in the staged form (``replay_stage``) for the day x bucket engine tasks, which merge every line's part in time
 order.
 
 A file that cannot be read is reported (path, action, error) and the line goes on with the
@@ -30,8 +30,6 @@ _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
 the structured dtype goes field by field."""
 
-CHUNK_RECORDS = 65_536
-"""Records per offline feed handler call in the decode stage (16 MB of records, reused)."""
 
 PKT_DTYPE = np.dtype([("off", "<u8"), ("len", "<u4"), ("src", "<u2"), ("line", "u1"), ("copy", "u1"),
                       ("ts_ns", "<i8")])
@@ -119,30 +117,26 @@ class OfflineFeedHandler:
             return np.zeros(0, OPRA_MSG_DTYPE)
         return parts[0] if len(parts) == 1 else join(parts)
 
-    def chunks(self, sources: list[np.ndarray], pkts: np.ndarray,
-               cap: int = CHUNK_RECORDS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``run`` over every engine, a chunk at a time: yields (records, engines) views of
-        two buffers reused for every chunk (use them before the next), in packet order. A
-        chunk's records stay in cache and no fresh pages are touched per chunk."""
+    def stage(self, sources: list[np.ndarray], pkts: np.ndarray, writer: BucketWriter) -> int:
+        """``run``'s rules over every engine, each accepted message packed in C straight into
+        its bucket's region of ``writer`` (no full record is written, no split afterwards),
+        the regions appended to the bucket files whenever one fills. Returns the messages
+        staged."""
         if pkts.dtype != PKT_DTYPE or not pkts.flags.c_contiguous:
             raise TypeError("pkts must be a contiguous PKT_DTYPE array")
         srcs, _keep = self._sources(sources)
-        cap = max(int(cap), 2 * int(lib.OMDP_OPRA_MAX_MESSAGES))
-        out = np.empty(cap, dtype=OPRA_MSG_DTYPE)
-        engines = np.empty(cap, dtype=np.uint16)
-        out_c, eng_c = ffi.from_buffer("omdp_opra_msg_t[]", out), ffi.from_buffer("uint16_t[]", engines)
-        n_out = ffi.new("uint64_t *")
-        n, done = len(pkts), 0
+        st = writer.offline_stage()
+        n, done, messages = len(pkts), 0, 0
         while done < n:
-            n_out[0] = 0
-            used = lib.omdp_fh_offline_run(
-                self._ptr, srcs, len(sources), ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data),
-                n - done, lib.OMDP_FH_OFFLINE_ALL, out_c, eng_c, cap, n_out)
+            used = lib.omdp_fh_offline_stage(self._ptr, srcs, len(sources),
+                                             ffi.cast("omdp_fh_offline_pkt_t *", pkts[done:].ctypes.data), n - done, st)
+            if used == -3:
+                raise MemoryError(f"line {writer.line}: the staged series table cannot grow")
             if used < 0:
-                raise ValueError("omdp_fh_offline_run: bad argument")
+                raise ValueError(f"omdp_fh_offline_stage: bad argument (line {writer.line}, {writer.buckets} buckets)")
             done += used
-            if n_out[0]:
-                yield out[: int(n_out[0])], engines[: int(n_out[0])]
+            messages += writer.flush()
+        return messages
 
     def counts(self, line: int) -> dict[str, int]:
         """The line's counters so far (``packets`` split into ``packets_a``/``packets_b``)."""
@@ -231,9 +225,6 @@ def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
     problems: list[tuple[str, str, str]] = []
     sources, pkts, files = read_packets([lf], problems)
     fh = OfflineFeedHandler(routes)
-    messages = 0
     with BucketWriter(day_dir, lf.line, routes.engines) as writer:
-        for records, engines in fh.chunks(sources, pkts):
-            writer.write(records, engines)
-            messages += len(records)
+        messages = fh.stage(sources, pkts, writer)
     return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files)

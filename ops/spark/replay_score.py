@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from decision_engines.signal_record import SIGNAL_KIND_NAMES
 from ops.bench.signal_score import QUOTE_KEY_DTYPE, CaptureRun, Score, score
-from ops.spark.replay_stage import quote_hits
+from ops.spark.replay_stage import StagedPart, quote_hits
 from ops.synth.ground_truth import GROUND_TRUTH_FILE
 
 _M = [np.uint64(k) for k in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
@@ -73,15 +73,16 @@ def truth_keys(path: Path) -> tuple[tuple[int, int], ...]:
     return tuple(sorted({(int(k), int(x)) for k, x in zip(gt["strike_px"], h)}))
 
 
-def truth_quotes(records: np.ndarray, keys: tuple[tuple[int, int], ...]) -> list[list]:
-    """The staged records (STAGE_DTYPE) with one of ``keys``
+def truth_quotes(part: StagedPart, keys: tuple[tuple[int, int], ...]) -> list[list]:
+    """The staged records of a part (``replay_stage.StagedPart``) with one of ``keys``
     (``truth_keys``), as [line, msg_seq, root, expiry, strike_px, put_call, participant]."""
-    if not keys or not len(records):
+    if not keys or not len(part):
         return []
-    hit = records[quote_hits(records, np.array([k for k, _ in keys], dtype=np.int64),
-                             np.array([x for _, x in keys], dtype=np.uint64))]
-    return [[int(r["line"]), int(r["msg_seq"]), bytes(r["root"]).rstrip(b" \0").decode("ascii", "replace"),
-             int(r["expiry"]), int(r["strike_px"]), int(r["put_call"]), int(r["participant"])] for r in hit]
+    f = part.fields(quote_hits(part, np.array([k for k, _ in keys], dtype=np.int64),
+                               np.array([x for _, x in keys], dtype=np.uint64)))
+    return [[int(f["line"][i]), int(f["msg_seq"][i]), bytes(f["root"][i]).rstrip(b" \0").decode("ascii", "replace"),
+             int(f["expiry"][i]), int(f["strike_px"][i]), int(f["put_call"][i]), int(f["participant"][i])]
+            for i in range(len(f["line"]))]
 
 
 def score_config(signals_dir: Path, quotes: list[list], path: Path) -> Score:

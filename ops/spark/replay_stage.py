@@ -3,17 +3,22 @@
 The day x line decode stage (``replay_feed.decode_line``) writes, per underlying bucket,
 the accepted records of its line in arrival order to
 ``replay/date=D/_stage/b<bucket>/line<NN>.stage`` (raw STAGE_DTYPE records, appended a
-chunk at a time); the day x bucket engine stage (``read_bucket``) maps its bucket's file of
-every line and merges them in time order - capture time, then line, then the line's own
-order: the order the live engines see - expanding them a chunk at a time in the same C
-pass (``StagedBucket.merged``).
+chunk at a time) and, once per line, the line's series and appendage tables
+(``_stage/line<NN>.series``, ``.extra``) that the records index; the day x bucket engine
+stage (``read_bucket``) maps its bucket's file of every line with the lines' tables and
+merges them in time order - capture time, then line, then the line's own order: the order
+the live engines see - expanding them a chunk at a time in the same C pass
+(``StagedBucket.merged``).
 
 A record is staged in the C ``omdp_fh_staged_t`` (``native/include/omdp/feed_stage.h``,
-128 bytes: the fields of the 256-byte OPRA record that the engine, the replay's tables and
-the reconciliation read), so a day stages half the bytes of its records. Packing and
-expanding are one C pass each, with the split by bucket folded in as a gather order and
-the merge by time into the expanding (numpy's field-by-field copies of structured arrays cost 30 ns per field per
-record: more than decoding).
+64 bytes: what the engine, the replay's tables and the reconciliation read of the 256-byte
+OPRA record, the series - root, expiry, strike, put/call, underlying - as an index into
+the line's series table, the rare best bid/offer appendage as an index into its appendage
+table), so a day stages a quarter of the bytes of its records (half of the earlier
+128-byte form: the staging writes were half of a decode task). Packing and expanding are
+one C pass each, with the split by bucket folded in as a gather order and the merge by
+time into the expanding (numpy's field-by-field copies of structured arrays cost 30 ns per
+field per record: more than decoding).
 """
 from __future__ import annotations
 
@@ -30,15 +35,47 @@ from omdp.native import ffi, lib
 STAGE_DIR = "_stage"
 
 STAGE_DTYPE = np.dtype(
-    [("ts_ns", "<i8"), ("block_seq", "<u8"), ("msg_seq", "<u8"), ("strike_px", "<i8"), ("bid_px", "<i8"),
-     ("offer_px", "<i8"), ("premium_px", "<i8"), ("best_bid_px", "<i8"), ("best_offer_px", "<i8"),
-     ("flags", "<u4"), ("time", "<u4"), ("expiry", "<u4"), ("underlying_id", "<u4"), ("volume", "<u4"),
-     ("bid_size", "<u4"), ("offer_size", "<u4"), ("best_bid_size", "<u4"), ("best_offer_size", "<u4"),
-     ("line", "<u2"), ("index", "<u2"), ("category", "u1"), ("msg_type", "u1"), ("participant", "u1"),
-     ("put_call", "u1"), ("bbo_ind", "u1"), ("best_bid_part", "u1"), ("best_offer_part", "u1"), ("session", "u1"),
-     ("root_len", "u1"), ("root", "S6"), ("reserved", "u1")]
+    [("ts_ns", "<i8"), ("msg_seq", "<u8"), ("block_seq", "<u8"), ("bid_px", "<i8"), ("offer_px", "<i8"),
+     ("series", "<u4"), ("bid_size", "<u4"), ("offer_size", "<u4"), ("time", "<u4"), ("extra", "<u4"),
+     ("category", "u1"), ("participant", "u1"), ("bbo_ind", "u1"), ("flags", "u1")]
 )
-"""``omdp_fh_staged_t`` (feed_stage.h), 128 bytes."""
+"""``omdp_fh_staged_t`` (feed_stage.h), 64 bytes."""
+
+SERIES_DTYPE = np.dtype([("strike_px", "<i8"), ("expiry", "<u4"), ("underlying_id", "<u4"), ("root", "S6"),
+                         ("root_len", "u1"), ("put_call", "u1")])
+"""``omdp_fh_stage_series_t``, 24 bytes: a line's series table entry."""
+
+EXTRA_DTYPE = np.dtype([("best_bid_px", "<i8"), ("best_offer_px", "<i8"), ("best_bid_size", "<u4"),
+                        ("best_offer_size", "<u4"), ("best_bid_part", "u1"), ("best_offer_part", "u1"),
+                        ("reserved", "u1", (6,))])
+"""``omdp_fh_stage_extra_t``, 32 bytes: a line's appendage table entry."""
+
+NO_EXTRA = int(lib.OMDP_FH_STAGE_NO_EXTRA)
+
+
+class StageTables:
+    """A line's series and appendage tables, built in C while its records are packed."""
+
+    def __init__(self) -> None:
+        ptr = lib.omdp_fh_stage_tables_new()
+        if ptr == ffi.NULL:
+            raise MemoryError("omdp_fh_stage_tables_new: out of memory")
+        self._ptr = ffi.gc(ptr, lib.omdp_fh_stage_tables_free)
+
+    def _table(self, fn, ctype: str, dtype: np.dtype) -> np.ndarray:
+        n = ffi.new("uint64_t *")
+        ptr = fn(self._ptr, n)
+        if not n[0]:
+            return np.zeros(0, dtype)
+        return np.frombuffer(ffi.buffer(ffi.cast(ctype, ptr), int(n[0]) * dtype.itemsize), dtype).copy()
+
+    def series(self) -> np.ndarray:
+        """The series so far (SERIES_DTYPE, a copy), indexed by the records' ``series``."""
+        return self._table(lib.omdp_fh_stage_tables_series, "omdp_fh_stage_series_t *", SERIES_DTYPE)
+
+    def extras(self) -> np.ndarray:
+        """The appendages so far (EXTRA_DTYPE, a copy), indexed by the records' ``extra``."""
+        return self._table(lib.omdp_fh_stage_tables_extras, "omdp_fh_stage_extra_t *", EXTRA_DTYPE)
 
 
 def _order(order: np.ndarray | None):
@@ -49,9 +86,11 @@ def _order(order: np.ndarray | None):
     return ffi.cast("const uint64_t *", ffi.from_buffer(o)), o
 
 
-def pack(records: np.ndarray, order: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-    """OPRA records (gathered by ``order`` when given) -> STAGE_DTYPE, into ``out`` (a
-    reused buffer, at least as long) when given. Returns the staged records."""
+def pack(records: np.ndarray, tables: StageTables, order: np.ndarray | None = None,
+         out: np.ndarray | None = None) -> np.ndarray:
+    """OPRA records (gathered by ``order`` when given) -> STAGE_DTYPE, their series and
+    appendages entered in ``tables``, into ``out`` (a reused buffer, at least as long)
+    when given. Returns the staged records."""
     records = np.ascontiguousarray(records)
     n = len(records) if order is None else len(order)
     if out is None:
@@ -59,11 +98,17 @@ def pack(records: np.ndarray, order: np.ndarray | None = None, out: np.ndarray |
     elif out.dtype != STAGE_DTYPE or len(out) < n or not out.flags.c_contiguous:
         raise ValueError(f"pack: out must be a contiguous staged record array of at least {n}")
     optr, _keep = _order(order)  # _keep holds the order array through the call
-    rc = lib.omdp_fh_stage_pack(ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(records)), len(records), optr, n,
-                                ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(out)))
+    rc = lib.omdp_fh_stage_pack(tables._ptr, ffi.cast("const omdp_opra_msg_t *", ffi.from_buffer(records)),
+                                len(records), optr, n, ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(out)))
+    if rc == -3:
+        raise MemoryError("omdp_fh_stage_pack: the line's series table cannot grow")
     if rc < 0:
-        raise ValueError("omdp_fh_stage_pack: an order entry is out of range")
+        raise ValueError("omdp_fh_stage_pack: an order entry is out of range or a record's flags exceed a byte")
     return out[:n]
+
+
+REGION_RECORDS = 65_536
+"""Staged records per decode-stage C call, over all buckets (4 MB, reused)."""
 
 
 def bucket_dir(day_dir: str | Path, bucket: int) -> Path:
@@ -76,20 +121,62 @@ def stage_path(day_dir: str | Path, bucket: int, line: int) -> Path:
     return bucket_dir(day_dir, bucket) / f"line{line:02d}.stage"
 
 
+def table_path(day_dir: str | Path, line: int, kind: str) -> Path:
+    """A line's series (``kind`` "series") or appendage ("extra") table, shared by its
+    parts of every bucket."""
+    return Path(day_dir) / STAGE_DIR / f"line{line:02d}.{kind}"
+
+
+def _replace_all(pairs: list[tuple[Path, Path]], ok: bool) -> None:
+    for tmp, final in pairs:
+        if ok:
+            tmp.replace(final)
+        else:
+            tmp.unlink(missing_ok=True)
+
+
 class BucketWriter:
-    """One line's staged files, one per bucket, appended a chunk at a time. Every bucket
-    gets a file, empty or not (a missing one is a lost task); each is written under a
-    temporary name and renamed into place when the line is done, so a failed or retried
-    task never leaves a part where the engine stage reads."""
+    """One line's staged files, one per bucket, appended a chunk at a time, and the line's
+    tables, written when it is done. Every bucket gets a file, empty or not (a missing one
+    is a lost task); each is written under a temporary name and renamed into place when the
+    line is done (the tables first), so a failed or retried task never leaves a part where
+    the engine stage reads."""
 
     def __init__(self, day_dir: str | Path, line: int, buckets: int) -> None:
-        self.line, self.buckets = line, buckets
+        self.day_dir, self.line, self.buckets = day_dir, line, buckets
         self._final = [stage_path(day_dir, b, line) for b in range(buckets)]
         self._tmp = [p.with_name(f".{p.name}.{os.getpid()}") for p in self._final]
         for p in self._final:
             p.parent.mkdir(parents=True, exist_ok=True)
         self._files = [open(p, "wb") for p in self._tmp]
+        self.tables = StageTables()
         self._buf = np.empty(0, STAGE_DTYPE)  # reused: fresh pages for every chunk cost more than packing it
+        self._regions = None
+
+    def offline_stage(self):
+        """The ``omdp_fh_offline_stage_t`` that packs into this writer's per-bucket regions
+        (``REGION_RECORDS`` records in all, reused; ``flush`` writes and empties them)."""
+        if self._regions is None:
+            cap = max(REGION_RECORDS // self.buckets, 2 * int(lib.OMDP_OPRA_MAX_MESSAGES))
+            self._region_buf = np.empty((self.buckets, cap), STAGE_DTYPE)
+            self._regions = ffi.new("omdp_fh_stage_region_t[]", self.buckets)
+            for b in range(self.buckets):
+                self._regions[b].out = ffi.cast("omdp_fh_staged_t *", ffi.from_buffer(self._region_buf[b]))
+                self._regions[b].cap = cap
+            self._stage = ffi.new("omdp_fh_offline_stage_t *", {"tables": self.tables._ptr, "regions": self._regions,
+                                                                "n_regions": self.buckets})
+        return self._stage
+
+    def flush(self) -> int:
+        """Append every region's records to its bucket's file and empty it; returns how many."""
+        total = 0
+        for b, f in enumerate(self._files):
+            n = int(self._regions[b].n)
+            if n:
+                f.write(memoryview(self._region_buf[b, :n]).cast("B"))
+                self._regions[b].n = 0
+                total += n
+        return total
 
     def write(self, records: np.ndarray, engines: np.ndarray) -> None:
         """Stage a chunk of the line's records (arrival order) by their engines."""
@@ -98,7 +185,8 @@ class BucketWriter:
             raise ValueError(f"line {self.line}: a record routed to engine {len(counts) - 1} of {self.buckets}")
         if len(self._buf) < len(records):
             self._buf = np.empty(len(records), STAGE_DTYPE)
-        staged = pack(records, np.argsort(engines, kind="stable"), out=self._buf)
+        order = None if self.buckets == 1 else np.argsort(engines, kind="stable")
+        staged = pack(records, self.tables, order, out=self._buf)
         start = 0
         for b, f in enumerate(self._files):
             n = int(counts[b])
@@ -112,26 +200,78 @@ class BucketWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         for f in self._files:
             f.close()
-        for tmp, final in zip(self._tmp, self._final):
-            if exc_type is None:
-                tmp.replace(final)
-            else:
-                tmp.unlink(missing_ok=True)
+        ok = exc_type is None
+        tables: list[tuple[Path, Path]] = []
+        if ok:
+            for kind, arr in (("series", self.tables.series()), ("extra", self.tables.extras())):
+                final = table_path(self.day_dir, self.line, kind)
+                tmp = final.with_name(f".{final.name}.{os.getpid()}")
+                arr.tofile(tmp)
+                tables.append((tmp, final))
+        _replace_all(tables, ok)
+        _replace_all(list(zip(self._tmp, self._final)), ok)
+
+
+def _map(path: Path, dtype: np.dtype) -> np.ndarray:
+    """A file of whole ``dtype`` records, mapped read-only (an empty one cannot be mapped).
+    Raises ValueError naming a file that is not whole records."""
+    size = path.stat().st_size
+    if size % dtype.itemsize:
+        raise ValueError(f"{path}: {size} bytes, not whole records of {dtype.itemsize}")
+    return np.memmap(path, dtype, mode="r") if size else np.empty(0, dtype)
+
+
+@dataclass
+class StagedPart:
+    """One line's part of a bucket with the line's tables."""
+
+    line: int
+    recs: np.ndarray       # STAGE_DTYPE, time order
+    series: np.ndarray     # SERIES_DTYPE
+    extras: np.ndarray     # EXTRA_DTYPE
+
+    def __len__(self) -> int:
+        return len(self.recs)
+
+    def c(self):
+        """The part as an ``omdp_fh_stage_part_t`` (the arrays must outlive its use)."""
+        p = ffi.new("omdp_fh_stage_part_t *")
+        _fill(p, self)
+        return p
+
+    def fields(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """line, msg_seq, root, expiry, strike_px, put_call and participant of the records
+        at ``idx`` (their series looked up; an index past the table raises ValueError)."""
+        r = self.recs[idx]
+        if len(r) and int(r["series"].max()) >= len(self.series):
+            raise ValueError(f"line {self.line}: a staged record's series is past the line's table")
+        s = self.series[r["series"]]
+        return {"line": np.full(len(r), self.line, np.int64), "msg_seq": r["msg_seq"], "root": s["root"],
+                "expiry": s["expiry"], "strike_px": s["strike_px"], "put_call": s["put_call"],
+                "participant": r["participant"]}
+
+
+def _ptr(arr: np.ndarray, ctype: str):
+    return ffi.cast(ctype, ffi.from_buffer(arr)) if len(arr) else ffi.NULL
+
+
+def _fill(c, part: StagedPart) -> None:
+    for arr, dtype in ((part.recs, STAGE_DTYPE), (part.series, SERIES_DTYPE), (part.extras, EXTRA_DTYPE)):
+        if arr.dtype != dtype or not arr.flags.c_contiguous:
+            raise ValueError(f"line {part.line}: expected a contiguous {dtype.itemsize}-byte record array")
+    c.recs, c.n = _ptr(part.recs, "const omdp_fh_staged_t *"), len(part.recs)
+    c.series, c.n_series = _ptr(part.series, "const omdp_fh_stage_series_t *"), len(part.series)
+    c.extras, c.n_extras = _ptr(part.extras, "const omdp_fh_stage_extra_t *"), len(part.extras)
+    c.line = part.line
 
 
 class StagedBucket:
     """A bucket's staged parts, one per line in line order, each mapped read-only from its
-    file (no copy: a read into fresh memory cost a bucket 0.6 s of page faults and copying)."""
+    file with its line's tables (no copy: a read into fresh memory cost a bucket 0.6 s of
+    page faults and copying)."""
 
-    def __init__(self, paths: list[Path]) -> None:
-        self.paths = paths
-        self.parts: list[np.ndarray] = []
-        for p in paths:
-            size = p.stat().st_size
-            if size % STAGE_DTYPE.itemsize:
-                raise ValueError(f"{p}: {size} bytes, not whole staged records of {STAGE_DTYPE.itemsize}")
-            # an empty file cannot be mapped
-            self.parts.append(np.memmap(p, STAGE_DTYPE, mode="r") if size else np.empty(0, STAGE_DTYPE))
+    def __init__(self, parts: list[StagedPart], paths: list[Path]) -> None:
+        self.parts, self.paths = parts, paths
 
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts)
@@ -140,19 +280,25 @@ class StagedBucket:
         """Every part's records in time order (capture time, then line, then the line's
         order: what a stable sort of the parts by capture time gives), expanded to OPRA
         records into ``out`` (reused: each chunk is valid until the next is asked for), one
-        C call per chunk. Raises ValueError naming a part that is not in time order."""
+        C call per chunk. Raises ValueError naming a part that is not in time order or
+        whose records index past its line's tables."""
         if out.dtype != OPRA_MSG_DTYPE or not len(out) or not out.flags.c_contiguous:
             raise ValueError("merged: out must be a contiguous, non-empty OPRA record array")
-        ptrs = ffi.new("const omdp_fh_staged_t *[]", [_staged_ptr(p) for p in self.parts])
-        lens = ffi.new("uint64_t[]", [len(p) for p in self.parts])
-        cursor = ffi.new("uint64_t[]", len(self.parts))
+        parts = ffi.new("omdp_fh_stage_part_t[]", max(1, len(self.parts)))
+        for i, p in enumerate(self.parts):
+            _fill(parts[i], p)
+        cursor = ffi.new("uint64_t[]", max(1, len(self.parts)))
         dst = ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out))
         while True:
-            n = lib.omdp_fh_stage_merge(ptrs, lens, len(self.parts), cursor, dst, len(out))
+            n = lib.omdp_fh_stage_merge(parts, len(self.parts), cursor, dst, len(out))
             if n == -2:
                 bad = [str(path) for i, (path, p) in enumerate(zip(self.paths, self.parts))
-                       if 0 < cursor[i] < len(p) and p["ts_ns"][cursor[i]] < p["ts_ns"][cursor[i] - 1]]
+                       if 0 < cursor[i] < len(p) and p.recs["ts_ns"][cursor[i]] < p.recs["ts_ns"][cursor[i] - 1]]
                 raise ValueError(f"staged records out of time order: {', '.join(bad)}")
+            if n == -3:
+                bad = [str(path) for i, (path, p) in enumerate(zip(self.paths, self.parts)) if cursor[i] < len(p)
+                       and lib.omdp_fh_stage_unpack_one(ffi.addressof(parts[i]), cursor[i], dst) != 0]
+                raise ValueError(f"staged records index past their line's tables: {', '.join(bad)}")
             if n < 0:
                 raise ValueError("omdp_fh_stage_merge: bad arguments")
             if n == 0:
@@ -161,30 +307,32 @@ class StagedBucket:
 
 
 def read_bucket(day_dir: str | Path, bucket: int, lines: list[int]) -> StagedBucket:
-    """The bucket's staged parts of every line, in line order (``StagedBucket.merged`` gives
-    them in time order). Raises FileNotFoundError naming a missing part, ValueError for a
-    part that is not whole records."""
-    return StagedBucket([stage_path(day_dir, bucket, ln) for ln in sorted(lines)])
+    """The bucket's staged parts of every line, in line order, with the lines' tables
+    (``StagedBucket.merged`` gives them in time order). Raises FileNotFoundError naming a
+    missing file, ValueError for one that is not whole records."""
+    parts, paths = [], []
+    for ln in sorted(lines):
+        path = stage_path(day_dir, bucket, ln)
+        parts.append(StagedPart(ln, _map(path, STAGE_DTYPE), _map(table_path(day_dir, ln, "series"), SERIES_DTYPE),
+                                _map(table_path(day_dir, ln, "extra"), EXTRA_DTYPE)))
+        paths.append(path)
+    return StagedBucket(parts, paths)
 
-def _staged_ptr(staged: np.ndarray):
-    """The C view of a staged array; the caller holds the array through the call."""
-    if staged.dtype != STAGE_DTYPE or not staged.flags.c_contiguous:
-        raise ValueError("expected a contiguous STAGE_DTYPE array")
-    return ffi.cast("const omdp_fh_staged_t *", ffi.from_buffer(staged))
 
-
-def quote_hits(staged: np.ndarray, strikes: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Indices of the staged records whose strike is in ``strikes`` and whose quote key
-    (``replay_score.quote_hash``) is in ``keys``: one C pass, where numpy gathered the
-    records of every listed strike (half a bucket) to hash them."""
+def quote_hits(part: StagedPart, strikes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Indices of the part's records whose strike is in ``strikes`` and whose quote key
+    (``replay_score.quote_hash``) is in ``keys``: one C pass, the strike filter once per
+    series of the line."""
     strikes = np.ascontiguousarray(np.unique(strikes), dtype=np.int64)
     keys = np.ascontiguousarray(np.unique(keys), dtype=np.uint64)
-    ptr = _staged_ptr(staged)
+    c = part.c()
     out = np.empty(64, np.uint64)
     while True:
-        n = lib.omdp_fh_stage_quote_hits(ptr, len(staged), ffi.cast("const int64_t *", ffi.from_buffer(strikes)),
-                                         len(strikes), ffi.cast("const uint64_t *", ffi.from_buffer(keys)), len(keys),
+        n = lib.omdp_fh_stage_quote_hits(c, _ptr(strikes, "const int64_t *"), len(strikes),
+                                         _ptr(keys, "const uint64_t *"), len(keys),
                                          ffi.cast("uint64_t *", ffi.from_buffer(out)), len(out))
+        if n == -3:
+            raise ValueError(f"line {part.line}: a staged record's series is past the line's table")
         if n < 0:
             raise ValueError("omdp_fh_stage_quote_hits: bad arguments")
         if n <= len(out):
@@ -208,26 +356,35 @@ class UnderlyingCounts:
     last_ns: np.ndarray
 
 
-def underlying_counts(parts: list[np.ndarray]) -> UnderlyingCounts:
+def underlying_counts(parts: list[StagedPart]) -> UnderlyingCounts:
     """Messages, quotes and capture-time span per underlying over staged parts: one C pass
     per part (numpy's bincounts and ufunc.at over gathered fields cost half a second a
     bucket)."""
-    top = max((lib.omdp_fh_stage_max_underlying(_staged_ptr(p), len(p)) for p in parts), default=-1)
+    cs = [p.c() for p in parts]
+    top = max((lib.omdp_fh_stage_max_underlying(c) for c in cs), default=-1)
     if top >= DENSE_IDS:
-        staged = np.concatenate(parts)
-        ids, inv = np.unique(staged["underlying_id"], return_inverse=True)
+        for p in parts:
+            if len(p) and int(p.recs["series"].max()) >= len(p.series):
+                raise ValueError(f"line {p.line}: a staged record's series is past the line's table")
+        uid = np.concatenate([p.series["underlying_id"][p.recs["series"]] for p in parts])
+        ts = np.concatenate([p.recs["ts_ns"] for p in parts])
+        cat = np.concatenate([p.recs["category"] for p in parts])
+        ids, inv = np.unique(uid, return_inverse=True)
         first = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
         last = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.minimum.at(first, inv, staged["ts_ns"])
-        np.maximum.at(last, inv, staged["ts_ns"])
+        np.minimum.at(first, inv, ts)
+        np.maximum.at(last, inv, ts)
         return UnderlyingCounts(ids, np.bincount(inv, minlength=len(ids)),
-                                np.bincount(inv, weights=staged["category"] == ord("k"),
-                                            minlength=len(ids)).astype(np.int64), first, last)
+                                np.bincount(inv, weights=cat == ord("k"), minlength=len(ids)).astype(np.int64),
+                                first, last)
     slots = [np.zeros(top + 2, np.int64), np.zeros(top + 2, np.int64),   # the last slot: NO_UNDERLYING
              np.full(top + 2, np.iinfo(np.int64).max), np.full(top + 2, np.iinfo(np.int64).min)]
     ptrs = [ffi.cast("int64_t *", ffi.from_buffer(a)) for a in slots]
-    for p in parts:
-        if lib.omdp_fh_stage_underlying_counts(_staged_ptr(p), len(p), top + 2, *ptrs) < 0:
+    for p, c in zip(parts, cs):
+        rc = lib.omdp_fh_stage_underlying_counts(c, top + 2, *ptrs)
+        if rc == -3:
+            raise ValueError(f"line {p.line}: a staged record's series is past the line's table")
+        if rc < 0:
             raise ValueError("omdp_fh_stage_underlying_counts: bad arguments")
     present = slots[0] > 0
     ids = np.flatnonzero(present).astype(np.uint32)

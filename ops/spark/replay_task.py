@@ -25,7 +25,7 @@ from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smi
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.replay_score import truth_quotes
-from ops.spark.replay_stage import read_bucket, underlying_counts
+from ops.spark.replay_stage import StagedPart, read_bucket, underlying_counts
 
 ENGINE_CHUNK = 65_536
 """Records expanded and fed to the engines at a time (16 MB, reused)."""
@@ -82,18 +82,16 @@ def _write(table: pa.Table, folder: Path, bucket: int) -> None:
     tmp.replace(folder / f"part-b{bucket:03d}.parquet")
 
 
-def _found(records: np.ndarray, keys: tuple[int, ...]) -> list[dict]:
-    """The records whose (line, msg_seq) is asked for, with their series."""
-    if not keys or not len(records):
+def _found(part: StagedPart, keys: tuple[int, ...]) -> list[dict]:
+    """The part's records whose (line, msg_seq) is asked for, with their series."""
+    if not keys or not len(part):
         return []
-    k = (records["line"].astype(np.uint64) << np.uint64(48)) | records["msg_seq"].astype(np.uint64)
-    hit = np.isin(k, np.array(keys, dtype=np.uint64))
-    out = []
-    for r in records[hit]:
-        out.append({"line": int(r["line"]), "msg_seq": int(r["msg_seq"]),
-                    "root": bytes(r["root"]).rstrip(b" \0").decode("ascii", "replace"), "expiry": int(r["expiry"]),
-                    "strike_px": int(r["strike_px"]), "put_call": chr(r["put_call"]) if r["put_call"] else ""})
-    return out
+    k = (np.uint64(part.line) << np.uint64(48)) | part.recs["msg_seq"].astype(np.uint64)
+    f = part.fields(np.flatnonzero(np.isin(k, np.array(keys, dtype=np.uint64))))
+    return [{"line": int(f["line"][i]), "msg_seq": int(f["msg_seq"][i]),
+             "root": bytes(f["root"][i]).rstrip(b" \0").decode("ascii", "replace"), "expiry": int(f["expiry"][i]),
+             "strike_px": int(f["strike_px"][i]), "put_call": chr(f["put_call"][i]) if f["put_call"][i] else ""}
+            for i in range(len(f["line"]))]
 
 
 def run_decode(spec: DecodeSpec) -> dict:

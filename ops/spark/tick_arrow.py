@@ -5,7 +5,13 @@ buffers as ``pyarrow`` arrays without copying them, with the tick file's explici
 Python work per batch is per distinct root (its underlying, from the day's manifest).
 
 It gives the same batches as decoding to records (``feedhandlers.opra_fast.BatchDecoder``)
-and converting them (``ops.spark.tick_table.ticks_batch``); tests hold the two equal.
+and converting them (``ops.spark.tick_table.ticks_batch``); tests hold the two equal. With
+``dictionary=True`` (what the feeds task writes) the six string columns come as dictionary
+arrays instead (``TICK_FILE_DICT_SCHEMA``, same values): root and underlying indexed by the
+decoder's per-call root numbering, the one-character columns by their character code (which the
+decoder writes beside the strings when asked, ``chr_code``), so
+Parquet writes their dictionary pages without hashing every row's string (a fifth of the
+write's CPU).
 """
 from __future__ import annotations
 
@@ -21,6 +27,14 @@ from ops.spark.tick_table import TICK_FILE_SCHEMA
 
 _CHAR_BYTES = lib.OMDP_ARROW_CHAR_BYTES
 _ROOT_BYTES = lib.OMDP_ARROW_ROOT_BYTES
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_CHAR_DICT = pa.array([chr(i) for i in range(256)], pa.string())
+"""The one-character columns' dictionary: code c -> chr(c) (the decoder writes a code >= 0x80
+as U+0080..U+00FF, code 0 as null)."""
+DICT_COLUMNS = ("category", "msg_type", "participant", "root", "underlying", "put_call")
+TICK_FILE_DICT_SCHEMA = pa.schema([pa.field(f.name, _DICT if f.name in DICT_COLUMNS else f.type)
+                                   for f in TICK_FILE_SCHEMA])
+"""TICK_FILE_SCHEMA with the string columns as dictionary<int32, string>: the same values."""
 
 @dataclass
 class ArrowDecoded:
@@ -46,6 +60,7 @@ def _column_buffers(rows: int) -> tuple:
         np.empty((4, rows * _CHAR_BYTES), np.uint8),
         np.empty(rows + 1, np.int32),
         np.empty(rows * _ROOT_BYTES, np.uint8),
+        np.empty((4, rows), np.int32),  # character codes (dictionary indices), written when asked for
     )
 
 
@@ -58,8 +73,9 @@ class ArrowTickDecoder:
     until the next ``decode``. Without it every call allocates fresh buffers that the batch
     it returns owns."""
 
-    def __init__(self, max_errors: int = 1024, reuse: bool = False) -> None:
+    def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False) -> None:
         self._reuse = reuse
+        self._dictionary = dictionary
         self._bufs: tuple | None = None
         self._rows = 0
         self._errs = ffi.new("omdp_opra_error_t[]", max_errors)
@@ -104,7 +120,7 @@ class ArrowTickDecoder:
             bufs = _column_buffers(rows)
             if self._reuse:
                 self._bufs, self._rows = bufs, rows
-        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data = bufs
+        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code = bufs
         rows = first_row.shape[0]
 
         cols = ffi.new("omdp_opra_arrow_cols_t*")
@@ -132,6 +148,8 @@ class ArrowTickDecoder:
             cols.chr_valid[k] = p("uint8_t*", valid[10 + k])
             cols.chr_off[k] = p("int32_t*", chr_off[k])
             cols.chr_data[k] = p("uint8_t*", chr_data[k])
+            if self._dictionary:
+                cols.chr_code[k] = p("int32_t*", chr_code[k])
         before = self._totals.copy()
         status = lib.omdp_opra_decode_arrow(
             p("uint8_t*", data if data.size else np.zeros(1, np.uint8)), p("uint64_t*", offsets),
@@ -157,12 +175,17 @@ class ArrowTickDecoder:
         def string(v: np.ndarray | None, off: np.ndarray, d: np.ndarray) -> pa.Array:
             return pa.Array.from_buffers(pa.string(), m, [None if v is None else _buf(v), _buf(off), _buf(d)], null_count=0 if v is None else -1)
 
-        chars = [string(valid[10 + k], chr_off[k], chr_data[k]) for k in range(4)]
         root = string(None, root_off, root_data)
         nroots = int(res.roots)
         names = root.take(pa.array(first_row[:nroots])).to_pylist()
-        under = pa.array([root_map.get(s) for s in names], pa.string())
-        underlying = under.take(fixed(pa.int32(), i32[5]))
+        if self._dictionary:
+            chars = [pa.DictionaryArray.from_buffers(_DICT, m, [_buf(valid[10 + k]), _buf(chr_code[k])], _CHAR_DICT,
+                                                     null_count=-1) for k in range(4)]
+            root, underlying = _root_dictionaries(m, i32[5], names, root_map)
+        else:
+            chars = [string(valid[10 + k], chr_off[k], chr_data[k]) for k in range(4)]
+            under = pa.array([root_map.get(s) for s in names], pa.string())
+            underlying = under.take(fixed(pa.int32(), i32[5]))
         i64t, i32t = pa.int64(), pa.int32()
         arrays = [
             fixed(i64t, i64[0]), fixed(i64t, i64[1]), fixed(i64t, i64[2]),
@@ -181,4 +204,24 @@ class ArrowTickDecoder:
             fixed(i64t, i64[10], valid[8]),  # open_interest
             fixed(i32t, i32[4], valid[9]),  # time
         ]
-        return ArrowDecoded(pa.RecordBatch.from_arrays(arrays, schema=TICK_FILE_SCHEMA), errors, counters)
+        schema = TICK_FILE_DICT_SCHEMA if self._dictionary else TICK_FILE_SCHEMA
+        return ArrowDecoded(pa.RecordBatch.from_arrays(arrays, schema=schema), errors, counters)
+
+
+def _root_dictionaries(m: int, root_id: np.ndarray, names: list[str],
+                       root_map: dict[str, str]) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
+    """root and underlying as dictionaries over the call's distinct roots (the decoder's
+    root_id per row): no string per row. A root without an underlying is null."""
+    root = pa.DictionaryArray.from_buffers(_DICT, m, [None, _buf(root_id[:m])], pa.array(names, pa.string()),
+                                           null_count=0)
+    under = [root_map.get(n) for n in names]
+    values = sorted({u for u in under if u is not None})
+    pos = {u: i for i, u in enumerate(values)}
+    per_root = np.array([pos.get(u, -1) if u is not None else -1 for u in under] or [-1], np.int32)
+    idx = per_root[root_id[:m]]
+    missing = idx < 0
+    if missing.any():
+        indices = pa.array(np.where(missing, 0, idx), pa.int32(), mask=missing)
+    else:
+        indices = pa.Array.from_buffers(pa.int32(), m, [None, _buf(idx)], null_count=0)
+    return root, pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))

@@ -1,8 +1,11 @@
-"""The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy twin
-pins the C struct; packing and expanding keep every staged field, zero the rest; packing
-gathers by an order and refuses one that points outside the input; a line's staged files merge back
-in time order (capture time, then line); a part that is not whole records is refused with
-its path. Run under ASan/UBSan in CI (the name matches ``layout``)."""
+"""The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy twins
+pin the C structs (record 64 bytes, series 24, appendage 32); packing and expanding keep
+every field the engine stage reads (the series and the appendage through the line's
+tables), zero the rest; the series table holds each series once; packing gathers by an
+order and refuses one that points outside the input or flags that do not fit; a line's
+staged files merge back in time order (capture time, then line); a part that is not whole
+records, or a missing table, is refused with its path. Run under ASan/UBSan in CI (the name
+matches ``layout``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,56 +16,87 @@ import pytest
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi
 from omdp.record import RT_OPRA_MSG
-from ops.spark.replay_stage import STAGE_DTYPE, BucketWriter, StagedBucket, pack, read_bucket, stage_path
+from ops.spark.replay_stage import (EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter, StagedBucket,
+                                    StagedPart, StageTables, pack, read_bucket, stage_path, table_path)
 
-STAGED = [n for n in STAGE_DTYPE.names if n not in ("ts_ns", "flags", "reserved")]
+KEPT = ["msg_seq", "block_seq", "bid_px", "offer_px", "bid_size", "offer_size", "time", "category", "participant",
+        "bbo_ind", "strike_px", "expiry", "underlying_id", "root", "root_len", "put_call", "best_bid_px",
+        "best_offer_px", "best_bid_size", "best_offer_size", "best_bid_part", "best_offer_part"]
+ZEROED = ["fields", "underlying_raw", "premium_px", "strike", "volume", "open_interest", "bid", "offer", "var_off",
+          "var_len", "index", "y_count", "msg_type", "retrans", "session", "premium_den"]
 
 
-def test_stage_dtype_matches_the_c_struct() -> None:
-    assert STAGE_DTYPE.itemsize == ffi.sizeof("omdp_fh_staged_t") == 128
-    for name in STAGE_DTYPE.names:
-        assert STAGE_DTYPE.fields[name][1] == ffi.offsetof("omdp_fh_staged_t", name), name
+@pytest.mark.parametrize("dtype, ctype, size", [(STAGE_DTYPE, "omdp_fh_staged_t", 64),
+                                                (SERIES_DTYPE, "omdp_fh_stage_series_t", 24),
+                                                (EXTRA_DTYPE, "omdp_fh_stage_extra_t", 32)])
+def test_stage_dtypes_match_the_c_structs(dtype: np.dtype, ctype: str, size: int) -> None:
+    assert dtype.itemsize == ffi.sizeof(ctype) == size
+    for name in dtype.names:
+        assert dtype.fields[name][1] == ffi.offsetof(ctype, name), name
 
 
-def _records(n: int, seed: int = 1) -> np.ndarray:
+def _records(n: int, seed: int = 1, series: int = 40) -> np.ndarray:
+    """Random records over a few series (random bytes elsewhere), time-ordered, flags in a
+    byte, an appendage on about a third."""
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, size=(n, OPRA_MSG_DTYPE.itemsize), dtype=np.uint8)
     rec = raw.view(OPRA_MSG_DTYPE).reshape(n).copy()
-    rec["root_len"] = rng.integers(0, 7, n)
+    series = min(series, n)
+    pick = rng.integers(0, series, n)
+    base = rec[:series].copy()
+    for name in ("strike_px", "expiry", "underlying_id", "root", "put_call"):
+        rec[name] = base[name][pick]
+    rec["root_len"] = rng.integers(0, 7, series)[pick]
+    rec["hdr"]["flags"] &= 0xFF
+    rec["hdr"]["stamps"]["fh_in"] = np.sort(rng.integers(0, 1 << 40, n))
+    no_app = rng.random(n) < 0.7
+    for name in ("best_bid_px", "best_offer_px", "best_bid_size", "best_offer_size", "best_bid_part",
+                 "best_offer_part"):
+        rec[name][no_app] = 0
     return rec
 
 
-def _expand(staged: np.ndarray, path: Path) -> np.ndarray:
-    """Staged records (in time order) back to full records, through a one-part merge."""
-    staged.tofile(path)
-    return next(StagedBucket([path]).merged(np.empty(len(staged), OPRA_MSG_DTYPE))).copy()
+def _part(staged: np.ndarray, tables: StageTables, line: int = 1) -> StagedPart:
+    return StagedPart(line, staged, tables.series(), tables.extras())
 
 
-def test_pack_expand_keep_the_staged_fields_and_zero_the_rest(tmp_path: Path) -> None:
-    rec = _records(1000)
-    rec = rec[np.argsort(rec["hdr"]["stamps"]["fh_in"].view(np.int64), kind="stable")]
-    back = _expand(pack(rec), tmp_path / "line01.stage")
-    for name in STAGED:
+def test_pack_expand_keep_the_staged_fields_and_zero_the_rest() -> None:
+    rec = _records(2000)
+    tables = StageTables()
+    staged = pack(rec, tables)
+    assert len(tables.series()) == len(np.unique(rec[["strike_px", "expiry", "underlying_id", "root", "root_len",
+                                                      "put_call"]]))
+    has_app = (rec["best_bid_px"] != 0) | (rec["best_offer_px"] != 0) | (rec["best_bid_size"] != 0) | \
+        (rec["best_offer_size"] != 0) | (rec["best_bid_part"] != 0) | (rec["best_offer_part"] != 0)
+    assert np.array_equal(staged["extra"] != NO_EXTRA, has_app) and len(tables.extras()) == has_app.sum()
+    back = next(StagedBucket([_part(staged, tables, line=7)], [Path("x")]).merged(
+        np.empty(len(rec), OPRA_MSG_DTYPE))).copy()
+    for name in KEPT:
         assert np.array_equal(back[name], rec[name]), name
+    for name in ZEROED:
+        assert (back[name] == 0).all(), name
+    assert (back["line"] == 7).all()
     assert np.array_equal(back["hdr"]["stamps"]["fh_in"], rec["hdr"]["stamps"]["fh_in"])
     assert np.array_equal(back["hdr"]["stamps"]["intended"], rec["hdr"]["stamps"]["fh_in"])
     assert np.array_equal(back["hdr"]["flags"], rec["hdr"]["flags"])
     assert (back["hdr"]["type"] == RT_OPRA_MSG).all() and (back["hdr"]["length"] == 256).all()
-    for name in ("fields", "underlying_raw", "strike", "bid", "offer", "var_off", "var_len", "y_count"):
-        assert (back[name] == 0).all(), name
 
 
-def test_an_order_gathers_and_an_out_of_range_one_is_refused() -> None:
+def test_an_order_gathers_and_bad_input_is_refused() -> None:
     rec = _records(300, seed=2)
     order = np.arange(299, -1, -3)
-    staged = pack(rec, order)
+    staged = pack(rec, StageTables(), order)
     assert np.array_equal(staged["msg_seq"], rec["msg_seq"][order])
     with pytest.raises(ValueError, match="out of range"):
-        pack(rec, np.array([0, 300]))
+        pack(rec, StageTables(), np.array([0, 300]))
     with pytest.raises(ValueError, match="at least 5"):
-        pack(rec[:5], out=np.empty(4, STAGE_DTYPE))
+        pack(rec[:5], StageTables(), out=np.empty(4, STAGE_DTYPE))
+    wide = rec.copy()
+    wide["hdr"]["flags"][3] = 0x100
+    with pytest.raises(ValueError, match="flags"):
+        pack(wide, StageTables())
     buf = np.empty(len(rec) + 3, STAGE_DTYPE)
-    assert np.array_equal(pack(rec, out=buf), pack(rec)) and len(pack(rec, out=buf)) == len(rec)
+    assert np.array_equal(pack(rec, StageTables(), out=buf), pack(rec, StageTables()))
 
 
 def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
@@ -75,7 +109,7 @@ def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
         rec["msg_seq"] = np.arange(500)
         engines = rng.integers(0, 2, 500).astype(np.uint16)
         with BucketWriter(tmp_path, line, 2) as w:
-            for s in range(0, 500, 128):                    # a chunk at a time
+            for s in range(0, 500, 128):                    # a chunk at a time: one table for the line
                 w.write(rec[s:s + 128], engines[s:s + 128])
         lines[line] = (rec, engines)
     for bucket in (0, 1):
@@ -83,12 +117,15 @@ def test_lines_merge_back_in_time_order(tmp_path: Path) -> None:
             np.empty(100, OPRA_MSG_DTYPE))])                # 100 at a time: the merge goes on where it stopped
         want = np.concatenate([lines[ln][0][lines[ln][1] == bucket] for ln in (1, 2, 3)])
         key = np.lexsort((want["line"], want["hdr"]["stamps"]["fh_in"]))  # stable: line, then the line's order
-        assert np.array_equal(got["msg_seq"], want["msg_seq"][key])
-        assert np.array_equal(got["line"], want["line"][key])
+        for name in ("msg_seq", "line", "root", "strike_px", "best_bid_px"):
+            assert np.array_equal(got[name], want[name][key]), name
     bad = stage_path(tmp_path, 0, 2)
     bad.write_bytes(bad.read_bytes()[:-5])
     with pytest.raises(ValueError, match="line02.stage"):
         read_bucket(tmp_path, 0, [1, 2, 3])
+    table_path(tmp_path, 3, "series").unlink()
+    with pytest.raises(FileNotFoundError, match="line03.series"):
+        read_bucket(tmp_path, 1, [1, 3])
 
 
 def test_a_failed_line_leaves_no_part(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "omdp/feed_handler.h"
+#include "omdp/feed_stage.h"
 #include "omdp/opra_msg.h"
 
 #define OMDP_FH_OFFLINE_ALL 0xFFFFFFFFu /* want_engine: keep every engine's messages */
@@ -74,6 +75,30 @@ typedef struct omdp_fh_offline_pkt {
 int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
                             const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
                             omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out);
+
+/* One bucket's output region for omdp_fh_offline_stage: out[0 .. cap), n records in it. */
+typedef struct omdp_fh_stage_region {
+    omdp_fh_staged_t *out;
+    uint64_t cap;
+    uint64_t n;
+} omdp_fh_stage_region_t;
+
+/* Staged output (feed_stage.h): one region per engine (bucket), the line's tables. */
+typedef struct omdp_fh_offline_stage {
+    omdp_fh_stage_tables_t *tables;
+    omdp_fh_stage_region_t *regions;
+    uint32_t n_regions;                 /* at least the routes' n_engines */
+} omdp_fh_offline_stage_t;
+
+/* omdp_fh_offline_run's rules over every engine's messages, each accepted message packed
+ * straight into its engine's region in the staged form (no full record is written): the
+ * offline replay's decode stage. Appends at regions[e].n while every region has room for a
+ * whole packet. Returns the packets consumed (fewer than n_packets when a region filled:
+ * empty the regions and call again with the rest); -1 on a bad argument (NULL, fewer
+ * regions than engines, a region without memory); -3 when the tables cannot grow (the
+ * packet in hand is then partly staged). */
+int64_t omdp_fh_offline_stage(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                              const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, omdp_fh_offline_stage_t *st);
 
 /* The counters of a line so far (zero for a line never given; line 0: packets of no line). */
 void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp_fh_offline_counts_t *out);

@@ -64,6 +64,9 @@ typedef struct omdp_opra_arrow_cols {
     uint8_t *qty_valid[OMDP_ARROW_QTY_COLS];
     int32_t *time;
     uint8_t *time_valid;
+    int32_t *chr_code[OMDP_ARROW_CHAR_COLS];    /* optional (NULL: not written): row_cap each, the
+                                                   character code per row (0: null), the index of a
+                                                   dictionary of the 256 one-character strings */
 } omdp_opra_arrow_cols_t;
 
 /* What one decode_arrow call did. */

@@ -42,6 +42,8 @@ static inline void put_char(const omdp_opra_arrow_cols_t *c, int k, uint64_t r, 
         set_bit(c->chr_valid[k], r, 1);
     }
     c->chr_off[k][r + 1] = o;
+    if (c->chr_code[k])
+        c->chr_code[k][r] = code;
 }
 
 static inline uint64_t root_key(const omdp_opra_msg_t *m, int *len)

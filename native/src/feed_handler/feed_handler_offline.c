@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_handler_stage_internal.h"
 #include "omdp/feed_offline.h"
 #include "omdp/opra_fast.h"
 
@@ -17,7 +18,7 @@ typedef struct offline_line {
 
 struct omdp_fh_offline {
     omdp_fh_routes_t *routes;
-    uint32_t default_engine;
+    uint32_t n_engines, default_engine;
     uint64_t packet_index;
     offline_line_t lines[OMDP_FH_MAX_LINE + 1];
     omdp_opra_msg_t dec[OMDP_OPRA_MAX_MESSAGES];
@@ -43,6 +44,7 @@ omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n
         free(h);
         return NULL;
     }
+    h->n_engines = n_engines;
     h->default_engine = default_engine;
     for (uint32_t i = 0; i <= OMDP_FH_MAX_LINE; i++)
         omdp_fh_arb_init(&h->lines[i].arb);
@@ -57,11 +59,27 @@ void omdp_fh_offline_free(omdp_fh_offline_t *h)
     free(h);
 }
 
-/* One packet: arbitrate, decode, route; accepted messages of want_engine appended. */
-static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
-                           uint32_t len, int64_t ts, uint32_t want, omdp_opra_msg_t *out, uint16_t *engines,
-                           uint64_t *n_out)
+/* Where a packet's accepted messages go: full records of want_engine (out, engines, n_out),
+ * or, with st, every engine's staged straight into its bucket's region. */
+typedef struct sink {
+    uint32_t want;
+    omdp_opra_msg_t *out;
+    uint16_t *engines;
+    uint64_t *n_out;
+    uint64_t out_cap;
+    omdp_fh_offline_stage_t *st;
+} sink_t;
+
+/* One packet: arbitrate, decode, route; accepted messages handed to the sink. Returns 0, or
+ * the staging's error (-1, -3) with the packet part staged. */
+static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
+                          uint32_t len, int64_t ts, const sink_t *k)
 {
+    uint32_t want = k->want;
+    omdp_opra_msg_t *out = k->out;
+    uint16_t *engines = k->engines;
+    uint64_t *n_out = k->n_out;
+    omdp_fh_staged_t *last_st = NULL;
     l->c.packets[copy & 1]++;
     uint64_t block_seq;
     uint32_t count;
@@ -69,7 +87,7 @@ static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t lin
     if (omdp_fh_arb_packet_is_duplicate(&l->arb, copy, block_seq, count)) {
         l->c.packets_duplicate++;
         l->arb.duplicates += count;
-        return;
+        return 0;
     }
     uint32_t side_used = 0;
     omdp_opra_error_t e;
@@ -77,11 +95,11 @@ static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t lin
                                     OFFLINE_SIDE_BYTES, &side_used, &e);
     if (n < 0) {
         l->c.decode_errors++;
-        return;
+        return 0;
     }
     if (n == 0) {
         l->c.packets_accepted++;
-        return;
+        return 0;
     }
     omdp_fh_arb_observe_block(&l->arb, block_seq, h->dec[0].msg_seq);
     uint32_t kept = 0, last_kept = 0, last_written = UINT32_MAX;
@@ -101,6 +119,17 @@ static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t lin
         } else if (found == 0) {
             l->c.unknown_root++;
         }
+        if (k->st) {
+            omdp_fh_stage_region_t *r = &k->st->regions[eng];
+            last_st = &r->out[r->n];
+            int rc = stage_pack_msg(k->st->tables, m, uid, ts, 0, last_st);
+            if (rc)
+                return rc;
+            r->n++;
+            last_written = i;
+            l->c.kept++;
+            continue;
+        }
         if (want != OMDP_FH_OFFLINE_ALL && eng != want)
             continue;
         omdp_opra_msg_t *o = &out[*n_out];
@@ -119,22 +148,26 @@ static void offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t lin
     }
     if (kept == 0) {
         l->c.packets_duplicate++;
-        return;
+        return 0;
     }
     l->c.packets_accepted++;
-    if (last_written == last_kept) /* the packet's last accepted message, as the live handler flags it */
-        out[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+    if (last_written == last_kept) { /* the packet's last accepted message, as the live handler flags it */
+        if (last_st)
+            last_st->flags |= OMDP_RF_LAST_IN_PACKET;
+        else
+            out[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+    }
+    return 0;
 }
 
-int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
-                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
-                            omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out)
+/* The packet loop of both entry points: packets while `room` says a whole packet fits. */
+static int64_t offline_loop(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, const sink_t *k,
+                            int (*room)(const sink_t *k))
 {
-    if (!h || (!srcs && n_srcs) || (!pkts && n_packets) || !out || !engines || !n_out)
-        return -1;
     uint64_t i = 0;
     for (; i < n_packets; i++) {
-        if (*n_out > cap || cap - *n_out < OMDP_OPRA_MAX_MESSAGES)
+        if (!room(k))
             break;
         const omdp_fh_offline_pkt_t *p = &pkts[i];
         uint32_t line = p->line;
@@ -148,10 +181,49 @@ int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *s
             l->c.bad_packets++;
             continue;
         }
-        offline_packet(h, l, line, p->copy ? 1u : 0u, srcs[p->src].buf + p->off, p->len, p->ts_ns, want_engine, out,
-                       engines, n_out);
+        int rc = offline_packet(h, l, line, p->copy ? 1u : 0u, srcs[p->src].buf + p->off, p->len, p->ts_ns, k);
+        if (rc)
+            return rc;
     }
     return (int64_t)i;
+}
+
+static int records_room(const sink_t *k)
+{
+    return *k->n_out <= k->out_cap && k->out_cap - *k->n_out >= OMDP_OPRA_MAX_MESSAGES;
+}
+
+static int regions_room(const sink_t *k)
+{
+    for (uint32_t b = 0; b < k->st->n_regions; b++) {
+        const omdp_fh_stage_region_t *r = &k->st->regions[b];
+        if (r->n > r->cap || r->cap - r->n < OMDP_OPRA_MAX_MESSAGES)
+            return 0;
+    }
+    return 1;
+}
+
+int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                            const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, uint32_t want_engine,
+                            omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out)
+{
+    if (!h || (!srcs && n_srcs) || (!pkts && n_packets) || !out || !engines || !n_out)
+        return -1;
+    sink_t k = {.want = want_engine, .out = out, .engines = engines, .n_out = n_out, .out_cap = cap, .st = NULL};
+    return offline_loop(h, srcs, n_srcs, pkts, n_packets, &k, records_room);
+}
+
+int64_t omdp_fh_offline_stage(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *srcs, uint32_t n_srcs,
+                              const omdp_fh_offline_pkt_t *pkts, uint64_t n_packets, omdp_fh_offline_stage_t *st)
+{
+    if (!h || (!srcs && n_srcs) || (!pkts && n_packets) || !st || !st->tables || !st->regions ||
+        st->n_regions < h->n_engines)
+        return -1;
+    for (uint32_t b = 0; b < st->n_regions; b++)
+        if (!st->regions[b].out && st->regions[b].cap)
+            return -1;
+    sink_t k = {.want = OMDP_FH_OFFLINE_ALL, .st = st};
+    return offline_loop(h, srcs, n_srcs, pkts, n_packets, &k, regions_room);
 }
 
 void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp_fh_offline_counts_t *out)

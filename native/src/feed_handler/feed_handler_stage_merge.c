@@ -5,15 +5,15 @@
 
 /* The part whose next record comes first: the lowest (ts_ns, part) among unfinished parts;
  * *bound_ts / *bound_p: the lowest among the others (bound_p = n_parts: none). */
-static uint32_t pick(const omdp_fh_staged_t *const *parts, const uint64_t *lens, uint32_t n_parts,
-                     const uint64_t *cursor, int64_t *bound_ts, uint32_t *bound_p)
+static uint32_t pick(const omdp_fh_stage_part_t *parts, uint32_t n_parts, const uint64_t *cursor, int64_t *bound_ts,
+                     uint32_t *bound_p)
 {
     uint32_t best = n_parts, second = n_parts;
     int64_t best_ts = 0, second_ts = 0;
     for (uint32_t p = 0; p < n_parts; p++) {
-        if (cursor[p] >= lens[p])
+        if (cursor[p] >= parts[p].n)
             continue;
-        int64_t ts = parts[p][cursor[p]].ts_ns;          /* parts in increasing p: ties go to the earlier */
+        int64_t ts = parts[p].recs[cursor[p]].ts_ns;     /* parts in increasing p: ties go to the earlier */
         if (best == n_parts || ts < best_ts) {
             second = best;
             second_ts = best_ts;
@@ -29,33 +29,39 @@ static uint32_t pick(const omdp_fh_staged_t *const *parts, const uint64_t *lens,
     return best;
 }
 
-int64_t omdp_fh_stage_merge(const omdp_fh_staged_t *const *parts, const uint64_t *lens, uint32_t n_parts,
-                            uint64_t *cursor, omdp_opra_msg_t *out, uint64_t max_out)
+int64_t omdp_fh_stage_merge(const omdp_fh_stage_part_t *parts, uint32_t n_parts, uint64_t *cursor,
+                            omdp_opra_msg_t *out, uint64_t max_out)
 {
-    if ((n_parts && (!parts || !lens || !cursor)) || (max_out && !out))
+    if ((n_parts && (!parts || !cursor)) || (max_out && !out))
         return -1;
     for (uint32_t p = 0; p < n_parts; p++)
-        if (cursor[p] > lens[p] || (lens[p] && !parts[p]))
+        if (cursor[p] > parts[p].n || (parts[p].n && !parts[p].recs) || (parts[p].n_series && !parts[p].series) ||
+            (parts[p].n_extras && !parts[p].extras))
             return -1;
     uint64_t n = 0;
     while (n < max_out) {
         int64_t bound_ts;
         uint32_t bound_p;
-        uint32_t p = pick(parts, lens, n_parts, cursor, &bound_ts, &bound_p);
+        uint32_t p = pick(parts, n_parts, cursor, &bound_ts, &bound_p);
         if (p == n_parts)
             break;
         /* take p's run while it stays ahead of every other part's next record */
-        const omdp_fh_staged_t *part = parts[p];
+        const omdp_fh_stage_part_t *part = &parts[p];
         uint64_t i = cursor[p];
         do {
-            if (i && part[i].ts_ns < part[i - 1].ts_ns) {
+            if (i && part->recs[i].ts_ns < part->recs[i - 1].ts_ns) {
                 cursor[p] = i;
                 return -2;
             }
-            omdp_fh_stage_unpack_one(&part[i], &out[n++]);
+            if (omdp_fh_stage_unpack_one(part, i, &out[n])) {
+                cursor[p] = i;
+                return -3;
+            }
+            n++;
             i++;
-        } while (n < max_out && i < lens[p] &&
-                 (bound_p == n_parts || part[i].ts_ns < bound_ts || (part[i].ts_ns == bound_ts && p < bound_p)));
+        } while (n < max_out && i < part->n &&
+                 (bound_p == n_parts || part->recs[i].ts_ns < bound_ts ||
+                  (part->recs[i].ts_ns == bound_ts && p < bound_p)));
         cursor[p] = i;
     }
     return (int64_t)n;
