@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #endif
 
+#include "opra_fast_fields.h"
 #include "opra_fast_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -630,12 +631,93 @@ int omdp_opra_set_fast_path(int enabled) {
 }
 
 
+#ifdef OPRA_FAST_VECTOR_FIELDS
+#define FAST_CONSTS , const opra_field_consts_t *fc
+#define FAST_CONSTS_ARG , &fc
+#else
+#define FAST_CONSTS
+#define FAST_CONSTS_ARG
+#endif
+
+#ifdef OPRA_FAST_VECTOR_FIELDS
+/* The bits of a 'k' value that must be clear, by slot, for the slots 8c..8c+7 of chunk c
+ * (k_high in vector form; chunk 2, slots 16-23, is never in a quote). */
+static inline __m512i k_high_chunk(int c) {
+    return _mm512_loadu_si512((const void *)(k_high + 8 * c));
+}
+
+/* 8 dictionary entries, as two 32-byte stores: the record is then written from them with
+ * 8-byte loads, which a 64-byte store would not forward to (its upper half). */
+static inline void store_halves(uint64_t *dv, __m512i d) {
+    _mm256_storeu_si256((__m256i *)(void *)dv, _mm512_castsi512_si256(d));
+    _mm256_storeu_si256((__m256i *)(void *)(dv + 4), _mm512_extracti64x4_epi64(d, 1));
+}
+
+/* The quote's fields [b, b + len) into the dictionary, all at once (opra_fast_fields.h).
+ * `stops` has the message's stop bits, the pmap's included; the caller has checked that
+ * every field after the pmap is 1..5 bytes. Returns the BBO kind (0..3), or -1, leaving
+ * the dictionary untouched, when the message is not exactly a well-formed quote (a field
+ * too many or too few, a value out of range, a slot outside its layout or without a value):
+ * the field-by-field path then decodes it and says why. */
+static inline __attribute__((always_inline)) int quote_fields_vector(dec_t *D, const opra_field_consts_t *fc, const uint8_t *b,
+                                                                    uint64_t stops, uint64_t pm, size_t len) {
+    unsigned nf = (unsigned)__builtin_popcountll(pm);
+    /* one stop per field after the pmap's, the last on the message's last byte */
+    if (UNLIKELY((unsigned)__builtin_popcountll(stops) != nf + 1 || (63 - __builtin_clzll(stops)) != (int)len - 1 ||
+                 nf > 32))
+        return -1;
+    __m512i w7 = _mm512_and_si512(_mm512_loadu_si512((const void *)b), _mm512_set1_epi8(0x7F));
+    __m512i E = opra_stop_positions(fc, stops);
+    __m512i v[5];
+    v[0] = opra_field_group(fc, w7, E, 0);
+    v[1] = v[2] = v[3] = v[4] = _mm512_setzero_si512();
+    if (UNLIKELY(nf > 8)) {
+        v[1] = opra_field_group(fc, w7, E, 1);
+        if (nf > 16) {
+            v[2] = opra_field_group(fc, w7, E, 2);
+            if (nf > 24) v[3] = opra_field_group(fc, w7, E, 3);
+        }
+    }
+    uint64_t *dv = D->dv;
+    unsigned r1 = (unsigned)__builtin_popcountll(pm & 0xFF);
+    unsigned r3 = (unsigned)__builtin_popcountll(pm & 0xFFFFFF);
+    unsigned r4 = r3 + (unsigned)__builtin_popcountll(pm & 0xFF000000ULL);
+    __mmask8 k0 = (__mmask8)pm, k1 = (__mmask8)(pm >> 8), k3 = (__mmask8)(pm >> 24), k4 = (__mmask8)(pm >> 32);
+    __m512i d0 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)dv), k0, v[0]);
+    __m512i d1 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 8)), k1, opra_fields_from(v[r1 >> 3], v[(r1 >> 3) + 1], r1 & 7));
+    __m512i d3 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 24)), k3, opra_fields_from(v[r3 >> 3], v[(r3 >> 3) + 1], r3 & 7));
+    __m512i d4 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 32)), k4, opra_fields_from(v[r4 >> 3], v[(r4 >> 3) + 1], r4 & 7));
+    __mmask8 bad = _mm512_mask_test_epi64_mask(k0, d0, k_high_chunk(0)) | _mm512_mask_test_epi64_mask(k1, d1, k_high_chunk(1)) |
+                   _mm512_mask_test_epi64_mask(k3, d3, k_high_chunk(3)) | _mm512_mask_test_epi64_mask(k4, d4, k_high_chunk(4));
+    uint64_t bbo = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(d3, 3)); /* slot 30: lane 6 */
+    int kind = omdp_opra_bbo_kind[bbo & 0xFF];
+    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+    if (UNLIKELY(bad | (pm & ~fields) | (fields & ~S_STRINGS & ~pm & ~D->have))) return -1;
+    if (pm & SLOT(6)) {
+        /* the root is a string: its bytes as sent, the stop bit cleared, its length on top */
+        unsigned r6 = (unsigned)__builtin_popcountll(pm & 0x3F);
+        unsigned start = tz64(_pdep_u64(1ULL << r6, stops)) + 1, end = tz64(_pdep_u64(2ULL << r6, stops));
+        unsigned n = end - start + 1;
+        uint64_t w;
+        memcpy(&w, b + start, 8); /* start < 64: inside the window */
+        d0 = _mm512_mask_set1_epi64(d0, SLOT(6), (int64_t)((w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56));
+    }
+    if (!(pm & SLOT(4))) d0 = _mm512_mask_add_epi64(d0, SLOT(4), d0, _mm512_set1_epi64(1)); /* INCREMENT */
+    store_halves(dv, d0);
+    store_halves(dv + 8, d1);
+    store_halves(dv + 24, d3);
+    store_halves(dv + 32, d4);
+    D->have |= fields;
+    return kind;
+}
+#endif
+
 /* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
  * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
  * turned out malformed after the dictionary was written (the packet is decoded again by
  * the field-by-field path alone, which then reports the error). Every field ends at a stop
  * bit, so the stop bits of the whole message give all field boundaries at once. */
-static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o FAST_CONSTS) {
     size_t len = (size_t)(me - p);
     if (UNLIKELY(len > 64 || len == 0)) return 1;
     const uint8_t *b = p;
@@ -650,7 +732,6 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     uint64_t x;
     memcpy(&x, b, 8);
     uint64_t pm = pmap_bits(x & lowmask[nb]);
-    M &= M - 1;
     uint64_t *dv = D->dv;
     uint64_t cat = dv[0];
     if (pm & 1) {
@@ -661,6 +742,12 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     }
     if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
 
+#ifdef OPRA_FAST_VECTOR_FIELDS
+    int kind = quote_fields_vector(D, fc, b, M, pm, len);
+    if (UNLIKELY(kind < 0)) return 1;
+    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+#else
+    M &= M - 1;
     unsigned start = nb;
     uint64_t bad = 0;
     for (uint64_t bits = pm; bits; bits &= bits - 1) {
@@ -688,6 +775,7 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
         return 2; /* the dictionary now holds a bad message: the packet must be decoded again */
     if (!(pm & SLOT(4))) dv[4] += 1;
     D->have |= fields;
+#endif
     emit_start(D, o, fields);
     emit_header(dv, o);
     emit_series(dv, o);
@@ -715,6 +803,9 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
 
     uint32_t side_start = D->side_pos;
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
+#ifdef OPRA_FAST_VECTOR_FIELDS
+    const opra_field_consts_t fc = opra_field_consts();
+#endif
     /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
      * reads a zero-padded copy of the packet's tail, made once here. */
     if (LIKELY(len >= FAST_WINDOW)) {
@@ -750,7 +841,7 @@ restart:
             if (UNLIKELY(ml > (size_t)(etx - p))) return fail(D, OMDP_OPRA_E_MSG_PAST_PACKET, -1, p - 1);
             me = p + ml;
         }
-        int how = fast ? decode_quote_fast(D, p, me, &out[i]) : 1;
+        int how = fast ? decode_quote_fast(D, p, me, &out[i] FAST_CONSTS_ARG) : 1;
         if (UNLIKELY(how == 2)) {
             fast = 0;
             D->side_pos = side_start;
