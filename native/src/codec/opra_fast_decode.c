@@ -22,6 +22,7 @@
 
 #include "opra_fast_fields.h"
 #include "opra_fast_internal.h"
+#include "opra_fast_quote_record.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the OPRA decoder's word loads assume a little-endian machine"
@@ -632,8 +633,13 @@ int omdp_opra_set_fast_path(int enabled) {
 
 
 #ifdef OPRA_FAST_VECTOR_FIELDS
-#define FAST_CONSTS , const opra_field_consts_t *fc
-#define FAST_CONSTS_ARG , &fc
+/* What the vector quote path keeps in registers for a packet. */
+typedef struct fast_ctx {
+    opra_field_consts_t fc;
+    __m512i head; /* the records' first 64 bytes (quote_record_head) */
+} fast_ctx_t;
+#define FAST_CONSTS , const fast_ctx_t *fx
+#define FAST_CONSTS_ARG , &fx
 #else
 #define FAST_CONSTS
 #define FAST_CONSTS_ARG
@@ -653,14 +659,16 @@ static inline void store_halves(uint64_t *dv, __m512i d) {
     _mm256_storeu_si256((__m256i *)(void *)(dv + 4), _mm512_extracti64x4_epi64(d, 1));
 }
 
-/* The quote's fields [b, b + len) into the dictionary, all at once (opra_fast_fields.h).
- * `stops` has the message's stop bits, the pmap's included; the caller has checked that
- * every field after the pmap is 1..5 bytes. Returns the BBO kind (0..3), or -1, leaving
- * the dictionary untouched, when the message is not exactly a well-formed quote (a field
- * too many or too few, a value out of range, a slot outside its layout or without a value):
- * the field-by-field path then decodes it and says why. */
-static inline __attribute__((always_inline)) int quote_fields_vector(dec_t *D, const opra_field_consts_t *fc, const uint8_t *b,
-                                                                    uint64_t stops, uint64_t pm, size_t len) {
+/* The quote [b, b + len) into the dictionary, all fields at once (opra_fast_fields.h), and
+ * its record into o (opra_fast_quote_record.h). `stops` has the message's stop bits, the
+ * pmap's included; the caller has checked that every field after the pmap is 1..5 bytes.
+ * Returns 0, or -1, leaving the dictionary and o untouched, when the message is not exactly
+ * a well-formed quote (a field too many or too few, a value out of range, a slot outside its
+ * layout or without a value): the field-by-field path then decodes it and says why. */
+static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, const fast_ctx_t *fx, const uint8_t *b,
+                                                                    uint64_t stops, uint64_t pm, size_t len,
+                                                                    omdp_opra_msg_t *o) {
+    const opra_field_consts_t *fc = &fx->fc;
     unsigned nf = (unsigned)__builtin_popcountll(pm);
     /* one stop per field after the pmap's, the last on the message's last byte */
     if (UNLIKELY((unsigned)__builtin_popcountll(stops) != nf + 1 || (63 - __builtin_clzll(stops)) != (int)len - 1 ||
@@ -668,47 +676,57 @@ static inline __attribute__((always_inline)) int quote_fields_vector(dec_t *D, c
         return -1;
     __m512i w7 = _mm512_and_si512(_mm512_loadu_si512((const void *)b), _mm512_set1_epi8(0x7F));
     __m512i E = opra_stop_positions(fc, stops);
-    __m512i v[5];
-    v[0] = opra_field_group(fc, w7, E, 0);
-    v[1] = v[2] = v[3] = v[4] = _mm512_setzero_si512();
-    if (UNLIKELY(nf > 8)) {
-        v[1] = opra_field_group(fc, w7, E, 1);
-        if (nf > 16) {
-            v[2] = opra_field_group(fc, w7, E, 2);
-            if (nf > 24) v[3] = opra_field_group(fc, w7, E, 3);
-        }
-    }
     uint64_t *dv = D->dv;
     unsigned r1 = (unsigned)__builtin_popcountll(pm & 0xFF);
     unsigned r3 = (unsigned)__builtin_popcountll(pm & 0xFFFFFF);
     unsigned r4 = r3 + (unsigned)__builtin_popcountll(pm & 0xFF000000ULL);
+    /* the values of the slots 8-15, 24-31 and 32-39 start at fields r1, r3 and r4 */
+    __m512i v0 = opra_field_group(fc, w7, E, 0), f1, f3, f4;
+    if (LIKELY(nf <= 16)) {
+        /* lanes that wrap around are past the last field: never expanded */
+        __m512i v1 = _mm512_setzero_si512();
+        if (nf > 8) v1 = opra_field_group(fc, w7, E, 1);
+        f1 = opra_fields_from(v0, v1, r1);
+        f3 = opra_fields_from(v0, v1, r3);
+        f4 = opra_fields_from(v0, v1, r4);
+    } else {
+        __m512i v[5] = {v0, opra_field_group(fc, w7, E, 1), opra_field_group(fc, w7, E, 2), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        if (nf > 24) v[3] = opra_field_group(fc, w7, E, 3);
+        f1 = opra_fields_from(v[r1 >> 3], v[(r1 >> 3) + 1], r1 & 7);
+        f3 = opra_fields_from(v[r3 >> 3], v[(r3 >> 3) + 1], r3 & 7);
+        f4 = opra_fields_from(v[r4 >> 3], v[(r4 >> 3) + 1], r4 & 7);
+    }
     __mmask8 k0 = (__mmask8)pm, k1 = (__mmask8)(pm >> 8), k3 = (__mmask8)(pm >> 24), k4 = (__mmask8)(pm >> 32);
-    __m512i d0 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)dv), k0, v[0]);
-    __m512i d1 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 8)), k1, opra_fields_from(v[r1 >> 3], v[(r1 >> 3) + 1], r1 & 7));
-    __m512i d3 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 24)), k3, opra_fields_from(v[r3 >> 3], v[(r3 >> 3) + 1], r3 & 7));
-    __m512i d4 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 32)), k4, opra_fields_from(v[r4 >> 3], v[(r4 >> 3) + 1], r4 & 7));
+    __m512i d0 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)dv), k0, v0);
+    __m512i d1 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 8)), k1, f1);
+    __m512i d3 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 24)), k3, f3);
+    __m512i d4 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 32)), k4, f4);
     __mmask8 bad = _mm512_mask_test_epi64_mask(k0, d0, k_high_chunk(0)) | _mm512_mask_test_epi64_mask(k1, d1, k_high_chunk(1)) |
                    _mm512_mask_test_epi64_mask(k3, d3, k_high_chunk(3)) | _mm512_mask_test_epi64_mask(k4, d4, k_high_chunk(4));
     uint64_t bbo = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(d3, 3)); /* slot 30: lane 6 */
     int kind = omdp_opra_bbo_kind[bbo & 0xFF];
     uint64_t fields = omdp_opra_layout_slots[L_K + kind];
     if (UNLIKELY(bad | (pm & ~fields) | (fields & ~S_STRINGS & ~pm & ~D->have))) return -1;
-    if (pm & SLOT(6)) {
-        /* the root is a string: its bytes as sent, the stop bit cleared, its length on top */
+    {
+        /* the root is a string: its bytes as sent, the stop bit cleared, its length on top;
+         * worked out whether sent or not (a branch here was mispredicted), kept if sent */
         unsigned r6 = (unsigned)__builtin_popcountll(pm & 0x3F);
         unsigned start = tz64(_pdep_u64(1ULL << r6, stops)) + 1, end = tz64(_pdep_u64(2ULL << r6, stops));
-        unsigned n = end - start + 1;
+        unsigned n = (end - start + 1) & 7; /* 1..5 when sent */
         uint64_t w;
-        memcpy(&w, b + start, 8); /* start < 64: inside the window */
-        d0 = _mm512_mask_set1_epi64(d0, SLOT(6), (int64_t)((w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56));
+        memcpy(&w, b + (start & 63), 8); /* inside the 80-byte window */
+        uint64_t root = (w & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
+        d0 = _mm512_mask_set1_epi64(d0, (__mmask8)(pm & SLOT(6)), (int64_t)root);
     }
     if (!(pm & SLOT(4))) d0 = _mm512_mask_add_epi64(d0, SLOT(4), d0, _mm512_set1_epi64(1)); /* INCREMENT */
-    store_halves(dv, d0);
-    store_halves(dv + 8, d1);
-    store_halves(dv + 24, d3);
-    store_halves(dv + 32, d4);
+    _mm512_storeu_si512((void *)dv, d0);
+    _mm512_storeu_si512((void *)(dv + 8), d1);
+    _mm512_storeu_si512((void *)(dv + 24), d3);
+    _mm512_storeu_si512((void *)(dv + 32), d4);
     D->have |= fields;
-    return kind;
+    quote_record_write(o, fx->head, d0, d1, d3, d4, kind, fields, (uint16_t)D->msg_index);
+    return 0;
 }
 #endif
 
@@ -743,9 +761,7 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
 
 #ifdef OPRA_FAST_VECTOR_FIELDS
-    int kind = quote_fields_vector(D, fc, b, M, pm, len);
-    if (UNLIKELY(kind < 0)) return 1;
-    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+    return decode_quote_vector(D, fx, b, M, pm, len, o) < 0 ? 1 : 0;
 #else
     M &= M - 1;
     unsigned start = nb;
@@ -775,12 +791,48 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
         return 2; /* the dictionary now holds a bad message: the packet must be decoded again */
     if (!(pm & SLOT(4))) dv[4] += 1;
     D->have |= fields;
-#endif
     emit_start(D, o, fields);
     emit_header(dv, o);
     emit_series(dv, o);
     emit_k(dv, o, kind);
     return 0;
+#endif
+}
+
+/* The block sequence: 10 ASCII digits at p, or 0 when any is not a digit (as
+ * omdp_opra_header_digits), 8 of them at a time in one word. */
+static inline uint64_t block_seq_digits(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t d = w - 0x3030303030303030ULL;
+    /* a byte below '0' sets its top bit in d, one above '9' in w + 0x46 (the lowest such
+     * byte at least: no borrow or carry reaches it from below) */
+    if (((w + 0x4646464646464646ULL) | d) & 0x8080808080808080ULL) return 0;
+    if (p[8] < '0' || p[8] > '9' || p[9] < '0' || p[9] > '9') return 0;
+    /* pairs, then fours, then eight (the first digit is the most significant: byte 0) */
+    d = d * 10 + (d >> 8);
+    d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+         (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+    return d * 100 + (uint64_t)(p[8] - '0') * 10 + (uint64_t)(p[9] - '0');
+}
+
+/* The per-packet reset of the slot dictionary: constant-size vector stores, not the
+ * `rep stos` a 512-byte memset becomes (its start-up dominated the reset). */
+static inline void clear_dictionary(uint64_t *dv) {
+#if defined(__AVX512F__)
+    /* written out: gcc turns a loop of these back into the memset */
+    const __m512i z = _mm512_setzero_si512();
+    _mm512_storeu_si512((void *)dv, z);
+    _mm512_storeu_si512((void *)(dv + 8), z);
+    _mm512_storeu_si512((void *)(dv + 16), z);
+    _mm512_storeu_si512((void *)(dv + 24), z);
+    _mm512_storeu_si512((void *)(dv + 32), z);
+    _mm512_storeu_si512((void *)(dv + 40), z);
+    _mm512_storeu_si512((void *)(dv + 48), z);
+    _mm512_storeu_si512((void *)(dv + 56), z);
+#else
+    memset(dv, 0, 64 * sizeof *dv);
+#endif
 }
 
 /* Decode the packet [pkt, pkt+len) into out; D->side/side_cap/side_pos set by the caller. */
@@ -799,12 +851,12 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
         count = count * 10 + (uint32_t)(pkt[i] - '0');
     }
     if (count > out_cap) return fail(D, OMDP_OPRA_E_CAPACITY, -1, pkt + 12);
-    D->block_seq = omdp_opra_header_digits(pkt + 2, 10);
+    D->block_seq = block_seq_digits(pkt + 2);
 
     uint32_t side_start = D->side_pos;
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
 #ifdef OPRA_FAST_VECTOR_FIELDS
-    const opra_field_consts_t fc = opra_field_consts();
+    const fast_ctx_t fx = {.fc = opra_field_consts(), .head = quote_record_head(&blank_record, D->block_seq)};
 #endif
     /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
      * reads a zero-padded copy of the packet's tail, made once here. */
@@ -821,7 +873,7 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
     }
 restart:
     /* the per-packet dictionary reset */
-    memset(D->dv, 0, sizeof D->dv);
+    clear_dictionary(D->dv);
     D->have = 0;
     D->text_len = D->def_len = 0;
     D->text_off = D->def_off = 0;

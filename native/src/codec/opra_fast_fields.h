@@ -62,10 +62,10 @@ static inline __m512i opra_field_group(const opra_field_consts_t *c, __m512i w7,
                            _mm512_slli_epi64(_mm512_srli_epi64(d, 32), 28));
 }
 
-/* The 8 values from field `first` on, out of the fields' values lo (fields 8g..8g+7) and hi
- * (the next 8), 8g <= first <= 8g+8. */
-static inline __m512i opra_fields_from(__m512i lo, __m512i hi, unsigned first_in_lo) {
-    return _mm512_permutex2var_epi64(lo, _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(first_in_lo)), hi);
+/* The 8 values from field `first` on, out of lo (fields 8g..8g+7) and hi (the next 8),
+ * 8g <= first; lanes past field 8g+15 wrap around. */
+static inline __m512i opra_fields_from(__m512i lo, __m512i hi, unsigned first) {
+    return _mm512_permutex2var_epi64(lo, _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(first)), hi);
 }
 
 #endif
