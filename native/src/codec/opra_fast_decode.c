@@ -45,7 +45,9 @@ typedef struct ystr {
 } ystr_t;
 
 typedef struct dec {
-    uint64_t dv[64];         /* dictionary: slot -> value (slot 6: root bytes | length << 56) */
+    /* dictionary: slot -> value (slot 6: root bytes | length << 56); the quote path loads
+     * and stores it 8 slots at a time: aligned, none of those splits a cache line */
+    _Alignas(64) uint64_t dv[64];
     uint64_t have;           /* slots given a value since the packet began */
     uint32_t text_off, text_len; /* slot 48, as stored in side */
     uint32_t def_off, def_len;   /* slot 49 */
@@ -595,35 +597,6 @@ static const uint64_t k_high[40] = {
     0, 0, 0, 0, 0, HI32, HI32, HI32, HI32, HI8, HI8, HI8, HI8, HI32, HI32, HI8, HI8, HI32, HI32, 0,
 };
 
-/* Bit i set when byte i of the 64 at b has its top (stop) bit set. */
-static inline uint64_t stop_bits64(const uint8_t *b) {
-#if defined(__AVX512BW__)
-    return _mm512_movepi8_mask(_mm512_loadu_si512((const void *)b));
-#elif defined(__AVX2__)
-    uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)b));
-    uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32)));
-    return lo | hi << 32;
-#elif defined(__SSE2__)
-    uint64_t m = 0;
-    for (int i = 0; i < 4; i++)
-        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 * i))) << (16 * i);
-    return m;
-#else
-    uint64_t m = 0;
-    for (int i = 0; i < 64; i++) m |= (uint64_t)(b[i] >> 7) << i;
-    return m;
-#endif
-}
-
-static inline uint64_t compact5(uint64_t y) {
-#ifdef __BMI2__
-    return _pext_u64(y, 0x7F7F7F7F7FULL);
-#else
-    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
-           ((y >> 4) & 0x7F0000000ULL);
-#endif
-}
-
 #include <stdatomic.h>
 static atomic_int fast_path_enabled = 1;
 
@@ -652,20 +625,14 @@ static inline __m512i k_high_chunk(int c) {
     return _mm512_loadu_si512((const void *)(k_high + 8 * c));
 }
 
-/* 8 dictionary entries, as two 32-byte stores: the record is then written from them with
- * 8-byte loads, which a 64-byte store would not forward to (its upper half). */
-static inline void store_halves(uint64_t *dv, __m512i d) {
-    _mm256_storeu_si256((__m256i *)(void *)dv, _mm512_castsi512_si256(d));
-    _mm256_storeu_si256((__m256i *)(void *)(dv + 4), _mm512_extracti64x4_epi64(d, 1));
-}
-
-/* The quote [b, b + len) into the dictionary, all fields at once (opra_fast_fields.h), and
- * its record into o (opra_fast_quote_record.h). `stops` has the message's stop bits, the
- * pmap's included; the caller has checked that every field after the pmap is 1..5 bytes.
+/* The quote of len bytes at b (in the window), w its first 64 bytes, into the dictionary,
+ * all fields at once (opra_fast_fields.h), and its record into o (opra_fast_quote_record.h).
+ * `stops` has the message's stop bits, the pmap's included; the caller has checked that
+ * every field after the pmap is 1..5 bytes.
  * Returns 0, or -1, leaving the dictionary and o untouched, when the message is not exactly
  * a well-formed quote (a field too many or too few, a value out of range, a slot outside its
  * layout or without a value): the field-by-field path then decodes it and says why. */
-static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, const fast_ctx_t *fx, const uint8_t *b,
+static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, const fast_ctx_t *fx, const uint8_t *b, __m512i w,
                                                                     uint64_t stops, uint64_t pm, size_t len,
                                                                     omdp_opra_msg_t *o) {
     const opra_field_consts_t *fc = &fx->fc;
@@ -674,7 +641,7 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
     if (UNLIKELY((unsigned)__builtin_popcountll(stops) != nf + 1 || (63 - __builtin_clzll(stops)) != (int)len - 1 ||
                  nf > 32))
         return -1;
-    __m512i w7 = _mm512_and_si512(_mm512_loadu_si512((const void *)b), _mm512_set1_epi8(0x7F));
+    __m512i w7 = _mm512_and_si512(w, _mm512_set1_epi8(0x7F));
     __m512i E = opra_stop_positions(fc, stops);
     uint64_t *dv = D->dv;
     unsigned r1 = (unsigned)__builtin_popcountll(pm & 0xFF);
@@ -714,9 +681,9 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
         unsigned r6 = (unsigned)__builtin_popcountll(pm & 0x3F);
         unsigned start = tz64(_pdep_u64(1ULL << r6, stops)) + 1, end = tz64(_pdep_u64(2ULL << r6, stops));
         unsigned n = (end - start + 1) & 7; /* 1..5 when sent */
-        uint64_t w;
-        memcpy(&w, b + (start & 63), 8); /* inside the 80-byte window */
-        uint64_t root = (w & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
+        uint64_t rw;
+        memcpy(&rw, b + (start & 63), 8); /* inside the 80-byte window */
+        uint64_t root = (rw & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
         d0 = _mm512_mask_set1_epi64(d0, (__mmask8)(pm & SLOT(6)), (int64_t)root);
     }
     if (!(pm & SLOT(4))) d0 = _mm512_mask_add_epi64(d0, SLOT(4), d0, _mm512_set1_epi64(1)); /* INCREMENT */
@@ -730,6 +697,77 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
 }
 #endif
 
+/* What the quote fast path checks before it reads any field, from the message's stop bits
+ * M (bit i: byte i of the message [p, p + len)) and its first 8 bytes x: the pmap fits in
+ * 8 bytes, no field is longer than 5 bytes, the category is 'k' (sent or copied), the
+ * pmap names only quote slots and every slot a quote needs has a value. Returns 1 with the
+ * pmap's slot bits in *pm_out, or 0 when the message is not for the fast path. */
+static inline int quote_pmap(const dec_t *D, const uint8_t *p, size_t len, uint64_t M, uint64_t x, uint64_t *pm_out) {
+    uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
+    unsigned nb = tz64(M) + 1;
+    if (UNLIKELY(nb > 8)) return 0;
+    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
+    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
+    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 0;
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    uint64_t cat = D->dv[0];
+    if (pm & 1) {
+        if (nb >= len || !(p[nb] & 0x80)) return 0;
+        cat = p[nb] & 0x7F;
+    } else if (!(D->have & 1)) {
+        return 0;
+    }
+    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 0;
+    *pm_out = pm;
+    return 1;
+}
+
+#ifdef OPRA_FAST_VECTOR_FIELDS
+/* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not for
+ * this path, the dictionary untouched (the field-by-field path takes it, and reports the
+ * error if it is malformed). */
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o FAST_CONSTS) {
+    size_t len = (size_t)(me - p);
+    if (UNLIKELY(len > 64 || len == 0)) return 1;
+    const uint8_t *b = p;
+    if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
+    /* (a masked load of just the message's bytes, which needs no copy, measured slower) */
+    __m512i w = _mm512_loadu_si512((const void *)b);
+    uint64_t M = (uint64_t)_mm512_movepi8_mask(w) & (len < 64 ? (1ULL << len) - 1 : ~0ULL);
+    uint64_t pm;
+    if (!quote_pmap(D, p, len, M, (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(w)), &pm)) return 1;
+    return decode_quote_vector(D, fx, b, w, M, pm, len, o) < 0 ? 1 : 0;
+}
+#else
+static inline uint64_t compact5(uint64_t y) {
+#ifdef __BMI2__
+    return _pext_u64(y, 0x7F7F7F7F7FULL);
+#else
+    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
+           ((y >> 4) & 0x7F0000000ULL);
+#endif
+}
+
+/* Bit i set when byte i of the 64 at b has its top (stop) bit set. */
+static inline uint64_t stop_bits64(const uint8_t *b) {
+#if defined(__AVX512BW__)
+    return _mm512_movepi8_mask(_mm512_loadu_si512((const void *)b));
+#elif defined(__AVX2__)
+    uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)b));
+    uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32)));
+    return lo | hi << 32;
+#elif defined(__SSE2__)
+    uint64_t m = 0;
+    for (int i = 0; i < 4; i++)
+        m |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 * i))) << (16 * i);
+    return m;
+#else
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++) m |= (uint64_t)(b[i] >> 7) << i;
+    return m;
+#endif
+}
+
 /* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
  * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
  * turned out malformed after the dictionary was written (the packet is decoded again by
@@ -742,29 +780,13 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
     uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
     uint64_t M = stop_bits64(b) & in_msg;
-    unsigned nb = tz64(M) + 1;
-    if (UNLIKELY(nb > 8)) return 1;
-    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
-    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
-    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 1;
     uint64_t x;
     memcpy(&x, b, 8);
-    uint64_t pm = pmap_bits(x & lowmask[nb]);
-    uint64_t *dv = D->dv;
-    uint64_t cat = dv[0];
-    if (pm & 1) {
-        if (!(b[nb] & 0x80)) return 1;
-        cat = b[nb] & 0x7F;
-    } else if (!(D->have & 1)) {
-        return 1;
-    }
-    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
-
-#ifdef OPRA_FAST_VECTOR_FIELDS
-    return decode_quote_vector(D, fx, b, M, pm, len, o) < 0 ? 1 : 0;
-#else
+    uint64_t pm;
+    if (!quote_pmap(D, p, len, M, x, &pm)) return 1;
+    unsigned start = tz64(M) + 1;
     M &= M - 1;
-    unsigned start = nb;
+    uint64_t *dv = D->dv;
     uint64_t bad = 0;
     for (uint64_t bits = pm; bits; bits &= bits - 1) {
         unsigned s = (unsigned)__builtin_ctzll(bits);
@@ -796,8 +818,8 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     emit_series(dv, o);
     emit_k(dv, o, kind);
     return 0;
-#endif
 }
+#endif
 
 /* The block sequence: 10 ASCII digits at p, or 0 when any is not a digit (as
  * omdp_opra_header_digits), 8 of them at a time in one word. */
