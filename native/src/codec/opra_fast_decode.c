@@ -651,8 +651,7 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
     __m512i v0 = opra_field_group(fc, w7, E, 0), f1, f3, f4;
     if (LIKELY(nf <= 16)) {
         /* lanes that wrap around are past the last field: never expanded */
-        __m512i v1 = _mm512_setzero_si512();
-        if (nf > 8) v1 = opra_field_group(fc, w7, E, 1);
+        __m512i v1 = opra_field_group(fc, w7, E, 1); /* zeros if none: cheaper than a mispredicted branch */
         f1 = opra_fields_from(v0, v1, r1);
         f3 = opra_fields_from(v0, v1, r3);
         f4 = opra_fields_from(v0, v1, r4);
@@ -686,7 +685,7 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
         uint64_t root = (rw & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
         d0 = _mm512_mask_set1_epi64(d0, (__mmask8)(pm & SLOT(6)), (int64_t)root);
     }
-    if (!(pm & SLOT(4))) d0 = _mm512_mask_add_epi64(d0, SLOT(4), d0, _mm512_set1_epi64(1)); /* INCREMENT */
+    d0 = _mm512_mask_add_epi64(d0, (__mmask8)(~pm & SLOT(4)), d0, _mm512_set1_epi64(1)); /* INCREMENT when not sent */
     _mm512_storeu_si512((void *)dv, d0);
     _mm512_storeu_si512((void *)(dv + 8), d1);
     _mm512_storeu_si512((void *)(dv + 24), d3);
