@@ -636,11 +636,10 @@ static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, c
                                                                     uint64_t stops, uint64_t pm, size_t len,
                                                                     omdp_opra_msg_t *o) {
     const opra_field_consts_t *fc = &fx->fc;
-    unsigned nf = (unsigned)__builtin_popcountll(pm);
-    /* one stop per field after the pmap's, the last on the message's last byte */
-    if (UNLIKELY((unsigned)__builtin_popcountll(stops) != nf + 1 || (63 - __builtin_clzll(stops)) != (int)len - 1 ||
-                 nf > 32))
-        return -1;
+    unsigned nf = (unsigned)__builtin_popcountll(pm); /* <= 28: quote slots only */
+    /* one stop per field after the pmap's, the last on the message's last byte (none after
+     * it: stops holds the message's bytes only) */
+    if (UNLIKELY(((unsigned)__builtin_popcountll(stops) ^ (nf + 1)) | (unsigned)!((stops >> (len - 1)) & 1))) return -1;
     __m512i w7 = _mm512_and_si512(w, _mm512_set1_epi8(0x7F));
     __m512i E = opra_stop_positions(fc, stops);
     uint64_t *dv = D->dv;
@@ -716,7 +715,7 @@ static inline int quote_pmap(const dec_t *D, const uint8_t *p, size_t len, uint6
     } else if (!(D->have & 1)) {
         return 0;
     }
-    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 0;
+    if ((cat ^ 'k') | (pm & ~S_K_ANY) | (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 0;
     *pm_out = pm;
     return 1;
 }
