@@ -8,10 +8,12 @@
  * Two paths give the same result. Quotes ('k', >= 99.9% of the feed) take a fast path:
  * the message (<= 64 bytes) is scanned once for stop bits, which mark the end of every
  * field, so field boundaries come from bit operations instead of a chain of dependent
- * varint reads, and values are read with one unaligned load and a bit compaction each.
- * Anything the fast path does not accept - other categories, long messages, any
- * irregularity - goes to the field-by-field path, which is also the one that reports
- * errors with their exact offset and slot. Nothing reads outside the packet.
+ * varint reads. Where the build has AVX-512 VBMI/VBMI2 all fields are then extracted at
+ * once (opra_fast_fields.h) and the record is written from vector registers
+ * (opra_fast_quote_record.h); elsewhere values are read with one unaligned load and a bit
+ * compaction each. Anything the fast path does not accept - other categories, long
+ * messages, any irregularity - goes to the field-by-field path, which is also the one that
+ * reports errors with their exact offset and slot. Nothing reads outside the packet.
  */
 #include <stddef.h>
 #include <stdint.h>
