@@ -8,10 +8,12 @@
  * Two paths give the same result. Quotes ('k', >= 99.9% of the feed) take a fast path:
  * the message (<= 64 bytes) is scanned once for stop bits, which mark the end of every
  * field, so field boundaries come from bit operations instead of a chain of dependent
- * varint reads, and values are read with one unaligned load and a bit compaction each.
- * Anything the fast path does not accept - other categories, long messages, any
- * irregularity - goes to the field-by-field path, which is also the one that reports
- * errors with their exact offset and slot. Nothing reads outside the packet.
+ * varint reads. Where the build has AVX-512 VBMI/VBMI2 all fields are then extracted at
+ * once (opra_fast_fields.h) and the record is written from vector registers
+ * (opra_fast_quote_record.h); elsewhere values are read with one unaligned load and a bit
+ * compaction each. Anything the fast path does not accept - other categories, long
+ * messages, any irregularity - goes to the field-by-field path, which is also the one that
+ * reports errors with their exact offset and slot. Nothing reads outside the packet.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +22,9 @@
 #include <immintrin.h>
 #endif
 
+#include "opra_fast_fields.h"
 #include "opra_fast_internal.h"
+#include "opra_fast_quote_record.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the OPRA decoder's word loads assume a little-endian machine"
@@ -43,7 +47,9 @@ typedef struct ystr {
 } ystr_t;
 
 typedef struct dec {
-    uint64_t dv[64];         /* dictionary: slot -> value (slot 6: root bytes | length << 56) */
+    /* dictionary: slot -> value (slot 6: root bytes | length << 56); the quote path loads
+     * and stores it 8 slots at a time: aligned, none of those splits a cache line */
+    _Alignas(64) uint64_t dv[64];
     uint64_t have;           /* slots given a value since the packet began */
     uint32_t text_off, text_len; /* slot 48, as stored in side */
     uint32_t def_off, def_len;   /* slot 49 */
@@ -593,6 +599,155 @@ static const uint64_t k_high[40] = {
     0, 0, 0, 0, 0, HI32, HI32, HI32, HI32, HI8, HI8, HI8, HI8, HI32, HI32, HI8, HI8, HI32, HI32, 0,
 };
 
+#include <stdatomic.h>
+static atomic_int fast_path_enabled = 1;
+
+int omdp_opra_set_fast_path(int enabled) {
+    return atomic_exchange_explicit(&fast_path_enabled, enabled ? 1 : 0, memory_order_relaxed);
+}
+
+
+#ifdef OPRA_FAST_VECTOR_FIELDS
+/* What the vector quote path keeps in registers for a packet. */
+typedef struct fast_ctx {
+    opra_field_consts_t fc;
+    __m512i head; /* the records' first 64 bytes (quote_record_head) */
+} fast_ctx_t;
+#define FAST_CONSTS , const fast_ctx_t *fx
+#define FAST_CONSTS_ARG , &fx
+#else
+#define FAST_CONSTS
+#define FAST_CONSTS_ARG
+#endif
+
+#ifdef OPRA_FAST_VECTOR_FIELDS
+/* The bits of a 'k' value that must be clear, by slot, for the slots 8c..8c+7 of chunk c
+ * (k_high in vector form; chunk 2, slots 16-23, is never in a quote). */
+static inline __m512i k_high_chunk(int c) {
+    return _mm512_loadu_si512((const void *)(k_high + 8 * c));
+}
+
+/* The quote of len bytes at b (in the window), w its first 64 bytes, into the dictionary,
+ * all fields at once (opra_fast_fields.h), and its record into o (opra_fast_quote_record.h).
+ * `stops` has the message's stop bits, the pmap's included; the caller has checked that
+ * every field after the pmap is 1..5 bytes.
+ * Returns 0, or -1, leaving the dictionary and o untouched, when the message is not exactly
+ * a well-formed quote (a field too many or too few, a value out of range, a slot outside its
+ * layout or without a value): the field-by-field path then decodes it and says why. */
+static inline __attribute__((always_inline)) int decode_quote_vector(dec_t *D, const fast_ctx_t *fx, const uint8_t *b, __m512i w,
+                                                                    uint64_t stops, uint64_t pm, size_t len,
+                                                                    omdp_opra_msg_t *o) {
+    const opra_field_consts_t *fc = &fx->fc;
+    unsigned nf = (unsigned)__builtin_popcountll(pm); /* <= 28: quote slots only */
+    /* one stop per field after the pmap's, the last on the message's last byte (none after
+     * it: stops holds the message's bytes only) */
+    if (UNLIKELY(((unsigned)__builtin_popcountll(stops) ^ (nf + 1)) | (unsigned)!((stops >> (len - 1)) & 1))) return -1;
+    __m512i w7 = _mm512_and_si512(w, _mm512_set1_epi8(0x7F));
+    __m512i E = opra_stop_positions(fc, stops);
+    uint64_t *dv = D->dv;
+    unsigned r1 = (unsigned)__builtin_popcountll(pm & 0xFF);
+    unsigned r3 = (unsigned)__builtin_popcountll(pm & 0xFFFFFF);
+    unsigned r4 = r3 + (unsigned)__builtin_popcountll(pm & 0xFF000000ULL);
+    /* the values of the slots 8-15, 24-31 and 32-39 start at fields r1, r3 and r4 */
+    __m512i v0 = opra_field_group(fc, w7, E, 0), f1, f3, f4;
+    if (LIKELY(nf <= 16)) {
+        /* lanes that wrap around are past the last field: never expanded */
+        __m512i v1 = opra_field_group(fc, w7, E, 1); /* zeros if none: cheaper than a mispredicted branch */
+        f1 = opra_fields_from(v0, v1, r1);
+        f3 = opra_fields_from(v0, v1, r3);
+        f4 = opra_fields_from(v0, v1, r4);
+    } else {
+        __m512i v[5] = {v0, opra_field_group(fc, w7, E, 1), opra_field_group(fc, w7, E, 2), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        if (nf > 24) v[3] = opra_field_group(fc, w7, E, 3);
+        f1 = opra_fields_from(v[r1 >> 3], v[(r1 >> 3) + 1], r1 & 7);
+        f3 = opra_fields_from(v[r3 >> 3], v[(r3 >> 3) + 1], r3 & 7);
+        f4 = opra_fields_from(v[r4 >> 3], v[(r4 >> 3) + 1], r4 & 7);
+    }
+    __mmask8 k0 = (__mmask8)pm, k1 = (__mmask8)(pm >> 8), k3 = (__mmask8)(pm >> 24), k4 = (__mmask8)(pm >> 32);
+    __m512i d0 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)dv), k0, v0);
+    __m512i d1 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 8)), k1, f1);
+    __m512i d3 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 24)), k3, f3);
+    __m512i d4 = _mm512_mask_expand_epi64(_mm512_loadu_si512((const void *)(dv + 32)), k4, f4);
+    __mmask8 bad = _mm512_mask_test_epi64_mask(k0, d0, k_high_chunk(0)) | _mm512_mask_test_epi64_mask(k1, d1, k_high_chunk(1)) |
+                   _mm512_mask_test_epi64_mask(k3, d3, k_high_chunk(3)) | _mm512_mask_test_epi64_mask(k4, d4, k_high_chunk(4));
+    uint64_t bbo = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(d3, 3)); /* slot 30: lane 6 */
+    int kind = omdp_opra_bbo_kind[bbo & 0xFF];
+    uint64_t fields = omdp_opra_layout_slots[L_K + kind];
+    if (UNLIKELY(bad | (pm & ~fields) | (fields & ~S_STRINGS & ~pm & ~D->have))) return -1;
+    {
+        /* the root is a string: its bytes as sent, the stop bit cleared, its length on top;
+         * worked out whether sent or not (a branch here was mispredicted), kept if sent */
+        unsigned r6 = (unsigned)__builtin_popcountll(pm & 0x3F);
+        unsigned start = tz64(_pdep_u64(1ULL << r6, stops)) + 1, end = tz64(_pdep_u64(2ULL << r6, stops));
+        unsigned n = (end - start + 1) & 7; /* 1..5 when sent */
+        uint64_t rw;
+        memcpy(&rw, b + (start & 63), 8); /* inside the 80-byte window */
+        uint64_t root = (rw & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
+        d0 = _mm512_mask_set1_epi64(d0, (__mmask8)(pm & SLOT(6)), (int64_t)root);
+    }
+    d0 = _mm512_mask_add_epi64(d0, (__mmask8)(~pm & SLOT(4)), d0, _mm512_set1_epi64(1)); /* INCREMENT when not sent */
+    _mm512_storeu_si512((void *)dv, d0);
+    _mm512_storeu_si512((void *)(dv + 8), d1);
+    _mm512_storeu_si512((void *)(dv + 24), d3);
+    _mm512_storeu_si512((void *)(dv + 32), d4);
+    D->have |= fields;
+    quote_record_write(o, fx->head, d0, d1, d3, d4, kind, fields, (uint16_t)D->msg_index);
+    return 0;
+}
+#endif
+
+/* What the quote fast path checks before it reads any field, from the message's stop bits
+ * M (bit i: byte i of the message [p, p + len)) and its first 8 bytes x: the pmap fits in
+ * 8 bytes, no field is longer than 5 bytes, the category is 'k' (sent or copied), the
+ * pmap names only quote slots and every slot a quote needs has a value. Returns 1 with the
+ * pmap's slot bits in *pm_out, or 0 when the message is not for the fast path. */
+static inline int quote_pmap(const dec_t *D, const uint8_t *p, size_t len, uint64_t M, uint64_t x, uint64_t *pm_out) {
+    uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
+    unsigned nb = tz64(M) + 1;
+    if (UNLIKELY(nb > 8)) return 0;
+    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
+    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
+    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 0;
+    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    uint64_t cat = D->dv[0];
+    if (pm & 1) {
+        if (nb >= len || !(p[nb] & 0x80)) return 0;
+        cat = p[nb] & 0x7F;
+    } else if (!(D->have & 1)) {
+        return 0;
+    }
+    if ((cat ^ 'k') | (pm & ~S_K_ANY) | (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 0;
+    *pm_out = pm;
+    return 1;
+}
+
+#ifdef OPRA_FAST_VECTOR_FIELDS
+/* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not for
+ * this path, the dictionary untouched (the field-by-field path takes it, and reports the
+ * error if it is malformed). */
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o FAST_CONSTS) {
+    size_t len = (size_t)(me - p);
+    if (UNLIKELY(len > 64 || len == 0)) return 1;
+    const uint8_t *b = p;
+    if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
+    /* (a masked load of just the message's bytes, which needs no copy, measured slower) */
+    __m512i w = _mm512_loadu_si512((const void *)b);
+    uint64_t M = (uint64_t)_mm512_movepi8_mask(w) & (len < 64 ? (1ULL << len) - 1 : ~0ULL);
+    uint64_t pm;
+    if (!quote_pmap(D, p, len, M, (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(w)), &pm)) return 1;
+    return decode_quote_vector(D, fx, b, w, M, pm, len, o) < 0 ? 1 : 0;
+}
+#else
+static inline uint64_t compact5(uint64_t y) {
+#ifdef __BMI2__
+    return _pext_u64(y, 0x7F7F7F7F7FULL);
+#else
+    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
+           ((y >> 4) & 0x7F0000000ULL);
+#endif
+}
+
 /* Bit i set when byte i of the 64 at b has its top (stop) bit set. */
 static inline uint64_t stop_bits64(const uint8_t *b) {
 #if defined(__AVX512BW__)
@@ -613,55 +768,25 @@ static inline uint64_t stop_bits64(const uint8_t *b) {
 #endif
 }
 
-static inline uint64_t compact5(uint64_t y) {
-#ifdef __BMI2__
-    return _pext_u64(y, 0x7F7F7F7F7FULL);
-#else
-    return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
-           ((y >> 4) & 0x7F0000000ULL);
-#endif
-}
-
-#include <stdatomic.h>
-static atomic_int fast_path_enabled = 1;
-
-int omdp_opra_set_fast_path(int enabled) {
-    return atomic_exchange_explicit(&fast_path_enabled, enabled ? 1 : 0, memory_order_relaxed);
-}
-
-
 /* Decode a 'k' message [p, me) into o. Returns 0 when done; 1 when the message is not
  * for this path (the dictionary is untouched: the field-by-field path takes it); 2 when it
  * turned out malformed after the dictionary was written (the packet is decoded again by
  * the field-by-field path alone, which then reports the error). Every field ends at a stop
  * bit, so the stop bits of the whole message give all field boundaries at once. */
-static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o) {
+static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp_opra_msg_t *o FAST_CONSTS) {
     size_t len = (size_t)(me - p);
     if (UNLIKELY(len > 64 || len == 0)) return 1;
     const uint8_t *b = p;
     if ((size_t)(D->pe - p) < FAST_WINDOW) b = D->tail + (p - D->tail_at); /* near the end: the padded copy */
     uint64_t in_msg = len < 64 ? (1ULL << len) - 1 : ~0ULL;
     uint64_t M = stop_bits64(b) & in_msg;
-    unsigned nb = tz64(M) + 1;
-    if (UNLIKELY(nb > 8)) return 1;
-    /* a run of 5 bytes without a stop bit after the pmap: a field of 6+ bytes, not for us */
-    uint64_t C = ~M & in_msg & ~((2ULL << (nb - 1)) - 1);
-    if (UNLIKELY(C & (C >> 1) & (C >> 2) & (C >> 3) & (C >> 4))) return 1;
     uint64_t x;
     memcpy(&x, b, 8);
-    uint64_t pm = pmap_bits(x & lowmask[nb]);
+    uint64_t pm;
+    if (!quote_pmap(D, p, len, M, x, &pm)) return 1;
+    unsigned start = tz64(M) + 1;
     M &= M - 1;
     uint64_t *dv = D->dv;
-    uint64_t cat = dv[0];
-    if (pm & 1) {
-        if (!(b[nb] & 0x80)) return 1;
-        cat = b[nb] & 0x7F;
-    } else if (!(D->have & 1)) {
-        return 1;
-    }
-    if (cat != 'k' || (pm & ~S_K_ANY) || (omdp_opra_layout_slots[L_K] & ~S_STRINGS & ~pm & ~D->have)) return 1;
-
-    unsigned start = nb;
     uint64_t bad = 0;
     for (uint64_t bits = pm; bits; bits &= bits - 1) {
         unsigned s = (unsigned)__builtin_ctzll(bits);
@@ -694,6 +819,43 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     emit_k(dv, o, kind);
     return 0;
 }
+#endif
+
+/* The block sequence: 10 ASCII digits at p, or 0 when any is not a digit (as
+ * omdp_opra_header_digits), 8 of them at a time in one word. */
+static inline uint64_t block_seq_digits(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t d = w - 0x3030303030303030ULL;
+    /* a byte below '0' sets its top bit in d, one above '9' in w + 0x46 (the lowest such
+     * byte at least: no borrow or carry reaches it from below) */
+    if (((w + 0x4646464646464646ULL) | d) & 0x8080808080808080ULL) return 0;
+    if (p[8] < '0' || p[8] > '9' || p[9] < '0' || p[9] > '9') return 0;
+    /* pairs, then fours, then eight (the first digit is the most significant: byte 0) */
+    d = d * 10 + (d >> 8);
+    d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+         (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+    return d * 100 + (uint64_t)(p[8] - '0') * 10 + (uint64_t)(p[9] - '0');
+}
+
+/* The per-packet reset of the slot dictionary: constant-size vector stores, not the
+ * `rep stos` a 512-byte memset becomes (its start-up dominated the reset). */
+static inline void clear_dictionary(uint64_t *dv) {
+#if defined(__AVX512F__)
+    /* written out: gcc turns a loop of these back into the memset */
+    const __m512i z = _mm512_setzero_si512();
+    _mm512_storeu_si512((void *)dv, z);
+    _mm512_storeu_si512((void *)(dv + 8), z);
+    _mm512_storeu_si512((void *)(dv + 16), z);
+    _mm512_storeu_si512((void *)(dv + 24), z);
+    _mm512_storeu_si512((void *)(dv + 32), z);
+    _mm512_storeu_si512((void *)(dv + 40), z);
+    _mm512_storeu_si512((void *)(dv + 48), z);
+    _mm512_storeu_si512((void *)(dv + 56), z);
+#else
+    memset(dv, 0, 64 * sizeof *dv);
+#endif
+}
 
 /* Decode the packet [pkt, pkt+len) into out; D->side/side_cap/side_pos set by the caller. */
 static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t *out, uint64_t out_cap) {
@@ -711,10 +873,13 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
         count = count * 10 + (uint32_t)(pkt[i] - '0');
     }
     if (count > out_cap) return fail(D, OMDP_OPRA_E_CAPACITY, -1, pkt + 12);
-    D->block_seq = omdp_opra_header_digits(pkt + 2, 10);
+    D->block_seq = block_seq_digits(pkt + 2);
 
     uint32_t side_start = D->side_pos;
     int fast = atomic_load_explicit(&fast_path_enabled, memory_order_relaxed);
+#ifdef OPRA_FAST_VECTOR_FIELDS
+    const fast_ctx_t fx = {.fc = opra_field_consts(), .head = quote_record_head(&blank_record, D->block_seq)};
+#endif
     /* The fast path loads FAST_WINDOW bytes from a message's start: near the packet's end it
      * reads a zero-padded copy of the packet's tail, made once here. */
     if (LIKELY(len >= FAST_WINDOW)) {
@@ -730,7 +895,7 @@ static int decode_one(dec_t *D, const uint8_t *pkt, size_t len, omdp_opra_msg_t 
     }
 restart:
     /* the per-packet dictionary reset */
-    memset(D->dv, 0, sizeof D->dv);
+    clear_dictionary(D->dv);
     D->have = 0;
     D->text_len = D->def_len = 0;
     D->text_off = D->def_off = 0;
@@ -750,7 +915,7 @@ restart:
             if (UNLIKELY(ml > (size_t)(etx - p))) return fail(D, OMDP_OPRA_E_MSG_PAST_PACKET, -1, p - 1);
             me = p + ml;
         }
-        int how = fast ? decode_quote_fast(D, p, me, &out[i]) : 1;
+        int how = fast ? decode_quote_fast(D, p, me, &out[i] FAST_CONSTS_ARG) : 1;
         if (UNLIKELY(how == 2)) {
             fast = 0;
             D->side_pos = side_start;
