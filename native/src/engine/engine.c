@@ -118,7 +118,6 @@ void omdp_engine_prefault(omdp_engine_t *e)
     engine_arrays(e, ptrs, bytes);
     for (int i = 0; i < ENG_ARRAYS; i++)
         eng_prefault(ptrs[i], bytes[i]);
-    eng_prefault(e, sizeof *e);
 }
 
 void omdp_engine_retain(omdp_engine_t *e)

@@ -1,10 +1,12 @@
-/* The engine's zeroed arrays: fresh anonymous mappings, zero by the kernel's promise, so
- * creating an engine costs no pass over memory it may never use (a replay task's engine
- * touches the pages of the series its bucket sees, a fraction of max_series). A live
- * operator pre-faults them where it starts (omdp_engine_prefault), so its hot path never
- * takes a first-touch fault. */
+/* The engine's zeroed arrays. Those of 2 MiB or more are fresh anonymous mappings, zero by
+ * the kernel's promise, so creating an engine costs no pass over memory it may never use (a
+ * replay task's engine touches the pages of the series its bucket sees, a fraction of
+ * max_series). A live operator pre-faults them where it starts (omdp_engine_prefault), so
+ * its hot path never takes a first-touch fault. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,21 +20,24 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
-/* What eng_map_zeroed maps for bytes: whole pages, whole 2 MiB pages from 2 MiB on. */
+/* What eng_map_zeroed maps for an array of 2 MiB or more: whole 2 MiB pages. */
 static size_t mapped_bytes(size_t bytes)
 {
-    size_t unit = bytes >= ENG_HUGE ? ENG_HUGE : page_size();
-    size_t n = bytes ? bytes : 1;
-    return (n + unit - 1) / unit * unit;
+    return (bytes + ENG_HUGE - 1) / ENG_HUGE * ENG_HUGE;
 }
 
 void *eng_map_zeroed(size_t bytes)
 {
-    size_t len = mapped_bytes(bytes);
-    if (len < ENG_HUGE) {
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+    if (bytes < ENG_HUGE) {
+        /* Small arrays (the engine itself, groups, twins of a small engine): zeroing them costs
+         * nothing, and kept on the heap they are laid out as they always were. */
+        size_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
+        void *p = aligned_alloc(64, rounded);
+        if (p)
+            memset(p, 0, rounded);
+        return p;
     }
+    size_t len = mapped_bytes(bytes);
     /* Over-map by 2 MiB and trim both ends, so the array starts on a 2 MiB boundary and
      * transparent huge pages can back it: the hot path reads it at random, and on 4 KiB pages
      * nearly every message missed the TLB several times (a page walk, nested in a VM). */
@@ -55,14 +60,18 @@ void *eng_map_zeroed(size_t bytes)
 
 void eng_unmap(void *p, size_t bytes)
 {
-    if (p)
+    if (!p)
+        return;
+    if (bytes < ENG_HUGE)
+        free(p);
+    else
         (void)munmap(p, mapped_bytes(bytes));
 }
 
 void eng_prefault(void *p, size_t bytes)
 {
-    if (!p)
-        return;
+    if (!p || bytes < ENG_HUGE)
+        return; /* small arrays were zeroed, so touched, when allocated */
     size_t len = mapped_bytes(bytes);
 #ifdef MADV_POPULATE_WRITE
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
