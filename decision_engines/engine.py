@@ -73,7 +73,10 @@ def _gather(view: np.ndarray, offsets: np.ndarray, dtype: np.dtype) -> np.ndarra
 class DecisionEngine:
     """One C decision engine. Create with an :class:`EngineConfig`; ``close()`` frees it."""
 
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None, prefault: bool = True) -> None:
+        """``prefault``: touch all the engine's memory now, so processing never takes a
+        first-touch page fault (live use, benchmarks). A replay task passes False: it touches
+        only the series its bucket sees, and skips zeroing hundreds of MiB it never uses."""
         self.config = config or EngineConfig()
         cfg = ffi.new("omdp_engine_config_t *")
         cfg.max_series = self.config.max_series
@@ -85,6 +88,8 @@ class DecisionEngine:
         if ptr == ffi.NULL:
             raise EngineError("omdp_engine_create", err[0])
         self._ptr = ffi.gc(ptr, lib.omdp_engine_destroy)
+        if prefault:
+            lib.omdp_engine_prefault(ptr)
         self._out_len = ffi.new("uint32_t *")
         self._nbbo: np.ndarray | None = None  # the NBBO-change log's buffer (log_nbbo)
 

@@ -223,19 +223,33 @@ def write_pcap(
     return Path(path)
 
 
+# A record's header and the smallest IPv4/UDP Ethernet frame (14 + 20 + 8 bytes): the capacity
+# guess of _walk_records; a capture of smaller records (not UDP, or cut by a snap length) costs
+# a second walk, never a wrong answer.
+_MIN_RECORD_GUESS = RECORD_HEADER_LEN + 42
+
+
 def _walk_records(buf: np.ndarray, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                                  TruncatedTail | None]:
     """Follow the record chain (in C: a Python loop over the records cost a tenth of a
-    replay decode task): per record its data offset, captured length and time fields."""
+    replay decode task): per record its data offset, captured length and time fields.
+    One pass over the capture: the arrays are sized for the most records of
+    ``_MIN_RECORD_GUESS`` bytes that fit (pages never written cost no memory), and only a
+    capture of smaller records is walked again into arrays of its exact count."""
     size = len(buf)
     src = ffi.from_buffer("uint8_t[]", buf)
     end = ffi.new("uint64_t *")
     big = int(order == ">")
-    n = lib.omdp_pcap_walk(src, size, big, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, 0, end)
-    cols = [np.empty(max(n, 0), np.int64) for _ in range(4)]
-    if n < 0 or lib.omdp_pcap_walk(src, size, big, *(ffi.cast("int64_t *", ffi.from_buffer(c)) for c in cols),
-                                   n, end) != n:
-        raise PcapError(f"{path}: the record chain could not be walked")
+    cap = max(size - GLOBAL_HEADER_LEN, 0) // _MIN_RECORD_GUESS + 1
+    for _ in range(2):
+        cols = [np.empty(cap, np.int64) for _ in range(4)]
+        n = lib.omdp_pcap_walk(src, size, big, *(ffi.cast("int64_t *", ffi.from_buffer(c)) for c in cols), cap, end)
+        if n < 0:
+            raise PcapError(f"{path}: the record chain could not be walked")
+        if n <= cap:
+            break
+        cap = n
+    offs, lens, secs, fracs = (c[:n] for c in cols)
     pos = int(end[0])
     tail: TruncatedTail | None = None
     if pos != size:
@@ -243,7 +257,6 @@ def _walk_records(buf: np.ndarray, order: str, path: Path) -> tuple[np.ndarray, 
         if size - pos >= RECORD_HEADER_LEN:
             needed += struct.unpack_from(order + "I", buf[pos + 8:pos + 12].tobytes())[0]
         tail = TruncatedTail(str(path), pos, n, needed, size - pos)
-    offs, lens, secs, fracs = cols
     return offs, lens, secs, fracs, tail
 
 def read_pcap(path: str | Path) -> Capture:

@@ -128,7 +128,8 @@ class ConfigRunner:
     def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int) -> None:
         self.cfg = cfg
         self.engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
-                                                  max_groups=cfg.max_groups, engine_id=engine_id))
+                                                  max_groups=cfg.max_groups, engine_id=engine_id),
+                                     prefault=False)  # a bucket touches a fraction of max_series
         try:
             self.refresher = PricingRefresher(self.engine, cfg.pricing_config(as_of)) if cfg.pricing else None
         except Exception:

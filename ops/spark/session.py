@@ -19,6 +19,9 @@ DEFAULT_MASTER = "local[*]"
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+"""Set to 1 in the executors' Python workers: their numpy must not start BLAS threads."""
+
 
 def launched_by_spark_submit() -> bool:
     """True when this Python driver was started by ``spark-submit`` (its JVM is already up
@@ -62,6 +65,10 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
         # directory first on the path: started from a source checkout they would import its
         # omdp, which has no compiled module. Python >= 3.11 leaves it off with this.
         "spark.executorEnv.PYTHONSAFEPATH": "1",
+        # One task per core, each single-threaded by design: numpy's BLAS (OpenBLAS, or MKL /
+        # an OpenMP runtime) would start a thread per core in every Python worker, and those
+        # threads spin-wait, taking task CPU from the next task (seen in perf on the replay).
+        **{f"spark.executorEnv.{v}": "1" for v in BLAS_THREAD_VARS},
     }
     if master is not None:
         builder = builder.master(master)

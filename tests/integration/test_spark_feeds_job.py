@@ -202,3 +202,16 @@ def test_each_file_says_how_much_of_its_cpu_went_to_the_parquet_write(day) -> No
     assert written and all(0 < r["write_cpu_s"] <= r["cpu_s"] for r in written)
     assert files["line03.pcap"]["write_cpu_s"] == 0.0   # skipped: nothing written
     assert 0 < result.write_cpu_seconds <= result.decode_cpu_seconds
+
+
+def test_python_workers_start_no_blas_threads(spark) -> None:
+    """build_session sets OPENBLAS/OMP/MKL_NUM_THREADS=1 in the executors' Python workers:
+    their numpy must not start BLAS threads that spin beside the single-threaded tasks."""
+    from ops.spark.session import BLAS_THREAD_VARS
+
+    def worker_env(_: object) -> list[tuple[str, str | None]]:
+        import os
+        return [(v, os.environ.get(v)) for v in BLAS_THREAD_VARS]
+
+    got = spark.sparkContext.parallelize([0, 1], 2).flatMap(worker_env).collect()
+    assert got and all(value == "1" for _, value in got)

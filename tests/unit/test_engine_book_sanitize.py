@@ -312,3 +312,28 @@ def test_snapshot_reports_groups_and_missing_sides() -> None:
     assert list(snap["twin"]) == [NO_SLOT, NO_SLOT]
     g = e.groups()
     assert len(g) == 1 and g["underlying_id"][0] == 7 and g["expiry"][0] == EXPIRY
+
+
+@pytest.mark.parametrize("max_series", [64, 1 << 17])
+def test_lazily_zeroed_engine_matches_a_prefaulted_one(max_series: int) -> None:
+    """The engine's memory is fresh zero mappings, touched where used (replay) or pre-faulted
+    (live): both must produce the same output, books and counters, small tables and tables of
+    2 MiB and more (2 MiB aligned, huge pages asked for), and be freed cleanly."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    msgs = build_quotes(root=ROOT, expiry=EXPIRY, strike_px=rng.integers(30, 60, n) * P,
+                        put_call=np.where(rng.integers(0, 2, n) == 0, ord("C"), ord("P")).astype(np.uint8),
+                        participant=np.frombuffer(EXCH, np.uint8)[rng.integers(0, 6, n)],
+                        bid_px=rng.integers(1, 30, n) * CENT, bid_size=rng.integers(1, 5, n),
+                        offer_px=rng.integers(1, 30, n) * CENT, offer_size=rng.integers(1, 5, n), underlying_id=3)
+    msgs["msg_seq"] = np.arange(1, n + 1)
+    results = []
+    for prefault in (False, True):
+        e = DecisionEngine(EngineConfig(max_series=max_series, max_groups=8, sample_every=7), prefault=prefault)
+        out = e.process(msgs, batch=97)
+        for recs in (out.samples, out.signals):
+            recs["hdr"]["stamps"] = 0  # wall-clock stamps: the only field that may differ
+        results.append((out.samples.tobytes(), out.signals.tobytes(), e.snapshot().tobytes(), e.counters()))
+        e.close()
+    assert results[0] == results[1]
+    assert results[0][3]["quotes"] == n

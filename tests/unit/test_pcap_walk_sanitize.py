@@ -60,3 +60,22 @@ def test_max_bounds_the_output_and_bad_arguments_are_refused() -> None:
                               end) == -1
     assert lib.omdp_pcap_walk(ffi.from_buffer("uint8_t[]", short), 23, 0, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, 3,
                               ffi.NULL) == -1
+
+
+def test_one_pass_walk_and_the_second_walk_for_records_smaller_than_the_guess() -> None:
+    """read_pcap's walk sizes its arrays from the file size (one pass); records smaller than
+    its guess (here 16 + 1 bytes) take a second walk into exact arrays, same answer, and a
+    record cut short is still reported as the tail."""
+    from pathlib import Path
+
+    from feedhandlers.captures.pcap import _walk_records
+
+    for payloads in ([b"u" * 300] * 7, [b"t"] * 50):
+        buf = _pcap("<", payloads) + b"\0" * 5                  # 5 bytes of a header cut short
+        arr = np.frombuffer(buf, np.uint8).copy()
+        offs, lens, secs, fracs, tail = _walk_records(arr, "<", Path("x.pcap"))
+        size = 16 + len(payloads[0])
+        assert list(offs) == [24 + 16 + i * size for i in range(len(payloads))]
+        assert list(lens) == [len(payloads[0])] * len(payloads)
+        assert list(secs) == [1000 + i for i in range(len(payloads))] and list(fracs) == [7 * i for i in range(len(payloads))]
+        assert tail is not None and tail.offset == len(buf) - 5

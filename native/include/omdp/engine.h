@@ -146,8 +146,14 @@ typedef struct omdp_group_ref {
 typedef struct omdp_engine omdp_engine_t;
 
 /* Create an engine; NULL on error with *err set (OMDP_ENGINE_EINVAL, OMDP_ENGINE_ENOMEM).
- * Memory is allocated and touched here, never on the hot path. */
+ * Memory is allocated here, never on the hot path, as fresh zero mappings whose pages are
+ * first touched where they are used (a replay task pays only for the series it sees); a live
+ * user calls omdp_engine_prefault before its hot path starts. */
 omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err);
+/* Touch every page of the engine's memory now (the contents stay as they are), so the hot path
+ * never takes a first-touch fault. The native engine operator and the elastic partition call it
+ * where they start; before any process_batch, from the thread that owns the engine. */
+void omdp_engine_prefault(omdp_engine_t *engine);
 /* Let go of the engine: freed when its last owner lets go (engine_op.h: retain/release). */
 void omdp_engine_destroy(omdp_engine_t *engine);
 

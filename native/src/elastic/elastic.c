@@ -70,6 +70,7 @@ static int alloc_buckets(omdp_elastic_t *el)
         k->engine = omdp_engine_create(&c->engine, &eerr);
         if (!k->engine)
             return eerr == OMDP_ENGINE_ENOMEM ? OMDP_ELASTIC_ENOMEM : OMDP_ELASTIC_EENGINE;
+        omdp_engine_prefault(k->engine); /* touched here, not on the hot path */
         k->in = aligned_alloc(64, (size_t)c->ring_msgs * sizeof(omdp_opra_msg_t));
         k->out = aligned_alloc(64, c->out_bytes);
         if (!k->in || !k->out)

@@ -1,9 +1,9 @@
-/* Decision engine lifecycle: create (every allocation and first touch happens here, never on
- * the hot path), destroy, counters, error strings, the exchange map. */
+/* Decision engine lifecycle: create (every allocation happens here; a live operator pre-faults
+ * the memory where it starts, so its hot path takes no first-touch fault), prefault,
+ * destroy, counters, error strings, the exchange map. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "engine_internal.h"
 #include "omdp/engine_op.h"
@@ -18,26 +18,24 @@ static uint32_t pow2_at_least(uint64_t v)
     return (uint32_t)p;
 }
 
-/* Zeroed, aligned memory. An array of 2 MiB or more (the series books, their limits, the
- * table) is placed on 2 MiB boundaries and asked for transparent huge pages before it is
- * touched: the hot path reads it at random, and on 4 KiB pages nearly every message missed
- * the TLB several times (a page walk, nested in a VM). Where huge pages are refused the
- * memory is the same, on small pages. */
-static void *alloc_zeroed(size_t align, size_t bytes)
+#define ENG_ARRAYS 10
+
+/* The engine's arrays (their addresses in ptrs, may be NULL) and sizes, in one place for create,
+ * free and prefault. */
+static void engine_arrays(const struct omdp_engine *e, void *ptrs[ENG_ARRAYS], size_t bytes[ENG_ARRAYS])
 {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes >= huge)
-        align = huge;
-    size_t rounded = (bytes + align - 1) / align * align;
-    void *p = aligned_alloc(align, rounded ? rounded : align);
-    if (!p)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    if (bytes >= huge)
-        (void)madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    memset(p, 0, rounded ? rounded : align);
-    return p;
+    size_t ns = e->cfg.max_series, ng = e->cfg.max_groups;
+    size_t ts = (size_t)e->table_mask + 1, gs = (size_t)e->gtable_mask + 1;
+    ptrs[0] = e->series, bytes[0] = ns * sizeof(eng_series_t);
+    ptrs[1] = e->meta, bytes[1] = ns * sizeof(eng_series_meta_t);
+    ptrs[2] = e->twins, bytes[2] = ns * sizeof(uint32_t);
+    ptrs[3] = (void *)e->table, bytes[3] = ts * sizeof(uint64_t);
+    ptrs[4] = (void *)e->gtable, bytes[4] = gs * sizeof(uint64_t);
+    ptrs[5] = e->groups, bytes[5] = ng * sizeof(omdp_engine_group_info_t);
+    ptrs[6] = e->refs[0], bytes[6] = ns * sizeof(omdp_series_ref_t);
+    ptrs[7] = e->refs[1], bytes[7] = ns * sizeof(omdp_series_ref_t);
+    ptrs[8] = e->grefs[0], bytes[8] = ng * sizeof(omdp_group_ref_t); /* zero: disabled */
+    ptrs[9] = e->grefs[1], bytes[9] = ng * sizeof(omdp_group_ref_t);
 }
 
 static void refs_disable_all(omdp_series_ref_t *refs, uint32_t n)
@@ -60,26 +58,30 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
         *err = OMDP_ENGINE_EINVAL;
         return NULL;
     }
-    struct omdp_engine *e = alloc_zeroed(64, sizeof *e);
+    struct omdp_engine *e = eng_map_zeroed(sizeof *e);
     if (!e) {
         *err = OMDP_ENGINE_ENOMEM;
         return NULL;
     }
     e->cfg = *cfg;
-    uint32_t tsize = pow2_at_least(2ull * cfg->max_series);
-    uint32_t gsize = pow2_at_least(2ull * cfg->max_groups);
-    e->table_mask = tsize - 1;
-    e->gtable_mask = gsize - 1;
-    e->series = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(eng_series_t));
-    e->meta = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(eng_series_meta_t));
-    e->twins = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(uint32_t));
-    e->table = alloc_zeroed(64, (size_t)tsize * sizeof(uint64_t));
-    e->gtable = alloc_zeroed(64, (size_t)gsize * sizeof(uint64_t));
-    e->groups = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_engine_group_info_t));
-    e->refs[0] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
-    e->refs[1] = alloc_zeroed(64, (size_t)cfg->max_series * sizeof(omdp_series_ref_t));
-    e->grefs[0] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t)); /* zero: disabled */
-    e->grefs[1] = alloc_zeroed(64, (size_t)cfg->max_groups * sizeof(omdp_group_ref_t));
+    e->table_mask = pow2_at_least(2ull * cfg->max_series) - 1;
+    e->gtable_mask = pow2_at_least(2ull * cfg->max_groups) - 1;
+    /* Not touched here: a fresh mapping is zero, and its pages cost only where they are used
+     * (a replay task's engine sees a fraction of max_series); omdp_engine_prefault is for
+     * a live operator, whose hot path must not take first-touch faults. */
+    void *unused[ENG_ARRAYS];
+    size_t bytes[ENG_ARRAYS];
+    engine_arrays(e, unused, bytes);
+    e->series = eng_map_zeroed(bytes[0]);
+    e->meta = eng_map_zeroed(bytes[1]);
+    e->twins = eng_map_zeroed(bytes[2]);
+    e->table = eng_map_zeroed(bytes[3]);
+    e->gtable = eng_map_zeroed(bytes[4]);
+    e->groups = eng_map_zeroed(bytes[5]);
+    e->refs[0] = eng_map_zeroed(bytes[6]);
+    e->refs[1] = eng_map_zeroed(bytes[7]);
+    e->grefs[0] = eng_map_zeroed(bytes[8]);
+    e->grefs[1] = eng_map_zeroed(bytes[9]);
     if (!e->series || !e->meta || !e->twins || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
         !e->grefs[0] || !e->grefs[1]) {
         engine_free(e);
@@ -99,17 +101,23 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
 
 static void engine_free(struct omdp_engine *e)
 {
-    free(e->series);
-    free(e->meta);
-    free(e->twins);
-    free((void *)e->table);
-    free((void *)e->gtable);
-    free(e->groups);
-    free(e->refs[0]);
-    free(e->refs[1]);
-    free(e->grefs[0]);
-    free(e->grefs[1]);
-    free(e);
+    void *ptrs[ENG_ARRAYS];
+    size_t bytes[ENG_ARRAYS];
+    engine_arrays(e, ptrs, bytes);
+    for (int i = 0; i < ENG_ARRAYS; i++)
+        eng_unmap(ptrs[i], bytes[i]);
+    eng_unmap(e, sizeof *e);
+}
+
+void omdp_engine_prefault(omdp_engine_t *e)
+{
+    if (!e)
+        return;
+    void *ptrs[ENG_ARRAYS];
+    size_t bytes[ENG_ARRAYS];
+    engine_arrays(e, ptrs, bytes);
+    for (int i = 0; i < ENG_ARRAYS; i++)
+        eng_prefault(ptrs[i], bytes[i]);
 }
 
 void omdp_engine_retain(omdp_engine_t *e)

@@ -192,4 +192,11 @@ static inline void eng_count(struct omdp_engine *e, int which, uint64_t by)
     atomic_store_explicit(&e->counters[which], v + by, memory_order_relaxed);
 }
 
+/* The engine's arrays (engine_mem.c): from 2 MiB on, fresh zero mappings (2 MiB aligned, huge
+ * pages asked for), below it zeroed heap memory; freed with the size they were asked for;
+ * prefault touches every page now so a live hot path takes no first-touch fault later. */
+void *eng_map_zeroed(size_t bytes);
+void eng_unmap(void *p, size_t bytes);
+void eng_prefault(void *p, size_t bytes);
+
 #endif /* OMDP_ENGINE_INTERNAL_H */

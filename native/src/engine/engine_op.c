@@ -54,6 +54,7 @@ static int op_init(void **state, const omdp_op_init_t *init)
             return omdp_op_init_fail(init, "engine: max_series and max_groups must be 1..2^24");
         }
     }
+    omdp_engine_prefault(op->engine); /* the hot path takes no first-touch fault */
     if (prm.reshard) {
         char err[160];
         op->reshard = omdp_engine_reshard_new(prm.reshard, op->engine, init->replica, err, sizeof err);
