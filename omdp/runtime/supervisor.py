@@ -33,7 +33,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from omdp.native import lib
 from omdp.plan import Plan, PlanPartition
@@ -75,6 +75,21 @@ class _Child:
     @property
     def alive(self) -> bool:
         return self.proc.returncode is None
+
+
+def stopping_child(children: Sequence[_Child], expected_stop: bool) -> _Child | None:
+    """The child whose end stops the run, if any. One that exited abnormally without
+    reporting a failure (killed by a signal, crashed) is named before one that reported a
+    failure: a partition's failure is often the consequence of a peer's death (a replayer
+    whose ring lost its receiver says so), and the run should name the cause."""
+    def abnormal(c: _Child) -> bool:
+        code = c.proc.returncode
+        return code is not None and code != EXIT_ENDED and not (expected_stop and code == EXIT_STOPPED)
+
+    died = [c for c in children if c.state != "failed" and abnormal(c)]
+    if died:
+        return died[0]
+    return next((c for c in children if c.state == "failed"), None)
 
 
 class _Abort(Exception):
@@ -260,15 +275,13 @@ class Supervisor:
                 c.error = m.get("error", "failed")
 
     def _dead(self, expected_stop: bool, running: bool = True) -> _Child | None:
-        """The first child that died, failed or (once ``running``: heartbeats flow) fell
-        silent, if any."""
+        """The child that died, failed or (once ``running``: heartbeats flow) fell silent, if
+        any; which one when several did: ``stopping_child``."""
+        cause = stopping_child(self.children, expected_stop)
+        if cause is not None:
+            return cause
         now = time.monotonic()
         for c in self.children:
-            if c.state == "failed":
-                return c
-            code = c.proc.returncode
-            if code is not None and code != EXIT_ENDED and not (expected_stop and code == EXIT_STOPPED):
-                return c
             if running and c.alive and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
                 c.error = f"no heartbeat for {now - c.last_seen:.1f} s"
                 c.proc.kill()
