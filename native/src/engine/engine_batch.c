@@ -62,36 +62,6 @@ typedef struct nbbo {
     uint8_t bid_ex, ask_ex;
 } nbbo_t;
 
-static uint32_t find_or_add_group(batch_t *b, uint32_t underlying_id, uint32_t expiry)
-{
-    struct omdp_engine *e = b->e;
-    uint64_t key = ((uint64_t)underlying_id << 32) | expiry;
-    uint64_t h = eng_hash(key, 0);
-    uint32_t i = (uint32_t)h & e->gtable_mask;
-    uint32_t tag = (uint32_t)(h >> 32);
-    for (;;) {
-        uint64_t ent = atomic_load_explicit(&e->gtable[i], memory_order_relaxed);
-        if (ent == 0)
-            break;
-        if ((uint32_t)(ent >> 32) == tag) {
-            uint32_t g = (uint32_t)ent - 1u;
-            if (e->groups[g].underlying_id == underlying_id && e->groups[g].expiry == expiry)
-                return g;
-        }
-        i = (i + 1u) & e->gtable_mask;
-    }
-    uint32_t g = atomic_load_explicit(&e->n_groups, memory_order_relaxed);
-    if (g >= e->cfg.max_groups) {
-        b->c[C_GROUPS_FULL]++;
-        return OMDP_ENGINE_NO_SLOT;
-    }
-    e->groups[g].underlying_id = underlying_id;
-    e->groups[g].expiry = expiry;
-    atomic_store_explicit(&e->gtable[i], ((uint64_t)tag << 32) | (g + 1u), memory_order_release);
-    atomic_store_explicit(&e->n_groups, g + 1u, memory_order_release);
-    return g;
-}
-
 static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0, uint64_t k1, uint64_t h,
                               uint32_t pos)
 {
@@ -119,25 +89,11 @@ static uint32_t insert_series(batch_t *b, const omdp_opra_msg_t *m, uint64_t k0,
         s->bid_sz[x] = 0;
         s->ask_sz[x] = 0;
     }
-    eng_series_meta_t *mt = &e->meta[slot];
-    mt->strike_px = m->strike_px;
-    mt->expiry = m->expiry;
-    mt->underlying_id = m->underlying_id;
-    mt->put_call = m->put_call;
-    mt->root_len = m->root_len <= 6 ? m->root_len : 6;
-    memcpy(mt->root, m->root, sizeof mt->root);
-    s->group = find_or_add_group(b, m->underlying_id, m->expiry);
-
-    uint64_t tk1 = k1 ^ (1ull << 63);
-    uint32_t tpos;
-    uint32_t twin = eng_lookup(e, k0, tk1, eng_hash(k0, tk1), &tpos);
-    atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
-    e->twins[slot] = twin;
-    atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
-    if (twin != OMDP_ENGINE_NO_SLOT) {
-        atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
-        e->twins[twin] = slot;
-    }
+    eng_series_describe(e, slot, m->strike_px, m->expiry, m->underlying_id, m->put_call, m->root_len, m->root);
+    s->group = eng_group_find_or_add(e, m->underlying_id, m->expiry);
+    if (s->group == OMDP_ENGINE_NO_SLOT)
+        b->c[C_GROUPS_FULL]++;
+    eng_series_link(e, slot, h, pos);
     atomic_store_explicit(&e->n_series, slot + 1u, memory_order_release);
     return slot;
 }

@@ -61,33 +61,6 @@ int64_t omdp_engine_export_bucket(const omdp_engine_t *engine, uint32_t buckets,
     return (int64_t)(sizeof(omdp_reshard_handover_t) + (uint64_t)k * sizeof(omdp_reshard_series_t));
 }
 
-/* The group (underlying, expiry), added when new; OMDP_ENGINE_NO_SLOT when the groups are full. */
-static uint32_t group_of(struct omdp_engine *e, uint32_t underlying_id, uint32_t expiry)
-{
-    uint64_t key = ((uint64_t)underlying_id << 32) | expiry;
-    uint64_t h = eng_hash(key, 0);
-    uint32_t i = (uint32_t)h & e->gtable_mask, tag = (uint32_t)(h >> 32);
-    for (;;) {
-        uint64_t ent = atomic_load_explicit(&e->gtable[i], memory_order_relaxed);
-        if (ent == 0)
-            break;
-        uint32_t g = (uint32_t)ent - 1u;
-        if ((uint32_t)(ent >> 32) == tag && e->groups[g].underlying_id == underlying_id && e->groups[g].expiry == expiry)
-            return g;
-        i = (i + 1u) & e->gtable_mask;
-    }
-    uint32_t g = atomic_load_explicit(&e->n_groups, memory_order_relaxed);
-    if (g >= e->cfg.max_groups) {
-        eng_count(e, C_GROUPS_FULL, 1);
-        return OMDP_ENGINE_NO_SLOT;
-    }
-    e->groups[g].underlying_id = underlying_id;
-    e->groups[g].expiry = expiry;
-    atomic_store_explicit(&e->gtable[i], ((uint64_t)tag << 32) | (g + 1u), memory_order_release);
-    atomic_store_explicit(&e->n_groups, g + 1u, memory_order_release);
-    return g;
-}
-
 /* A new slot for series r (its book set below by the caller), linked to its twin and
  * published; OMDP_ENGINE_NO_SLOT when the table is full (counted). */
 static uint32_t add_series(struct omdp_engine *e, const omdp_reshard_series_t *r, uint64_t h, uint32_t pos)
@@ -102,24 +75,11 @@ static uint32_t add_series(struct omdp_engine *e, const omdp_reshard_series_t *r
     s->k1 = r->k1;
     s->is_put = (uint8_t)(r->k1 >> 63);
     atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
-    eng_series_meta_t *mt = &e->meta[slot];
-    mt->strike_px = r->strike_px;
-    mt->expiry = r->expiry;
-    mt->underlying_id = r->underlying_id;
-    mt->put_call = r->put_call;
-    mt->root_len = r->root_len <= 6 ? r->root_len : 6;
-    memcpy(mt->root, r->root, sizeof mt->root);
-    s->group = group_of(e, r->underlying_id, r->expiry);
-    uint64_t tk1 = r->k1 ^ (1ull << 63);
-    uint32_t tpos;
-    uint32_t twin = eng_lookup(e, r->k0, tk1, eng_hash(r->k0, tk1), &tpos);
-    atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
-    e->twins[slot] = twin;
-    atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
-    if (twin != OMDP_ENGINE_NO_SLOT) {
-        atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
-        e->twins[twin] = slot;
-    }
+    eng_series_describe(e, slot, r->strike_px, r->expiry, r->underlying_id, r->put_call, r->root_len, r->root);
+    s->group = eng_group_find_or_add(e, r->underlying_id, r->expiry);
+    if (s->group == OMDP_ENGINE_NO_SLOT)
+        eng_count(e, C_GROUPS_FULL, 1);
+    eng_series_link(e, slot, h, pos);
     return slot;
 }
 

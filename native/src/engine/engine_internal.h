@@ -180,6 +180,14 @@ static inline uint32_t eng_lookup(const struct omdp_engine *e, uint64_t k0, uint
     }
 }
 
+/* engine_slots.c: the group (underlying, expiry), added when new (OMDP_ENGINE_NO_SLOT when
+ * the groups are full: the caller counts it); a new slot's description (meta); and the slot,
+ * its keys already set, linked to its twin both ways and published in the table at pos. */
+uint32_t eng_group_find_or_add(struct omdp_engine *e, uint32_t underlying_id, uint32_t expiry);
+void eng_series_describe(struct omdp_engine *e, uint32_t slot, int64_t strike_px, uint32_t expiry,
+                         uint32_t underlying_id, uint8_t put_call, uint8_t root_len, const char root[6]);
+void eng_series_link(struct omdp_engine *e, uint32_t slot, uint64_t h, uint32_t pos);
+
 /* engine_price.c: limits of a just-inserted series from its group's model (front buffer) */
 void eng_price_new_series(struct omdp_engine *e, uint32_t front, uint32_t slot);
 /* engine_nbbo.c: one NBBO change into the log (which is set); full: counted dropped. */
