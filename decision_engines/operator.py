@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +24,7 @@ from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
 from omdp.operator import OperatorContext
-from omdp.runtime.reshard import ReshardError, ReshardSegment
+from omdp.runtime.reshard import ReshardSegment
 from omdp.record import RT_OPRA_MSG, RT_SIGNAL
 from omdp.registry import OperatorKind, Port, RecordType, Registry
 
@@ -70,15 +69,7 @@ class EngineNativeOperator(NativeOperator):
 
 def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> EngineNativeOperator:
     """Factory of ``decision_engine``: engine id = replica index."""
-    reshard = None
-    if p.reshard:
-        run_id = Path(ctx.run_dir).name if ctx.run_dir is not None else None
-        if not run_id:
-            raise ValueError(f"{ctx.name}: reshard needs a run (its reshard segment)")
-        try:
-            reshard = ReshardSegment.open(run_id)
-        except ReshardError as e:
-            raise ValueError(f"{ctx.name}: {e}") from None
+    reshard = ReshardSegment.for_operator(ctx.name, ctx.run_dir) if p.reshard else None
     engine = DecisionEngine(EngineConfig(max_series=p.max_series, max_groups=p.max_groups,
                                          sample_every=p.sample_every, engine_id=ctx.replica))
     refresher = None

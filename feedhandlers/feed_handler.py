@@ -25,7 +25,7 @@ from omdp.metrics.stats_segment import StatsSegmentError, StatsWriter
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
 from omdp.operator import OperatorContext
-from omdp.runtime.reshard import ReshardError, ReshardSegment
+from omdp.runtime.reshard import ReshardSegment
 from omdp.transport.shm_names import shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
@@ -182,12 +182,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
     reshard: ReshardSegment | None = None
     try:
         if p.reshard:
-            if not run_id:
-                raise ValueError(f"{ctx.name}: reshard needs a run (its reshard segment)")
-            try:
-                reshard = ReshardSegment.open(run_id)
-            except ReshardError as e:
-                raise ValueError(f"{ctx.name}: {e}") from None
+            reshard = ReshardSegment.for_operator(ctx.name, ctx.run_dir)
         lines = ffi.new("omdp_fh_line_params_t[]", len(mine))
         for i, ln in enumerate(mine):
             lines[i].line = ln.line

@@ -11,6 +11,7 @@ feed handlers look at between polls.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -100,6 +101,19 @@ class ReshardSegment:
         if ptr == ffi.NULL:
             raise ReshardError(f"run {run_id} has no reshard segment (was it started with re-sharding?)", err[0])
         return cls(ptr, name, False)
+
+    @classmethod
+    def for_operator(cls, name: str, run_dir: str | Path | None) -> "ReshardSegment":
+        """The segment of the run an operator belongs to (its run directory names the run);
+        a ValueError naming the operator when there is no run or no segment, the way an
+        operator's bad parameters are reported."""
+        run_id = Path(run_dir).name if run_dir is not None else None
+        if not run_id:
+            raise ValueError(f"{name}: reshard needs a run (its reshard segment)")
+        try:
+            return cls.open(run_id)
+        except ReshardError as e:
+            raise ValueError(f"{name}: {e}") from None
 
     @property
     def c_handle(self) -> Any:
