@@ -7,18 +7,16 @@ table that is not by bucket is refused with the route named. (CI runs this file 
 """
 from __future__ import annotations
 
-import struct
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from feed_handler_support import FRAME, Keep
 from pipeline_support import line_packets, make_capture
 
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from feedhandlers.routing import RoutingTable
-from omdp.operator import Operator, OperatorContext
 from omdp.plan import build_plan
 from omdp.registry import OperatorKind, Port, Registry
 from omdp.runtime.partition import Partition
@@ -31,22 +29,7 @@ from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
 from ops.pipeline.registry import build_registry
 
-FRAME = struct.Struct("<qqHBBHH")  # omdp_replay_frame_t
 BUCKETS = 8
-
-
-class Keep(Operator):
-    """Keeps copies of every record it gets."""
-
-    def __init__(self, params: object, ctx: OperatorContext) -> None:
-        super().__init__(params, ctx)
-        self.parts: list[np.ndarray] = []
-
-    def process_batch(self, records: np.ndarray, port: str) -> None:
-        self.parts.append(records.copy())
-
-    def records(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(0, OPRA_MSG_DTYPE)
 
 
 @pytest.fixture(scope="module")

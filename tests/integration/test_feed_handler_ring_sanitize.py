@@ -9,16 +9,15 @@ table names, with the stamps and flags the contract gives. (CI runs this file un
 """
 from __future__ import annotations
 
-import struct
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from feed_handler_support import FRAME, Keep
 from pipeline_support import line_packets, make_capture
 
-from feedhandlers.opra_record import NO_UNDERLYING, OPRA_MSG_DTYPE
-from omdp.operator import Operator, OperatorContext
+from feedhandlers.opra_record import NO_UNDERLYING
 from omdp.plan import build_plan
 from omdp.record import RF_LAST_IN_PACKET
 from omdp.registry import OperatorKind, Port
@@ -31,21 +30,6 @@ from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
 from ops.pipeline.registry import build_registry
 
-FRAME = struct.Struct("<qqHBBHH")  # omdp_replay_frame_t
-
-
-class Keep(Operator):
-    """Keeps copies of every record it gets."""
-
-    def __init__(self, params: object, ctx: OperatorContext) -> None:
-        super().__init__(params, ctx)
-        self.parts: list[np.ndarray] = []
-
-    def process_batch(self, records: np.ndarray, port: str) -> None:
-        self.parts.append(records.copy())
-
-    def records(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(0, OPRA_MSG_DTYPE)
 
 
 @pytest.fixture(scope="module")
