@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from codec_strategies import BEST_BID, BEST_OFFER, BODY, HEADER, SERIES, to_records
+from codec_support import assert_paths_agree, decode_both_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedhandlers.opra_fast import decode_batch, decode_packet, encode_records
-from omdp.native import lib
+from feedhandlers.opra_fast import decode_packet, encode_records
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KIND = {b"M": 1, b"N": 1, b"P": 1, b"C": 2, b"G": 2, b"K": 2, b"O": 3}
@@ -70,24 +70,11 @@ def packet(msgs: list[dict]) -> bytes:
 def both_paths(packets: list[bytes]):
     lengths = np.array([len(p) for p in packets], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    data = b"".join(packets)
-    prev = lib.omdp_opra_set_fast_path(1)
-    try:
-        fast = decode_batch(data, offsets, lengths)
-        lib.omdp_opra_set_fast_path(0)
-        slow = decode_batch(data, offsets, lengths)
-    finally:
-        lib.omdp_opra_set_fast_path(prev)
-    return fast, slow
+    return decode_both_paths(b"".join(packets), offsets, lengths)
 
 
 def assert_same(packets: list[bytes]) -> None:
-    fast, slow = both_paths(packets)
-    assert fast.counters == slow.counters
-    assert [(e.packet_index, e.code, e.offset, e.message_index, e.slot) for e in fast.errors] == [
-        (e.packet_index, e.code, e.offset, e.message_index, e.slot) for e in slow.errors]
-    assert fast.records.tobytes() == slow.records.tobytes()
-    assert bytes(fast.side) == bytes(slow.side)
+    assert_paths_agree(*both_paths(packets))
 
 
 def mutate(draw: st.DrawFn, good: bytes) -> bytes:
