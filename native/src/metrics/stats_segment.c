@@ -1,12 +1,11 @@
 /* Stats segment lifecycle: naming, create/open/close/unlink, header, heartbeat, run info. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "omdp/shm_region.h"
 #include "stats_seqlock.h"
 
 static int valid_run_id(const char *run_id)
@@ -63,16 +62,6 @@ static void fill_header(omdp_stats_header_t *h, const char *run_id, int64_t now_
     omdp_stats_copy_text(h->run_id, sizeof(h->run_id), run_id);
 }
 
-static int map_fd(int fd, int writable, size_t size, omdp_stats_segment_t **seg)
-{
-    int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-    void *p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return -errno;
-    *seg = p;
-    return 0;
-}
-
 int omdp_stats_create(const char *run_id, int64_t now_ns, omdp_stats_t **out)
 {
     char path[OMDP_STATS_SHM_NAME_LEN];
@@ -81,20 +70,14 @@ int omdp_stats_create(const char *run_id, int64_t now_ns, omdp_stats_t **out)
     omdp_stats_t *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    int fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        int e = errno;
-        free(s);
-        return e == EEXIST ? OMDP_STATS_EEXIST : -e;
-    }
     size_t size = sizeof(omdp_stats_segment_t);
-    int rc = ftruncate(fd, (off_t)size) == 0 ? map_fd(fd, 1, size, &s->seg) : -errno;
-    close(fd);
+    void *base = NULL;
+    int rc = omdp_shm_create(path, size, 0, &base, NULL);
     if (rc != 0) {
-        shm_unlink(path);
         free(s);
-        return rc;
+        return rc == -EEXIST ? OMDP_STATS_EEXIST : rc;
     }
+    s->seg = base;
     s->size = size;
     s->writable = 1;
     s->owner = 1;
@@ -126,35 +109,19 @@ int omdp_stats_open(const char *run_id, int writable, omdp_stats_t **out)
     char path[OMDP_STATS_SHM_NAME_LEN];
     if (!out || shm_path(run_id, path) != 0)
         return OMDP_STATS_EINVAL;
-    int fd = shm_open(path, writable ? O_RDWR : O_RDONLY, 0600);
-    if (fd < 0)
-        return errno == ENOENT ? OMDP_STATS_ENOENT : -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    if ((size_t)st.st_size < sizeof(omdp_stats_segment_t)) {
-        close(fd);
-        return OMDP_STATS_ELAYOUT;
-    }
-    omdp_stats_t *s = calloc(1, sizeof(*s));
+    void *base = NULL;
+    uint64_t size = 0;
+    int rc = omdp_shm_map(path, writable, 0, sizeof(omdp_stats_segment_t), &base, &size, NULL);
+    if (rc != 0)
+        return rc == -ENOENT ? OMDP_STATS_ENOENT : rc == -ENODATA ? OMDP_STATS_ELAYOUT : rc;
+    rc = check_header(&((omdp_stats_segment_t *)base)->header, (size_t)size);
+    omdp_stats_t *s = rc == 0 ? calloc(1, sizeof(*s)) : NULL;
     if (!s) {
-        close(fd);
-        return -ENOMEM;
+        munmap(base, (size_t)size);
+        return rc != 0 ? rc : -ENOMEM;
     }
-    int rc = map_fd(fd, writable, sizeof(omdp_stats_segment_t), &s->seg);
-    close(fd);
-    if (rc == 0)
-        rc = check_header(&s->seg->header, (size_t)st.st_size);
-    if (rc != 0) {
-        if (s->seg)
-            munmap(s->seg, sizeof(omdp_stats_segment_t));
-        free(s);
-        return rc;
-    }
-    s->size = sizeof(omdp_stats_segment_t);
+    s->seg = base;
+    s->size = (size_t)size;
     s->writable = writable ? 1 : 0;
     omdp_stats_copy_text(s->run_id, sizeof(s->run_id), run_id);
     *out = s;

@@ -2,14 +2,13 @@
  * logs) and the intended-time table. Layouts and protocols: omdp/replay.h. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "omdp/replay.h"
+#include "omdp/shm_region.h"
 #include "omdp/vega_ring.h" /* omdp_vega_pid_start_time: the owner record */
 
 #define ALIGN128(x) (((x) + 127u) & ~(uint64_t)127u)
@@ -33,28 +32,11 @@ static void set_err(char *err, size_t errlen, const char *what, const char *name
 
 void *omdp_replay_shm_create(const char *name, uint64_t size, char *err, size_t errlen)
 {
-    if (size == 0) {
-        set_err(err, errlen, "shm_create", name, EINVAL);
-        return NULL;
-    }
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        set_err(err, errlen, "shm_open", name, errno);
-        return NULL;
-    }
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
-        close(fd);
-        shm_unlink(name);
-        set_err(err, errlen, "ftruncate", name, e);
-        return NULL;
-    }
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-        shm_unlink(name);
-        set_err(err, errlen, "mmap", name, e);
+    void *p = NULL;
+    omdp_shm_step_t step;
+    int rc = omdp_shm_create(name, size, 0, &p, &step);
+    if (rc != 0) {
+        set_err(err, errlen, step == OMDP_SHM_STEP_NONE ? "shm_create" : omdp_shm_step_name(step, 1), name, -rc);
         return NULL;
     }
     return p;
@@ -62,26 +44,13 @@ void *omdp_replay_shm_create(const char *name, uint64_t size, char *err, size_t 
 
 void *omdp_replay_shm_open(const char *name, uint64_t *size, int writable, char *err, size_t errlen)
 {
-    int fd = shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
-    if (fd < 0) {
-        set_err(err, errlen, "shm_open", name, errno);
+    void *p = NULL;
+    omdp_shm_step_t step;
+    int rc = omdp_shm_map(name, writable, 0, 1, &p, size, &step);
+    if (rc != 0) {
+        set_err(err, errlen, omdp_shm_step_name(step, 0), name, rc == -ENODATA ? EINVAL : -rc);
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-        int e = st.st_size <= 0 ? EINVAL : errno;
-        close(fd);
-        set_err(err, errlen, "fstat", name, e);
-        return NULL;
-    }
-    void *p = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-        set_err(err, errlen, "mmap", name, e);
-        return NULL;
-    }
-    *size = (uint64_t)st.st_size;
     return p;
 }
 

@@ -5,14 +5,13 @@
  * functions here), so the atomics are plain _Atomic fields. */
 #define _GNU_SOURCE
 #include "omdp/reshard.h"
+#include "omdp/shm_region.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define SEG_MAGIC 0x4452414853524D4FULL /* "OMRSHARD" */
@@ -57,14 +56,9 @@ static int name_ok(const char *name)
     return strchr(name + 1, '/') == NULL; /* "/omdp-..." or "omdp-...": one component */
 }
 
-static omdp_reshard_seg_t *map_fd(int fd, size_t size, int *err)
+/* The handle of a mapped segment; the mapping is released when the handle cannot be made. */
+static omdp_reshard_seg_t *wrap(void *p, size_t size, int *err)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        *err = OMDP_RESHARD_ESYS;
-        return NULL;
-    }
     omdp_reshard_seg_t *s = calloc(1, sizeof *s);
     if (!s) {
         munmap(p, size);
@@ -92,17 +86,13 @@ omdp_reshard_seg_t *omdp_reshard_create(const char *name, uint32_t buckets, uint
             return NULL;
     uint64_t off = round64(sizeof(seg_hdr_t));
     uint64_t size = off + round64(handover_cap);
-    shm_unlink(name);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-        if (fd >= 0) {
-            close(fd);
-            shm_unlink(name);
-        }
+    shm_unlink(name); /* a segment left by a run that died under this name */
+    void *p = NULL;
+    if (omdp_shm_create(name, size, 0, &p, NULL) != 0) {
         *err = OMDP_RESHARD_ESYS;
         return NULL;
     }
-    omdp_reshard_seg_t *s = map_fd(fd, size, err);
+    omdp_reshard_seg_t *s = wrap(p, (size_t)size, err);
     if (!s) {
         shm_unlink(name);
         return NULL;
@@ -134,20 +124,14 @@ omdp_reshard_seg_t *omdp_reshard_open(const char *name, int *err)
         *err = OMDP_RESHARD_EINVAL;
         return NULL;
     }
-    int fd = shm_open(name, O_RDWR, 0);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0)
-            close(fd);
-        *err = OMDP_RESHARD_ESYS;
+    void *p = NULL;
+    uint64_t size = 0;
+    int rc = omdp_shm_map(name, 1, 0, round64(sizeof(seg_hdr_t)), &p, &size, NULL);
+    if (rc != 0) {
+        *err = rc == -ENODATA ? OMDP_RESHARD_EFORMAT : OMDP_RESHARD_ESYS;
         return NULL;
     }
-    if ((uint64_t)st.st_size < round64(sizeof(seg_hdr_t))) {
-        close(fd);
-        *err = OMDP_RESHARD_EFORMAT;
-        return NULL;
-    }
-    omdp_reshard_seg_t *s = map_fd(fd, (size_t)st.st_size, err);
+    omdp_reshard_seg_t *s = wrap(p, (size_t)size, err);
     if (!s)
         return NULL;
     const seg_hdr_t *h = s->h;

@@ -9,14 +9,13 @@
  */
 #define _GNU_SOURCE
 #include "omdp/vega.h"
+#include "omdp/shm_region.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int name_ok(const char *name)
@@ -157,23 +156,11 @@ int omdp_vega_receiver_create_shm(const char *name, uint32_t queue_size, uint32_
     char path[OMDP_VEGA_NAME_MAX + 2];
     shm_path(path, name);
     uint64_t size = omdp_vega_region_size(queue_size, max_message);
-    int fd = shm_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return errno == EEXIST ? OMDP_VEGA_E_EXISTS : OMDP_VEGA_E_SYS;
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
-        close(fd);
-        shm_unlink(path);
-        errno = e;
-        return OMDP_VEGA_E_SYS;
-    }
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (base == MAP_FAILED) {
-        shm_unlink(path);
-        errno = e;
-        return OMDP_VEGA_E_SYS;
+    void *base = NULL;
+    rc = omdp_shm_create(path, size, 1, &base, NULL);
+    if (rc != 0) {
+        errno = -rc;
+        return rc == -EEXIST ? OMDP_VEGA_E_EXISTS : OMDP_VEGA_E_SYS;
     }
     omdp_vega_receiver_t *rx = malloc(sizeof *rx);
     if (!rx || (rc = omdp_vega_region_init(base, size, queue_size, max_message, mutex, wait, on_full)) ||
@@ -199,26 +186,13 @@ static int map_existing(const char *name, int writable, void **base_out, uint64_
         return OMDP_VEGA_E_BAD_NAME;
     char path[OMDP_VEGA_NAME_MAX + 2];
     shm_path(path, name);
-    int fd = shm_open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? OMDP_VEGA_E_NOT_FOUND : OMDP_VEGA_E_SYS;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return OMDP_VEGA_E_SYS;
-    }
-    if ((uint64_t)st.st_size < sizeof(omdp_vega_ctl_t)) {
-        close(fd);
-        return OMDP_VEGA_E_NOT_FOUND; /* created, not sized yet */
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-    void *base = mmap(NULL, size, prot, MAP_SHARED | (writable ? MAP_POPULATE : 0), fd, 0);
-    int e = errno;
-    close(fd);
-    if (base == MAP_FAILED) {
-        errno = e;
-        return OMDP_VEGA_E_SYS;
+    void *base = NULL;
+    uint64_t size = 0;
+    int rc = omdp_shm_map(path, writable, writable, sizeof(omdp_vega_ctl_t), &base, &size, NULL);
+    if (rc != 0) {
+        errno = -rc;
+        /* not there, or created and not sized yet */
+        return rc == -ENOENT || rc == -ENODATA ? OMDP_VEGA_E_NOT_FOUND : OMDP_VEGA_E_SYS;
     }
     omdp_vega_ctl_t *ctl = base;
     if (atomic_load_explicit(&ctl->layout.magic, memory_order_acquire) != OMDP_VEGA_MAGIC) {
