@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,11 +18,13 @@
 #include "replay_sink.h"
 
 #define TX_DATA 32u                /* TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): where a frame's bytes start */
+#define VNET_LEN ((uint32_t)sizeof(struct virtio_net_hdr))
 #define TX_BLOCK (1u << 20)        /* ring block */
 #define KICK_RETRIES 100000        /* send() refusals for want of buffers before the sink gives up */
 #define FREE_WAIT_SPINS 10000000   /* looks at a frame still in the kernel's hands before giving up */
 
-_Static_assert(TX_DATA + OMDP_REPLAY_PKT_FRAME <= OMDP_REPLAY_TX_FRAME, "a TX frame holds a whole datagram");
+_Static_assert(TX_DATA + sizeof(struct virtio_net_hdr) + OMDP_REPLAY_PKT_FRAME <= OMDP_REPLAY_TX_FRAME,
+               "a TX frame holds a whole datagram");
 _Static_assert(TX_BLOCK % OMDP_REPLAY_TX_FRAME == 0, "whole frames per block");
 
 int omdp_replay_udp_use_packet_ring(omdp_replay_udp_sink_t *sink, const char *iface, char *err, size_t errlen)
@@ -29,13 +32,15 @@ int omdp_replay_udp_use_packet_ring(omdp_replay_udp_sink_t *sink, const char *if
     int rc = omdp_replay_udp_use_packet_socket(sink, iface, err, errlen);
     if (rc < 0)
         return rc;
-    int version = TPACKET_V2;
+    int version = TPACKET_V2, one = 1;
     uint32_t per_block = TX_BLOCK / OMDP_REPLAY_TX_FRAME;
     struct tpacket_req req = {.tp_block_size = TX_BLOCK, .tp_block_nr = OMDP_REPLAY_TX_FRAMES / per_block,
                               .tp_frame_size = OMDP_REPLAY_TX_FRAME, .tp_frame_nr = OMDP_REPLAY_TX_FRAMES};
     const char *what = NULL;
     if (setsockopt(sink->pkt_fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) != 0)
         what = "PACKET_VERSION";
+    else if (setsockopt(sink->pkt_fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one) != 0)
+        what = "PACKET_VNET_HDR";
     else if (setsockopt(sink->pkt_fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0)
         what = "PACKET_TX_RING";
     void *map = MAP_FAILED;
@@ -114,9 +119,15 @@ int omdp_replay_packet_ring_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t
                 omdp_replay_cpu_relax();
             }
         }
-        uint8_t *f = (uint8_t *)h + TX_DATA;
-        h->tp_len = omdp_replay_packet_build(sink, f, sink->dest_ip[o->line][o->copy],
-                                             sink->dest_port[o->line][o->copy], o->data, o->len);
+        /* a virtio header whose hdr_len is the whole frame: the kernel copies the frame into
+         * the packet's own buffer rather than pinning ring pages as fragments, which the
+         * receive path would then have to pull its headers out of */
+        uint8_t *v = (uint8_t *)h + TX_DATA;
+        uint32_t len = omdp_replay_packet_build(sink, v + VNET_LEN, sink->dest_ip[o->line][o->copy],
+                                                sink->dest_port[o->line][o->copy], o->data, o->len);
+        struct virtio_net_hdr vh = {.flags = 0, .gso_type = VIRTIO_NET_HDR_GSO_NONE, .hdr_len = (uint16_t)len};
+        memcpy(v, &vh, VNET_LEN); /* little-endian fields, as the kernel reads them on x86 and arm64 */
+        h->tp_len = VNET_LEN + len;
         h->tp_snaplen = h->tp_len;
         __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
         sink->pkt_ring_next = sink->pkt_ring_next + 1 == sink->pkt_ring_frames ? 0 : sink->pkt_ring_next + 1;
