@@ -7,9 +7,13 @@ ring must not trust (a UDP length past the IP datagram, a port of ours on anothe
 counted, never decoded. (CI runs this file under ASan.)"""
 from __future__ import annotations
 
+import os
 import random
+import shutil
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -140,3 +144,40 @@ def test_an_interface_without_the_address_is_refused_naming_it(capture: Path) ->
     info = open_capture(capture)
     with pytest.raises(Exception, match="192.0.2.77"):
         _partition(capture, _endpoints(info.lines), interface="192.0.2.77")
+
+
+_REFUSED_SCRIPT = """
+import sys
+sys.path[:0] = sys.argv[2:4]
+from pathlib import Path
+from test_feed_handler_packet_ring_sanitize import _endpoints, _partition
+from ops.pipeline.capture_info import open_capture
+from ops.replay.sender import UdpTarget, _open_udp
+capture = Path(sys.argv[1])
+try:
+    _partition(capture, _endpoints(open_capture(capture).lines)).close()
+    print("receive: opened")
+except Exception as e:
+    print("receive:", e)
+try:
+    _open_udp(UdpTarget("127.0.0.1", 0, {(1, 0): ("239.78.0.1", 40001)}, "packet_ring"), [])
+    print("send: opened")
+except OSError as e:
+    print("send:", e)
+"""
+
+
+@pytest.mark.slow  # a Python subprocess without CAP_NET_RAW: seconds
+@pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0, reason="needs root and setpriv to drop CAP_NET_RAW")
+def test_both_packet_rings_refuse_without_cap_net_raw_saying_so(capture: Path) -> None:
+    """Without CAP_NET_RAW the packet-ring receive and the TX-ring sender fail at start with
+    the capability named and, for the handler, the setting that does not need it."""
+    here = Path(__file__).parent
+    out = subprocess.run(["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", sys.executable, "-c",
+                          _REFUSED_SCRIPT, str(capture), str(here), str(here.parent)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    receive, send = out.stdout.strip().splitlines()[-2:]
+    assert "socket(AF_PACKET): Operation not permitted" in receive and "CAP_NET_RAW" in receive
+    assert 'receive = "sockets" does not' in receive
+    assert send.startswith("send: multicast_sender 'packet_ring'") and "CAP_NET_RAW" in send
