@@ -84,9 +84,9 @@ class FeedHandlerParams(BaseModel):
         "sockets", description="multicast: epoll + recvmmsg on a UDP socket per line and copy, or 'packet_ring': "
                                "one packet socket's mapped RX ring for all lines, polled without a syscall per "
                                "datagram (needs CAP_NET_RAW; the UDP sockets then only hold the joins)")
-    rx_ring_bytes: int = Field(128 << 20, ge=RX_RING_BLOCK, le=1 << 30,
+    rx_ring_bytes: int = Field(256 << 20, ge=RX_RING_BLOCK, le=1 << 30,
                                description="packet_ring: bytes of the RX ring, a multiple of 4 MiB (2 KiB per datagram: "
-                                           "65,536 datagrams by default, as much as the sockets' buffers hold)")
+                                           "131,072 datagrams by default, about what 24 sockets' buffers hold)")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
     coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
                                   description="packets already waiting in the input that leave as one batch per "
