@@ -36,6 +36,9 @@ ENGINE_PORTS: tuple[str, ...] = tuple(f"de{k}" for k in range(MAX_ENGINES))
 RING_FRAME_HEADER = 24
 """sizeof(omdp_replay_frame_t): what precedes a packet in a ring slot."""
 _INPUT_CODES = {"ring": lib.OMDP_FH_INPUT_RING, "multicast": lib.OMDP_FH_INPUT_MULTICAST}
+_RECEIVE_CODES = {"sockets": lib.OMDP_FH_RECEIVE_SOCKETS, "packet_ring": lib.OMDP_FH_RECEIVE_PACKET_RING}
+RX_RING_BLOCK = 4 << 20
+"""The packet ring is allocated in blocks of this many bytes (feed_handler_rxring.c)."""
 
 
 def feed_ring_name(run_id: str, handler: int) -> str:
@@ -77,6 +80,13 @@ class FeedHandlerParams(BaseModel):
     copies: Literal["A", "B", "A,B"] = Field("A,B", description="multicast copies to join")
     interface: str = Field("127.0.0.1", description="multicast interface address")
     rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
+    receive: Literal["sockets", "packet_ring"] = Field(
+        "sockets", description="multicast: epoll + recvmmsg on a UDP socket per line and copy, or 'packet_ring': "
+                               "one packet socket's mapped RX ring for all lines, polled without a syscall per "
+                               "datagram (needs CAP_NET_RAW; the UDP sockets then only hold the joins)")
+    rx_ring_bytes: int = Field(256 << 20, ge=RX_RING_BLOCK, le=1 << 30,
+                               description="packet_ring: bytes of the RX ring, a multiple of 4 MiB (2 KiB per datagram: "
+                                           "131,072 datagrams by default, about what 24 sockets' buffers hold)")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
     coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
                                   description="packets already waiting in the input that leave as one batch per "
@@ -94,6 +104,13 @@ class FeedHandlerParams(BaseModel):
     def _pow2(cls, v: int) -> int:
         if v & (v - 1):
             raise ValueError(f"ring_queue_size must be a power of two, got {v}")
+        return v
+
+    @field_validator("rx_ring_bytes")
+    @classmethod
+    def _blocks(cls, v: int) -> int:
+        if v % RX_RING_BLOCK:
+            raise ValueError(f"rx_ring_bytes must be a multiple of {RX_RING_BLOCK} (4 MiB), got {v}")
         return v
 
     @model_validator(mode="after")
@@ -123,6 +140,14 @@ def _multicast_socket(ep: Endpoint, interface: str, rcvbuf: int) -> socket.socke
         s.close()
         raise OSError(e.errno, f"multicast {ep.group}:{ep.port} on {interface}: {e.strerror}") from None
     return s
+
+
+def _iface_addr(interface: str) -> int:
+    """``interface`` as the C side's uint32 in network byte order (its bytes as they are)."""
+    try:
+        return int.from_bytes(socket.inet_aton(interface), "little")
+    except OSError:
+        raise ValueError(f"interface {interface!r} is not an IPv4 address") from None
 
 
 @dataclass(frozen=True)
@@ -215,6 +240,8 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "batch_packets": p.batch_packets, "ring": ring.c_handle if ring else ffi.NULL,
             "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
             "coalesce_packets": p.coalesce_packets, "reshard": reshard.c_handle if reshard else ffi.NULL,
+            "receive": _RECEIVE_CODES[p.receive], "rx_iface_addr": _iface_addr(p.interface),
+            "rx_ring_bytes": p.rx_ring_bytes,
         })
     except BaseException:
         for s in sockets:

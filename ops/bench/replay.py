@@ -212,7 +212,8 @@ def targets_of(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 def _pacing_target(row: dict[str, object], target: str, x: float) -> dict[str, object]:
     """One pacing target's verdict from its row (the packet-socket sender's rows say so)."""
     p99 = row["pacing_p99_ns"]
-    where = f"{target} (packet socket)" if row.get("multicast_sender") == "packet" else target
+    where = {"packet": f"{target} (packet socket)", "packet_ring": f"{target} (packet TX ring)"}.get(
+        str(row.get("multicast_sender")), target)
     return {"target": f"pacing error p99 <= {fmt_ns(PACING_TARGET_NS)}, {where} A at {x:g}x", "measured": p99,
             "met": p99 is not None and p99 <= PACING_TARGET_NS, "floor_p99_ns": row["floor_p99_ns"],
             "floor_cost_ns": row["floor_cost_ns"], "within_floor": row["within_floor"], "verdict": pacing_verdict(row)}
@@ -222,7 +223,7 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
                      sweep: tuple[float, ...], realtime: bool = False, log: bool = True,
                      senders: tuple[str, ...] = ("udp",)) -> dict[str, object]:
     """Every measurement of this benchmark; returns the JSON document. ``senders``: the
-    multicast senders measured ('udp', 'packet'), each in turn at every step, so that two
+    multicast senders measured ('udp', 'packet', 'packet_ring'), each in turn at every step, so that two
     are compared side by side in one series."""
     keep_thread_off(set(cpus))
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))

@@ -49,8 +49,9 @@ class FeedSenderParams(BaseModel):
     drops: str = Field("", description="per copy drop probability, e.g. A:0.001 (injected losses)")
     seed: int = Field(0, ge=0, description="seed of the drop decisions")
     interface: str = Field("127.0.0.1", description="multicast interface address")
-    multicast_sender: Literal["udp", "packet"] = Field(
-        "udp", description="multicast through a UDP socket, or 'packet' (a packet socket past the qdisc, CAP_NET_RAW)")
+    multicast_sender: Literal["udp", "packet", "packet_ring"] = Field(
+        "udp", description="multicast through a UDP socket, 'packet' (a packet socket past the qdisc, CAP_NET_RAW) or "
+                           "'packet_ring' (the packet socket's mapped TX ring)")
     cpus: list[int] = Field(default_factory=list, description="CPUs of the replay's sender process")
     spin_us: float = Field(100.0, ge=0, description="spin rather than sleep this close to a deadline")
     realtime: bool = Field(False, description="the sender locks its memory and runs SCHED_FIFO (where allowed)")

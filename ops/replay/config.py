@@ -97,9 +97,11 @@ class ReplayConfig(BaseModel):
     target: str = Field("multicast", description="'multicast' or 'ring:NAME'")
     interface: str = Field("127.0.0.1", description="multicast interface address")
     ttl: int = Field(0, ge=0, le=255, description="multicast TTL; 0 keeps packets on this host")
-    multicast_sender: Literal["udp", "packet"] = Field(
+    multicast_sender: Literal["udp", "packet", "packet_ring"] = Field(
         "udp", description="multicast through a UDP socket (sendmmsg), or 'packet': headers built by the sender and "
-                           "frames handed to the interface past the qdisc (a packet socket, needs CAP_NET_RAW)")
+                           "frames handed to the interface past the qdisc (a packet socket, needs CAP_NET_RAW), or "
+                           "'packet_ring': the same socket with the frames built in its mapped TX ring (one send() "
+                           "per batch, no per-datagram copy)")
     senders: int = Field(1, ge=1, le=MAX_LINE, description="sender processes; lines are split among them")
     cpus: tuple[int, ...] = Field((), description="CPU of sender i is cpus[i % len(cpus)]; empty: not pinned")
     drops: dict[Copy, float] = Field(default_factory=dict, description="per copy, probability of dropping a packet")

@@ -26,7 +26,8 @@ class UdpTarget:
     ttl: int
     dests: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
     sender: str = "udp"
-    """'udp' (sendmmsg on a UDP socket) or 'packet' (a packet socket past the qdisc)."""
+    """'udp' (sendmmsg on a UDP socket), 'packet' (a packet socket past the qdisc) or
+    'packet_ring' (that socket's mapped TX ring)."""
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     for (line, copy), (group, port) in target.dests.items():
         if lib.omdp_replay_udp_set_dest(sink, line, copy, group.encode(), port) != 0:
             raise ValueError(f"line {line} copy {'AB'[copy]}: bad destination {group}:{port}")
-    if target.sender == "packet" and lib.omdp_replay_udp_use_packet_socket(sink, target.interface.encode(), err, 256) != 0:
+    use = {"packet": lib.omdp_replay_udp_use_packet_socket, "packet_ring": lib.omdp_replay_udp_use_packet_ring}
+    if target.sender in use and use[target.sender](sink, target.interface.encode(), err, 256) != 0:
         lib.omdp_replay_udp_close(sink)
-        raise OSError(f"multicast_sender 'packet': {ffi.string(err).decode(errors='replace')}")
+        raise OSError(f"multicast_sender '{target.sender}': {ffi.string(err).decode(errors='replace')}")
     return sink
 
 

@@ -104,15 +104,17 @@ def _packet_socket_refused() -> str | None:
 
 @pytest.mark.slow  # a replay service with its sender process: seconds
 @pytest.mark.skipif(_packet_socket_refused() is not None, reason=_packet_socket_refused() or "")
-def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: Path) -> None:
-    """Frames built by the sender (multicast_sender='packet') reach ordinary joined UDP
-    sockets byte for byte, both copies, every packet, as the UDP sender's do."""
-    data = [make_line(ln, 400, seed=3) for ln in (5, 6)]
+@pytest.mark.parametrize("sender", ["packet", "packet_ring"])
+def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: Path, sender: str) -> None:
+    """Frames built by the sender (multicast_sender='packet', or 'packet_ring' through the
+    socket's TX ring, here past its 4,096 frames so that frames are reused) reach ordinary
+    joined UDP sockets byte for byte, both copies, every packet, as the UDP sender's do."""
+    data = [make_line(ln, 1200, seed=3) for ln in (5, 6)]
     eps = write_capture(tmp_path / "cap", data)
     with MulticastReceiver(eps) as rx:
-        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(pps=20000), multicast_sender="packet")
+        svc, st = _run(tmp_path / "cap", tmp_path, rate=RateSpec.parse(pps=20000), multicast_sender=sender)
         rx.drain()
-    assert st.state == "finished" and st.packets_sent == 800
+    assert st.state == "finished" and st.packets_sent == 2400
     for d in data:
         assert rx.of(d.line, "A") == d.packets, f"line {d.line} copy A"
         assert rx.of(d.line, "B") == d.packets, f"line {d.line} copy B"

@@ -80,6 +80,14 @@
 #define OMDP_FH_INPUT_RING 0
 #define OMDP_FH_INPUT_MULTICAST 1
 
+/* How the multicast input receives (omdp_fh_params_t.receive): */
+#define OMDP_FH_RECEIVE_SOCKETS 0     /* epoll + recvmmsg over each line's (joined) UDP socket */
+#define OMDP_FH_RECEIVE_PACKET_RING 1 /* one AF_PACKET socket's mapped RX ring (TPACKET_V2) for all lines,
+                                         a classic BPF filter on the lines' UDP ports, frames taken by
+                                         polling their status words (no syscall per datagram); the
+                                         lines' UDP sockets only hold the IGMP joins (a drop-all
+                                         filter discards their own copies). Needs CAP_NET_RAW. */
+
 /* ---- arbitration and gaps (one line) ------------------------------------------------ */
 
 /* omdp_fh_arb_message() results */
@@ -163,9 +171,11 @@ typedef struct omdp_fh_params {
     omdp_stats_t *stats;                  /* borrowed; NULL: no live counters */
     int64_t stats_interval_ns;            /* > 0 */
     uint32_t coalesce_packets;            /* 1..OMDP_FH_MAX_BATCH packets per output batch; 0 or 1: off */
-    uint32_t reserved;                    /* zero */
+    uint32_t receive;                     /* multicast: OMDP_FH_RECEIVE_* */
     omdp_reshard_seg_t *reshard;          /* borrowed; NULL: the routes never change. This handler is
                                              feed handler `replica` of the segment's n_fh */
+    uint32_t rx_iface_addr;               /* packet ring: IPv4 address of the interface (network order) */
+    uint32_t rx_ring_bytes;               /* packet ring: bytes of the RX ring (a multiple of 4 MiB) */
 } omdp_fh_params_t;
 
 /* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */

@@ -259,9 +259,15 @@ typedef struct omdp_replay_udp_sink {
     uint8_t pkt_src_mac[6];
     uint8_t pkt_reserved;
     uint8_t *pkt_buf;         /* OMDP_REPLAY_BATCH_MAX frames of OMDP_REPLAY_PKT_FRAME bytes */
+    uint8_t *pkt_ring;        /* the packet socket's mapped TX ring (TPACKET_V2), NULL: sendmmsg */
+    uint64_t pkt_ring_bytes;
+    uint32_t pkt_ring_frames; /* of OMDP_REPLAY_TX_FRAME bytes */
+    uint32_t pkt_ring_next;   /* the next frame to fill */
 } omdp_replay_udp_sink_t;
 
 #define OMDP_REPLAY_PKT_FRAME 1536 /* Ethernet + IPv4 + UDP headers (42 bytes) + an OPRA packet */
+#define OMDP_REPLAY_TX_FRAME 2048  /* a TX ring frame: its 32-byte header + OMDP_REPLAY_PKT_FRAME */
+#define OMDP_REPLAY_TX_FRAMES 4096 /* frames of the TX ring (8 MiB) */
 
 /* Ring sink: frames go into a Vega ring (vega.h) the replay attached to as its sender. A full
  * ring waits (on_full=block: back-pressure, seen as pacing error) or counts a send error
@@ -351,6 +357,11 @@ void omdp_replay_udp_close(omdp_replay_udp_sink_t *sink);
  * loopback interface the source address is 192.0.2.1 (TEST-NET-1): the kernel drops a
  * received datagram from a loopback or local source as a martian. */
 int omdp_replay_udp_use_packet_socket(omdp_replay_udp_sink_t *sink, const char *iface, char *err, size_t errlen);
+/* The same packet socket with a mapped TX ring (PACKET_TX_RING, TPACKET_V2; replay_packet_ring.c):
+ * each batch's frames are written straight into the ring and handed to the kernel by one
+ * send() with no message headers, no per-datagram copy from a user buffer. 0, or a negative
+ * errno with the reason in err (the sink is then closed to the packet socket: stays on UDP). */
+int omdp_replay_udp_use_packet_ring(omdp_replay_udp_sink_t *sink, const char *iface, char *err, size_t errlen);
 
 /* ---- shared memory -------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
-/* The feed handler's inputs: multicast sockets (epoll + recvmmsg) and the replayer's Vega
- * ring (feed_handler.h). Every packet received goes to omdp_fh_process_packet
+/* The feed handler's inputs: multicast sockets (epoll + recvmmsg) or the multicast packet
+ * ring (feed_handler_rxring.c), and the replayer's Vega ring (feed_handler.h). Every packet received goes to omdp_fh_process_packet
  * (feed_handler_packet.c); the operator (feed_handler_op.c) polls, drains and closes them. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -173,13 +173,24 @@ static int poll_ring(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
 
 int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen)
 {
+    if (fh->input == OMDP_FH_INPUT_MULTICAST && fh->receive == OMDP_FH_RECEIVE_PACKET_RING)
+        return omdp_fh_rxring_open(fh, err, errlen);
     if (fh->input == OMDP_FH_INPUT_MULTICAST)
         return open_multicast(fh, err, errlen);
     return 0;
 }
 
+/* One poll of the multicast input, by sockets or the packet ring. */
+static int poll_mc(feed_handler_t *fh, const omdp_emitter_t *em, int *produced)
+{
+    if (fh->receive == OMDP_FH_RECEIVE_PACKET_RING)
+        return omdp_fh_rxring_poll(fh, em, produced);
+    return poll_multicast(fh, em, produced);
+}
+
 void omdp_fh_input_close(feed_handler_t *fh)
 {
+    omdp_fh_rxring_close(fh);
     if (fh->epfd >= 0)
         close(fh->epfd);
     fh->epfd = -1;
@@ -197,7 +208,7 @@ int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em)
 {
     int produced = 0, rc;
     if (fh->input == OMDP_FH_INPUT_MULTICAST) {
-        rc = poll_multicast(fh, em, &produced);
+        rc = poll_mc(fh, em, &produced);
         if (rc < 0)
             return rc;
         return produced ? OMDP_POLL_PRODUCED : OMDP_POLL_IDLE;
@@ -238,7 +249,7 @@ int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em)
     for (int round = 0; round < 4096; round++) {
         int produced = 0, empty = 1, rc;
         if (fh->input == OMDP_FH_INPUT_MULTICAST)
-            rc = poll_multicast(fh, em, &produced);
+            rc = poll_mc(fh, em, &produced);
         else
             rc = poll_ring(fh, em, &produced, &empty);
         if (rc < 0)
@@ -246,5 +257,7 @@ int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em)
         if (!produced)
             break;
     }
+    if (fh->receive == OMDP_FH_RECEIVE_PACKET_RING)
+        omdp_fh_rxring_count_drops(fh); /* the ring's losses since the last look */
     return OMDP_OK;
 }

@@ -34,6 +34,13 @@ typedef struct fh_line {
     uint64_t packets_accepted, packets_duplicate, decode_errors;
 } fh_line_t;
 
+/* Packet-ring receive: where a line's copy is sent (its join socket's group and port). */
+typedef struct fh_rx_dest {
+    uint32_t ip;                     /* group, network order */
+    uint16_t port;                   /* host order */
+    uint8_t line_index, copy;
+} fh_rx_dest_t;
+
 typedef struct fh_table {
     char name[OMDP_FH_TABLE_NAME];
     const omdp_replay_intended_header_t *hdr; /* NULL until the replayer made it */
@@ -71,6 +78,17 @@ typedef struct feed_handler {
     struct iovec *iov;
     uint8_t *rxbuf;
 
+    /* multicast through the packet ring (feed_handler_rxring.c) */
+    uint32_t receive;            /* OMDP_FH_RECEIVE_* */
+    uint32_t rx_iface_addr, rx_ring_bytes;
+    int rx_fd;
+    uint8_t *rx_map;
+    size_t rx_map_bytes;
+    uint32_t rx_frames, rx_next;
+    fh_rx_dest_t *rx_dests;
+    uint32_t n_rx_dests, rx_last_dest;
+    uint64_t rx_ring_drops;
+
     /* ring */
     omdp_vega_receiver_t *ring;
     int64_t next_peer_check_ns;
@@ -100,7 +118,8 @@ typedef struct feed_handler {
 
 /* The sources, each using only those listed before it (and feed_handler_arb.c and
  * feed_handler_routes.c, which use none of them):
- *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_input.c <- feed_handler_reshard.c
+ *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_rxring.c <- feed_handler_input.c
+ *   <- feed_handler_reshard.c
  *   <- feed_handler_op.c */
 
 /* feed_handler_intended.c */
@@ -120,6 +139,14 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
 /* Send the packets held (if any) to their engines: the end of every poll calls it. */
 int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em);
+
+/* feed_handler_rxring.c: the packet ring of the multicast input (OMDP_FH_RECEIVE_PACKET_RING) */
+int omdp_fh_rxring_open(feed_handler_t *fh, char *err, size_t errlen);
+void omdp_fh_rxring_close(feed_handler_t *fh);
+/* Up to `batch` frames to the packet path, then a flush; *produced set when one was taken. */
+int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produced);
+/* Add the kernel's count of frames dropped on a full ring to rx_ring_drops. */
+void omdp_fh_rxring_count_drops(feed_handler_t *fh);
 
 /* feed_handler_input.c */
 int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen);

@@ -43,6 +43,9 @@ static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
         return omdp_op_init_fail(init, "coalesce_packets %u: 0..%u (0 and 1: off)", p->coalesce_packets, OMDP_FH_MAX_BATCH);
     if (p->stats_interval_ns <= 0)
         return omdp_op_init_fail(init, "stats_interval_ns must be > 0");
+    if (p->input == OMDP_FH_INPUT_MULTICAST && p->receive != OMDP_FH_RECEIVE_SOCKETS &&
+        p->receive != OMDP_FH_RECEIVE_PACKET_RING)
+        return omdp_op_init_fail(init, "receive %u is neither sockets (0) nor packet_ring (1)", p->receive);
     if (p->input == OMDP_FH_INPUT_RING && !p->ring)
         return omdp_op_init_fail(init, "ring input without a ring");
     return OMDP_OK;
@@ -126,6 +129,10 @@ static int fh_init(void **state, const omdp_op_init_t *init)
     if (!fh)
         return OMDP_ERR_NOMEM;
     fh->epfd = -1;
+    fh->rx_fd = -1;
+    fh->receive = p->input == OMDP_FH_INPUT_MULTICAST ? p->receive : OMDP_FH_RECEIVE_SOCKETS;
+    fh->rx_iface_addr = p->rx_iface_addr;
+    fh->rx_ring_bytes = p->rx_ring_bytes;
     fh->route_found = FH_ROUTE_NONE;
     fh->input = p->input;
     fh->n_lines = p->n_lines;
@@ -245,6 +252,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"unknown_line", fh->unknown_line},
         {"ring_closed", fh->ring_closed},
         {"ring_full_polls", fh->ring_full_polls},
+        {"rx_ring_drops", fh->rx_ring_drops},
         {"publish_errors", fh->publish_errors},
         {"coalesce_packets", fh->coalesce},
         {"coalesce_flushes", fh->flushes},

@@ -131,6 +131,7 @@ int omdp_replay_udp_use_packet_socket(omdp_replay_udp_sink_t *sink, const char *
 
 void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink)
 {
+    omdp_replay_packet_ring_close(sink); /* before its socket */
     if (sink->pkt_fd >= 0)
         close(sink->pkt_fd);
     sink->pkt_fd = -1;
@@ -138,9 +139,9 @@ void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink)
     sink->pkt_buf = NULL;
 }
 
-/* Headers and payload of one datagram into frame f; its length. */
-static uint32_t build_frame(omdp_replay_udp_sink_t *sink, uint8_t *f, uint32_t dst_ip, uint16_t dst_port,
-                            const uint8_t *data, uint16_t len)
+/* Headers and payload of one datagram into frame f (replay_sink.h); its length. */
+uint32_t omdp_replay_packet_build(omdp_replay_udp_sink_t *sink, uint8_t *f, uint32_t dst_ip, uint16_t dst_port,
+                                  const uint8_t *data, uint16_t len)
 {
     const uint8_t *d = (const uint8_t *)&dst_ip; /* network order: d[0] is the first octet */
     uint8_t mac[6] = {0x01, 0x00, 0x5e, (uint8_t)(d[1] & 0x7f), d[2], d[3]}; /* RFC 1112 mapping */
@@ -188,7 +189,7 @@ int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out
             continue; /* no destination, or too long: a send error for the caller to count */
         uint8_t *f = sink->pkt_buf + (size_t)m * OMDP_REPLAY_PKT_FRAME;
         iov[m].iov_base = f;
-        iov[m].iov_len = build_frame(sink, f, sink->dest_ip[o->line][o->copy], sink->dest_port[o->line][o->copy],
+        iov[m].iov_len = omdp_replay_packet_build(sink, f, sink->dest_ip[o->line][o->copy], sink->dest_port[o->line][o->copy],
                                      o->data, o->len);
         memset(&msgs[m], 0, sizeof msgs[m]);
         msgs[m].msg_hdr.msg_iov = &iov[m];

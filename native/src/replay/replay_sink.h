@@ -30,6 +30,14 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
  * omdp_replay_udp_send. */
 int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
 void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink);
+/* Headers and payload of one datagram into frame f (room for OMDP_REPLAY_PKT_FRAME bytes);
+ * its length (replay_packet.c). */
+uint32_t omdp_replay_packet_build(omdp_replay_udp_sink_t *sink, uint8_t *f, uint32_t dst_ip, uint16_t dst_port,
+                                  const uint8_t *data, uint16_t len);
+/* The packet-socket path through the mapped TX ring (replay_packet_ring.c): same contract. */
+int omdp_replay_packet_ring_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err,
+                                 size_t errlen);
+void omdp_replay_packet_ring_close(omdp_replay_udp_sink_t *sink);
 
 struct mmsghdr;
 /* Send msgs[0, m) on fd (replay_sendmmsg.c); msgs[k] carries out[map[k]], marked ok once

@@ -86,6 +86,8 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
     int m = 0;
     if (n > OMDP_REPLAY_BATCH_MAX)
         n = OMDP_REPLAY_BATCH_MAX;
+    if (sink->pkt_ring)
+        return omdp_replay_packet_ring_send(sink, out, n, err, errlen);
     if (sink->pkt_fd >= 0)
         return omdp_replay_packet_send(sink, out, n, err, errlen);
     for (int k = 0; k < n; k++) {

@@ -10,6 +10,10 @@ import click
 from ops.cli.options import positive_seconds
 
 
+_SENDERS = {"both": ("udp", "packet"), "all": ("udp", "packet", "packet_ring")}
+"""--multicast-sender choices that name several senders, measured in turn at every step."""
+
+
 @click.command("replay")
 @click.option("--capture", type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="capture directory to replay (default: one made with omdp synth)")
@@ -21,9 +25,10 @@ from ops.cli.options import positive_seconds
 @click.option("--sweep", default="7.5,12.5,15,20", show_default=True,
               help="rates (x) tried, beside 1x, 5x and 10x, to find where multicast falls behind (stops at the first)")
 @click.option("--realtime", is_flag=True, help="senders run SCHED_FIFO with their memory locked (omdp replay --realtime)")
-@click.option("--multicast-sender", "senders", type=click.Choice(["udp", "packet", "both"]), default="udp",
-              show_default=True, help="multicast through a UDP socket, a packet socket past the qdisc (CAP_NET_RAW), "
-                                      "or both side by side")
+@click.option("--multicast-sender", "senders", type=click.Choice(["udp", "packet", "packet_ring", "both", "all"]),
+              default="udp", show_default=True,
+              help="multicast through a UDP socket, a packet socket past the qdisc (CAP_NET_RAW), its mapped TX "
+                   "ring (packet_ring), 'both' (udp and packet side by side) or 'all' three")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the results here")
 def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, cpus: str, sweep: str,
                  realtime: bool, senders: str, json_out: Path | None) -> None:
@@ -33,7 +38,7 @@ def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, c
     cpu_tuple = tuple(int(c) for c in cpus.split(",") if c.strip())
     rates = tuple(float(x.strip().rstrip("xX")) for x in sweep.split(",") if x.strip())
     doc = run_replay_bench(capture, capture_seconds=capture_seconds, seconds=seconds, cpus=cpu_tuple, sweep=rates,
-                           realtime=realtime, senders=("udp", "packet") if senders == "both" else (senders,))
+                           realtime=realtime, senders=_SENDERS.get(senders, (senders,)))
     click.echo(render_table(doc))
     click.echo(render_targets(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")
