@@ -319,9 +319,14 @@ static inline void check_parity(batch_t *b, const omdp_opra_msg_t *m, eng_series
     uint32_t tw = atomic_load_explicit(&s->twin, memory_order_relaxed);
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
-    uint32_t cslot = s->is_put ? tw : slot;
+    /* the call and the put of the pair by arithmetic on the slots: written as selects,
+     * gcc branched on is_put, and which leg a quote is for is a coin toss (perf: a
+     * mispredicted branch on every other quote) */
+    uint32_t put_mask = 0u - (uint32_t)s->is_put;
+    uint32_t cslot = slot ^ ((slot ^ tw) & put_mask);
+    uint32_t pslot = tw ^ ((tw ^ slot) & put_mask);
     eng_series_t *c = &e->series[cslot];
-    eng_series_t *p = s->is_put ? s : &e->series[tw];
+    eng_series_t *p = &e->series[pslot];
     int64_t cb = atomic_load_explicit(&c->nb_px, memory_order_relaxed);
     int64_t ca = atomic_load_explicit(&c->no_px, memory_order_relaxed);
     int64_t pb = atomic_load_explicit(&p->nb_px, memory_order_relaxed);
@@ -512,8 +517,10 @@ static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
     __builtin_prefetch(&e->series[tw], 1, 3);
-    if (q->k1 >> 63)
-        __builtin_prefetch(&refs[tw], 0, 3);
+    /* the pair's limits are on the call's slot: the twin's for a put, its own (requested by
+     * stage 2) for a call; chosen without a branch, put or call being a coin toss */
+    uint32_t put_mask = 0u - (uint32_t)(q->k1 >> 63);
+    __builtin_prefetch(&refs[q->slot ^ ((q->slot ^ tw) & put_mask)], 0, 3);
 }
 
 /* Message j of the batch: msgs[j], or msgs[idx[j]] for a gathered one. */
