@@ -26,21 +26,34 @@ from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
 
+_STRINGS = [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()]
+_PRICES = ["strike_px", "bid_px", "offer_px", "premium_px"]
+_DELTA = ["msg_seq", "bid_size", "offer_size", "volume", "open_interest"]
+
 TICK_FILE_WRITE_OPTIONS = {
     "compression": "snappy",
-    "use_dictionary": [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()],
+    "use_dictionary": _STRINGS + _PRICES,
     "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
-    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in ("ts_ns", "block_seq", "msg_seq")},
+    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA},
     "store_schema": False,
 }
-"""How tick files are encoded. Dictionary encoding only for the string columns (few distinct
-values), handed to the writer as dictionary arrays (``TICK_FILE_DICT_SCHEMA``) so it writes
-their dictionaries without hashing each row's string; min/max statistics only for the time
-and sequence columns (what readers prune on), which are delta-encoded (they grow by small
-steps: files a quarter smaller for the same CPU). Dictionary attempts and statistics on
-every numeric column cost about half of a task's CPU for a third smaller files. No Arrow
-schema is stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not dictionaries), for
-Spark and pyarrow alike (bench: docs/benchmarks.md, 2026-11-24 and 2026-11-25)."""
+"""How tick files are encoded, column by column, chosen by measuring each column's write
+CPU against its bytes per tick (docs/analytics.md "Tick file encoding"; bench:
+docs/benchmarks.md, 2026-11-24 and 2026-11-25):
+
+- the string columns: dictionary, handed to the writer as dictionary arrays
+  (``TICK_FILE_DICT_SCHEMA``) so it writes their dictionaries without hashing each row's
+  string;
+- the prices: dictionary (a line quotes few distinct prices in a row group: cheaper than
+  compressing 8 bytes a row, and smaller); the writer falls back to plain by itself when a
+  row group's dictionary outgrows its page;
+- msg_seq and the quantities: DELTA_BINARY_PACKED (steps of one; small sizes);
+- ts_ns, block_seq, the other ints: plain (a packet's rows repeat ts_ns and block_seq:
+  compression removes the repeats for less CPU than delta encoding);
+- snappy on every page; min/max statistics only for the time and sequence columns (what
+  readers prune on); the never-null columns REQUIRED (``TICK_FILE_DICT_SCHEMA``);
+- no Arrow schema stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not
+  dictionaries), for Spark and pyarrow alike."""
 
 
 @dataclass
