@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from feedhandlers.opra_batch import counters_dict, header_counts
+from feedhandlers.opra_batch import counters_dict
 from feedhandlers.opra_errors import CAPACITY, OPRA_ERROR_DTYPE, OpraDecodeError
 from omdp.native import ffi, lib
 from ops.spark.tick_table import TICK_FILE_SCHEMA
@@ -119,7 +119,9 @@ class ArrowTickDecoder:
         if n and int((offsets + lengths).max()) > data.shape[0]:
             raise ValueError("a packet lies outside the buffer")
         # A good packet has exactly its header's count of messages: this is enough rows.
-        rows = max(1, int(header_counts(data, offsets, lengths).sum()) if n else 0)
+        rows = max(1, int(lib.omdp_opra_arrow_row_bound(
+            ffi.from_buffer("uint8_t[]", data), data.shape[0], ffi.from_buffer("uint64_t[]", offsets),
+            ffi.from_buffer("uint32_t[]", lengths), n)) if n else 0)
         if self._reuse and self._bufs is not None and rows <= self._rows:
             bufs = self._bufs
         else:
@@ -231,7 +233,7 @@ def _root_dictionaries(m: int, root_id: np.ndarray, names: list[str], root_map: 
     pos = {u: i for i, u in enumerate(values)}
     per_root = np.array([pos.get(u, 0) if u is not None else 0 for u in under] or [0], np.int32)
     idx = np.take(per_root, ids, out=out[:m])
-    known = np.array([u is not None for u in under] or [True])
-    validity = None if known.all() else _buf(np.packbits(known[ids], bitorder="little"))
+    known = np.array([u is not None for u in under] or [True], np.uint8)
+    validity = None if known.all() else _buf(np.packbits(np.take(known, ids), bitorder="little"))
     indices = pa.Array.from_buffers(pa.int32(), m, [validity, _buf(idx)], null_count=-1 if validity else 0)
     return root, pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))

@@ -1,9 +1,10 @@
 """The C decode into Arrow columns (opra_arrow.c) in the feeds task's dictionary mode - the
 one-character columns written as codes only (no strings) and the root column as one string
 per distinct root (``roots_only``) - holds the same values as the string mode, on random
-valid packets, on packets with roots of every length, and on
-packets broken at random (whose bytes land in roots and characters as they fall); every buffer sized exactly for the rows the headers declare.
-Named "sanitize": CI also runs it under ASan/UBSan."""
+valid packets, on packets with roots of every length and on packets broken at random (whose
+bytes land in roots and characters as they fall), every buffer sized exactly for the rows
+the headers declare; the row bound that sizes them (``omdp_opra_arrow_row_bound``) reads
+only whole headers inside the buffer. Named "sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import numpy as np
@@ -71,3 +72,22 @@ def test_broken_packets_decode_the_same_in_both_modes() -> None:
     assert plain.counters["packets_bad"] > 0
     _same_values(plain, dic)
     assert dic.batch.column("underlying").null_count == dic.batch.num_rows
+
+
+def test_row_bound_sums_the_header_counts_and_skips_what_cannot_decode() -> None:
+    from omdp.native import ffi, lib
+
+    def bound(buf: bytes, offsets: list[int], lengths: list[int]) -> int:
+        src = np.frombuffer(buf, np.uint8).copy()   # exactly the bytes: ASan sees a read past them
+        return int(lib.omdp_opra_arrow_row_bound(
+            ffi.from_buffer("uint8_t[]", src), len(src), ffi.from_buffer("uint64_t[]", np.array(offsets, np.uint64)),
+            ffi.from_buffer("uint32_t[]", np.array(lengths, np.uint32)), len(offsets)))
+
+    head = b"\x01" + b"x" * 11                       # SOH, then the header bytes before the count
+    buf = head + b"007" + b"y" * 5 + head + b"123" + head + b"1a3"
+    assert bound(buf, [0, 20, 35], [20, 15, 15]) == 7 + 123   # "1a3" is not a count
+    assert bound(buf, [0, 20], [14, 15]) == 123                # shorter than the header
+    assert bound(buf, [len(buf) - 10, len(buf) + 5], [15, 15]) == 0   # past the buffer's end
+    assert lib.omdp_opra_arrow_row_bound(ffi.NULL, 0, ffi.NULL, ffi.NULL, 3) == 0
+    buf, offsets, lengths = random_packets(500, seed=2)
+    assert bound(buf.tobytes(), list(offsets), list(lengths)) == 500

@@ -84,6 +84,13 @@ typedef struct omdp_opra_arrow_result {
     uint64_t errors;        /* packet errors seen (errs holds the first err_cap of them) */
 } omdp_opra_arrow_result_t;
 
+/* The rows omdp_opra_decode_arrow can write for these packets at most: the sum of the
+ * message counts their headers claim (bytes 12..14, three ASCII digits; a good packet holds
+ * exactly that many messages). A packet shorter than its 15-byte header, outside buf_len or
+ * whose count is not three digits adds 0 (it cannot decode). 0 for NULL arguments. */
+uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                   const uint32_t *lengths, uint64_t npkts);
+
 /* Decode packets i = 0 .. npkts-1 (packet i is buf[offsets[i] .. offsets[i]+lengths[i]),
  * captured at pkt_ts_ns[i]) into cols, one row per message of every good packet, in packet
  * order. A malformed packet writes no row: its error is stored in errs (the first err_cap)

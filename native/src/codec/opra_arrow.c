@@ -114,6 +114,24 @@ static inline void put_nullable64(int64_t *col, uint8_t *valid, uint64_t r, int6
     set_bit(valid, r, ok);
 }
 
+uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                   const uint32_t *lengths, uint64_t npkts)
+{
+    uint64_t rows = 0;
+    if (!buf || !offsets || !lengths)
+        return 0;
+    for (uint64_t i = 0; i < npkts; i++) {
+        uint64_t o = offsets[i];
+        if (lengths[i] < 15 || o > buf_len || buf_len - o < 15)
+            continue;
+        const uint8_t *d = buf + o + 12;
+        if (d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9')
+            continue;
+        rows += (uint64_t)(d[0] - '0') * 100 + (uint64_t)(d[1] - '0') * 10 + (uint64_t)(d[2] - '0');
+    }
+    return rows;
+}
+
 int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
                            const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
                            const omdp_opra_arrow_cols_t *c,
