@@ -85,10 +85,15 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+JOBS = ("feeds", "replay", "latency")
+
+
 def measure(master: str, data: Path, dates: list[str], spans_s: list[float], repeats: int,
-            replay_configs: tuple | None = None) -> dict:
+            replay_configs: tuple | None = None, jobs: tuple[str, ...] = JOBS) -> dict:
     """Decode, replay and latency figures under one master (the replay once per
-    configuration of ``replay_configs``; None: the live defaults and book checks only)."""
+    configuration of ``replay_configs``; None: the live defaults and book checks only), for
+    the ``jobs`` asked for (a job left out gives an empty list / None: a feeds-only pass is
+    a minute, not several, under the bench lock)."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
     from ops.spark.latency_job import run_latency
@@ -100,9 +105,10 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
     spark = build_session(f"omdp-bench-{master}", master, ui=True)  # ui: Spark's task metrics (_spark_cpu_s)
     try:
         cores = _cores(master, spark)
-        run_feeds(spark, layout, dates[0])  # warm-up: JVM, Python workers, code generation
+        if "feeds" in jobs or "replay" in jobs:
+            run_feeds(spark, layout, dates[0])  # warm-up: JVM, Python workers, code generation (replay: its tick table)
         decode = []
-        for date in dates:
+        for date in dates if "feeds" in jobs else []:
             walls, totals, cpus, writes, jvm = [], [], [], [], []
             for _ in range(repeats):
                 before = _spark_cpu_s(spark)
@@ -126,7 +132,7 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                 }
             )
         replay = []
-        for date, span_s in zip(dates, spans_s):
+        for date, span_s in zip(dates, spans_s) if "replay" in jobs else []:
             for cfg in replay_configs or (ReplayConfig(), ReplayConfig(name="book-only", pricing=False)):
                 opts = ReplayOptions(configs=(cfg,), reconcile=False)
                 walls, cpus, feed_cpus, engine_cpus, stage_cpus = [], [], [], [], []
@@ -150,16 +156,19 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                     "messages_per_task_cpu_s": rr.messages / _median(cpus),
                     "walls_s": walls, "task_cpus_s": cpus, "spark_executor_cpu_s": _median(jvm),
                 })
-        run_latency(spark, layout, dates[0])
-        secs = []
-        for _ in range(repeats):
-            lat = run_latency(spark, layout, dates[0])
-            secs.append(lat.seconds)
-        rows = lat.sample_rows + lat.intended_rows
-        latency = {
-            "runs": lat.runs, "sample_rows": lat.sample_rows, "intended_rows": lat.intended_rows,
-            "job_wall_s": _median(secs), "rows_per_s": rows / _median(secs), "rows_per_s_per_core": rows / _median(secs) / cores,
-        }
+        latency = None
+        if "latency" in jobs:
+            run_latency(spark, layout, dates[0])
+            secs = []
+            for _ in range(repeats):
+                lat = run_latency(spark, layout, dates[0])
+                secs.append(lat.seconds)
+            rows = lat.sample_rows + lat.intended_rows
+            latency = {
+                "runs": lat.runs, "sample_rows": lat.sample_rows, "intended_rows": lat.intended_rows,
+                "job_wall_s": _median(secs), "rows_per_s": rows / _median(secs),
+                "rows_per_s_per_core": rows / _median(secs) / cores,
+            }
     finally:
         spark.stop()
     return {"master": master, "cores": cores, "decode": decode, "replay": replay, "latency": latency}
@@ -167,18 +176,18 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
 
 def run_analytics_bench(data: Path | None, masters: tuple[str, ...], *, seconds: float, rate: float, num_lines: int,
                         scales: list[int], runs: int, run_seconds: float, repeats: int,
-                        replay_configs: tuple | None = None) -> dict:
+                        replay_configs: tuple | None = None, jobs: tuple[str, ...] = JOBS) -> dict:
     """Prepare the data (in ``data``, or a temporary directory removed after) and measure
     under each master; the JSON document less its command."""
     with tempfile.TemporaryDirectory(prefix="omdp-bench-analytics-") as tmp:
         root = data or Path(tmp)
         dates = _prepare(root, seconds, rate, num_lines, scales, runs, run_seconds)
         spans = [seconds * k for k in scales]
-        results = [measure(m, root, dates, spans, repeats, replay_configs) for m in masters]
+        results = [measure(m, root, dates, spans, repeats, replay_configs, jobs) for m in masters]
     return {
         "machine": machine_info(),
         "config": {"seconds": seconds, "rate_x": rate, "num_lines": num_lines, "scales": scales, "runs": runs,
-                   "run_seconds": run_seconds, "repeats": repeats,
+                   "run_seconds": run_seconds, "repeats": repeats, "jobs": list(jobs),
                    "replay_configs": [c.model_dump() for c in replay_configs] if replay_configs else None},
         "results": results,
     }

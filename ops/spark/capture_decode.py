@@ -11,6 +11,7 @@ and a retry writes the same name.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -26,21 +27,34 @@ from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
 
+_STRINGS = [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()]
+_PRICES = ["strike_px", "bid_px", "offer_px", "premium_px"]
+_DELTA = ["msg_seq", "bid_size", "offer_size", "volume", "open_interest"]
+
 TICK_FILE_WRITE_OPTIONS = {
     "compression": "snappy",
-    "use_dictionary": [n for n, t in zip(TICK_FILE_SCHEMA.names, TICK_FILE_SCHEMA.types) if t == pa.string()],
+    "use_dictionary": _STRINGS + _PRICES,
     "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
-    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in ("ts_ns", "block_seq", "msg_seq")},
+    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA},
     "store_schema": False,
 }
-"""How tick files are encoded. Dictionary encoding only for the string columns (few distinct
-values), handed to the writer as dictionary arrays (``TICK_FILE_DICT_SCHEMA``) so it writes
-their dictionaries without hashing each row's string; min/max statistics only for the time
-and sequence columns (what readers prune on), which are delta-encoded (they grow by small
-steps: files a quarter smaller for the same CPU). Dictionary attempts and statistics on
-every numeric column cost about half of a task's CPU for a third smaller files. No Arrow
-schema is stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not dictionaries), for
-Spark and pyarrow alike (bench: docs/benchmarks.md, 2026-11-24 and 2026-11-25)."""
+"""How tick files are encoded, column by column, chosen by measuring each column's write
+CPU against its bytes per tick (docs/analytics.md "Tick file encoding"; bench:
+docs/benchmarks.md, 2026-11-24 and 2026-11-25):
+
+- the string columns: dictionary, handed to the writer as dictionary arrays
+  (``TICK_FILE_DICT_SCHEMA``) so it writes their dictionaries without hashing each row's
+  string;
+- the prices: dictionary (a line quotes few distinct prices in a row group: cheaper than
+  compressing 8 bytes a row, and smaller); the writer falls back to plain by itself when a
+  row group's dictionary outgrows its page;
+- msg_seq and the quantities: DELTA_BINARY_PACKED (steps of one; small sizes);
+- ts_ns, block_seq, the other ints: plain (a packet's rows repeat ts_ns and block_seq:
+  compression removes the repeats for less CPU than delta encoding);
+- snappy on every page; min/max statistics only for the time and sequence columns (what
+  readers prune on); the never-null columns REQUIRED (``TICK_FILE_DICT_SCHEMA``);
+- no Arrow schema stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not
+  dictionaries), for Spark and pyarrow alike."""
 
 
 @dataclass
@@ -74,13 +88,15 @@ FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(Fil
 
 def decode_capture(
     capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS,
-    dictionary: bool = False,
+    dictionary: bool = False, decoder: ArrowTickDecoder | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the tick batches of ``capture`` (string columns as dictionaries with
     ``dictionary``: ``TICK_FILE_DICT_SCHEMA``), filling ``outcome`` as it goes. A file that is
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
     way keeps what was decoded before (status "partly skipped"); bad packets are counted.
-    Each batch is valid until the next is asked for."""
+    Each batch is valid until the next is asked for. ``decoder`` (a reusing one of the same
+    ``dictionary`` mode) lends its column buffers, already faulted in by earlier files;
+    by default the file gets a decoder of its own."""
     from feedhandlers.captures import PcapError, read_pcap
 
     try:
@@ -92,7 +108,8 @@ def decode_capture(
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
-    decoder = ArrowTickDecoder(reuse=True, dictionary=dictionary)  # each batch is used before the next decode
+    if decoder is None:
+        decoder = ArrowTickDecoder(reuse=True, dictionary=dictionary)  # each batch is used before the next decode
     n = len(cap)
     for start in range(0, n, chunk_packets):
         end = min(n, start + chunk_packets)
@@ -116,6 +133,15 @@ def tick_file_path(ticks_root: Path, date: str, capture: CaptureFile) -> Path:
     return tick_file_dir(ticks_root, date, capture.line) / (Path(capture.path).stem + ".parquet")
 
 
+@functools.cache
+def _task_decoder() -> ArrowTickDecoder:
+    """The decoder every write_capture_ticks of this process uses, one file after the other
+    (an executor's Python worker runs task after task): its column buffers (tens of MB at
+    the default chunk) are faulted in once, not once per file - the page faults were a
+    tenth of the read + decode CPU."""
+    return ArrowTickDecoder(reuse=True, dictionary=True)
+
+
 def write_capture_ticks(
     capture: CaptureFile, date: str, root_map: dict[str, str], ticks_root: Path, chunk_packets: int = DEFAULT_CHUNK_PACKETS
 ) -> FileOutcome:
@@ -131,7 +157,7 @@ def write_capture_ticks(
     writer: pq.ParquetWriter | None = None
     write_cpu = 0.0
     try:
-        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True):
+        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True, decoder=_task_decoder()):
             w0 = time.process_time()
             if writer is None:
                 writer = pq.ParquetWriter(tmp, TICK_FILE_DICT_SCHEMA, **TICK_FILE_WRITE_OPTIONS)

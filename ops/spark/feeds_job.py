@@ -1,10 +1,11 @@
 """The nightly feeds job: a day's captures -> the tick table (``ticks/``, partitioned by date
 and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
 
-Each capture file is one Spark task (the largest first): the executor memory-maps it,
+Each Spark task takes a group of capture files (of about equal bytes, a few groups per core,
+``task_groups``) and, file by file, memory-maps it,
 decodes it a chunk of packets at a time with the C decoder straight into the tick table's
 Arrow columns (``tick_arrow``) and writes the chunk's batch to the file's Parquet tick
-file (``capture_decode``); the task hands back one row saying how the file went. Writing
+file (``capture_decode``); the task hands back one row per file saying how it went. Writing
 from Arrow on the executor keeps the ticks out of the JVM's row path, which costs several
 times the decoding. A rerun for a date replaces that date's tick files and no others. The
 profiles are then computed by Spark from the tick table.
@@ -62,6 +63,7 @@ class FeedsOptions:
     copies: str = "A"
     chunk_packets: int = DEFAULT_CHUNK_PACKETS
     top_underlyings: int = 20
+    tasks_per_core: int = 4
 
 
 @dataclass
@@ -82,6 +84,18 @@ class FeedsResult:
     tables: dict[str, Path] = field(default_factory=dict)
 
 
+def task_groups(sizes: list[int], tasks: int) -> list[list[int]]:
+    """Indices of ``sizes`` in at most ``tasks`` groups of about equal total size: largest
+    first, each to the group with the least so far (none left empty)."""
+    groups: list[list[int]] = [[] for _ in range(max(1, min(tasks, len(sizes))))]
+    load = [0] * len(groups)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        g = min(range(len(groups)), key=lambda k: (load[k], len(groups[k])))
+        groups[g].append(i)
+        load[g] += sizes[i]
+    return [g for g in groups if g]
+
+
 def decode_captures(
     spark: SparkSession,
     files: list[CaptureFile],
@@ -89,25 +103,32 @@ def decode_captures(
     root_map: dict[str, str],
     ticks_root: Path,
     chunk_packets: int,
+    tasks_per_core: int = FeedsOptions.tasks_per_core,
 ) -> list[FileOutcome]:
-    """Decode ``files`` into the tick table on the executors: one task per file, largest
-    first; each task writes its file's ticks and hands back one FileOutcome row."""
+    """Decode ``files`` into the tick table on the executors; each task writes the tick
+    files of a group of files and hands back one FileOutcome row per file.
+
+    Groups of about equal bytes, ``tasks_per_core`` per executor core (one file per task
+    when there are fewer files): a Python task costs tens of milliseconds of scheduling and
+    hand-over whatever it does, which with one task per file was a fifth of the stage's wall
+    time on two cores (docs/benchmarks.md); a few tasks per core still let a core that
+    finishes early take the next group."""
     if not files:
         return []
-    ordered = sorted(files, key=lambda f: -f.size)
-    shared = spark.sparkContext.broadcast((ordered, root_map))
+    groups = task_groups([f.size for f in files], tasks_per_core * spark.sparkContext.defaultParallelism)
+    shared = spark.sparkContext.broadcast((files, groups, root_map))
     root = str(ticks_root)
 
     def decode_partition(batches):
-        todo, roots = shared.value
+        todo, parts, roots = shared.value
         for b in batches:
             done = [
                 write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
-                for i in b.column(0).to_pylist()
+                for g in b.column(0).to_pylist() for i in parts[g]
             ]
             yield pa.RecordBatch.from_pylist(done, schema=FILE_OUTCOME_SCHEMA)
 
-    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
+    tasks = spark.range(0, len(groups), 1, numPartitions=len(groups))
     rows = tasks.mapInArrow(decode_partition, from_arrow_schema(FILE_OUTCOME_SCHEMA)).collect()
     shared.unpersist()
     by_path = {r["path"]: FileOutcome(**r.asDict()) for r in rows}
@@ -181,7 +202,8 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         except ManifestError as exc:
             problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; underlyings unknown"))
     t0 = time.perf_counter()
-    outcomes = decode_captures(spark, files, date, root_map, layout.ticks(), options.chunk_packets)
+    outcomes = decode_captures(spark, files, date, root_map, layout.ticks(), options.chunk_packets,
+                               options.tasks_per_core)
     decode_seconds = time.perf_counter() - t0
     replace_date(layout.ticks(), date, outcomes)
     for o in outcomes:

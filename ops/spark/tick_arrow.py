@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from feedhandlers.opra_batch import counters_dict, header_counts
+from feedhandlers.opra_batch import counters_dict
 from feedhandlers.opra_errors import CAPACITY, OPRA_ERROR_DTYPE, OpraDecodeError
 from omdp.native import ffi, lib
 from ops.spark.tick_table import TICK_FILE_SCHEMA
@@ -32,9 +32,14 @@ _CHAR_DICT = pa.array([chr(i) for i in range(256)], pa.string())
 """The one-character columns' dictionary: code c -> chr(c) (the decoder writes a code >= 0x80
 as U+0080..U+00FF, code 0 as null)."""
 DICT_COLUMNS = ("category", "msg_type", "participant", "root", "underlying", "put_call")
-TICK_FILE_DICT_SCHEMA = pa.schema([pa.field(f.name, _DICT if f.name in DICT_COLUMNS else f.type)
-                                   for f in TICK_FILE_SCHEMA])
-"""TICK_FILE_SCHEMA with the string columns as dictionary<int32, string>: the same values."""
+NEVER_NULL = ("ts_ns", "block_seq", "msg_seq", "msg_index", "packet_messages", "packet_bytes", "root")
+"""Columns the decoder fills on every row (native/include/omdp/opra_arrow.h)."""
+TICK_FILE_DICT_SCHEMA = pa.schema([pa.field(f.name, _DICT if f.name in DICT_COLUMNS else f.type,
+                                            nullable=f.name not in NEVER_NULL) for f in TICK_FILE_SCHEMA])
+"""TICK_FILE_SCHEMA with the string columns as dictionary<int32, string> (the same values)
+and the NEVER_NULL columns declared non-nullable, so that Parquet stores them REQUIRED: no
+definition level per value to build and encode (about a tenth of the write's CPU), the
+same types and values for every reader (Spark reads them into its nullable schema)."""
 
 @dataclass
 class ArrowDecoded:
@@ -61,6 +66,7 @@ def _column_buffers(rows: int) -> tuple:
         np.empty(rows + 1, np.int32),
         np.empty(rows * _ROOT_BYTES, np.uint8),
         np.empty((4, rows), np.int32),  # character codes (dictionary indices), written when asked for
+        np.empty(rows, np.int32),  # underlying's dictionary indices (dictionary mode)
     )
 
 
@@ -113,14 +119,16 @@ class ArrowTickDecoder:
         if n and int((offsets + lengths).max()) > data.shape[0]:
             raise ValueError("a packet lies outside the buffer")
         # A good packet has exactly its header's count of messages: this is enough rows.
-        rows = max(1, int(header_counts(data, offsets, lengths).sum()) if n else 0)
+        rows = max(1, int(lib.omdp_opra_arrow_row_bound(
+            ffi.from_buffer("uint8_t[]", data), data.shape[0], ffi.from_buffer("uint64_t[]", offsets),
+            ffi.from_buffer("uint32_t[]", lengths), n)) if n else 0)
         if self._reuse and self._bufs is not None and rows <= self._rows:
             bufs = self._bufs
         else:
             bufs = _column_buffers(rows)
             if self._reuse:
                 self._bufs, self._rows = bufs, rows
-        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code = bufs
+        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx = bufs
         rows = first_row.shape[0]
 
         cols = ffi.new("omdp_opra_arrow_cols_t*")
@@ -146,10 +154,12 @@ class ArrowTickDecoder:
             cols.price_valid[k] = p("uint8_t*", valid[1 + k])
             cols.qty_valid[k] = p("uint8_t*", valid[5 + k])
             cols.chr_valid[k] = p("uint8_t*", valid[10 + k])
-            cols.chr_off[k] = p("int32_t*", chr_off[k])
-            cols.chr_data[k] = p("uint8_t*", chr_data[k])
-            if self._dictionary:
+            if self._dictionary:  # codes only: no string per row
                 cols.chr_code[k] = p("int32_t*", chr_code[k])
+            else:
+                cols.chr_off[k] = p("int32_t*", chr_off[k])
+                cols.chr_data[k] = p("uint8_t*", chr_data[k])
+        cols.roots_only = 1 if self._dictionary else 0  # dictionary: one root string per distinct root
         before = self._totals.copy()
         status = lib.omdp_opra_decode_arrow(
             p("uint8_t*", data if data.size else np.zeros(1, np.uint8)), p("uint64_t*", offsets),
@@ -175,14 +185,16 @@ class ArrowTickDecoder:
         def string(v: np.ndarray | None, off: np.ndarray, d: np.ndarray) -> pa.Array:
             return pa.Array.from_buffers(pa.string(), m, [None if v is None else _buf(v), _buf(off), _buf(d)], null_count=0 if v is None else -1)
 
-        root = string(None, root_off, root_data)
         nroots = int(res.roots)
-        names = root.take(pa.array(first_row[:nroots])).to_pylist()
         if self._dictionary:
+            names = pa.Array.from_buffers(pa.string(), nroots, [None, _buf(root_off), _buf(root_data)],
+                                          null_count=0).to_pylist()
             chars = [pa.DictionaryArray.from_buffers(_DICT, m, [_buf(valid[10 + k]), _buf(chr_code[k])], _CHAR_DICT,
                                                      null_count=-1) for k in range(4)]
-            root, underlying = _root_dictionaries(m, i32[5], names, root_map)
+            root, underlying = _root_dictionaries(m, i32[5], names, root_map, under_idx)
         else:
+            root = string(None, root_off, root_data)
+            names = root.take(pa.array(first_row[:nroots])).to_pylist()
             chars = [string(valid[10 + k], chr_off[k], chr_data[k]) for k in range(4)]
             under = pa.array([root_map.get(s) for s in names], pa.string())
             underlying = under.take(fixed(pa.int32(), i32[5]))
@@ -208,20 +220,20 @@ class ArrowTickDecoder:
         return ArrowDecoded(pa.RecordBatch.from_arrays(arrays, schema=schema), errors, counters)
 
 
-def _root_dictionaries(m: int, root_id: np.ndarray, names: list[str],
-                       root_map: dict[str, str]) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
+def _root_dictionaries(m: int, root_id: np.ndarray, names: list[str], root_map: dict[str, str],
+                       out: np.ndarray) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
     """root and underlying as dictionaries over the call's distinct roots (the decoder's
-    root_id per row): no string per row. A root without an underlying is null."""
-    root = pa.DictionaryArray.from_buffers(_DICT, m, [None, _buf(root_id[:m])], pa.array(names, pa.string()),
-                                           null_count=0)
+    root_id per row): no string per row. A root without an underlying is null. The
+    underlying's indices are gathered into ``out`` (one pass, no temporary array per row);
+    a validity bitmap is built only when some root has no underlying."""
+    ids = root_id[:m]
+    root = pa.DictionaryArray.from_buffers(_DICT, m, [None, _buf(ids)], pa.array(names, pa.string()), null_count=0)
     under = [root_map.get(n) for n in names]
     values = sorted({u for u in under if u is not None})
     pos = {u: i for i, u in enumerate(values)}
-    per_root = np.array([pos.get(u, -1) if u is not None else -1 for u in under] or [-1], np.int32)
-    idx = per_root[root_id[:m]]
-    missing = idx < 0
-    if missing.any():
-        indices = pa.array(np.where(missing, 0, idx), pa.int32(), mask=missing)
-    else:
-        indices = pa.Array.from_buffers(pa.int32(), m, [None, _buf(idx)], null_count=0)
+    per_root = np.array([pos.get(u, 0) if u is not None else 0 for u in under] or [0], np.int32)
+    idx = np.take(per_root, ids, out=out[:m])
+    known = np.array([u is not None for u in under] or [True], np.uint8)
+    validity = None if known.all() else _buf(np.packbits(np.take(known, ids), bitorder="little"))
+    indices = pa.Array.from_buffers(pa.int32(), m, [validity, _buf(idx)], null_count=-1 if validity else 0)
     return root, pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))

@@ -3,7 +3,8 @@ the same tick batches, field by field, as decoding to records and converting the
 (BatchDecoder + ticks_batch), on a synthetic day's capture and on one with malformed packets;
 bad packets are skipped and counted with the same errors. With dictionary columns (what the
 feeds task writes) the values are the same and a tick file written from them reads back,
-with the tick file's string schema, equal to the string batches."""
+with the tick file's string types (the never-null columns REQUIRED), equal to the string
+batches, the prices dictionary- and the quantities delta-encoded."""
 from __future__ import annotations
 
 import datetime as dt
@@ -19,7 +20,7 @@ from feedhandlers.opra_fast import BatchDecoder
 from ops.spark.data_layout import DataLayout
 from ops.spark.manifest_roots import load_root_map
 from ops.spark.capture_decode import TICK_FILE_WRITE_OPTIONS
-from ops.spark.tick_arrow import DICT_COLUMNS, TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
+from ops.spark.tick_arrow import DICT_COLUMNS, NEVER_NULL, TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
 from ops.spark.tick_table import TICK_FILE_SCHEMA, ticks_batch
 from ops.synth.generator import SynthConfig, synthesize
 
@@ -142,5 +143,9 @@ def test_dictionary_columns_hold_the_same_values_and_write_string_files(capture,
         assert whole.column(name).cast(pa.string()).equals(plain.column(name)), name
     assert plain.column("underlying").null_count > 0
     back = pq.read_table(path)
-    assert back.schema.equals(TICK_FILE_SCHEMA)
-    assert back.equals(pa.Table.from_batches([plain]))
+    assert back.schema.names == TICK_FILE_SCHEMA.names and back.schema.types == TICK_FILE_SCHEMA.types
+    assert [f.name for f in back.schema if not f.nullable] == list(NEVER_NULL)
+    assert back.cast(TICK_FILE_SCHEMA).equals(pa.Table.from_batches([plain]))
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["bid_px"] and "DELTA_BINARY_PACKED" in encodings["bid_size"]

@@ -15,7 +15,9 @@
  *   block_seq, msg_seq int64
  *   msg_index, packet_messages, packet_bytes int32
  *   category, msg_type, participant, put_call  one-character strings, null for code 0
- *                    (a code >= 0x80 is written as its two-byte UTF-8 form, U+0080..U+00FF)
+ *                    (a code >= 0x80 is written as its two-byte UTF-8 form, U+0080..U+00FF);
+ *                    their validity bitmaps always, the strings and/or the codes (chr_code)
+ *                    where the caller passes buffers for them
  *   root             string, never null: slot 6 less trailing NULs and spaces; a byte >= 0x80
  *                    becomes U+FFFD (as Python's decode("ascii", "replace"))
  *   expiry           int32, null when 0
@@ -49,10 +51,11 @@ typedef struct omdp_opra_arrow_cols {
     int32_t *msg_index;
     int32_t *packet_messages;
     int32_t *packet_bytes;
-    int32_t *chr_off[OMDP_ARROW_CHAR_COLS];     /* row_cap + 1 each */
-    uint8_t *chr_data[OMDP_ARROW_CHAR_COLS];    /* row_cap * OMDP_ARROW_CHAR_BYTES each */
+    int32_t *chr_off[OMDP_ARROW_CHAR_COLS];     /* row_cap + 1 each; with chr_data */
+    uint8_t *chr_data[OMDP_ARROW_CHAR_COLS];    /* row_cap * OMDP_ARROW_CHAR_BYTES each; NULL: the
+                                                   strings are not written (chr_code is) */
     uint8_t *chr_valid[OMDP_ARROW_CHAR_COLS];
-    int32_t *root_off;                          /* row_cap + 1 */
+    int32_t *root_off;                          /* row_cap + 1 (see roots_only) */
     uint8_t *root_data;                         /* row_cap * OMDP_ARROW_ROOT_BYTES */
     int32_t *root_id;                           /* row_cap: index of the row's distinct root */
     uint32_t *root_first_row;                   /* row_cap: first row of each distinct root */
@@ -67,6 +70,10 @@ typedef struct omdp_opra_arrow_cols {
     int32_t *chr_code[OMDP_ARROW_CHAR_COLS];    /* optional (NULL: not written): row_cap each, the
                                                    character code per row (0: null), the index of a
                                                    dictionary of the 256 one-character strings */
+    int32_t roots_only;                         /* nonzero: root_off/root_data hold one string per
+                                                   distinct root, in root id order (res->roots + 1
+                                                   offsets), not one per row: with root_id, the
+                                                   root column as a dictionary */
 } omdp_opra_arrow_cols_t;
 
 /* What one decode_arrow call did. */
@@ -76,6 +83,13 @@ typedef struct omdp_opra_arrow_result {
     uint64_t roots;         /* distinct roots among them (root_first_row[0 .. roots)) */
     uint64_t errors;        /* packet errors seen (errs holds the first err_cap of them) */
 } omdp_opra_arrow_result_t;
+
+/* The rows omdp_opra_decode_arrow can write for these packets at most: the sum of the
+ * message counts their headers claim (bytes 12..14, three ASCII digits; a good packet holds
+ * exactly that many messages). A packet shorter than its 15-byte header, outside buf_len or
+ * whose count is not three digits adds 0 (it cannot decode). 0 for NULL arguments. */
+uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                   const uint32_t *lengths, uint64_t npkts);
 
 /* Decode packets i = 0 .. npkts-1 (packet i is buf[offsets[i] .. offsets[i]+lengths[i]),
  * captured at pkt_ts_ns[i]) into cols, one row per message of every good packet, in packet

@@ -27,17 +27,24 @@ from ops.cli.options import positive_seconds
 @click.option("--replay-config", "replay_configs", multiple=True, type=click.Path(dir_okay=False),
               help="Replay configuration file (omdp analytics replay --config); repeatable. Default: the live "
                    "defaults and book checks only.")
+@click.option("--jobs", "jobs_text", default="feeds,replay,latency", show_default=True,
+              help="Which jobs to measure, comma-separated: feeds, replay, latency.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
 def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str, num_lines: int, scales: str,
                     runs: int, run_seconds: float, repeats: int, replay_configs: tuple[str, ...],
-                    json_out: str | None) -> None:
+                    jobs_text: str, json_out: str | None) -> None:
     """Nightly Spark jobs: decode messages/s per executor core, replay messages per task
     CPU-second and wall time against the capture, latency rows/s; local[1] vs local[2]."""
-    from ops.bench.analytics import run_analytics_bench
+    from ops.bench.analytics import JOBS, run_analytics_bench
     from ops.cli.options import parse_rate_x
 
     from ops.spark.replay_config import ReplayConfigError, load_configs
 
+    jobs = tuple(j.strip() for j in jobs_text.split(",") if j.strip())
+    unknown = sorted(set(jobs) - set(JOBS))
+    if unknown or not jobs:
+        raise click.BadParameter(f"{', '.join(unknown) or 'none given'}: choose from {', '.join(JOBS)}",
+                                 param_hint="--jobs")
     rate = parse_rate_x(rate_text)
     try:
         configs = tuple(load_configs(list(replay_configs))) if replay_configs else None
@@ -46,7 +53,8 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
 
     scale_list = [int(s) for s in scales.split(",")]
     res = run_analytics_bench(data, masters, seconds=seconds, rate=rate, num_lines=num_lines, scales=scale_list,
-                              runs=runs, run_seconds=run_seconds, repeats=repeats, replay_configs=configs)
+                              runs=runs, run_seconds=run_seconds, repeats=repeats, replay_configs=configs,
+                              jobs=jobs)
     out = {"command": "omdp " + " ".join(sys.argv[1:]), **res}
     results = out["results"]
     click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
@@ -68,6 +76,8 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     click.echo(f"{'master':18s} {'runs':>5s} {'rows':>11s} {'job s':>9s} {'rows/s':>11s} {'rows/s/core':>11s}")
     for r in results:
         lat = r["latency"]
+        if lat is None:
+            continue
         rows = lat["sample_rows"] + lat["intended_rows"]
         click.echo(f"{r['master']:18s} {lat['runs']:5d} {rows:11,d} {lat['job_wall_s']:9.2f} "
                    f"{lat['rows_per_s']:11,.0f} {lat['rows_per_s_per_core']:11,.0f}")
