@@ -167,3 +167,56 @@ def test_offline_staging_refuses_too_few_regions(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="bad argument"):
             fh.stage([np.zeros(64, np.uint8)], np.zeros(1, PKT_DTYPE), w)
     assert lib.omdp_fh_offline_stage(ffi.NULL, ffi.NULL, 0, ffi.NULL, 0, ffi.NULL) == -1
+
+
+def _quote_stream(roots: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n quotes over ``roots`` (an empty root: a message without one) encoded as packets of
+    1-4 messages, as one source buffer and its PKT_DTYPE rows for line 1, copy A and B (B
+    without every 5th packet), arrival order."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from feedhandlers.opra_fast import encode_stream
+    from spark_test_data import quote_records
+
+    rec = quote_records(n, roots, 1, np.random.default_rng(11))
+    buf, offs, lens, _ = encode_stream(rec, b"", [1, 3, 4, 2])
+    k = len(offs)
+    b = np.flatnonzero(np.arange(k) % 5 != 4)
+    pkts = np.zeros(k + len(b), PKT_DTYPE)
+    pkts["off"] = np.concatenate([offs, offs[b]])
+    pkts["len"] = np.concatenate([lens, lens[b]])
+    pkts["line"] = 1
+    pkts["copy"] = np.concatenate([np.zeros(k, np.uint8), np.ones(len(b), np.uint8)])
+    pkts["ts_ns"] = np.concatenate([np.arange(k), b]) * 1000
+    order = np.lexsort((pkts["copy"], pkts["ts_ns"]))
+    return np.frombuffer(buf, np.uint8).copy(), np.ascontiguousarray(pkts[order])
+
+
+def test_offline_staging_routes_once_per_series_as_the_record_path_routes_each_message(tmp_path: Path) -> None:
+    """The staging path looks a message's series up first and routes its root only for a
+    series new to the line; the record path routes every message. Each bucket gets the
+    records the record path gives that engine - routed roots, unknown roots (hashed) and
+    messages without a root (the default engine) - and the counters are the same."""
+    src, pkts = _quote_stream(["IBM", "IBQ", "ZZZ", "QQQQQ", ""], 600)
+    routes = Routes(3, ("IBM", "IBQ", "MSQ"), (4, 4, 9), (2, 0, 1))
+    fh_stage = OfflineFeedHandler(routes, default_engine=1)
+    with BucketWriter(tmp_path, 1, 3) as w:
+        staged = fh_stage.stage([src], pkts, w)
+    total, kept = 0, []
+    for bucket in range(3):
+        fh_run = OfflineFeedHandler(routes, default_engine=1)
+        want = fh_run.run([src], pkts, bucket)
+        run_counts, stage_counts = fh_run.counts(1), fh_stage.counts(1)
+        kept.append(run_counts.pop("kept"))                 # the record path keeps only its engine's
+        assert run_counts == {k: v for k, v in stage_counts.items() if k != "kept"}
+        part = StagedPart(1, np.fromfile(tmp_path / "_stage" / f"b{bucket:03d}" / "line01.stage", STAGE_DTYPE),
+                          np.fromfile(tmp_path / "_stage" / "line01.series", SERIES_DTYPE),
+                          np.fromfile(tmp_path / "_stage" / "line01.extra", EXTRA_DTYPE))
+        got = np.concatenate([c.copy() for c in StagedBucket([part], [tmp_path]).merged(np.empty(64, OPRA_MSG_DTYPE))])
+        assert len(got) == len(want) > 50
+        for f in ("msg_seq", "underlying_id", "root", "root_len", "strike_px", "expiry", "bid_px", "hdr"):
+            assert np.array_equal(got[f], want[f]), f
+        total += len(got)
+    counts = fh_stage.counts(1)
+    assert staged == total == sum(kept) == counts["kept"] and counts["unknown_root"] > 0 and counts["no_root"] > 0 and counts["packets_duplicate"] > 0

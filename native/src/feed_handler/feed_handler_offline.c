@@ -9,6 +9,8 @@
 #include "omdp/feed_offline.h"
 #include "omdp/opra_fast.h"
 
+_Static_assert(OMDP_FH_MAX_ENGINES <= 0xFFFFFFu, "a staged series keeps its engine in 24 bits (stage_route_word)");
+
 #define OFFLINE_SIDE_BYTES (256u * 1024u) /* one packet's variable parts (discarded) */
 
 typedef struct offline_line {
@@ -31,11 +33,6 @@ omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n
     if (default_engine >= n_engines) {
         if (err && errlen)
             strncpy(err, "default_engine must be below n_engines", errlen - 1);
-        return NULL;
-    }
-    if (n_engines > 0xFFFFFFu) { /* a staged series keeps its engine in 24 bits */
-        if (err && errlen)
-            strncpy(err, "n_engines must be at most 16777215", errlen - 1);
         return NULL;
     }
     omdp_fh_offline_t *h = calloc(1, sizeof *h);
