@@ -2,7 +2,8 @@
 feed_handler_stage_merge.c) and the decode task's packing straight from the offline feed
 handler (omdp_fh_offline_stage): the merge of time-ordered parts gives the stable sort's
 order and resumes where a full output stopped; the quote hits and the per-underlying counts
-agree with the numpy definitions they replace (quote_hash, unique plus bincount), an id
+agree with the numpy definitions they replace (quote_hash, unique plus bincount), and so do
+the counts the merge takes as it expands; an id
 too large for the dense table takes the sort; a part out of time order, a record whose
 series or appendage index is past its line's table, and a bad argument are refused, not
 read past. Named "sanitize": CI also runs it under ASan/UBSan."""
@@ -18,7 +19,7 @@ from omdp.native import ffi, lib
 from ops.spark.replay_feed import PKT_DTYPE, OfflineFeedHandler, Routes
 from ops.spark.replay_score import quote_hash
 from ops.spark.replay_stage import (DENSE_IDS, EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter,
-                                    StagedBucket, StagedPart, quote_hits, underlying_counts)
+                                    CountSlots, StagedBucket, StagedPart, quote_hits, underlying_counts)
 
 
 def _part(n: int, seed: int = 3, line: int = 5) -> StagedPart:
@@ -142,6 +143,31 @@ def test_merge_is_the_stable_sort_of_the_parts_and_resumes() -> None:
         assert np.array_equal(got["hdr"]["stamps"]["fh_in"], whole["ts_ns"][order])
         assert np.array_equal(got["line"], line[order]) and np.array_equal(got["msg_seq"], whole["msg_seq"][order])
     assert list(StagedBucket([], []).merged(np.empty(4, OPRA_MSG_DTYPE))) == []
+
+
+def test_counted_merge_gives_the_underlying_counts_of_the_parts() -> None:
+    """The engine task's per-underlying table, taken by the merge as it expands (any chunk
+    size), equals the separate pass over the parts; an underlying without a slot is refused
+    with the parts named, and counts without arrays are a bad argument."""
+    bucket = _bucket([300, 0, 1, 250, 77])
+    want = underlying_counts(bucket.parts)
+    for chunk in (1, 7, 1000):
+        slots = CountSlots.for_parts(bucket.parts)
+        assert slots is not None
+        n = sum(len(c) for c in bucket.merged(np.empty(chunk, OPRA_MSG_DTYPE), slots))
+        got = slots.result()
+        assert n == len(bucket) and want.ids[-1] == NO_UNDERLYING
+        for f in ("ids", "messages", "quotes", "first_ns", "last_ns"):
+            assert np.array_equal(getattr(got, f), getattr(want, f)), f
+    with pytest.raises(ValueError, match="past the counts' table: one of line01.stage"):
+        list(bucket.merged(np.empty(16, OPRA_MSG_DTYPE), CountSlots(5)))   # ids up to 40 for 6 slots
+    parts = ffi.new("omdp_fh_stage_part_t[]", 1)
+    bad = ffi.new("omdp_fh_stage_counts_t *", {"n_slots": 4})
+    assert lib.omdp_fh_stage_merge_counted(parts, 1, ffi.new("uint64_t[]", 1), ffi.new("omdp_opra_msg_t[]", 1), 1,
+                                           bad) == -1
+    sparse = [StagedPart(p.line, p.recs, p.series.copy(), p.extras) for p in bucket.parts]
+    sparse[0].series["underlying_id"][0] = DENSE_IDS + 1
+    assert CountSlots.for_parts(sparse) is None                       # too large for a dense table
 
 
 def test_merge_refuses_a_part_out_of_time_order_and_bad_cursors() -> None:
