@@ -3,7 +3,8 @@ one OPRA packet per UDP datagram to a line's multicast group and port.
 
 Written and read a batch at a time with numpy: a capture of millions of packets is a few
 vectorized passes, not a Python loop per packet on the write side. Reading walks the record
-chain once (each record's length gives the next offset) and parses the frames vectorized.
+chain once in C (each record's length gives the next offset), locating each frame's UDP
+payload on the way (the checks of ``framing.parse_frames``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from types import TracebackType
 import numpy as np
 
 from feedhandlers.captures.capture import Capture, pack_payloads
-from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int, parse_frames
+from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int
 from feedhandlers.captures.rotation import rotated_path
 from omdp.native import ffi, lib
 
@@ -223,41 +224,45 @@ def write_pcap(
     return Path(path)
 
 
-# A record's header and the smallest IPv4/UDP Ethernet frame (14 + 20 + 8 bytes): the capacity
-# guess of _walk_records; a capture of smaller records (not UDP, or cut by a snap length) costs
-# a second walk, never a wrong answer.
+# A record's header and the smallest IPv4/UDP Ethernet frame (14 + 20 + 8 bytes): no capture
+# holds more UDP payloads than records of this size fit in it, so _walk_udp's arrays, sized
+# from the file, always have room (pages never written cost nothing).
 _MIN_RECORD_GUESS = RECORD_HEADER_LEN + 42
 
 
-def _walk_records(buf: np.ndarray, order: str, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                 TruncatedTail | None]:
-    """Follow the record chain (in C: a Python loop over the records cost a tenth of a
-    replay decode task): per record its data offset, captured length and time fields.
-    One pass over the capture: the arrays are sized for the most records of
-    ``_MIN_RECORD_GUESS`` bytes that fit (pages never written cost no memory), and only a
-    capture of smaller records is walked again into arrays of its exact count."""
+def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                               np.ndarray, np.ndarray, int,
+                                                                               TruncatedTail | None]:
+    """Follow the record chain and locate each frame's UDP payload in one C pass
+    (``omdp_pcap_walk_udp``: the walk and ``framing.parse_frames``' checks together; the
+    numpy form cost a replay decode task two thirds of its pcap reading). Returns payload
+    offsets, lengths, times, destination addresses and ports, the frames skipped, the tail."""
     size = len(buf)
     src = ffi.from_buffer("uint8_t[]", buf)
-    end = ffi.new("uint64_t *")
     big = int(order == ">")
     cap = max(size - GLOBAL_HEADER_LEN, 0) // _MIN_RECORD_GUESS + 1
     for _ in range(2):
-        cols = [np.empty(cap, np.int64) for _ in range(4)]
-        n = lib.omdp_pcap_walk(src, size, big, *(ffi.cast("int64_t *", ffi.from_buffer(c)) for c in cols), cap, end)
-        if n < 0:
+        cols = (np.empty(cap, np.int64), np.empty(cap, np.uint32), np.empty(cap, np.int64), np.empty(cap, np.uint32),
+                np.empty(cap, np.uint16))
+        out = ffi.new("omdp_pcap_udp_t *", {"max": cap})
+        out.pay_off, out.pay_len, out.ts_ns, out.dst_ip, out.dst_port = (
+            ffi.cast(t, ffi.from_buffer(c)) for t, c in
+            zip(("int64_t *", "uint32_t *", "int64_t *", "uint32_t *", "uint16_t *"), cols))
+        if lib.omdp_pcap_walk_udp(src, size, big, 1 if nanosecond else 1000, out) < 0:
             raise PcapError(f"{path}: the record chain could not be walked")
+        n = int(out.n_udp)
         if n <= cap:
             break
         cap = n
-    offs, lens, secs, fracs = (c[:n] for c in cols)
-    pos = int(end[0])
+    pos, records = int(out.end), int(out.records)
     tail: TruncatedTail | None = None
     if pos != size:
         needed = RECORD_HEADER_LEN
         if size - pos >= RECORD_HEADER_LEN:
             needed += struct.unpack_from(order + "I", buf[pos + 8:pos + 12].tobytes())[0]
-        tail = TruncatedTail(str(path), pos, n, needed, size - pos)
-    return offs, lens, secs, fracs, tail
+        tail = TruncatedTail(str(path), pos, records, needed, size - pos)
+    return (*(c[:n] for c in cols), records - n, tail)
+
 
 def read_pcap(path: str | Path) -> Capture:
     """Memory-map a classic pcap (ns or us, either byte order, Ethernet) and locate its UDP
@@ -282,17 +287,15 @@ def read_pcap(path: str | Path) -> Capture:
     linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
     if linktype != LINKTYPE_ETHERNET:
         raise PcapError(f"{path}: offset 20: link type {linktype}, only Ethernet (1) is read")
-    frame_off, frame_len, sec, frac, tail = _walk_records(buf, order, path)
-    scale = 1 if magic == PCAP_MAGIC_NS else 1000
-    ok, pay_off, pay_len, dst, dport = parse_frames(buf, frame_off, frame_len)
+    offsets, lengths, ts_ns, dst, dport, skipped, tail = _walk_udp(buf, order, magic == PCAP_MAGIC_NS, path)
     return Capture(
         buf=buf,
-        offsets=pay_off[ok],
-        lengths=pay_len[ok].astype(np.uint32),
-        ts_ns=(sec * 1_000_000_000 + frac * scale)[ok],
-        dst_ip=dst[ok],
-        dst_port=dport[ok],
-        skipped=int((~ok).sum()),
+        offsets=offsets,
+        lengths=lengths,
+        ts_ns=ts_ns,
+        dst_ip=dst,
+        dst_port=dport,
+        skipped=skipped,
         source=str(path),
         meta={"truncated": tail is not None, "truncated_tail": tail, "truncated_packets": int(tail is not None),
               "nanosecond": magic == PCAP_MAGIC_NS},

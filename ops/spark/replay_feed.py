@@ -58,19 +58,37 @@ class Routes:
     root_engines: tuple[int, ...]
 
 
+ROUTE_DTYPE = np.dtype([("root", f"S{int(lib.OMDP_FH_ROOT_KEY)}"), ("underlying_id", "<u4"), ("engine", "<u2"),
+                        ("reserved", "<u2")])
+"""``omdp_fh_route_t`` (feed_handler.h), 16 bytes."""
+
+
+def route_array(routes: Routes) -> np.ndarray:
+    """The routing table as ``omdp_fh_route_t`` entries (one zeroed entry when empty), built in
+    numpy: a cffi field assignment per root cost a decode task 6 ms for the day's 8,500
+    roots. Raises ValueError naming a root that is not ASCII or is too long."""
+    n = len(routes.roots)
+    arr = np.zeros(max(n, 1), ROUTE_DTYPE)
+    if not n:
+        return arr
+    width = ROUTE_DTYPE["root"].itemsize
+    bad = next((r for r in routes.roots if len(r) > width or not r.isascii()), None)
+    if bad is not None:
+        raise ValueError(f"routing table: root {bad!r} is not ASCII of at most {width} characters")
+    arr["root"][:n] = routes.roots
+    arr["underlying_id"][:n] = routes.underlying_ids
+    arr["engine"][:n] = routes.root_engines
+    return arr
+
+
 class OfflineFeedHandler:
     """``omdp_fh_offline_*``: the feed handler's arbitration, decode and routing over files."""
 
     def __init__(self, routes: Routes, default_engine: int = 0) -> None:
-        n = len(routes.roots)
-        arr = ffi.new("omdp_fh_route_t[]", max(n, 1))
-        for i, (root, uid, eng) in enumerate(zip(routes.roots, routes.underlying_ids, routes.root_engines)):
-            raw = root.encode("ascii")
-            ffi.memmove(arr[i].root, raw, len(raw))
-            arr[i].underlying_id = uid
-            arr[i].engine = eng
+        arr = route_array(routes)
         err = ffi.new("char[256]")
-        ptr = lib.omdp_fh_offline_new(arr, n, routes.engines, default_engine, err, 256)
+        ptr = lib.omdp_fh_offline_new(ffi.cast("omdp_fh_route_t *", ffi.from_buffer(arr)), len(routes.roots), routes.engines,
+                                      default_engine, err, 256)
         if ptr == ffi.NULL:
             raise ValueError(f"routing table: {ffi.string(err).decode(errors='replace')}")
         self._ptr = ffi.gc(ptr, lib.omdp_fh_offline_free)
@@ -201,6 +219,8 @@ def read_packets(lines: list[LineFiles], problems: list[tuple[str, str, str]]) -
                 pos += n
     if not parts:
         return sources, np.zeros(0, PKT_DTYPE), files
+    if len(parts) == 1 and not (np.diff(parts[0][0]["ts_ns"]) < 0).any():
+        return sources, parts[0][0], files  # one file in capture order (a line without B): already arrival order
     pkts = np.concatenate([p for p, _ in parts])
     pos = np.concatenate([q for _, q in parts])
     order = np.lexsort((pos, pkts["copy"], pkts["line"], pkts["ts_ns"]))

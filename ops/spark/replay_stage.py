@@ -107,8 +107,10 @@ def pack(records: np.ndarray, tables: StageTables, order: np.ndarray | None = No
     return out[:n]
 
 
-REGION_RECORDS = 65_536
-"""Staged records per decode-stage C call, over all buckets (4 MB, reused)."""
+REGION_RECORDS = 16_384
+"""Staged records per decode-stage C call, over all buckets (1 MB, reused, within a core's
+L2 cache: with 4 MB, a task of one bucket spent 0.5-0.6 CPU-s appending a 30 s day's
+regions against 0.18 with 1 MB)."""
 
 
 def bucket_dir(day_dir: str | Path, bucket: int) -> Path:
@@ -276,12 +278,13 @@ class StagedBucket:
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts)
 
-    def merged(self, out: np.ndarray) -> Iterator[np.ndarray]:
+    def merged(self, out: np.ndarray, counts: "CountSlots | None" = None) -> Iterator[np.ndarray]:
         """Every part's records in time order (capture time, then line, then the line's
         order: what a stable sort of the parts by capture time gives), expanded to OPRA
         records into ``out`` (reused: each chunk is valid until the next is asked for), one
-        C call per chunk. Raises ValueError naming a part that is not in time order or
-        whose records index past its line's tables."""
+        C call per chunk, each record also counted into ``counts`` when given. Raises
+        ValueError naming a part that is not in time order, whose records index past its
+        line's tables, or (with counts) whose underlying has no slot."""
         if out.dtype != OPRA_MSG_DTYPE or not len(out) or not out.flags.c_contiguous:
             raise ValueError("merged: out must be a contiguous, non-empty OPRA record array")
         parts = ffi.new("omdp_fh_stage_part_t[]", max(1, len(self.parts)))
@@ -289,8 +292,12 @@ class StagedBucket:
             _fill(parts[i], p)
         cursor = ffi.new("uint64_t[]", max(1, len(self.parts)))
         dst = ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out))
+        cc = counts.c if counts is not None else ffi.NULL
         while True:
-            n = lib.omdp_fh_stage_merge(parts, len(self.parts), cursor, dst, len(out))
+            n = lib.omdp_fh_stage_merge_counted(parts, len(self.parts), cursor, dst, len(out), cc)
+            if n == -4:
+                bad = [str(path) for i, (path, p) in enumerate(zip(self.paths, self.parts)) if cursor[i] < len(p)]
+                raise ValueError(f"a staged record's underlying is past the counts' table: one of {', '.join(bad)}")
             if n == -2:
                 bad = [str(path) for i, (path, p) in enumerate(zip(self.paths, self.parts))
                        if 0 < cursor[i] < len(p) and p.recs["ts_ns"][cursor[i]] < p.recs["ts_ns"][cursor[i] - 1]]
@@ -356,13 +363,41 @@ class UnderlyingCounts:
     last_ns: np.ndarray
 
 
+class CountSlots:
+    """The dense per-underlying table (``omdp_fh_stage_counts_t``) a bucket's counts are
+    added into: by ``StagedBucket.merged`` as it expands the records (no second pass over
+    them), or a part at a time by ``underlying_counts``. ``for_parts`` gives None when an
+    underlying id is too large for a dense table."""
+
+    def __init__(self, top: int) -> None:
+        n = top + 2                                                    # the last slot: NO_UNDERLYING
+        self.arrays = [np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, np.iinfo(np.int64).max),
+                       np.full(n, np.iinfo(np.int64).min)]
+        self.c = ffi.new("omdp_fh_stage_counts_t *", {"n_slots": n})
+        self.c.messages, self.c.quotes, self.c.first_ns, self.c.last_ns = (
+            ffi.cast("int64_t *", ffi.from_buffer(a)) for a in self.arrays)
+
+    @classmethod
+    def for_parts(cls, parts: list[StagedPart]) -> "CountSlots | None":
+        top = max((lib.omdp_fh_stage_max_underlying(p.c()) for p in parts), default=-1)
+        return None if top >= DENSE_IDS else cls(top)
+
+    def result(self) -> UnderlyingCounts:
+        """The underlyings counted so far."""
+        present = self.arrays[0] > 0
+        ids = np.flatnonzero(present).astype(np.uint32)
+        if present[-1]:
+            ids[-1] = NO_UNDERLYING
+        return UnderlyingCounts(ids, *(a[present] for a in self.arrays))
+
+
 def underlying_counts(parts: list[StagedPart]) -> UnderlyingCounts:
     """Messages, quotes and capture-time span per underlying over staged parts: one C pass
     per part (numpy's bincounts and ufunc.at over gathered fields cost half a second a
-    bucket)."""
-    cs = [p.c() for p in parts]
-    top = max((lib.omdp_fh_stage_max_underlying(c) for c in cs), default=-1)
-    if top >= DENSE_IDS:
+    bucket), or, for ids too large for a dense table, a sort. The engine task takes them
+    from its merge instead (``StagedBucket.merged`` with ``CountSlots``)."""
+    slots = CountSlots.for_parts(parts)
+    if slots is None:
         for p in parts:
             if len(p) and int(p.recs["series"].max()) >= len(p.series):
                 raise ValueError(f"line {p.line}: a staged record's series is past the line's table")
@@ -377,17 +412,11 @@ def underlying_counts(parts: list[StagedPart]) -> UnderlyingCounts:
         return UnderlyingCounts(ids, np.bincount(inv, minlength=len(ids)),
                                 np.bincount(inv, weights=cat == ord("k"), minlength=len(ids)).astype(np.int64),
                                 first, last)
-    slots = [np.zeros(top + 2, np.int64), np.zeros(top + 2, np.int64),   # the last slot: NO_UNDERLYING
-             np.full(top + 2, np.iinfo(np.int64).max), np.full(top + 2, np.iinfo(np.int64).min)]
-    ptrs = [ffi.cast("int64_t *", ffi.from_buffer(a)) for a in slots]
-    for p, c in zip(parts, cs):
-        rc = lib.omdp_fh_stage_underlying_counts(c, top + 2, *ptrs)
+    c = slots.c
+    for p in parts:
+        rc = lib.omdp_fh_stage_underlying_counts(p.c(), c.n_slots, c.messages, c.quotes, c.first_ns, c.last_ns)
         if rc == -3:
             raise ValueError(f"line {p.line}: a staged record's series is past the line's table")
         if rc < 0:
             raise ValueError("omdp_fh_stage_underlying_counts: bad arguments")
-    present = slots[0] > 0
-    ids = np.flatnonzero(present).astype(np.uint32)
-    if present[-1]:
-        ids[-1] = NO_UNDERLYING
-    return UnderlyingCounts(ids, *(a[present] for a in slots))
+    return slots.result()

@@ -1,7 +1,8 @@
 """The pcap record chain in C (pcap_walk.h): every whole record's offset, length and time
 fields in either byte order, the chain's end at a record cut short, at a header cut short
 and at a length pointing far past the end; max bounds what is written; a NULL or a buffer
-shorter than the global header is refused. Named "sanitize": CI also runs it under ASan/UBSan."""
+shorter than the global header is refused; the one-pass walk that locates each frame's UDP
+payload (omdp_pcap_walk_udp) equals framing.parse_frames over the same records. Named "sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import struct
@@ -62,20 +63,72 @@ def test_max_bounds_the_output_and_bad_arguments_are_refused() -> None:
                               ffi.NULL) == -1
 
 
-def test_one_pass_walk_and_the_second_walk_for_records_smaller_than_the_guess() -> None:
-    """read_pcap's walk sizes its arrays from the file size (one pass); records smaller than
-    its guess (here 16 + 1 bytes) take a second walk into exact arrays, same answer, and a
-    record cut short is still reported as the tail."""
-    from pathlib import Path
+def _frame(payload: bytes, *, vlan: bool = False, etype: int = 0x0800, version: int = 4, ihl: int = 5,
+           proto: int = 17, frag: int = 0, total_extra: int = 0, ulen_extra: int = 0, cut: int = 0) -> bytes:
+    """An Ethernet/IPv4/UDP frame with one thing wrong at a time (or nothing)."""
+    udp = struct.pack(">HHHH", 30000, 51001, 8 + len(payload) + ulen_extra, 0) + payload
+    opts = b"\0" * (4 * ihl - 20) if ihl >= 5 else b""
+    ip = struct.pack(">BBHHHBBHII", version << 4 | ihl, 0, 20 + len(opts) + len(udp) + total_extra, 7, frag, 64, proto, 0,
+                     0x0A000001, 0xE0000101) + opts
+    eth = b"\1" * 12 + (struct.pack(">HH", 0x8100, 5) if vlan else b"") + struct.pack(">H", etype)
+    f = eth + ip + udp
+    return f[:len(f) - cut] if cut else f
 
-    from feedhandlers.captures.pcap import _walk_records
 
-    for payloads in ([b"u" * 300] * 7, [b"t"] * 50):
-        buf = _pcap("<", payloads) + b"\0" * 5                  # 5 bytes of a header cut short
-        arr = np.frombuffer(buf, np.uint8).copy()
-        offs, lens, secs, fracs, tail = _walk_records(arr, "<", Path("x.pcap"))
-        size = 16 + len(payloads[0])
-        assert list(offs) == [24 + 16 + i * size for i in range(len(payloads))]
-        assert list(lens) == [len(payloads[0])] * len(payloads)
-        assert list(secs) == [1000 + i for i in range(len(payloads))] and list(fracs) == [7 * i for i in range(len(payloads))]
-        assert tail is not None and tail.offset == len(buf) - 5
+def _udp_walk(buf: bytes, big: bool, nanosecond: bool, max_out: int):
+    src = np.frombuffer(buf, np.uint8).copy()                # exactly the bytes: ASan sees a read past them
+    cols = (np.full(max(max_out, 1), -1, np.int64), np.zeros(max(max_out, 1), np.uint32),
+            np.zeros(max(max_out, 1), np.int64), np.zeros(max(max_out, 1), np.uint32), np.zeros(max(max_out, 1), np.uint16))
+    out = ffi.new("omdp_pcap_udp_t *", {"max": max_out})
+    out.pay_off, out.pay_len, out.ts_ns, out.dst_ip, out.dst_port = (
+        ffi.cast(t, ffi.from_buffer(c)) for t, c in
+        zip(("int64_t *", "uint32_t *", "int64_t *", "uint32_t *", "uint16_t *"), cols))
+    rc = lib.omdp_pcap_walk_udp(ffi.from_buffer("uint8_t[]", src), len(buf), int(big), 1 if nanosecond else 1000, out)
+    return rc, out, cols
+
+
+def test_udp_walk_equals_the_numpy_frame_checks() -> None:
+    """omdp_pcap_walk_udp finds the payloads framing.parse_frames accepts over the records
+    omdp_pcap_walk finds: good frames (with and without a VLAN tag, IP options) and each
+    way a frame is refused, then random bytes; times scaled for ns and us captures."""
+    from feedhandlers.captures.framing import parse_frames
+
+    frames = [_frame(b"abc"), _frame(b"x" * 100, vlan=True), _frame(b"", ihl=7), _frame(b"q", etype=0x0806),
+              _frame(b"q", version=6), _frame(b"q", ihl=4), _frame(b"q", proto=6), _frame(b"q", frag=0x2000),
+              _frame(b"q", frag=0x4000), _frame(b"q" * 9, total_extra=3), _frame(b"q" * 9, ulen_extra=1),
+              _frame(b"q" * 9, ulen_extra=-1), _frame(b"q" * 9, ulen_extra=-9), _frame(b"q" * 9, cut=4),
+              _frame(b"q", cut=30), b"\1" * 13, b"", b"\1" * 12 + b"\x81\x00\x00", _frame(b"z" * 40)]
+    rng = np.random.default_rng(5)
+    fuzz = [bytes(rng.integers(0, 256, int(rng.integers(0, 80)), dtype=np.uint8)) for _ in range(200)]
+    for f in fuzz[::3]:                                      # random bytes behind a valid Ethernet/IPv4 start
+        fuzz.append(b"\1" * 12 + b"\x08\x00\x45" + f)
+    for payloads in (frames, fuzz):
+        for order in ("<", ">"):
+            buf = _pcap(order, payloads) + b"\0" * 7            # and a record header cut short
+            for ns in (True, False):
+                n, (offs, lens, secs, fracs), end = _walk(buf, order == ">", len(payloads) + 1)
+                ok, pay_off, pay_len, dst, dport = parse_frames(np.frombuffer(buf, np.uint8), offs[:n], lens[:n])
+                rc, out, (c_off, c_len, c_ts, c_dst, c_port) = _udp_walk(buf, order == ">", ns, len(payloads))
+                k = int(out.n_udp)
+                assert rc == 0 and out.records == n == len(payloads) and out.end == end == len(buf) - 7
+                # of the listed frames: the good ones, DF set, UDP shorter than the IP datagram allows
+                assert k == int(ok.sum()) and (payloads is fuzz or k == 7)
+                assert list(c_off[:k]) == list(pay_off[ok]) and list(c_len[:k]) == list(pay_len[ok])
+                assert list(c_dst[:k]) == list(dst[ok]) and list(c_port[:k]) == list(dport[ok])
+                assert list(c_ts[:k]) == list((secs[:n] * 1_000_000_000 + fracs[:n] * (1 if ns else 1000))[ok])
+
+
+def test_udp_walk_bounds_its_output_and_refuses_bad_arguments() -> None:
+    buf = _pcap("<", [_frame(b"p")] * 5)
+    rc, out, cols = _udp_walk(buf, False, True, 2)
+    assert rc == 0 and out.n_udp == 5 and out.records == 5 and list(cols[0][2:]) == []
+    rc, out, _ = _udp_walk(buf, False, True, 0)               # counting only
+    assert rc == 0 and out.n_udp == 5
+    src = np.frombuffer(buf, np.uint8).copy()
+    empty = ffi.new("omdp_pcap_udp_t *", {"max": 0})
+    assert lib.omdp_pcap_walk_udp(ffi.NULL, 100, 0, 1, empty) == -1
+    assert lib.omdp_pcap_walk_udp(ffi.from_buffer("uint8_t[]", src), 23, 0, 1, empty) == -1
+    assert lib.omdp_pcap_walk_udp(ffi.from_buffer("uint8_t[]", src), len(buf), 0, 0, empty) == -1
+    assert lib.omdp_pcap_walk_udp(ffi.from_buffer("uint8_t[]", src), len(buf), 0, 1, ffi.NULL) == -1
+    assert lib.omdp_pcap_walk_udp(ffi.from_buffer("uint8_t[]", src), len(buf), 0, 1,
+                                  ffi.new("omdp_pcap_udp_t *", {"max": 3})) == -1  # room claimed, no arrays

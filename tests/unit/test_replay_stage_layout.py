@@ -134,3 +134,23 @@ def test_a_failed_line_leaves_no_part(tmp_path: Path) -> None:
         with BucketWriter(tmp_path, 1, 2) as w:
             w.write(rec, np.array([0, 1, 3, 0, 0, 0, 0, 0, 0, 0], np.uint16))
     assert not list(tmp_path.rglob("*line01*"))
+
+
+def test_route_array_is_the_c_route_table() -> None:
+    """replay_feed.route_array builds omdp_fh_route_t entries in numpy: the same bytes as a
+    cffi array filled entry by entry; a root that cannot be one is refused by name."""
+    from ops.spark.replay_feed import ROUTE_DTYPE, Routes, route_array
+
+    assert ROUTE_DTYPE.itemsize == ffi.sizeof("omdp_fh_route_t") == 16
+    for name in ROUTE_DTYPE.names:
+        assert ROUTE_DTYPE.fields[name][1] == ffi.offsetof("omdp_fh_route_t", name), name
+    routes = Routes(3, ("IBM", "A", "QQQQQ", "SPXW12"), (0, 7, 70_000, 2**32 - 2), (2, 0, 1, 2))
+    want = ffi.new("omdp_fh_route_t[]", 4)
+    for i, (root, uid, eng) in enumerate(zip(routes.roots, routes.underlying_ids, routes.root_engines)):
+        ffi.memmove(want[i].root, root.encode(), len(root))
+        want[i].underlying_id, want[i].engine = uid, eng
+    assert route_array(routes).tobytes() == bytes(ffi.buffer(want))
+    assert len(route_array(Routes(1, (), (), ()))) == 1
+    for bad in ("TOOLONGROOT", "IBMé"):
+        with pytest.raises(ValueError, match="root"):
+            route_array(Routes(1, (bad,), (0,), (0,)))

@@ -2,7 +2,8 @@
 feed_handler_stage_merge.c) and the decode task's packing straight from the offline feed
 handler (omdp_fh_offline_stage): the merge of time-ordered parts gives the stable sort's
 order and resumes where a full output stopped; the quote hits and the per-underlying counts
-agree with the numpy definitions they replace (quote_hash, unique plus bincount), an id
+agree with the numpy definitions they replace (quote_hash, unique plus bincount), and so do
+the counts the merge takes as it expands; an id
 too large for the dense table takes the sort; a part out of time order, a record whose
 series or appendage index is past its line's table, and a bad argument are refused, not
 read past. Named "sanitize": CI also runs it under ASan/UBSan."""
@@ -18,7 +19,7 @@ from omdp.native import ffi, lib
 from ops.spark.replay_feed import PKT_DTYPE, OfflineFeedHandler, Routes
 from ops.spark.replay_score import quote_hash
 from ops.spark.replay_stage import (DENSE_IDS, EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter,
-                                    StagedBucket, StagedPart, quote_hits, underlying_counts)
+                                    CountSlots, StagedBucket, StagedPart, quote_hits, underlying_counts)
 
 
 def _part(n: int, seed: int = 3, line: int = 5) -> StagedPart:
@@ -144,6 +145,31 @@ def test_merge_is_the_stable_sort_of_the_parts_and_resumes() -> None:
     assert list(StagedBucket([], []).merged(np.empty(4, OPRA_MSG_DTYPE))) == []
 
 
+def test_counted_merge_gives_the_underlying_counts_of_the_parts() -> None:
+    """The engine task's per-underlying table, taken by the merge as it expands (any chunk
+    size), equals the separate pass over the parts; an underlying without a slot is refused
+    with the parts named, and counts without arrays are a bad argument."""
+    bucket = _bucket([300, 0, 1, 250, 77])
+    want = underlying_counts(bucket.parts)
+    for chunk in (1, 7, 1000):
+        slots = CountSlots.for_parts(bucket.parts)
+        assert slots is not None
+        n = sum(len(c) for c in bucket.merged(np.empty(chunk, OPRA_MSG_DTYPE), slots))
+        got = slots.result()
+        assert n == len(bucket) and want.ids[-1] == NO_UNDERLYING
+        for f in ("ids", "messages", "quotes", "first_ns", "last_ns"):
+            assert np.array_equal(getattr(got, f), getattr(want, f)), f
+    with pytest.raises(ValueError, match="past the counts' table: one of line01.stage"):
+        list(bucket.merged(np.empty(16, OPRA_MSG_DTYPE), CountSlots(5)))   # ids up to 40 for 6 slots
+    parts = ffi.new("omdp_fh_stage_part_t[]", 1)
+    bad = ffi.new("omdp_fh_stage_counts_t *", {"n_slots": 4})
+    assert lib.omdp_fh_stage_merge_counted(parts, 1, ffi.new("uint64_t[]", 1), ffi.new("omdp_opra_msg_t[]", 1), 1,
+                                           bad) == -1
+    sparse = [StagedPart(p.line, p.recs, p.series.copy(), p.extras) for p in bucket.parts]
+    sparse[0].series["underlying_id"][0] = DENSE_IDS + 1
+    assert CountSlots.for_parts(sparse) is None                       # too large for a dense table
+
+
 def test_merge_refuses_a_part_out_of_time_order_and_bad_cursors() -> None:
     bucket = _bucket([40, 40])
     bucket.parts[1].recs["ts_ns"][30] = -1
@@ -167,3 +193,56 @@ def test_offline_staging_refuses_too_few_regions(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="bad argument"):
             fh.stage([np.zeros(64, np.uint8)], np.zeros(1, PKT_DTYPE), w)
     assert lib.omdp_fh_offline_stage(ffi.NULL, ffi.NULL, 0, ffi.NULL, 0, ffi.NULL) == -1
+
+
+def _quote_stream(roots: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n quotes over ``roots`` (an empty root: a message without one) encoded as packets of
+    1-4 messages, as one source buffer and its PKT_DTYPE rows for line 1, copy A and B (B
+    without every 5th packet), arrival order."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from feedhandlers.opra_fast import encode_stream
+    from spark_test_data import quote_records
+
+    rec = quote_records(n, roots, 1, np.random.default_rng(11))
+    buf, offs, lens, _ = encode_stream(rec, b"", [1, 3, 4, 2])
+    k = len(offs)
+    b = np.flatnonzero(np.arange(k) % 5 != 4)
+    pkts = np.zeros(k + len(b), PKT_DTYPE)
+    pkts["off"] = np.concatenate([offs, offs[b]])
+    pkts["len"] = np.concatenate([lens, lens[b]])
+    pkts["line"] = 1
+    pkts["copy"] = np.concatenate([np.zeros(k, np.uint8), np.ones(len(b), np.uint8)])
+    pkts["ts_ns"] = np.concatenate([np.arange(k), b]) * 1000
+    order = np.lexsort((pkts["copy"], pkts["ts_ns"]))
+    return np.frombuffer(buf, np.uint8).copy(), np.ascontiguousarray(pkts[order])
+
+
+def test_offline_staging_routes_once_per_series_as_the_record_path_routes_each_message(tmp_path: Path) -> None:
+    """The staging path looks a message's series up first and routes its root only for a
+    series new to the line; the record path routes every message. Each bucket gets the
+    records the record path gives that engine - routed roots, unknown roots (hashed) and
+    messages without a root (the default engine) - and the counters are the same."""
+    src, pkts = _quote_stream(["IBM", "IBQ", "ZZZ", "QQQQQ", ""], 600)
+    routes = Routes(3, ("IBM", "IBQ", "MSQ"), (4, 4, 9), (2, 0, 1))
+    fh_stage = OfflineFeedHandler(routes, default_engine=1)
+    with BucketWriter(tmp_path, 1, 3) as w:
+        staged = fh_stage.stage([src], pkts, w)
+    total, kept = 0, []
+    for bucket in range(3):
+        fh_run = OfflineFeedHandler(routes, default_engine=1)
+        want = fh_run.run([src], pkts, bucket)
+        run_counts, stage_counts = fh_run.counts(1), fh_stage.counts(1)
+        kept.append(run_counts.pop("kept"))                 # the record path keeps only its engine's
+        assert run_counts == {k: v for k, v in stage_counts.items() if k != "kept"}
+        part = StagedPart(1, np.fromfile(tmp_path / "_stage" / f"b{bucket:03d}" / "line01.stage", STAGE_DTYPE),
+                          np.fromfile(tmp_path / "_stage" / "line01.series", SERIES_DTYPE),
+                          np.fromfile(tmp_path / "_stage" / "line01.extra", EXTRA_DTYPE))
+        got = np.concatenate([c.copy() for c in StagedBucket([part], [tmp_path]).merged(np.empty(64, OPRA_MSG_DTYPE))])
+        assert len(got) == len(want) > 50
+        for f in ("msg_seq", "underlying_id", "root", "root_len", "strike_px", "expiry", "bid_px", "hdr"):
+            assert np.array_equal(got[f], want[f]), f
+        total += len(got)
+    counts = fh_stage.counts(1)
+    assert staged == total == sum(kept) == counts["kept"] and counts["unknown_root"] > 0 and counts["no_root"] > 0 and counts["packets_duplicate"] > 0

@@ -108,6 +108,25 @@ int omdp_fh_stage_unpack_one(const omdp_fh_stage_part_t *p, uint64_t i, omdp_opr
 int64_t omdp_fh_stage_merge(const omdp_fh_stage_part_t *parts, uint32_t n_parts, uint64_t *cursor,
                             omdp_opra_msg_t *out, uint64_t max_out);
 
+/* Per-underlying counts (omdp_fh_stage_underlying_counts' table): messages, quotes
+ * (category 'k'), first and last ts_ns in slot underlying_id, OMDP_NO_UNDERLYING in the
+ * last slot (n_slots - 1); the caller starts the slots at 0, 0, INT64_MAX, INT64_MIN. */
+typedef struct omdp_fh_stage_counts {
+    uint64_t n_slots;
+    int64_t *messages;
+    int64_t *quotes;
+    int64_t *first_ns;
+    int64_t *last_ns;
+} omdp_fh_stage_counts_t;
+
+/* omdp_fh_stage_merge, each record written also counted into `counts` (NULL: not counted),
+ * so a bucket's per-underlying table costs no second pass over its records. Returns as the
+ * merge does, and -4 when a record's underlying id is at or past the last slot (the records
+ * before it written and counted, the cursors at it); -1 also for counts with n_slots 0 or a
+ * NULL array. */
+int64_t omdp_fh_stage_merge_counted(const omdp_fh_stage_part_t *parts, uint32_t n_parts, uint64_t *cursor,
+                                    omdp_opra_msg_t *out, uint64_t max_out, const omdp_fh_stage_counts_t *counts);
+
 /* ---- scans for the engine tasks (feed_handler_stage_scan.c) ---- */
 
 /* The (line, series, exchange) key of a quote: ops.spark.replay_score.quote_hash. */

@@ -9,6 +9,8 @@
 #include "omdp/feed_offline.h"
 #include "omdp/opra_fast.h"
 
+_Static_assert(OMDP_FH_MAX_ENGINES <= 0xFFFFFFu, "a staged series keeps its engine in 24 bits (stage_route_word)");
+
 #define OFFLINE_SIDE_BYTES (256u * 1024u) /* one packet's variable parts (discarded) */
 
 typedef struct offline_line {
@@ -70,6 +72,27 @@ typedef struct sink {
     omdp_fh_offline_stage_t *st;
 } sink_t;
 
+/* Routes m's root: *uid, *eng (no root: the default engine); returns routing's answer (-1
+ * no root, 0 unknown root, 1 routed). */
+static inline int route_root(const omdp_fh_offline_t *h, const omdp_opra_msg_t *m, uint32_t *uid, uint32_t *eng)
+{
+    *eng = h->default_engine;
+    int found = omdp_fh_routes_lookup(h->routes, m->root, m->root_len, uid, eng);
+    if (found < 0)
+        *eng = h->default_engine;
+    return found;
+}
+
+/* The line's per-message routing counters for a route word (stage_route_word). */
+static inline void count_route(offline_line_t *l, uint32_t route)
+{
+    int found = (int)(route >> 24) - 1;
+    if (found < 0)
+        l->c.no_root++;
+    else if (found == 0)
+        l->c.unknown_root++;
+}
+
 /* One packet: arbitrate, decode, route; accepted messages handed to the sink. Returns 0, or
  * the staging's error (-1, -3) with the packet part staged. */
 static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
@@ -112,17 +135,25 @@ static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line
         kept++;
         last_kept = i;
         uint32_t uid, eng = h->default_engine;
-        int found = omdp_fh_routes_lookup(h->routes, m->root, m->root_len, &uid, &eng);
-        if (found < 0) {
-            l->c.no_root++;
-            eng = h->default_engine;
-        } else if (found == 0) {
-            l->c.unknown_root++;
-        }
-        if (k->st) {
-            omdp_fh_stage_region_t *r = &k->st->regions[eng];
+        if (k->st) { /* series first: the root is routed once per series of the line, not per message */
+            omdp_fh_stage_tables_t *t = k->st->tables;
+            uint64_t w[3];
+            stage_series_words(m, 0, w);
+            uint32_t route;
+            int64_t series = stage_series_routed(t, w, &route);
+            if (series < 0) {
+                int found = route_root(h, m, &uid, &eng);
+                w[1] |= (uint64_t)uid << 32;
+                series = stage_series_id(t, w);
+                if (series < 0)
+                    return -3;
+                route = stage_route_word(eng, found);
+                stage_series_set_route(t, (uint64_t)series, route);
+            }
+            count_route(l, route);
+            omdp_fh_stage_region_t *r = &k->st->regions[route & 0xFFFFFFu];
             last_st = &r->out[r->n];
-            int rc = stage_pack_msg(k->st->tables, m, uid, ts, 0, last_st);
+            int rc = stage_pack_series(t, m, (uint32_t)series, ts, 0, last_st);
             if (rc)
                 return rc;
             r->n++;
@@ -130,6 +161,8 @@ static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line
             l->c.kept++;
             continue;
         }
+        int found = route_root(h, m, &uid, &eng);
+        count_route(l, stage_route_word(eng, found));
         if (want != OMDP_FH_OFFLINE_ALL && eng != want)
             continue;
         omdp_opra_msg_t *o = &out[*n_out];

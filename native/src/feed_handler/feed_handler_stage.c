@@ -16,21 +16,23 @@ _Static_assert(offsetof(omdp_fh_stage_series_t, expiry) == 8 && offsetof(omdp_fh
                "the series entry's words");
 _Static_assert(offsetof(omdp_opra_msg_t, root) + 8 <= sizeof(omdp_opra_msg_t), "an 8-byte load at root stays in the record");
 
-int stage_pack_msg(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t underlying_id, int64_t ts_ns,
-                   uint32_t flags, omdp_fh_staged_t *s)
+void stage_series_words(const omdp_opra_msg_t *m, uint32_t underlying_id, uint64_t w[3])
 {
-    if (flags > 0xFFu)
-        return -1;
     /* the series entry as three words (little-endian), built in registers: a struct filled
      * field by field and read back as words stalled on store forwarding. root is followed by
      * the record's two reserved bytes, so one 8-byte load masked to 48 bits takes it. */
     uint64_t root8;
     memcpy(&root8, m->root, sizeof root8);
-    const uint64_t w[3] = {(uint64_t)m->strike_px, (uint64_t)m->expiry | (uint64_t)underlying_id << 32,
-                           (root8 & 0xFFFFFFFFFFFFull) | (uint64_t)m->root_len << 48 | (uint64_t)m->put_call << 56};
-    int64_t series = stage_series_id(t, w);
-    if (series < 0)
-        return -3;
+    w[0] = (uint64_t)m->strike_px;
+    w[1] = (uint64_t)m->expiry | (uint64_t)underlying_id << 32;
+    w[2] = (root8 & 0xFFFFFFFFFFFFull) | (uint64_t)m->root_len << 48 | (uint64_t)m->put_call << 56;
+}
+
+int stage_pack_series(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t series, int64_t ts_ns,
+                      uint32_t flags, omdp_fh_staged_t *s)
+{
+    if (flags > 0xFFu)
+        return -1;
     uint32_t extra = OMDP_FH_STAGE_NO_EXTRA;
     if (m->best_bid_px | m->best_offer_px | m->best_bid_size | m->best_offer_size | m->best_bid_part |
         m->best_offer_part) {
@@ -52,7 +54,7 @@ int stage_pack_msg(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t
     s->block_seq = m->block_seq;
     s->bid_px = m->bid_px;
     s->offer_px = m->offer_px;
-    s->series = (uint32_t)series;
+    s->series = series;
     s->bid_size = m->bid_size;
     s->offer_size = m->offer_size;
     s->time = m->time;
@@ -62,6 +64,19 @@ int stage_pack_msg(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t
     s->bbo_ind = m->bbo_ind;
     s->flags = (uint8_t)flags;
     return 0;
+}
+
+int stage_pack_msg(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *m, uint32_t underlying_id, int64_t ts_ns,
+                   uint32_t flags, omdp_fh_staged_t *s)
+{
+    if (flags > 0xFFu)
+        return -1;
+    uint64_t w[3];
+    stage_series_words(m, underlying_id, w);
+    int64_t series = stage_series_id(t, w);
+    if (series < 0)
+        return -3;
+    return stage_pack_series(t, m, (uint32_t)series, ts_ns, flags, s);
 }
 
 int64_t omdp_fh_stage_pack(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *in, uint64_t n_in,

@@ -1,6 +1,8 @@
 /* The replay's engine task merge (feed_stage.h): a bucket's per-line staged parts, each in
  * time order, merged by capture time and expanded to full records in one pass, in place of
  * a copy of every part into one array, a stable argsort of its ~5 M times and a gather. */
+#include <stddef.h>
+
 #include "omdp/feed_stage.h"
 
 /* The part whose next record comes first: the lowest (ts_ns, part) among unfinished parts;
@@ -29,10 +31,35 @@ static uint32_t pick(const omdp_fh_stage_part_t *parts, uint32_t n_parts, const 
     return best;
 }
 
+/* The record just written at *m counted into c; -4 when its underlying has no slot. */
+static inline int count(const omdp_fh_stage_counts_t *c, const omdp_opra_msg_t *m)
+{
+    uint32_t u = m->underlying_id;
+    uint64_t s = u == OMDP_NO_UNDERLYING ? c->n_slots - 1 : u;
+    if (s >= c->n_slots - 1 && u != OMDP_NO_UNDERLYING)
+        return -4;
+    int64_t ts = m->hdr.stamps.fh_in;
+    c->messages[s]++;
+    c->quotes[s] += m->category == 'k';
+    if (ts < c->first_ns[s])
+        c->first_ns[s] = ts;
+    if (ts > c->last_ns[s])
+        c->last_ns[s] = ts;
+    return 0;
+}
+
 int64_t omdp_fh_stage_merge(const omdp_fh_stage_part_t *parts, uint32_t n_parts, uint64_t *cursor,
                             omdp_opra_msg_t *out, uint64_t max_out)
 {
+    return omdp_fh_stage_merge_counted(parts, n_parts, cursor, out, max_out, NULL);
+}
+
+int64_t omdp_fh_stage_merge_counted(const omdp_fh_stage_part_t *parts, uint32_t n_parts, uint64_t *cursor,
+                                    omdp_opra_msg_t *out, uint64_t max_out, const omdp_fh_stage_counts_t *counts)
+{
     if ((n_parts && (!parts || !cursor)) || (max_out && !out))
+        return -1;
+    if (counts && (!counts->n_slots || !counts->messages || !counts->quotes || !counts->first_ns || !counts->last_ns))
         return -1;
     for (uint32_t p = 0; p < n_parts; p++)
         if (cursor[p] > parts[p].n || (parts[p].n && !parts[p].recs) || (parts[p].n_series && !parts[p].series) ||
@@ -56,6 +83,10 @@ int64_t omdp_fh_stage_merge(const omdp_fh_stage_part_t *parts, uint32_t n_parts,
             if (omdp_fh_stage_unpack_one(part, i, &out[n])) {
                 cursor[p] = i;
                 return -3;
+            }
+            if (counts && count(counts, &out[n])) {
+                cursor[p] = i;
+                return -4;
             }
             n++;
             i++;

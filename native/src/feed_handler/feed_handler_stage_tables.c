@@ -12,7 +12,7 @@
 static inline uint64_t series_hash(const uint64_t w[3])
 {
     uint64_t h = w[0] * 0x9E3779B97F4A7C15ULL;
-    h = (h ^ (h >> 29)) + w[1] * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (h >> 29)) + (w[1] & 0xFFFFFFFFull) * 0xBF58476D1CE4E5B9ULL; /* not the underlying id */
     h = (h ^ (h >> 29)) + w[2] * 0x94D049BB133111EBULL;
     return h ^ (h >> 32);
 }
@@ -43,6 +43,7 @@ void omdp_fh_stage_tables_free(omdp_fh_stage_tables_t *t)
         return;
     free(t->slots);
     free(t->series);
+    free(t->routes);
     free(t->extras);
     free(t);
 }
@@ -108,8 +109,15 @@ int64_t stage_series_id(omdp_fh_stage_tables_t *t, const uint64_t w[3])
         if (v[0] == w[0] && v[1] == w[1] && v[2] == w[2])
             return id;
     }
-    if (t->n_series >= EMPTY - 1 || reserve((void **)&t->series, &t->cap_series, t->n_series, sizeof *t->series))
+    if (t->n_series >= EMPTY - 1)
         return -1;
+    if (t->n_series >= t->cap_series) { /* both arrays grow together */
+        uint64_t cap = t->cap_series, cap_routes = t->cap_series;
+        if (reserve((void **)&t->routes, &cap_routes, t->n_series, sizeof *t->routes) ||
+            reserve((void **)&t->series, &cap, t->n_series, sizeof *t->series))
+            return -1;
+        t->cap_series = cap;
+    }
     if (2 * (t->n_series + 1) > t->slots_mask + 1 && grow_slots(t))
         return -1;
     uint64_t k = h & t->slots_mask;
@@ -117,8 +125,31 @@ int64_t stage_series_id(omdp_fh_stage_tables_t *t, const uint64_t w[3])
         k = (k + 1) & t->slots_mask;
     uint32_t id = (uint32_t)t->n_series++;
     memcpy(&t->series[id], w, sizeof t->series[id]);
+    t->routes[id] = STAGE_NO_ROUTE;
     t->slots[k] = id;
     return id;
+}
+
+int64_t stage_series_routed(const omdp_fh_stage_tables_t *t, const uint64_t w[3], uint32_t *route)
+{
+    uint64_t h = series_hash(w);
+    for (uint64_t k = h & t->slots_mask;; k = (k + 1) & t->slots_mask) {
+        uint32_t id = t->slots[k];
+        if (id == EMPTY)
+            return -1;
+        uint64_t v[3];
+        series_words(&t->series[id], v);
+        if (v[0] == w[0] && (uint32_t)v[1] == (uint32_t)w[1] && v[2] == w[2] && t->routes[id] != STAGE_NO_ROUTE) {
+            *route = t->routes[id];
+            return id;
+        }
+    }
+}
+
+void stage_series_set_route(omdp_fh_stage_tables_t *t, uint64_t id, uint32_t route)
+{
+    if (id < t->n_series)
+        t->routes[id] = route;
 }
 
 int64_t stage_extra_id(omdp_fh_stage_tables_t *t, const omdp_fh_stage_extra_t *x)
