@@ -18,6 +18,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 
 #include "omdp/stamp_clock.h"
 #include "feed_handler_internal.h"
+
+/* The frame's status word, shared with the kernel: reached through an _Atomic view of the
+ * plain field, as the other shared layouts are (native/README.md). */
+#define STATUS_WORD(h) ((_Atomic uint32_t *)(void *)&(h)->tp_status)
 
 #define RX_FRAME 2048u             /* ring frame: header + an Ethernet frame of <= ~1,980 bytes */
 #define RX_BLOCK (4u << 20)        /* ring block (the kernel's unit of allocation) */
@@ -270,7 +275,7 @@ int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produ
     for (uint32_t k = 0; k < fh->batch; k++) {
         uint8_t *frame = fh->rx_map + (size_t)fh->rx_next * RX_FRAME;
         struct tpacket2_hdr *h = (struct tpacket2_hdr *)(void *)frame;
-        uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        uint32_t status = atomic_load_explicit(STATUS_WORD(h), memory_order_acquire);
         if (!(status & TP_STATUS_USER))
             break;
         int64_t fh_in = omdp_stamp_ns(); /* the handler has the packet from now on */
@@ -283,7 +288,7 @@ int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produ
             fh->bad_frames++; /* not where a frame can be: never from the kernel */
         else
             rc = take_frame(fh, frame + mac, snap, h->tp_len, fh_in, em);
-        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE); /* the frame is the kernel's again */
+        atomic_store_explicit(STATUS_WORD(h), TP_STATUS_KERNEL, memory_order_release); /* the frame is the kernel's again */
         fh->rx_next = fh->rx_next + 1 == fh->rx_frames ? 0 : fh->rx_next + 1;
         if (rc < 0)
             return rc;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +17,10 @@
 #include <unistd.h>
 
 #include "replay_sink.h"
+
+/* The frame's status word, shared with the kernel: reached through an _Atomic view of the
+ * plain field, as the other shared layouts are (native/README.md). */
+#define STATUS_WORD(h) ((_Atomic uint32_t *)(void *)&(h)->tp_status)
 
 #define TX_DATA 32u                /* TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): where a frame's bytes start */
 #define VNET_LEN ((uint32_t)sizeof(struct virtio_net_hdr))
@@ -76,7 +81,7 @@ static inline struct tpacket2_hdr *frame_at(const omdp_replay_udp_sink_t *sink, 
 
 static inline uint32_t status_of(struct tpacket2_hdr *h)
 {
-    return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    return atomic_load_explicit(STATUS_WORD(h), memory_order_acquire);
 }
 
 /* Have the kernel send every frame marked; 0, or -1 with err when the socket cannot send. */
@@ -129,7 +134,7 @@ int omdp_replay_packet_ring_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t
         memcpy(v, &vh, VNET_LEN); /* little-endian fields, as the kernel reads them on x86 and arm64 */
         h->tp_len = VNET_LEN + len;
         h->tp_snaplen = h->tp_len;
-        __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        atomic_store_explicit(STATUS_WORD(h), TP_STATUS_SEND_REQUEST, memory_order_release);
         sink->pkt_ring_next = sink->pkt_ring_next + 1 == sink->pkt_ring_frames ? 0 : sink->pkt_ring_next + 1;
         o->ok = 1; /* handed to the kernel by the kick below (a dead socket fails the sink) */
         marked++;
