@@ -1,18 +1,12 @@
 /* A pcap's UDP payloads in one walk of its record chain (pcap_walk.h): the record headers
  * and the Ethernet/IPv4/UDP checks of feedhandlers.captures.framing.parse_frames, every
  * read inside the record's captured bytes. */
-#include "omdp/pcap_walk.h"
+#include "pcap_records.h"
 
 #define ETH_LEN 14u
 #define VLAN_LEN 4u
 #define IP_LEN 20u
 #define UDP_LEN 8u
-
-static inline uint32_t field(const uint8_t *p, int big_endian)
-{
-    return big_endian ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
-                      : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
-}
 
 static inline uint32_t be16(const uint8_t *p)
 {
@@ -57,27 +51,23 @@ int omdp_pcap_walk_udp(const uint8_t *buf, uint64_t size, int big_endian, uint32
         (out->max && (!out->pay_off || !out->pay_len || !out->ts_ns || !out->dst_ip || !out->dst_port)))
         return -1;
     uint64_t pos = OMDP_PCAP_GLOBAL_HEADER_LEN, records = 0, n = 0;
-    while (size - pos >= OMDP_PCAP_RECORD_HEADER_LEN) {
-        const uint8_t *h = buf + pos;
-        uint64_t incl = field(h + 8, big_endian);
-        uint64_t data = pos + OMDP_PCAP_RECORD_HEADER_LEN;
-        if (incl > size - data)
-            break;
+    pcap_record_t r;
+    while (pcap_next_record(buf, size, big_endian, &pos, &r)) {
         records++;
         uint64_t off;
         uint32_t plen, dst;
         uint16_t port;
-        if (udp_payload(buf + data, incl, &off, &plen, &dst, &port) == 0) {
+        if (udp_payload(buf + r.data, r.incl, &off, &plen, &dst, &port) == 0) {
             if (n < out->max) {
-                out->pay_off[n] = (int64_t)(data + off);
+                out->pay_off[n] = (int64_t)(r.data + off);
                 out->pay_len[n] = plen;
-                out->ts_ns[n] = (int64_t)field(h, big_endian) * 1000000000 + (int64_t)field(h + 4, big_endian) * frac_scale;
+                out->ts_ns[n] = (int64_t)pcap_field(r.hdr, big_endian) * 1000000000 +
+                                (int64_t)pcap_field(r.hdr + 4, big_endian) * frac_scale;
                 out->dst_ip[n] = dst;
                 out->dst_port[n] = port;
             }
             n++;
         }
-        pos = data + incl;
     }
     out->n_udp = n;
     out->records = records;
