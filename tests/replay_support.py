@@ -117,6 +117,16 @@ def multicast_works() -> str | None:
         s.close()
 
 
+
+def packet_socket_refused() -> str | None:
+    """None when this process may open a packet socket (CAP_NET_RAW: the packet sender and
+    the packet-ring receive need one); else why."""
+    try:
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+    except (OSError, AttributeError) as e:
+        return f"no packet socket here: {e}"
+    return None
+
 @dataclass
 class Received:
     """One datagram: which (line, copy) endpoint it reached, its bytes, its arrival (ns)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pipeline_support import CAPTURE_DATE, leftovers, line_packets
-from replay_support import multicast_works
+from replay_support import multicast_works, packet_socket_refused
 
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.run_pipeline import plan_pipeline, run_pipeline
@@ -19,21 +19,11 @@ _why = multicast_works()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
 
-def _packet_socket_refused() -> str | None:
-    import socket
-
-    try:
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
-    except (OSError, AttributeError) as e:
-        return f"no packet socket here: {e}"
-    return None
-
-
 @pytest.mark.parametrize(("sender", "receive"),
                          [("udp", "sockets"), ("packet", "sockets"), ("udp", "packet_ring"), ("packet", "packet_ring"),
                           ("packet_ring", "packet_ring")])
 def test_a_and_b_copies_over_multicast(data_dir: Path, sender: str, receive: str) -> None:
-    if (sender != "udp" or receive == "packet_ring") and (why := _packet_socket_refused()):
+    if (sender != "udp" or receive == "packet_ring") and (why := packet_socket_refused()):
         pytest.skip(why)
     pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
                        RunOptions(rate="2x", seconds=None, loop=False, sample_every=64),

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from feed_handler_support import Keep
 from pipeline_support import line_packets, make_capture
-from replay_support import multicast_works
+from replay_support import multicast_works, packet_socket_refused
 
 from omdp.plan import build_plan
 from omdp.registry import OperatorKind, Port
@@ -33,15 +33,7 @@ from ops.pipeline.capture_info import open_capture
 from ops.pipeline.registry import build_registry
 
 
-def _packet_socket_refused() -> str | None:
-    try:
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
-    except (OSError, AttributeError) as e:
-        return f"no packet socket here: {e}"
-    return None
-
-
-_why = multicast_works() or _packet_socket_refused()
+_why = multicast_works() or packet_socket_refused()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
 

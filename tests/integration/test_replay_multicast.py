@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from replay_support import MulticastReceiver, drop_hash, make_line, multicast_works, write_capture
+from replay_support import MulticastReceiver, drop_hash, make_line, multicast_works, packet_socket_refused, write_capture
 
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
 from ops.replay.config import ReplayConfig
@@ -91,19 +91,8 @@ def test_every_packet_arrives_and_copies_are_identical(tmp_path: Path) -> None:
     assert a["intended_ns"].to_pylist() == b["intended_ns"].to_pylist()
 
 
-def _packet_socket_refused() -> str | None:
-    """Why a packet socket cannot be opened here (CAP_NET_RAW), or None."""
-    import socket
-
-    try:
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
-    except (OSError, AttributeError) as e:
-        return f"no packet socket here: {e}"
-    return None
-
-
 @pytest.mark.slow  # a replay service with its sender process: seconds
-@pytest.mark.skipif(_packet_socket_refused() is not None, reason=_packet_socket_refused() or "")
+@pytest.mark.skipif(packet_socket_refused() is not None, reason=packet_socket_refused() or "")
 @pytest.mark.parametrize("sender", ["packet", "packet_ring"])
 def test_packet_socket_sender_delivers_every_packet_to_udp_receivers(tmp_path: Path, sender: str) -> None:
     """Frames built by the sender (multicast_sender='packet', or 'packet_ring' through the
