@@ -165,7 +165,7 @@ def test_both_packet_rings_refuse_without_cap_net_raw_saying_so(capture: Path) -
     """Without CAP_NET_RAW the packet-ring receive and the TX-ring sender fail at start with
     the capability named and, for the handler, the setting that does not need it."""
     here = Path(__file__).parent
-    out = subprocess.run(["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", sys.executable, "-c",
+    out = subprocess.run(["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", sys.executable, "-P", "-c",
                           _REFUSED_SCRIPT, str(capture), str(here), str(here.parent)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
