@@ -8,6 +8,7 @@ loop runs in C, with the GIL released, until every source is done and every inpu
 """
 from __future__ import annotations
 
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ class Partition:
         self.name = name
         self.loop_cpu_ns = 0
         self.loop_wall_ns = 0
+        self.loop_preempted = 0
         self._keep: list[Any] = []
         self.bindings: dict[str, PyOperatorBinding] = {}
         self.natives: list[NativeOperator] = []
@@ -143,14 +145,17 @@ class Partition:
     def run(self) -> str:
         """Run the loop to its end (GIL released). Returns "ended" or "stopped"; raises
         PartitionError on failure, chained to a Python operator's exception if one raised.
-        The loop runs in the calling thread: its CPU time (thread CPU clock) and wall time
-        are kept for ``stats`` (loop_cpu_ns, loop_wall_ns)."""
+        The loop runs in the calling thread: its CPU time (thread CPU clock), wall time and
+        the times the kernel took its CPU away (involuntary context switches: another thread
+        ran on its core) are kept for ``stats`` (loop_cpu_ns, loop_wall_ns, loop_preempted)."""
         cpu0, wall0 = time.thread_time_ns(), time.monotonic_ns()
+        preempted0 = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
         try:
             rc = lib.omdp_partition_run(self.ptr)
         finally:
             self.loop_cpu_ns += time.thread_time_ns() - cpu0
             self.loop_wall_ns += time.monotonic_ns() - wall0
+            self.loop_preempted += resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - preempted0
         if rc == lib.OMDP_OK:
             return "ended"
         if rc == lib.OMDP_ERR_STOPPED:
@@ -174,7 +179,7 @@ class Partition:
                 "frames_in": s.frames_in, "frames_out": s.frames_out, "discarded": s.discarded,
                 "sources_done": s.sources_done, "inputs_ended": s.inputs_ended, "last_progress_ns": s.last_progress_ns,
                 "loop_busy_ns": s.busy_ns,
-                "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns}
+                "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns, "loop_preempted": self.loop_preempted}
 
     def channel_stats(self) -> dict[str, dict[str, int]]:
         """Per channel end: frames, bytes, waits, drops (any thread)."""

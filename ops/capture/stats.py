@@ -142,30 +142,54 @@ def _category_dict(counts: np.ndarray) -> dict[str, int]:
     return {chr(c): int(counts[c]) for c in np.flatnonzero(counts)}
 
 
-def capture_stats(path: str | Path, copy: str = "a", progress: bool = False) -> CaptureStats:
-    """Statistics of the capture at ``path`` (a capture directory or one pcap)."""
-    lines = capture_lines(path, copy)
+@dataclass
+class LinePackets:
+    """One line's packets as arrays (file order): recorded times (ns), messages and bytes of
+    each, and what the pass counted besides."""
+
+    ts_ns: np.ndarray
+    msgs: np.ndarray
+    sizes: np.ndarray
+    categories: dict[str, int]
+    bad_packets: int
+    truncated: list[str]
+
+
+def capture_packets(path: str | Path, copy: str = "a", progress: bool = False) -> dict[int, LinePackets]:
+    """Every packet of the capture at ``path`` (a capture directory or one pcap), per line:
+    the one decoding pass that the statistics and the capacity planner's queueing model
+    (ops/pipeline/latency_model.py) are computed from."""
     decoder = BatchDecoder()
-    per_line: dict[int, RateStats] = {}
-    all_ts, all_msgs, all_sizes = [], [], []
-    all_cats = np.zeros(256, dtype=np.int64)
-    bad_total = 0
-    all_truncated: list[str] = []
-    for ln, files in tqdm(sorted(lines.items()), desc="lines", unit="line", disable=not progress, leave=False):
+    out: dict[int, LinePackets] = {}
+    for ln, files in tqdm(sorted(capture_lines(path, copy).items()), desc="lines", unit="line", disable=not progress,
+                          leave=False):
         truncated: list[str] = []
         ts, msgs, sizes, cats, bad = _line_arrays(files, decoder, truncated)
-        per_line[ln] = rate_stats(ts, msgs, sizes, _category_dict(cats), bad)
-        per_line[ln].truncated_packets, per_line[ln].truncated = len(truncated), truncated
-        all_truncated += truncated
-        all_ts.append(ts)
-        all_msgs.append(msgs)
-        all_sizes.append(sizes)
-        all_cats += cats
-        bad_total += bad
-    total = rate_stats(np.concatenate(all_ts), np.concatenate(all_msgs), np.concatenate(all_sizes),
-                       _category_dict(all_cats), bad_total)
-    total.truncated_packets, total.truncated = len(all_truncated), all_truncated
-    return CaptureStats(str(path), per_line, total)
+        out[ln] = LinePackets(ts, msgs, sizes, _category_dict(cats), bad, truncated)
+    return out
+
+
+def stats_of(source: str, packets: dict[int, LinePackets]) -> CaptureStats:
+    """Per-line and total statistics of ``packets`` (``capture_packets``)."""
+    per_line: dict[int, RateStats] = {}
+    for ln, lp in packets.items():
+        per_line[ln] = rate_stats(lp.ts_ns, lp.msgs, lp.sizes, lp.categories, lp.bad_packets)
+        per_line[ln].truncated_packets, per_line[ln].truncated = len(lp.truncated), lp.truncated
+    cats: dict[str, int] = {}
+    for lp in packets.values():
+        for c, n in lp.categories.items():
+            cats[c] = cats.get(c, 0) + n
+    lps = list(packets.values())
+    total = rate_stats(np.concatenate([lp.ts_ns for lp in lps]), np.concatenate([lp.msgs for lp in lps]),
+                       np.concatenate([lp.sizes for lp in lps]), cats, sum(lp.bad_packets for lp in lps))
+    truncated = [t for lp in lps for t in lp.truncated]
+    total.truncated_packets, total.truncated = len(truncated), truncated
+    return CaptureStats(source, per_line, total)
+
+
+def capture_stats(path: str | Path, copy: str = "a", progress: bool = False) -> CaptureStats:
+    """Statistics of the capture at ``path`` (a capture directory or one pcap)."""
+    return stats_of(str(path), capture_packets(path, copy, progress))
 
 
 def format_stats(stats: CaptureStats) -> str:

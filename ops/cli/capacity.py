@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ops.cli.options import check_positive
+from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 
 
 def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -33,18 +34,24 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 @click.option("--cores-per-host", type=int, default=None, help="cores of one host (default: this machine's)")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the proposed topology here (default: print only)")
+@click.option("--max-p99-from-intended", "p99_bound_us", type=float, default=MAX_P99_FROM_INTENDED_US,
+              show_default=True, help="the bound on p99 latency from intended (us) the queueing model checks")
 @click.option("--json", "json_out", is_flag=True, help="print the proposal as JSON")
 def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, capture_date: str | None,
-             utilization: float, cores_per_host: int | None, out: Path | None, json_out: bool) -> None:
-    """Propose feed handlers, engines, cores and hosts for a rate from measured costs (a projection)."""
+             utilization: float, cores_per_host: int | None, p99_bound_us: float, out: Path | None,
+             json_out: bool) -> None:
+    """Propose feed handlers, engines, cores and hosts for a rate from measured costs (a projection),
+    and project latency from intended with a queueing model of the capture's packets."""
     from omdp.plan import build_plan
     from omdp.topology.load import TopologyError, load_topology
-    from ops.capture.stats import capture_stats
+    from ops.capture.stats import capture_packets, stats_of
     from ops.pipeline.capacity import CapacityError, measured_runs, plan_capacity, topology_toml
     from ops.pipeline.capture_info import latest_capture_date
+    from ops.pipeline.latency_model import Arrivals, latency_outlook
     from ops.pipeline.registry import build_registry
 
     check_positive("--utilization", utilization)
+    check_positive("--max-p99-from-intended", p99_bound_us)
     try:
         name = load_topology(topology).name
     except TopologyError as e:
@@ -54,7 +61,8 @@ def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, cap
     if date is None or not cap_dir.is_dir():
         click.echo(f"no capture under {data_dir / 'captures'} (give --capture-date, or make one with omdp synth)", err=True)
         raise SystemExit(2)
-    stats = capture_stats(cap_dir)
+    packets = capture_packets(cap_dir)
+    stats = stats_of(str(cap_dir), packets)
     t = stats.total
     burst = t.peak_packets_per_s[peak_window] / t.packets_per_s if t.packets_per_s else 1.0
     try:
@@ -63,7 +71,12 @@ def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, cap
     except CapacityError as e:
         click.echo(str(e), err=True)
         raise SystemExit(2) from None
-    click.echo(json.dumps(plan.to_dict(), indent=2) if json_out else plan.text())
+    outlook = latency_outlook(Arrivals.of(packets), rate_x, plan.handler_ns_per_packet, plan.measured_handler_partitions,
+                              plan.handlers, p99_bound_us * 1e3)
+    if json_out:
+        click.echo(json.dumps({**plan.to_dict(), "latency_model": outlook.to_dict()}, indent=2))
+    else:
+        click.echo(plan.text() + "\n" + outlook.text())
     if out is not None:
         text = topology_toml(plan, f"{name}-for-{rate_x:g}x")
         out.write_text(text)

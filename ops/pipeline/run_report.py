@@ -174,7 +174,11 @@ class PartitionCost:
     wall time applied to its thread CPU time (time the thread was preempted falls on working
     and idle iterations alike). A spinning loop's CPU time is its wall time whatever its
     load, so at a rate the loop keeps up with, CPU per packet is only 1 / rate; work per
-    packet is what one packet costs and what a deployment is sized by."""
+    packet is what one packet costs and what a deployment is sized by. ``preempted``: the
+    times the kernel gave the loop's core to another thread (involuntary context switches);
+    each is a stall of up to a scheduler slice (milliseconds) that queues every packet
+    arriving meanwhile, which is what a p99 from intended far above the capacity planner's
+    queueing model is made of (docs/pipeline.md "Latency from intended, projected")."""
 
     partition: str
     cpu_ns: int
@@ -182,6 +186,7 @@ class PartitionCost:
     packets: int
     messages: int
     busy_ns: int | None = None
+    preempted: int | None = None
 
     @property
     def cpu_ns_per_packet(self) -> float | None:
@@ -230,9 +235,10 @@ def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
         st = (p.get("report") or {}).get("stats") or {}
         if "loop_cpu_ns" not in st:
             continue
-        busy = st.get("loop_busy_ns")
+        busy, preempted = st.get("loop_busy_ns"), st.get("loop_preempted")
         out.append(PartitionCost(name, int(st["loop_cpu_ns"]), int(st.get("loop_wall_ns", 0)), acc.packets_received,
-                                 acc.messages_received, int(busy) if busy is not None else None))
+                                 acc.messages_received, int(busy) if busy is not None else None,
+                                 int(preempted) if preempted is not None else None))
     return out
 
 

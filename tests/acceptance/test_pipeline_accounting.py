@@ -92,6 +92,9 @@ def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
         assert all(c["work_ns_per_packet"] <= c["cpu_ns_per_packet"] for c in d["cpu"].values())
         assert 0 < d["cpu"]["app"]["work_ns_per_packet"] < d["cpu"]["app"]["cpu_ns_per_packet"]  # 4x: mostly idle
         assert "cpu: partition" in run.text() and "batches to the engines" in run.text()
+        # how often each loop lost its core to another thread: counted for every partition
+        assert all(isinstance(c["preempted"], int) and c["preempted"] >= 0 for c in d["cpu"].values())
+        assert ", preempted " in run.text()
         runs[cap] = run
     off, on = runs[1], runs[16]
     assert off.accounting.bbo_checked == on.accounting.bbo_checked > 0

@@ -74,3 +74,26 @@ def test_runs_that_idled_alike_fall_back_to_the_least_idle_one() -> None:
 def test_records_without_loop_figures_use_the_median() -> None:
     runs = [RunCost(f"r{i}", 4.0, ns, 0.0, 0.0) for i, ns in enumerate([900.0, 1000.0, 5000.0])]
     assert work_cost(runs).ns_per_packet == 1000.0
+
+
+@pytest.mark.slow  # a synthetic capture and two planner runs: ~2 s
+def test_the_command_projects_latency_from_intended_on_the_capture(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ops.cli.main import cli
+    from tests.pipeline_support import make_capture
+
+    make_capture(tmp_path, seconds=0.3, lines=2)
+    write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
+    write_run(tmp_path / "runs", "r10", 10.0, packets=4_800_000, idle_loops=120_000_000)
+    args = ["capacity", "ops/topologies/opra_fused.toml", "--for-rate", "10x", "--data", str(tmp_path)]
+    r = CliRunner().invoke(cli, args + ["--max-p99-from-intended", "500"])
+    assert r.exit_code == 0, r.output
+    assert "queueing model" in r.output and "p99 <= 500 us with the measured layout: at 10x needs <=" in r.output
+    r = CliRunner().invoke(cli, args + ["--json"])
+    model = json.loads(r.output)["latency_model"]
+    assert model["bound_ns"] == 1e6 and model["measured"]["ns_per_packet"] == pytest.approx(WORK_NS, rel=1e-6)
+    assert model["proposed"]["handlers"] >= model["measured"]["handlers"] == 1
+    assert model["proposed"]["p99_ns"] <= model["measured"]["p99_ns"]
+    r = CliRunner().invoke(cli, args + ["--max-p99-from-intended", "0"])
+    assert r.exit_code == 2 and "--max-p99-from-intended" in r.output
