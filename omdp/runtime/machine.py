@@ -12,6 +12,7 @@ import platform
 import shutil
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,6 +136,26 @@ def keep_thread_off(cpus: set[int], tid: int = 0) -> set[int] | None:
         return None
     os.sched_setaffinity(tid, others)
     return before
+
+
+def keep_helpers_off(spinning: set[int], allowed: set[int]) -> None:
+    """Move this process's helper threads to ``allowed`` minus ``spinning`` (when a CPU is
+    left). A thread that wakes on a CPU where a loop spins takes the CPU from the loop for up
+    to a scheduler slice (milliseconds), and every packet arriving meanwhile queues. A helper
+    is a thread other than the calling one (the loop's) whose CPUs include all of the calling
+    thread's: it inherited them, or started before the pinning. A thread that chose fewer
+    (a pricing thread, an elastic engine's worker) keeps them."""
+    target = set(allowed) - set(spinning)
+    if not spinning or not target or not hasattr(os, "sched_setaffinity"):
+        return
+    me = threading.get_native_id()
+    mine = os.sched_getaffinity(0)
+    for tid in (int(t) for t in os.listdir("/proc/self/task")):
+        try:
+            if tid != me and os.sched_getaffinity(tid) >= mine:
+                os.sched_setaffinity(tid, target)
+        except OSError:  # a thread that ended meanwhile
+            pass
 
 
 @contextmanager

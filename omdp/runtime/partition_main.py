@@ -30,6 +30,7 @@ from omdp.registry import load_registry
 from omdp.runtime.channels import ChannelEnd, open_input, open_output
 from omdp.runtime.control import EXIT_ENDED, EXIT_FAILED, EXIT_STOPPED, ControlError, LineReader, LineWriter
 from omdp.runtime.live_stats import LiveOperatorStats
+from omdp.runtime.machine import keep_helpers_off
 from omdp.runtime.partition import Partition, PartitionError
 
 log = logging.getLogger("omdp.partition")
@@ -52,6 +53,7 @@ class PartitionProcess:
         self.name = name
         self.run_id = run_id
         self.run_dir = run_dir
+        self._started_on = os.sched_getaffinity(0)  # before the pinning: what helpers may use
         self.spec = plan.partition(name)
         self.out = LineWriter(sys.stdout.buffer)
         self.cmds = LineReader(sys.stdin.fileno())
@@ -63,6 +65,17 @@ class PartitionProcess:
         self._done = threading.Event()
 
     # ---- setup ------------------------------------------------------------------------
+
+    def _spinning_cpus(self) -> set[int]:
+        """The CPUs of this host where a partition's loop spins (``wait = "spin"``)."""
+        return {c for p in self.plan.partitions if p.wait == "spin" and p.host == self.spec.host for c in p.cpus}
+
+    def _keep_helpers_off_spinning_cpus(self) -> None:
+        """Keep this process's helper threads (the drain thread writing sample chunks, the
+        control thread's heartbeats, threads the libraries started) off the CPUs where loops
+        spin (``omdp.runtime.machine.keep_helpers_off``). Runs when the loop starts, after
+        the operators and the control thread have started theirs."""
+        keep_helpers_off(self._spinning_cpus(), self._started_on)
 
     def setup(self) -> None:
         """Pin, build, open receivers, report, open senders on ``connect``, wait for ``start``."""
@@ -179,6 +192,7 @@ class PartitionProcess:
                                              self.spec.cpus[0] if self.spec.cpus else -1)
         thread = threading.Thread(target=self.control, args=(r,), name="control", daemon=True)
         thread.start()
+        self._keep_helpers_off_spinning_cpus()  # the operators' threads and the control thread
         log.info("running")
         try:
             status = self.partition.run()
