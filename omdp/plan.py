@@ -105,6 +105,7 @@ class PlanPartition(_Frozen):
     inputs: list[int]
     outputs: list[int]
     fused: list[PlanFused]
+    realtime: bool = False
 
 
 class Plan(_Frozen):
@@ -178,7 +179,7 @@ def _place(topo: Topology, graph: LogicalGraph, host_groups: dict[str, list[str]
                     raise TopologyError(source, [(f"{field}.operators", f"{inst} is already in partition {placed[inst]}")])
                 placed[inst] = pname
             parts.append({"name": pname, "group": name, "replica": r, "host": host_of[r], "cpus": cpus[r],
-                          "wait": spec.wait, "operators": members[r]})
+                          "wait": spec.wait, "realtime": spec.realtime, "operators": members[r]})
     missing = [i for i in graph.instances if i not in placed]
     if missing:
         groups = sorted({graph.instances[i].group for i in missing})
@@ -285,7 +286,8 @@ def build_plan(topo: Topology, registry: Registry, source: str = "<topology>") -
         members = set(p["operators"])
         partitions.append(PlanPartition(
             name=pname, group=p["group"], replica=p["replica"], host=p["host"], cpus=p["cpus"], wait=wait,
-            operators=[i for i in inst_order if i in members], inputs=ins, outputs=outs, fused=fused[pname],
+            realtime=p["realtime"], operators=[i for i in inst_order if i in members], inputs=ins, outputs=outs,
+            fused=fused[pname],
         ))
     return Plan(topology=topo.name, source=source, registry=registry.ref, hosts=hosts, operators=operators,
                 partitions=partitions, channels=channels, run=topo.run)

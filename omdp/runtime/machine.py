@@ -138,6 +138,25 @@ def keep_thread_off(cpus: set[int], tid: int = 0) -> set[int] | None:
     return before
 
 
+LOOP_RT_PRIORITY = 40
+"""SCHED_FIFO priority of a ``realtime`` partition's loop: the replayer's (``--realtime``),
+above every ordinary task, below the kernel's threaded interrupt handlers (50) and per-CPU
+threads (99)."""
+
+
+def enter_realtime(priority: int = LOOP_RT_PRIORITY) -> str | None:
+    """Make the calling thread SCHED_FIFO at ``priority`` (threads it starts later run as
+    ordinary tasks: SCHED_RESET_ON_FORK); None when it took effect, else why not, with what
+    would allow it."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+    except OSError as e:
+        hint = (" (needs root, CAP_SYS_NICE, or an RLIMIT_RTPRIO such as `ulimit -r 40`)"
+                if e.errno == errno.EPERM else "")
+        return f"SCHED_FIFO priority {priority}: {errno.errorcode.get(e.errno or 0, e.errno)}: {e.strerror}{hint}"
+    return None
+
+
 def keep_helpers_off(spinning: set[int], allowed: set[int]) -> None:
     """Move this process's helper threads to ``allowed`` minus ``spinning`` (when a CPU is
     left). A thread that wakes on a CPU where a loop spins takes the CPU from the loop for up

@@ -49,6 +49,8 @@ class Partition:
         self.loop_cpu_ns = 0
         self.loop_wall_ns = 0
         self.loop_preempted = 0
+        self.loop_policy = "other"           # "fifo" once a realtime partition's loop got it
+        self.loop_realtime_refused: str | None = None
         self._keep: list[Any] = []
         self.bindings: dict[str, PyOperatorBinding] = {}
         self.natives: list[NativeOperator] = []
@@ -179,7 +181,8 @@ class Partition:
                 "frames_in": s.frames_in, "frames_out": s.frames_out, "discarded": s.discarded,
                 "sources_done": s.sources_done, "inputs_ended": s.inputs_ended, "last_progress_ns": s.last_progress_ns,
                 "loop_busy_ns": s.busy_ns,
-                "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns, "loop_preempted": self.loop_preempted}
+                "loop_cpu_ns": self.loop_cpu_ns, "loop_wall_ns": self.loop_wall_ns, "loop_preempted": self.loop_preempted,
+                "loop_policy": self.loop_policy, "loop_realtime_refused": self.loop_realtime_refused}
 
     def channel_stats(self) -> dict[str, dict[str, int]]:
         """Per channel end: frames, bytes, waits, drops (any thread)."""

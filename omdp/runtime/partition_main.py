@@ -30,7 +30,7 @@ from omdp.registry import load_registry
 from omdp.runtime.channels import ChannelEnd, open_input, open_output
 from omdp.runtime.control import EXIT_ENDED, EXIT_FAILED, EXIT_STOPPED, ControlError, LineReader, LineWriter
 from omdp.runtime.live_stats import LiveOperatorStats
-from omdp.runtime.machine import keep_helpers_off
+from omdp.runtime.machine import LOOP_RT_PRIORITY, enter_realtime, keep_helpers_off
 from omdp.runtime.partition import Partition, PartitionError
 
 log = logging.getLogger("omdp.partition")
@@ -76,6 +76,18 @@ class PartitionProcess:
         spin (``omdp.runtime.machine.keep_helpers_off``). Runs when the loop starts, after
         the operators and the control thread have started theirs."""
         keep_helpers_off(self._spinning_cpus(), self._started_on)
+
+    def _enter_realtime(self) -> None:
+        """A ``realtime`` partition's loop thread takes SCHED_FIFO (docs/topology.md
+        "Real-time loops"); refused, the loop runs as an ordinary task and says why."""
+        assert self.partition is not None
+        why = enter_realtime()
+        if why is None:
+            self.partition.loop_policy = "fifo"
+            log.info("loop runs SCHED_FIFO %d", LOOP_RT_PRIORITY)
+        else:
+            self.partition.loop_realtime_refused = why
+            log.warning("realtime refused: %s; the loop runs as an ordinary task", why)
 
     def setup(self) -> None:
         """Pin, build, open receivers, report, open senders on ``connect``, wait for ``start``."""
@@ -193,6 +205,8 @@ class PartitionProcess:
         thread = threading.Thread(target=self.control, args=(r,), name="control", daemon=True)
         thread.start()
         self._keep_helpers_off_spinning_cpus()  # the operators' threads and the control thread
+        if self.spec.realtime:
+            self._enter_realtime()
         log.info("running")
         try:
             status = self.partition.run()

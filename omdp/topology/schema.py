@@ -71,6 +71,7 @@ class PartitionSpec(_Strict):
     wait: WaitStrategy | None = Field(
         None, description="how the idle loop waits; default: the most eager wait of its channels, spin-yield without any"
     )
+    realtime: bool = Field(False, description="the loop thread runs SCHED_FIFO where allowed (docs/topology.md)")
 
     @field_validator("operators")
     @classmethod

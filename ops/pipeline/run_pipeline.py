@@ -148,7 +148,9 @@ class PipelineRun:
                 lines.append(f"cpu: partition {c.partition}: {c.cpu_ns_per_packet:,.0f} ns per packet, "
                              f"{c.cpu_ns_per_message or 0:,.1f} ns per message (loop thread CPU {c.cpu_ns / 1e9:,.2f} s "
                              f"over {c.packets:,} packets; busy {c.busy or 0:.0%} of its wall time"
-                             + (f", preempted {c.preempted:,} times" if c.preempted is not None else "") + ")"
+                             + (f", preempted {c.preempted:,} times" if c.preempted is not None else "")
+                             + (", SCHED_FIFO" if c.policy == "fifo" else "")
+                             + (f"; realtime refused: {c.realtime_refused}" if c.realtime_refused else "") + ")"
                              + (f"; work {c.work_ns_per_packet:,.0f} ns per packet, {c.work_ns_per_message or 0:,.1f} "
                                 f"ns per message (working {c.work_fraction or 0:.0%} of its wall time, idle polls "
                                 f"left out)" if c.work_ns_per_packet is not None else ""))

@@ -187,6 +187,8 @@ class PartitionCost:
     messages: int
     busy_ns: int | None = None
     preempted: int | None = None
+    policy: str | None = None             # the loop thread's scheduling: "fifo" (realtime) or "other"
+    realtime_refused: str | None = None   # why a realtime partition's loop did not get SCHED_FIFO
 
     @property
     def cpu_ns_per_packet(self) -> float | None:
@@ -238,7 +240,8 @@ def partition_costs(result: RunResult, acc: Accounting) -> list[PartitionCost]:
         busy, preempted = st.get("loop_busy_ns"), st.get("loop_preempted")
         out.append(PartitionCost(name, int(st["loop_cpu_ns"]), int(st.get("loop_wall_ns", 0)), acc.packets_received,
                                  acc.messages_received, int(busy) if busy is not None else None,
-                                 int(preempted) if preempted is not None else None))
+                                 int(preempted) if preempted is not None else None, st.get("loop_policy"),
+                                 st.get("loop_realtime_refused")))
     return out
 
 
