@@ -22,6 +22,7 @@ lap carries ``rate x 24,000`` packets/s.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -124,35 +125,34 @@ def project(arr: Arrivals, rate_x: float, ns_per_packet: float, handlers: int = 
     return Projection(rate_x, handlers, ns_per_packet, p50, p99, float(lat.max()))
 
 
+def _largest_within(within: Callable[[float], bool], hi: float, tolerance: float) -> float:
+    """The largest x in [0, hi] with ``within(x)``, for a ``within`` true below some point
+    and false above it (bisection to ``tolerance`` of ``hi``)."""
+    lo = 0.0
+    while hi - lo > tolerance * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if within(mid) else (lo, mid)
+    return lo
+
+
 def max_cost_for_bound(arr: Arrivals, rate_x: float, p99_bound_ns: float, handlers: int = 1,
                        tolerance: float = 0.005) -> float:
     """The largest work per packet whose projected p99 stays within ``p99_bound_ns`` at
-    ``rate_x`` (bisection: the p99 grows with the cost)."""
-    lo, hi = 0.0, 1e9 / (rate_x * PAPER_1X_PPS) * handlers  # above hi the mean load alone exceeds the cores
-    while hi - lo > tolerance * max(hi, 1.0):
-        mid = 0.5 * (lo + hi)
-        if project(arr, rate_x, mid, handlers).p99_ns <= p99_bound_ns:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    ``rate_x`` (the p99 grows with the cost). Above the start's upper end the mean load
+    alone exceeds the partitions."""
+    return _largest_within(lambda c: project(arr, rate_x, c, handlers).p99_ns <= p99_bound_ns,
+                           1e9 / (rate_x * PAPER_1X_PPS) * handlers, tolerance)
 
 
 def max_rate_for_bound(arr: Arrivals, ns_per_packet: float, p99_bound_ns: float, handlers: int = 1,
                        tolerance: float = 0.005) -> float:
     """The highest rate (x) whose projected p99 stays within ``p99_bound_ns`` at
-    ``ns_per_packet`` (bisection: the p99 grows with the rate); 0 when even the service of
-    one packet exceeds the bound."""
+    ``ns_per_packet`` (the p99 grows with the rate); 0 when even the service of one packet
+    exceeds the bound."""
     if ns_per_packet * float(arr.msgs.max()) / arr.mean_msgs > p99_bound_ns:
         return 0.0
-    lo, hi = 0.0, 1e9 / (ns_per_packet * PAPER_1X_PPS) * handlers  # the mean load's limit
-    while hi - lo > tolerance * max(hi, 1e-3):
-        mid = 0.5 * (lo + hi)
-        if project(arr, mid, ns_per_packet, handlers).p99_ns <= p99_bound_ns:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _largest_within(lambda r: project(arr, r, ns_per_packet, handlers).p99_ns <= p99_bound_ns,
+                           1e9 / (ns_per_packet * PAPER_1X_PPS) * handlers, tolerance)
 
 
 @dataclass
