@@ -100,6 +100,22 @@ def deal_blocks(items: list[int], replicas: int) -> dict[int, int]:
     return {item: k * replicas // n for k, item in enumerate(items)}
 
 
+def sender_shares(capture: CaptureInfo, lines: list[FeedLine], senders: int) -> list[float]:
+    """Each feed sender's share of the capture's packets, so that the senders together send
+    at the run's rate (a sender's ``Nx`` counts only its own lines), all on one clock:
+    every line's recorded gaps are scaled alike. Lines the manifest does not count weigh
+    the mean of those it does (all alike when it counts none)."""
+    if senders <= 1:
+        return []
+    counted = [capture.line_packets[ln.line] for ln in lines if ln.line in capture.line_packets]
+    mean = sum(counted) / len(counted) if counted else 1.0
+    weight = [0.0] * senders
+    for ln in lines:
+        weight[ln.sender] += capture.line_packets.get(ln.line, mean)
+    total = sum(weight)
+    return [w / total for w in weight]
+
+
 def feed_lines(capture: CaptureInfo, handlers: int, senders: int, ring: bool) -> list[FeedLine]:
     """The capture's lines with their handler and sender."""
     handler_of = deal_blocks(capture.lines, handlers)
@@ -173,7 +189,7 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
     if g.feed_senders:
         fs = ops[g.feed_senders]["params"]
         fs.update(capture_dir=str(capture.directory), lines=line_dicts, rate=options.rate, seconds=options.seconds,
-                  rate_schedule=options.rate_schedule,
+                  rate_schedule=options.rate_schedule, rate_shares=sender_shares(capture, lines, senders),
                   loop=options.loop, target="ring" if ring else "multicast", drops=options.drops, seed=options.seed)
         if fh_params.get("copies") and not ring:
             fs.setdefault("copies", fh_params["copies"])

@@ -259,8 +259,10 @@ def plan_capacity(topology_name: str, runs: list[RunCost], rate_x: float, burst_
 
 def topology_toml(plan: CapacityPlan, name: str) -> str:
     """A topology of the planned size: feed handler i alone in partition ``fh<i>`` (CPU i),
-    engine j in ``de<j>``, sender i in ``replay<i>``, the collectors in ``collect``; vega-shm
-    between partitions (the paper's Vega layout)."""
+    engine j in ``de<j>``, sender i in ``replay<i>``, the latency and signal collectors in
+    ``collect`` and the ingest collector, which sleeps between its looks, in ``ingest`` beside
+    them (in ``collect`` its sleep would stall the collectors' loop); vega-shm between
+    partitions (the paper's Vega layout)."""
     h, e = plan.handlers, plan.engines
     out = [f"# Written by `omdp capacity` for {plan.rate_x:g}x of {plan.topology}: a projection from measured",
            f"# costs (peak {plan.peak_window} = {plan.burst_ratio:.2f} x mean, {plan.peak_pps:,.0f} packets/s; "
@@ -282,8 +284,8 @@ def topology_toml(plan: CapacityPlan, name: str) -> str:
                 f"[partitions.replay{i}]", f'operators = ["fs[{i}]"]', f"cpus = [{h + e + i}]", 'wait = "spin-block"', ""]
     for j in range(e):
         out += [f"[partitions.de{j}]", f'operators = ["de[{j}]"]', f"cpus = [{h + j}]", ""]
-    out += ["[partitions.collect]", 'operators = ["lc", "sig", "ingest"]', f"cpus = [{2 * h + e}]",
-            'wait = "spin-block"', ""]
+    out += ["[partitions.collect]", 'operators = ["lc", "sig"]', f"cpus = [{2 * h + e}]", 'wait = "spin-block"', "",
+            "[partitions.ingest]", 'operators = ["ingest"]', f"cpus = [{2 * h + e}]", 'wait = "spin-block"', ""]
     for j in range(e):
         out += ["[[edges]]", f'from = "fh.de{j}"', f'to = "de[{j}].quotes"', ""]
     out += ["[[edges]]", 'from = "de.samples"', 'to = "lc.in"', "", "[[edges]]", 'from = "de.signals"',

@@ -42,6 +42,8 @@ class CaptureInfo:
     underlying_symbols: dict[int, str]
     recorded_pps: float
     messages_per_packet: float
+    line_packets: dict[int, int]
+    """Packets per line as the manifest counts them (lines it does not count are absent)."""
 
     def line_files(self) -> list[Path]:
         """Every capture file, line by line."""
@@ -62,10 +64,13 @@ def open_capture(directory: str | Path) -> CaptureInfo:
         rate = m.get("rate") or {}
         pps = float(rate.get("packets_per_second") or 0.0)
         mpp = float(rate.get("messages_per_packet") or 0.0)
+        counted = {int(ln["line"]): int(ln["packets"]) for ln in m.get("lines", [])
+                   if isinstance(ln, dict) and "line" in ln and ln.get("packets")}
     except KeyError as e:
         raise CaptureInputError(f"{where}: a root names underlying {e} that 'underlyings' does not list") from None
     except (TypeError, ValueError) as e:
         raise CaptureInputError(f"{where}: date, underlyings, roots or rate malformed ({e})") from None
     endpoints = {ln: {c: Endpoint(group=g, port=p) for c, (g, p) in cs.endpoints[ln].groups.items()} for ln in cs.lines}
     return CaptureInfo(directory=cs.capture_dir, date=date, lines=cs.lines, files=cs.files, endpoints=endpoints,
-                       root_underlying=roots, underlying_symbols=symbols, recorded_pps=pps, messages_per_packet=mpp)
+                       root_underlying=roots, underlying_symbols=symbols, recorded_pps=pps, messages_per_packet=mpp,
+                       line_packets={ln: n for ln, n in counted.items() if ln in cs.lines})

@@ -42,6 +42,9 @@ class FeedSenderParams(BaseModel):
     capture_dir: str = Field("", description="captures/<date> directory (filled by the pipeline assembly)")
     lines: list[FeedLine] = Field(default_factory=list, description="the feed's lines with their sender")
     rate: str = Field("1x", description="Nx (N x 24,000 packets/s over all lines)")
+    rate_shares: list[float] = Field(default_factory=list, description=(
+        "sender replica i sends share i of the rate (its lines' share of the packets; the pipeline assembly "
+        "fills it when there are several senders); empty: each sender sends the whole rate"))
     seconds: float | None = Field(None, gt=0, description="replay this long; None: until stopped")
     loop: bool = Field(True, description="replay the capture again and again (sequence resets between laps)")
     target: Literal["ring", "multicast"] = Field("ring", description="into the handlers' rings, or multicast")
@@ -91,8 +94,9 @@ class FeedSender(SourceOperator):
                 raise ValueError(f"{ctx.name}: a ring target serves one feed handler, but lines "
                                  f"{[ln.line for ln in mine]} belong to handlers {handlers}")
             target = f"ring:{feed_ring_name(self.run_id, handlers[0])}"
+        self.share = params.rate_shares[ctx.replica] if ctx.replica < len(params.rate_shares) else 1.0
         self.config = ReplayConfig(
-            capture_dir=Path(params.capture_dir), rate=RateSpec.parse(rate=params.rate),
+            capture_dir=Path(params.capture_dir), rate=self._my_part(RateSpec.parse(rate=params.rate)),
             lines=tuple(sorted(ln.line for ln in mine)), copies=params.copies, loop=params.loop,
             seconds=params.seconds, target=target, interface=params.interface, multicast_sender=params.multicast_sender,
             cpus=tuple(params.cpus),
@@ -102,13 +106,21 @@ class FeedSender(SourceOperator):
         self.schedule: RateSchedule | None = (parse_rate_schedule(params.rate_schedule, "rate_schedule")
                                               if params.rate_schedule else None)
         if self.schedule is not None:
-            self.config = self.config.model_copy(update={"rate": RateSpec.parse(rate=f"{self.schedule.stages[0].rate_x:g}x")})
-        self.stage_rate = self.config.rate.value
+            first = RateSpec.parse(rate=f"{self.schedule.stages[0].rate_x:g}x")
+            self.config = self.config.model_copy(update={"rate": self._my_part(first)})
+        self.stage_rate = self.schedule.stages[0].rate_x if self.schedule is not None else 0.0
         self.started_at = 0.0
         self.service = ReplayService(self.config)
         self.started = False
         self.finished = False
         self.polls = 0
+
+    def _my_part(self, rate: RateSpec) -> RateSpec:
+        """This sender's part of the pipeline's rate: ``Nx`` and packets/s times its share;
+        a speed is every line's already."""
+        if rate.kind == "speed" or self.share == 1.0:
+            return rate
+        return RateSpec(kind=rate.kind, value=rate.value * self.share)
 
     def poll(self) -> PollResult:
         """Start the replay on the first call; then wait for its end (at most WAIT_S)."""
@@ -134,7 +146,7 @@ class FeedSender(SourceOperator):
         if x != self.stage_rate:
             self.stage_rate = x
             try:
-                self.service.set_rate(RateSpec.parse(rate=f"{x:g}x"))
+                self.service.set_rate(self._my_part(RateSpec.parse(rate=f"{x:g}x")))
             except ReplayStateError:
                 pass  # the replay is ending; the run stops with it
 

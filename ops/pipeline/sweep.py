@@ -121,8 +121,10 @@ def new_sweep_id() -> str:
 
 
 def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_date: str, seconds: float,
-              say: Callable[[str], None], stop_after_failures: int = 2, sample_every: int | None = None) -> Sweep:
-    """Run every configuration at every rate (ascending), one run at a time."""
+              say: Callable[[str], None], stop_after_failures: int = 2, sample_every: int | None = None,
+              failed: Callable[[SweepPoint], bool] = lambda p: not p.sustainable) -> Sweep:
+    """Run every configuration at every rate (ascending), one run at a time; ``failed`` says
+    which points count towards ``stop_after_failures`` (by default the unsustainable ones)."""
     order = sorted(rates, key=lambda r: RateSpec.parse(rate=r).value)
     sweep = Sweep(new_sweep_id(), seconds, capture_date)
     for cfg in configs:
@@ -148,7 +150,7 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
             point.run = run.to_dict()
             point.load = (load_before, os.getloadavg()[0])
             point.sustainable = run.verdict.sustainable
-            failures = 0 if point.sustainable else failures + 1
+            failures = failures + 1 if failed(point) else 0
             say("  " + point_line(point))
     return sweep
 
