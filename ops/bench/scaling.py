@@ -70,6 +70,8 @@ class ScalingPoint:
     intended_p99_us: float | None = None
     fh_in_p50_us: float | None = None
     fh_in_p99_us: float | None = None
+    pacing_p99_us: float | None = None
+    """The senders' pacing error p99 (how late a packet left against its intended time)."""
     handler_ns_per_packet: float | None = None
     engine_ns_per_packet: float | None = None
     busiest_work_share: float | None = None
@@ -137,6 +139,8 @@ def _point(cores: int, p: SweepPoint) -> ScalingPoint:
     out.intended_p99_us = _hop(r, "e2e_intended", "p99_us")
     out.fh_in_p50_us = _hop(r, "e2e", "p50_us")
     out.fh_in_p99_us = _hop(r, "e2e", "p99_us")
+    pacing = r["replay"].get("pacing_p99_ns")
+    out.pacing_p99_us = pacing / 1000 if pacing is not None else None
     out.handler_ns_per_packet = _tier_work(r, ("fh", "app"))
     out.engine_ns_per_packet = _tier_work(r, ("de",))
     out.busiest_work_share = _busiest(r)
@@ -175,19 +179,20 @@ def markdown(result: ScalingResult, command: str, machine: str) -> str:
         return "n/a" if v is None else f"{v:,.1f}"
 
     rows = ["| cores | rate | packets/s target | schedule kept | missed | from intended p50 / p99 us "
-            "| from `fh_in` p50 / p99 us | work ns/packet: handlers / engines | busiest loop working | kept up "
+            "| from `fh_in` p50 / p99 us | senders' pacing p99 us | work ns/packet: handlers / engines | busiest loop working | kept up "
             "| sustainable |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in result.points:
         if p.skipped or p.error:
             rows.append(f"| {p.cores} | {p.rate} | {p.target_pps:,.0f} | {'skipped' if p.skipped else 'failed'} "
-                        f"| | | | | | no | no |")
+                        f"| | | | | | | no | no |")
             continue
         rows.append(
             f"| {p.cores} | {p.rate} | {p.target_pps:,.0f} | "
             f"{'n/a' if p.achieved_fraction is None else f'{p.achieved_fraction:.3%}'} | "
             f"{'n/a' if p.missed_ratio is None else f'{p.missed_ratio:.4%}'} | "
             f"{us(p.intended_p50_us)} / {us(p.intended_p99_us)} | {us(p.fh_in_p50_us)} / {us(p.fh_in_p99_us)} | "
+            f"{us(p.pacing_p99_us)} | "
             f"{_ns(p.handler_ns_per_packet)} / {_ns(p.engine_ns_per_packet)} | "
             f"{'n/a' if p.busiest_work_share is None else f'{p.busiest_work_share:.0%}'} | "
             f"{'yes' if p.kept_up else 'no'} | {'yes' if p.sustainable else 'no'} |")
