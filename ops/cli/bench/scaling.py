@@ -2,12 +2,12 @@
 layout scaled to each core count and swept over the rates (ops/bench/scaling.py)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
+from ops.cli.bench.sweep_output import emit_sweep
 from ops.cli.options import positive_seconds
 
 
@@ -47,7 +47,6 @@ def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, 
     """Size a deployment: the sustainable rate and the latency from intended per core count."""
     import time
 
-    from omdp.runtime.machine import machine_info
     from omdp.topology.load import TopologyError
     from ops.bench.scaling import markdown, run_scaling
     from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
@@ -67,14 +66,4 @@ def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, 
     except (TopologyError, CaptureInputError) as e:
         click.echo(str(e), err=True)
         sys.exit(2)
-    command = "omdp bench scaling " + " ".join(sys.argv[3:])
-    m = machine_info()
-    machine = f"{m['cpu_model']} ({m['cpus_usable']} CPUs), Python {m['python']}"
-    text = markdown(result, command, machine)
-    click.echo(text)
-    if json_out:
-        data = result.to_dict()
-        data["command"], data["machine"] = command, machine
-        json_out.write_text(json.dumps(data, indent=1, default=str))
-    if md_out:
-        md_out.write_text(text)
+    emit_sweep("scaling", result.to_dict(), lambda command, machine: markdown(result, command, machine), json_out, md_out)

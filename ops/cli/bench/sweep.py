@@ -2,12 +2,12 @@
 configuration, the sustainable rate of each (ops/pipeline/sweep.py)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
+from ops.cli.bench.sweep_output import emit_sweep
 from ops.cli.options import positive_seconds
 
 
@@ -34,7 +34,6 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
                 sample_every: int | None, json_out: Path | None, md_out: Path | None) -> None:
     """Run each topology at each rate (one run at a time, one sweep_id) and report the
     breakdown, missed ratio, achieved rate and the sustainable rate per configuration."""
-    from omdp.runtime.machine import machine_info
     from omdp.topology.load import TopologyError
     from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
     from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep
@@ -58,15 +57,4 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
     except (TopologyError, CaptureInputError) as e:
         click.echo(str(e), err=True)
         sys.exit(2)
-    command = "omdp bench sweep " + " ".join(sys.argv[3:])
-    m = machine_info()
-    machine = f"{m['cpu_model']} ({m['cpus_usable']} CPUs), Python {m['python']}"
-    text = markdown(sweep, command, machine)
-    click.echo(text)
-    if json_out:
-        data = sweep.to_dict()
-        data["command"], data["machine"] = command, machine
-        json_out.write_text(json.dumps(data, indent=1, default=str))
-    if md_out:
-        md_out.write_text(text)
-
+    emit_sweep("sweep", sweep.to_dict(), lambda command, machine: markdown(sweep, command, machine), json_out, md_out)

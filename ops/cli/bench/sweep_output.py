@@ -1,0 +1,28 @@
+"""What ``omdp bench sweep`` and ``omdp bench scaling`` print and write alike: the command as
+typed and the machine above the table, the table on stdout and in ``--markdown``, every
+point with the command and machine in ``--json``."""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def emit_sweep(name: str, data: dict[str, Any], table: Callable[[str, str], str], json_out: Path | None,
+               md_out: Path | None) -> None:
+    """Print ``table(command, machine)`` and write the outputs asked for."""
+    from omdp.runtime.machine import machine_info
+
+    command = f"omdp bench {name} " + " ".join(sys.argv[3:])
+    m = machine_info()
+    machine = f"{m['cpu_model']} ({m['cpus_usable']} CPUs), Python {m['python']}"
+    text = table(command, machine)
+    click.echo(text)
+    if json_out:
+        json_out.write_text(json.dumps({**data, "command": command, "machine": machine}, indent=1, default=str))
+    if md_out:
+        md_out.write_text(text)
