@@ -43,6 +43,7 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from feedhandlers.routing import MAX_ENGINES
 from omdp.clock import use_stamp_clock
 from omdp.native import ffi, lib
 from omdp.runtime.machine import machine_info
@@ -134,10 +135,19 @@ def _model_market_messages(n_underlyings: int, n_messages: int, seed: int) -> di
             "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES)}}
 
 
+class CaptureShareError(ValueError):
+    """Engine 0 of the engines asked for has nothing of the capture to time."""
+
+
 def _capture_messages(capture: Path, engines: int, n_messages: int) -> dict[str, Any]:
     """Engine 0's share of a capture: all of it to warm, its first ``n_messages`` timed."""
+    if not 1 <= engines <= MAX_ENGINES:
+        raise CaptureShareError(f"engines must be 1..{MAX_ENGINES}, got {engines}")
     cap = read_capture_records(capture)
     share = engine_share(cap.records, engines)
+    if not len(share) or n_messages < 1:
+        raise CaptureShareError(f"{capture}: engine 0 of {engines} gets {len(share)} of the capture's "
+                              f"{len(cap.records)} messages; nothing to time")
     return {"warm": share, "timed": share[:n_messages], "as_of": cap.manifest["date"], "config": EngineConfig(),
             "market": {"capture": str(capture), "engines": engines, "capture_messages": len(cap.records),
                        "engine_messages": len(share)}}

@@ -53,3 +53,12 @@ def test_bench_engine_over_a_capture_checks_the_feeds_bbo(tmp_path) -> None:
 def test_bench_engine_refuses_a_capture_without_manifest(tmp_path) -> None:
     res = CliRunner().invoke(cli, ["bench", "engine", "--capture", str(tmp_path)])
     assert res.exit_code == 2 and "manifest.json" in res.output and "Traceback" not in res.output
+
+
+def test_bench_engine_refuses_more_engines_than_routing_allows(tmp_path) -> None:
+    """An engine count a run's routing would refuse is a usage error, not a traceback."""
+    date = dt.date(2008, 2, 4)
+    synthesize(SynthConfig(data=tmp_path, date=date, seconds=0.2, rate=1.0, seed=3, num_lines=1, progress=False))
+    res = CliRunner().invoke(cli, ["bench", "engine", "--capture", str(tmp_path / "captures" / date.isoformat()),
+                                   "--engines", "65", "--runs", "1"])
+    assert res.exit_code == 2 and "engines must be 1..64" in res.output and "Traceback" not in res.output
