@@ -9,6 +9,13 @@ decoder has just written them, the records are in cache when the engine reads th
 block of 1,024 is copied into a reused buffer before it is timed (series state is not: the
 re-quotes hit series at random, as the feed does).
 
+With ``capture`` (``omdp bench engine --capture DIR``) the messages are a capture's own
+instead (``capture_records``): every line decoded and routed, and the share of them that
+engine 0 of ``engines`` gets in a run (2: the fused topology's). Its BBO indicators and
+appendages are the feed's, so the BBO check runs on every quote as in the pipeline (the
+model market leaves the indicator empty). The engine is warmed on the whole share and
+priced once, then the first ``n_messages`` of the share are timed again and again.
+
 The C engine is driven from C (``omdp_engine_bench_batches``, engine_bench.h), one call per
 batch as the feed handler's partition makes it, at the batch sizes the pipeline hands it:
 1,024 (the engine's own cost per message), 56 (one flush of 4 packets to one engine: the
@@ -27,6 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,9 +43,11 @@ from decision_engines.custom import CustomEngine
 from decision_engines.engine import MAX_OUT_PER_MSG, DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, compute_pricing
+from feedhandlers.routing import MAX_ENGINES
 from omdp.clock import use_stamp_clock
 from omdp.native import ffi, lib
 from omdp.runtime.machine import machine_info
+from ops.bench.capture_records import engine_share, read_capture_records
 from ops.bench.model_market import model_market, quote_stream
 
 AS_OF = dt.date(2008, 2, 4)
@@ -113,23 +123,55 @@ def _stats(timed: list[tuple[float, float]], batch: int, runs: int, n_messages: 
             "wall_ns_per_message_median": statistics.median(wall)}
 
 
-def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
-                     batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
-                     custom_batches: tuple[int, ...] = (14, 256),
-                     seed: int = 1, clock: str = "auto") -> dict[str, Any]:
-    """Run the benchmark; returns what ``omdp bench engine --json`` writes. ``clock`` is the
-    stamp clock (``auto``, ``tsc``, ``realtime``), chosen as ``omdp run --clock`` does."""
-    stamp_clock = use_stamp_clock(clock)
+def _model_market_messages(n_underlyings: int, n_messages: int, seed: int) -> dict[str, Any]:
+    """The model market's warm-up (every series on every exchange) and re-quotes."""
     market = model_market(n_underlyings, EXPIRIES, 8, AS_OF, seed=seed)
     stream = quote_stream(market, n_messages, seed=seed + 1)
     n_warm = len(stream) - n_messages
-    warm, requotes = stream[:n_warm], stream[n_warm:]
-
     # Capacity as a deployment would size it: the market's series with room to grow.
     capacity = 1 << int(np.ceil(np.log2(len(market.value) * 1.25)))
-    engine = DecisionEngine(EngineConfig(max_series=capacity, max_groups=1 << 12))
+    return {"warm": stream[:n_warm], "timed": stream[n_warm:], "as_of": AS_OF,
+            "config": EngineConfig(max_series=capacity, max_groups=1 << 12),
+            "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES)}}
+
+
+class CaptureShareError(ValueError):
+    """Engine 0 of the engines asked for has nothing of the capture to time."""
+
+
+def _capture_messages(capture: Path, engines: int, n_messages: int) -> dict[str, Any]:
+    """Engine 0's share of a capture: all of it to warm, its first ``n_messages`` timed."""
+    if not 1 <= engines <= MAX_ENGINES:
+        raise CaptureShareError(f"engines must be 1..{MAX_ENGINES}, got {engines}")
+    cap = read_capture_records(capture)
+    share = engine_share(cap.records, engines)
+    if not len(share) or n_messages < 1:
+        raise CaptureShareError(f"{capture}: engine 0 of {engines} gets {len(share)} of the capture's "
+                              f"{len(cap.records)} messages; nothing to time")
+    return {"warm": share, "timed": share[:n_messages], "as_of": cap.manifest["date"], "config": EngineConfig(),
+            "market": {"capture": str(capture), "engines": engines, "capture_messages": len(cap.records),
+                       "engine_messages": len(share)}}
+
+
+def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
+                     batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
+                     custom_batches: tuple[int, ...] = (14, 256),
+                     seed: int = 1, clock: str = "auto", capture: Path | None = None,
+                     engines: int = 2) -> dict[str, Any]:
+    """Run the benchmark; returns what ``omdp bench engine --json`` writes. ``clock`` is the
+    stamp clock (``auto``, ``tsc``, ``realtime``), chosen as ``omdp run --clock`` does;
+    ``capture`` a capture directory whose messages replace the model market's."""
+    stamp_clock = use_stamp_clock(clock)
+    if capture is None:
+        msgs = _model_market_messages(n_underlyings, n_messages, seed)
+    else:
+        msgs = _capture_messages(capture, engines, n_messages)
+    warm, requotes = msgs["warm"], msgs["timed"]
+    n_messages = len(requotes)
+
+    engine = DecisionEngine(msgs["config"])
     engine.process(warm, batch=1024)
-    pricing = PricingConfig(as_of=AS_OF)
+    pricing = PricingConfig(as_of=msgs["as_of"])
     refresher = PricingRefresher(engine, pricing)
     refresher.refresh()
     refresh_s = []
@@ -164,8 +206,8 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
         "benchmark": "engine",
         "machine": machine_info(),
         "stamp_clock": stamp_clock,
-        "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES), "series": int(counters["series"]),
-                   "groups": int(counters["groups"]), "warm_messages": n_warm, "timed_messages": n_messages},
+        "market": {**msgs["market"], "series": int(counters["series"]), "groups": int(counters["groups"]),
+                   "warm_messages": len(warm), "timed_messages": n_messages},
         "engine": results,
         "pricing_refresh_s_median": statistics.median(refresh_s),
         "custom_python_engine": custom,

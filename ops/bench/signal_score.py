@@ -25,7 +25,6 @@ told from the series' price.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,9 +35,7 @@ from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher
 from decision_engines.signal_record import SIGNAL_KIND_NAMES
-from feedhandlers.captures import read_capture
-from feedhandlers.opra_batch import decode_batch
-from feedhandlers.opra_record import NO_UNDERLYING
+from ops.bench.capture_records import read_capture_records
 
 REFRESH_NS = 100_000_000
 
@@ -86,40 +83,11 @@ class Score:
         return self.detected / self.events if self.events else 1.0
 
 
-def root_router(manifest: dict) -> dict[bytes, int]:
-    """Option root (stripped) -> underlying id, from the manifest."""
-    ids = {u["symbol"]: int(u["id"]) for u in manifest["underlyings"]}
-    return {root.encode(): ids[sym] for root, sym in manifest["roots"].items() if sym in ids}
-
-
-def route(records: np.ndarray, router: dict[bytes, int]) -> None:
-    """Set ``underlying_id`` of every record from its root (per distinct root, not per message)."""
-    roots, inverse = np.unique(records["root"], return_inverse=True)
-    ids = np.array([router.get(bytes(r).rstrip(b" \0"), NO_UNDERLYING) for r in roots], dtype=np.uint32)
-    records["underlying_id"] = ids[inverse] if len(roots) else NO_UNDERLYING
-
-
 def run_capture(capture_dir: Path, engine_config: EngineConfig | None = None,
                 pricing_config: PricingConfig | None = None, refresh_ns: int = REFRESH_NS) -> CaptureRun:
     """Decode, route and run one capture directory (manifest.json beside the pcaps)."""
-    manifest = json.loads((capture_dir / "manifest.json").read_text())
-    router = root_router(manifest)
-    parts, stamps = [], []
-    for line in manifest["lines"]:
-        for name in line["files"]["a"]:
-            cap = read_capture(capture_dir / name)
-            buf, offsets, lengths = cap.contiguous()
-            dec = decode_batch(buf, offsets, lengths)
-            recs = dec.records
-            recs["line"] = line["line"]
-            route(recs, router)
-            parts.append(recs)
-            stamps.append(np.repeat(cap.ts_ns, dec.pkt_count))
-    records = np.concatenate(parts)
-    ts = np.concatenate(stamps)
-    order = np.argsort(ts, kind="stable")
-    records, ts = records[order], ts[order]
-
+    cap = read_capture_records(capture_dir)
+    records, ts, manifest = cap.records, cap.ts_ns, cap.manifest
     engine = DecisionEngine(engine_config or EngineConfig())
     refresher = PricingRefresher(engine, pricing_config or PricingConfig(as_of=manifest["date"]))
     edges = np.searchsorted(ts, np.arange(ts[0], ts[-1] + refresh_ns, refresh_ns), side="left") if len(ts) else []

@@ -1,13 +1,15 @@
-"""``omdp bench engine`` runs end to end on a small market and writes its JSON; the engine's
-counters account for every message it was given (the ns figures are benchmark output, not
-test assertions)."""
+"""``omdp bench engine`` runs end to end on a small market, and on a small capture, and writes
+its JSON; the engine's counters account for every message it was given (the ns figures are
+benchmark output, not test assertions)."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from click.testing import CliRunner
 
 from ops.cli.main import cli
+from ops.synth.generator import SynthConfig, synthesize
 
 
 def test_bench_engine_writes_json_and_accounts_for_every_message(tmp_path) -> None:
@@ -28,3 +30,35 @@ def test_bench_engine_writes_json_and_accounts_for_every_message(tmp_path) -> No
 def test_bench_engine_names_a_bad_clock() -> None:
     res = CliRunner().invoke(cli, ["bench", "engine", "--clock", "sundial"])
     assert res.exit_code == 2 and "--clock" in res.output and "Traceback" not in res.output
+
+
+def test_bench_engine_over_a_capture_checks_the_feeds_bbo(tmp_path) -> None:
+    """--capture times the capture's own messages (engine 0's share), whose BBO indicators
+    the engine checks on every quote, unlike the model market's empty ones."""
+    date = dt.date(2008, 2, 4)
+    synthesize(SynthConfig(data=tmp_path, date=date, seconds=0.5, rate=1.0, seed=3, num_lines=2, progress=False))
+    out = tmp_path / "engine.json"
+    res = CliRunner().invoke(cli, ["bench", "engine", "--capture", str(tmp_path / "captures" / date.isoformat()),
+                                   "--messages", "5000", "--runs", "1", "--clock", "realtime", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    d = json.loads(out.read_text())
+    m, c = d["market"], d["counters"]
+    assert 0 < m["engine_messages"] < m["capture_messages"] and m["engines"] == 2
+    assert m["warm_messages"] == m["engine_messages"] and m["timed_messages"] == min(5000, m["engine_messages"])
+    runs = sum(e["runs"] for e in d["engine"].values())
+    assert c["processed"] == m["warm_messages"] + runs * m["timed_messages"]
+    assert c["bbo_checked"] == c["quotes"] > 0 and c["unrouted"] == 0
+
+
+def test_bench_engine_refuses_a_capture_without_manifest(tmp_path) -> None:
+    res = CliRunner().invoke(cli, ["bench", "engine", "--capture", str(tmp_path)])
+    assert res.exit_code == 2 and "manifest.json" in res.output and "Traceback" not in res.output
+
+
+def test_bench_engine_refuses_more_engines_than_routing_allows(tmp_path) -> None:
+    """An engine count a run's routing would refuse is a usage error, not a traceback."""
+    date = dt.date(2008, 2, 4)
+    synthesize(SynthConfig(data=tmp_path, date=date, seconds=0.2, rate=1.0, seed=3, num_lines=1, progress=False))
+    res = CliRunner().invoke(cli, ["bench", "engine", "--capture", str(tmp_path / "captures" / date.isoformat()),
+                                   "--engines", "65", "--runs", "1"])
+    assert res.exit_code == 2 and "engines must be 1..64" in res.output and "Traceback" not in res.output

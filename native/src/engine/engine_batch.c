@@ -17,7 +17,7 @@
  */
 #include "engine_internal.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -151,6 +151,79 @@ static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t
     o->ask = ap;
     o->ask_sz = as;
     o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)ax;
+}
+#elif defined(__AVX2__)
+/* A field's eight lanes in two 4-lane vectors. AVX2 has no 64-bit maximum or minimum: a
+ * compare and a blend. */
+static inline __m256i max64(__m256i a, __m256i b)
+{
+    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
+}
+
+static inline __m256i min64(__m256i a, __m256i b)
+{
+    return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b));
+}
+
+/* every lane the maximum (minimum) of v's four: halves swapped, then pairs */
+static inline __m256i all_max64(__m256i v)
+{
+    v = max64(v, _mm256_permute2x128_si256(v, v, 0x01));
+    return max64(v, _mm256_shuffle_epi32(v, 0x4E));
+}
+
+static inline __m256i all_min64(__m256i v)
+{
+    v = min64(v, _mm256_permute2x128_si256(v, v, 0x01));
+    return min64(v, _mm256_shuffle_epi32(v, 0x4E));
+}
+
+/* Among the lanes of lo (exchanges 0-3) and hi (4-7) equal to best (every lane), the one
+ * with the largest size and then the first exchange, as size << 3 | (7 - x): sz holds the
+ * eight sizes as 32-bit lanes. */
+static inline uint64_t best_key(__m256i lo, __m256i hi, __m256i best, __m256i sz)
+{
+    const __m256i first_lo = _mm256_set_epi64x(4, 5, 6, 7), first_hi = _mm256_set_epi64x(0, 1, 2, 3);
+    __m256i klo = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sz)), 3), first_lo);
+    __m256i khi = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sz, 1)), 3), first_hi);
+    /* keys are below 2^35, so a signed maximum serves, and 0 never beats a lane at the price */
+    klo = _mm256_and_si256(klo, _mm256_cmpeq_epi64(lo, best));
+    khi = _mm256_and_si256(khi, _mm256_cmpeq_epi64(hi, best));
+    return (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(max64(klo, khi))));
+}
+
+/* The quote is merged into the lines in registers and each line stored whole, as in the
+ * AVX-512 version: no vector load waits on a narrower store. */
+static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
+                              nbbo_t *o)
+{
+    const __m256i lane_lo = _mm256_set_epi64x(3, 2, 1, 0), lane_hi = _mm256_set_epi64x(7, 6, 5, 4);
+    const __m256i lane32 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    __m256i x64 = _mm256_set1_epi64x((long long)x);
+    __m256i at_lo = _mm256_cmpeq_epi64(lane_lo, x64), at_hi = _mm256_cmpeq_epi64(lane_hi, x64);
+    __m256i at32 = _mm256_cmpeq_epi32(lane32, _mm256_set1_epi32((int)x));
+    __m256i bidv = _mm256_set1_epi64x(bid), askv = _mm256_set1_epi64x(ask);
+    __m256i b0 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[0]), bidv, at_lo);
+    __m256i b1 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[4]), bidv, at_hi);
+    __m256i a0 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[0]), askv, at_lo);
+    __m256i a1 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[4]), askv, at_hi);
+    __m256i bs = _mm256_blendv_epi8(_mm256_load_si256((const void *)s->bid_sz), _mm256_set1_epi32((int)bsz), at32);
+    __m256i as = _mm256_blendv_epi8(_mm256_load_si256((const void *)s->ask_sz), _mm256_set1_epi32((int)asz), at32);
+    _mm256_store_si256((void *)&s->bid[0], b0);
+    _mm256_store_si256((void *)&s->bid[4], b1);
+    _mm256_store_si256((void *)&s->ask[0], a0);
+    _mm256_store_si256((void *)&s->ask[4], a1);
+    _mm256_store_si256((void *)s->bid_sz, bs);
+    _mm256_store_si256((void *)s->ask_sz, as);
+    __m256i bp = all_max64(max64(b0, b1));
+    __m256i ap = all_min64(min64(a0, a1));
+    uint64_t br = best_key(b0, b1, bp, bs), ar = best_key(a0, a1, ap, as);
+    o->bid = _mm_cvtsi128_si64(_mm256_castsi256_si128(bp));
+    o->bid_sz = (uint32_t)(br >> 3);
+    o->bid_ex = o->bid == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(7u - (unsigned)(br & 7u));
+    o->ask = _mm_cvtsi128_si64(_mm256_castsi256_si128(ap));
+    o->ask_sz = (uint32_t)(ar >> 3);
+    o->ask_ex = o->ask == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(7u - (unsigned)(ar & 7u));
 }
 #else
 static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,

@@ -10,23 +10,38 @@ import click
 @click.command("engine")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write results here")
 @click.option("--messages", default=1_000_000, show_default=True, help="re-quotes timed per run")
-@click.option("--underlyings", default=400, show_default=True, help="underlyings in the engine's share")
+@click.option("--underlyings", default=400, show_default=True,
+              help="underlyings in the engine's share of the model market (not with --capture)")
 @click.option("--runs", default=5, show_default=True, help="timed runs; the median is reported")
 @click.option("--clock", type=click.Choice(["auto", "tsc", "realtime"]), default="auto", show_default=True,
               help="stamp clock of the engine's de_in / de_out, as `omdp run --clock`")
-def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int, clock: str) -> None:
+@click.option("--capture", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="time a capture's own messages (a directory with manifest.json, e.g. DATA/captures/DATE) "
+                   "instead of the model market")
+@click.option("--engines", type=click.IntRange(min=1), default=2, show_default=True,
+              help="with --capture: engines the underlyings are balanced over; engine 0's share is timed")
+def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int, clock: str,
+                 capture: Path | None, engines: int) -> None:
     """Time the C decision engine per message, the pricing refresh, and a Python custom engine."""
     from omdp.clock import TscClockError
-    from ops.bench.engine import run_engine_bench
+    from ops.bench.engine import CaptureShareError, run_engine_bench
 
+    if capture is not None and not (capture / "manifest.json").is_file():
+        raise click.UsageError(f"--capture {capture}: no manifest.json there (a capture's directory is "
+                               "DATA/captures/DATE)")
     try:
-        r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs, clock=clock)
-    except TscClockError as e:
+        r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs, clock=clock,
+                             capture=capture, engines=engines)
+    except (TscClockError, CaptureShareError) as e:
         raise click.UsageError(str(e)) from None
     m = r["market"]
     click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs); stamp clock {r['stamp_clock']}")
     click.echo("times: CPU time of the benchmark thread, median of the runs")
-    click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} re-quotes per run, {runs} runs")
+    if capture is not None:
+        click.echo(f"capture: {m['capture']}, engine 0 of {m['engines']}: {m['engine_messages']} of "
+                   f"{m['capture_messages']} messages (all to warm up)")
+    click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} messages timed per run, "
+               f"{runs} runs")
     for e in r["engine"].values():
         click.echo(f"C engine, batches of {e['batch']:>4} (called from {e['driver']:>6}): "
                    f"{e['ns_per_message_median']:7.1f} ns/message median "
