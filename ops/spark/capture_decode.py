@@ -15,7 +15,7 @@ import functools
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,11 +81,6 @@ class FileOutcome:
     def as_dict(self) -> dict:
         """The fields as plain data (it crosses from the executors to the driver)."""
         return asdict(self)
-
-
-_ARROW_OF = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
-FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(FileOutcome)])
-"""Arrow schema of FileOutcome rows (what each decode task hands back to the driver)."""
 
 
 def decode_capture(
