@@ -15,7 +15,7 @@ import functools
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,7 +32,7 @@ _PRICES = ["strike_px", "bid_px", "offer_px", "premium_px"]
 _DELTA = ["msg_seq", "bid_size", "offer_size", "volume", "open_interest"]
 
 TICK_FILE_WRITE_OPTIONS = {
-    "compression": "snappy",
+    "compression": {n: "none" if n in _DELTA else "snappy" for n in TICK_FILE_SCHEMA.names},
     "use_dictionary": _STRINGS + _PRICES,
     "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
     "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA},
@@ -48,10 +48,12 @@ docs/benchmarks.md, 2026-11-24 and 2026-11-25):
 - the prices: dictionary (a line quotes few distinct prices in a row group: cheaper than
   compressing 8 bytes a row, and smaller); the writer falls back to plain by itself when a
   row group's dictionary outgrows its page;
-- msg_seq and the quantities: DELTA_BINARY_PACKED (steps of one; small sizes);
+- msg_seq and the quantities: DELTA_BINARY_PACKED (steps of one; small sizes), not
+  compressed: the bit-packed deltas do not shrink further, and snappy over them cost a
+  third of those columns' write CPU;
 - ts_ns, block_seq, the other ints: plain (a packet's rows repeat ts_ns and block_seq:
   compression removes the repeats for less CPU than delta encoding);
-- snappy on every page; min/max statistics only for the time and sequence columns (what
+- snappy on every other page; min/max statistics only for the time and sequence columns (what
   readers prune on); the never-null columns REQUIRED (``TICK_FILE_DICT_SCHEMA``);
 - no Arrow schema stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not
   dictionaries), for Spark and pyarrow alike."""
@@ -81,17 +83,13 @@ class FileOutcome:
         return asdict(self)
 
 
-_ARROW_OF = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
-FILE_OUTCOME_SCHEMA = pa.schema([(f.name, _ARROW_OF[f.type]) for f in fields(FileOutcome)])
-"""Arrow schema of FileOutcome rows (what each decode task hands back to the driver)."""
-
-
 def decode_capture(
     capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS,
     dictionary: bool = False, decoder: ArrowTickDecoder | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the tick batches of ``capture`` (string columns as dictionaries with
-    ``dictionary``: ``TICK_FILE_DICT_SCHEMA``), filling ``outcome`` as it goes. A file that is
+    ``dictionary``: ``TICK_FILE_DICT_SCHEMA``; a splitting ``decoder``: each chunk's quotes,
+    then its other messages), filling ``outcome`` as it goes. A file that is
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
     way keeps what was decoded before (status "partly skipped"); bad packets are counted.
     Each batch is valid until the next is asked for. ``decoder`` (a reusing one of the same
@@ -124,8 +122,7 @@ def decode_capture(
         outcome.packets += end - start
         outcome.bad_packets += done.counters["packets_bad"]
         outcome.messages += done.counters["messages"]
-        if done.batch is not None:
-            yield done.batch
+        yield from done.batches
 
 
 def tick_file_path(ticks_root: Path, date: str, capture: CaptureFile) -> Path:
@@ -138,8 +135,10 @@ def _task_decoder() -> ArrowTickDecoder:
     """The decoder every write_capture_ticks of this process uses, one file after the other
     (an executor's Python worker runs task after task): its column buffers (tens of MB at
     the default chunk) are faulted in once, not once per file - the page faults were a
-    tenth of the read + decode CPU."""
-    return ArrowTickDecoder(reuse=True, dictionary=True)
+    tenth of the read + decode CPU. Each chunk comes as its quotes and its other messages
+    (``split``), written as row groups of their own: the quotes' columns then hold no null,
+    which the Parquet writer writes at a fraction of the CPU (docs/benchmarks.md)."""
+    return ArrowTickDecoder(reuse=True, dictionary=True, split=True)
 
 
 def write_capture_ticks(

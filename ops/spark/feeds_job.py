@@ -19,12 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FILE_OUTCOME_SCHEMA, FileOutcome, write_capture_ticks
+from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_capture_ticks
 from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
 from ops.spark.feed_profile import (
     ONE_X_PPS,
@@ -115,23 +113,23 @@ def decode_captures(
     finishes early take the next group."""
     if not files:
         return []
-    groups = task_groups([f.size for f in files], tasks_per_core * spark.sparkContext.defaultParallelism)
-    shared = spark.sparkContext.broadcast((files, groups, root_map))
+    sc = spark.sparkContext
+    groups = task_groups([f.size for f in files], tasks_per_core * sc.defaultParallelism)
+    shared = sc.broadcast((files, groups, root_map))
     root = str(ticks_root)
 
-    def decode_partition(batches):
+    def decode_groups(numbers):
         todo, parts, roots = shared.value
-        for b in batches:
-            done = [
-                write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
-                for g in b.column(0).to_pylist() for i in parts[g]
-            ]
-            yield pa.RecordBatch.from_pylist(done, schema=FILE_OUTCOME_SCHEMA)
+        return [write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
+                for g in numbers for i in parts[g]]
 
-    tasks = spark.range(0, len(groups), 1, numPartitions=len(groups))
-    rows = tasks.mapInArrow(decode_partition, from_arrow_schema(FILE_OUTCOME_SCHEMA)).collect()
+    # A plain RDD of group numbers, not a DataFrame's mapInArrow: the SQL plan, its Arrow
+    # streams and their set-up cost a Python task about twice the fixed time (8 empty tasks:
+    # docs/benchmarks.md, 2026-11-27), and the stage's fixed time is what two cores cannot
+    # share. The rows coming back are a few dicts per task.
+    rows = sc.parallelize(range(len(groups)), len(groups)).mapPartitions(decode_groups).collect()
     shared.unpersist()
-    by_path = {r["path"]: FileOutcome(**r.asDict()) for r in rows}
+    by_path = {r["path"]: FileOutcome(**r) for r in rows}
     return [by_path[f.path] for f in files]
 
 

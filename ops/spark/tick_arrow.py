@@ -43,12 +43,19 @@ same types and values for every reader (Spark reads them into its nullable schem
 
 @dataclass
 class ArrowDecoded:
-    """One call's result: the tick batch (None when no packet held a message), the first
-    errors and this call's counters (packets, packets_ok, packets_bad, messages, per code)."""
+    """One call's result: the tick batch (None when no packet held a message; with ``split``
+    the quotes only, and ``rest`` the other messages), the first errors and this call's
+    counters (packets, packets_ok, packets_bad, messages, per code)."""
 
     batch: pa.RecordBatch | None
     errors: list[OpraDecodeError] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    rest: pa.RecordBatch | None = None
+
+    @property
+    def batches(self) -> list[pa.RecordBatch]:
+        """The call's non-empty batches: the quotes (or every row), then the rest."""
+        return [b for b in (self.batch, self.rest) if b is not None]
 
 def _buf(arr: np.ndarray) -> pa.Buffer:
     return pa.py_buffer(arr)
@@ -77,11 +84,21 @@ class ArrowTickDecoder:
     the next) the column buffers are kept and reused, grown when a call needs more rows, so a
     steady stream of chunks allocates and page-faults nothing; a batch is then valid only
     until the next ``decode``. Without it every call allocates fresh buffers that the batch
-    it returns owns."""
+    it returns owns.
 
-    def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False) -> None:
+    With ``split`` (dictionary mode only; what the feeds task writes) a call's quotes come in
+    one batch and its other messages in another (``ArrowDecoded.rest``), each in packet
+    order: a quote carries every option field and no sale field, so the quotes' columns hold
+    no null, and Parquet writes a column without nulls at half the CPU or less (it builds no
+    definition levels from the bitmap and packs no spaced values; docs/benchmarks.md)."""
+
+    def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False,
+                 split: bool = False) -> None:
+        if split and not dictionary:
+            raise ValueError("split needs dictionary mode (per-row strings cannot have two regions)")
         self._reuse = reuse
         self._dictionary = dictionary
+        self._split = split
         self._bufs: tuple | None = None
         self._rows = 0
         self._errs = ffi.new("omdp_opra_error_t[]", max_errors)
@@ -119,17 +136,21 @@ class ArrowTickDecoder:
         if n and int((offsets + lengths).max()) > data.shape[0]:
             raise ValueError("a packet lies outside the buffer")
         # A good packet has exactly its header's count of messages: this is enough rows.
-        rows = max(1, int(lib.omdp_opra_arrow_row_bound(
+        bound = max(1, int(lib.omdp_opra_arrow_row_bound(
             ffi.from_buffer("uint8_t[]", data), data.shape[0], ffi.from_buffer("uint64_t[]", offsets),
             ffi.from_buffer("uint32_t[]", lengths), n)) if n else 0)
-        if self._reuse and self._bufs is not None and rows <= self._rows:
+        # split: two halves, quotes in the first, the rest from the second (whole 64 rows each:
+        # the second half's bitmaps start at a whole byte)
+        need = 2 * (-(-bound // 64) * 64) if self._split else bound
+        if self._reuse and self._bufs is not None and need <= self._rows:
             bufs = self._bufs
         else:
-            bufs = _column_buffers(rows)
+            bufs = _column_buffers(need)
             if self._reuse:
-                self._bufs, self._rows = bufs, rows
+                self._bufs, self._rows = bufs, need
         i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx = bufs
         rows = first_row.shape[0]
+        rest_row = rows // 2 if self._split else 0
 
         cols = ffi.new("omdp_opra_arrow_cols_t*")
         keep = []  # cffi buffers must live through the call
@@ -140,6 +161,7 @@ class ArrowTickDecoder:
             return ffi.cast(ctype, b)
 
         cols.row_cap = rows
+        cols.rest_row = rest_row
         cols.ts_ns, cols.block_seq, cols.msg_seq = (p("int64_t*", a) for a in i64[:3])
         cols.msg_index, cols.packet_messages, cols.packet_bytes = (p("int32_t*", a) for a in i32[:3])
         cols.expiry, cols.time, cols.root_id = (p("int32_t*", a) for a in i32[3:6])
@@ -175,27 +197,46 @@ class ArrowTickDecoder:
             arr = np.frombuffer(ffi.buffer(self._errs, n_err * OPRA_ERROR_DTYPE.itemsize), dtype=OPRA_ERROR_DTYPE)
             errors = [OpraDecodeError(int(e["code"]), int(e["packet_index"]), int(e["offset"]), int(e["message_index"]), int(e["slot"])) for e in arr]
         counters = counters_dict(self._totals - before)
-        m = int(res.rows)
-        if m == 0:
+        rest = int(res.rest_rows)
+        m = int(res.rows) - rest
+        if m + rest == 0:
             return ArrowDecoded(None, errors, counters)
-
-        def fixed(t: pa.DataType, values: np.ndarray, v: np.ndarray | None = None) -> pa.Array:
-            return pa.Array.from_buffers(t, m, [None if v is None else _buf(v), _buf(values)], null_count=0 if v is None else -1)
-
-        def string(v: np.ndarray | None, off: np.ndarray, d: np.ndarray) -> pa.Array:
-            return pa.Array.from_buffers(pa.string(), m, [None if v is None else _buf(v), _buf(off), _buf(d)], null_count=0 if v is None else -1)
-
         nroots = int(res.roots)
         if self._dictionary:
             names = pa.Array.from_buffers(pa.string(), nroots, [None, _buf(root_off), _buf(root_data)],
                                           null_count=0).to_pylist()
-            chars = [pa.DictionaryArray.from_buffers(_DICT, m, [_buf(valid[10 + k]), _buf(chr_code[k])], _CHAR_DICT,
+            roots = _RootDictionaries(names, root_map)
+        else:
+            names = pa.Array.from_buffers(pa.string(), m, [None, _buf(root_off), _buf(root_data)],
+                                          null_count=0).take(pa.array(first_row[:nroots])).to_pylist()
+            roots = None
+        batch = self._batch(bufs, 0, m, names, root_map, roots) if m else None
+        other = self._batch(bufs, rest_row, rest, names, root_map, roots) if rest else None
+        return ArrowDecoded(batch, errors, counters, other)
+
+    def _batch(self, bufs: tuple, lo: int, m: int, names: list[str], root_map: dict[str, str],
+               roots: "_RootDictionaries | None") -> pa.RecordBatch:
+        """The batch of rows ``lo .. lo + m`` of the buffers (``lo`` a multiple of 8: a
+        validity bitmap is then sliced at a whole byte), wrapped without a copy."""
+        i64, i32, _, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx = bufs
+        rows = slice(lo, lo + m)
+        v = valid[:, lo // 8:]
+
+        def fixed(t: pa.DataType, values: np.ndarray, bits: np.ndarray | None = None) -> pa.Array:
+            return pa.Array.from_buffers(t, m, [None if bits is None else _buf(bits), _buf(values[rows])],
+                                         null_count=0 if bits is None else -1)
+
+        def string(bits: np.ndarray | None, off: np.ndarray, d: np.ndarray) -> pa.Array:
+            return pa.Array.from_buffers(pa.string(), m, [None if bits is None else _buf(bits), _buf(off), _buf(d)],
+                                         null_count=0 if bits is None else -1)
+
+        if roots is not None:
+            chars = [pa.DictionaryArray.from_buffers(_DICT, m, [_buf(v[10 + k]), _buf(chr_code[k][rows])], _CHAR_DICT,
                                                      null_count=-1) for k in range(4)]
-            root, underlying = _root_dictionaries(m, i32[5], names, root_map, under_idx)
+            root, underlying = roots.columns(i32[5][rows], under_idx[rows])
         else:
             root = string(None, root_off, root_data)
-            names = root.take(pa.array(first_row[:nroots])).to_pylist()
-            chars = [string(valid[10 + k], chr_off[k], chr_data[k]) for k in range(4)]
+            chars = [string(v[10 + k], chr_off[k], chr_data[k]) for k in range(4)]
             under = pa.array([root_map.get(s) for s in names], pa.string())
             underlying = under.take(fixed(pa.int32(), i32[5]))
         i64t, i32t = pa.int64(), pa.int32()
@@ -204,36 +245,45 @@ class ArrowTickDecoder:
             fixed(i32t, i32[0]), fixed(i32t, i32[1]), fixed(i32t, i32[2]),
             chars[0], chars[1], chars[2],
             root, underlying,
-            fixed(i32t, i32[3], valid[0]),
+            fixed(i32t, i32[3], v[0]),
             chars[3],
-            fixed(i64t, i64[3], valid[1]),  # strike_px
-            fixed(i64t, i64[4], valid[2]),  # bid_px
-            fixed(i64t, i64[7], valid[5]),  # bid_size
-            fixed(i64t, i64[5], valid[3]),  # offer_px
-            fixed(i64t, i64[8], valid[6]),  # offer_size
-            fixed(i64t, i64[6], valid[4]),  # premium_px
-            fixed(i64t, i64[9], valid[7]),  # volume
-            fixed(i64t, i64[10], valid[8]),  # open_interest
-            fixed(i32t, i32[4], valid[9]),  # time
+            fixed(i64t, i64[3], v[1]),  # strike_px
+            fixed(i64t, i64[4], v[2]),  # bid_px
+            fixed(i64t, i64[7], v[5]),  # bid_size
+            fixed(i64t, i64[5], v[3]),  # offer_px
+            fixed(i64t, i64[8], v[6]),  # offer_size
+            fixed(i64t, i64[6], v[4]),  # premium_px
+            fixed(i64t, i64[9], v[7]),  # volume
+            fixed(i64t, i64[10], v[8]),  # open_interest
+            fixed(i32t, i32[4], v[9]),  # time
         ]
         schema = TICK_FILE_DICT_SCHEMA if self._dictionary else TICK_FILE_SCHEMA
-        return ArrowDecoded(pa.RecordBatch.from_arrays(arrays, schema=schema), errors, counters)
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _root_dictionaries(m: int, root_id: np.ndarray, names: list[str], root_map: dict[str, str],
-                       out: np.ndarray) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
-    """root and underlying as dictionaries over the call's distinct roots (the decoder's
-    root_id per row): no string per row. A root without an underlying is null. The
-    underlying's indices are gathered into ``out`` (one pass, no temporary array per row);
-    a validity bitmap is built only when some root has no underlying."""
-    ids = root_id[:m]
-    root = pa.DictionaryArray.from_buffers(_DICT, m, [None, _buf(ids)], pa.array(names, pa.string()), null_count=0)
-    under = [root_map.get(n) for n in names]
-    values = sorted({u for u in under if u is not None})
-    pos = {u: i for i, u in enumerate(values)}
-    per_root = np.array([pos.get(u, 0) if u is not None else 0 for u in under] or [0], np.int32)
-    idx = np.take(per_root, ids, out=out[:m])
-    known = np.array([u is not None for u in under] or [True], np.uint8)
-    validity = None if known.all() else _buf(np.packbits(np.take(known, ids), bitorder="little"))
-    indices = pa.Array.from_buffers(pa.int32(), m, [validity, _buf(idx)], null_count=-1 if validity else 0)
-    return root, pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))
+class _RootDictionaries:
+    """root and underlying as dictionaries over one call's distinct roots (the decoder's
+    root_id per row): no string per row, and the per-root work (the manifest lookups) once
+    per call however many regions the call's rows are in. A root without an underlying is
+    null."""
+
+    def __init__(self, names: list[str], root_map: dict[str, str]) -> None:
+        under = [root_map.get(n) for n in names]
+        values = sorted({u for u in under if u is not None})
+        pos = {u: i for i, u in enumerate(values)}
+        self._names = pa.array(names, pa.string())
+        self._values = pa.array(values, pa.string())
+        self._per_root = np.array([pos.get(u, 0) if u is not None else 0 for u in under] or [0], np.int32)
+        self._known = np.array([u is not None for u in under] or [True], np.uint8)
+        self._all_known = bool(self._known.all())
+
+    def columns(self, ids: np.ndarray, out: np.ndarray) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
+        """(root, underlying) for rows whose root ids are ``ids``; the underlying's indices
+        are gathered into ``out`` (one pass, no temporary array per row); a validity bitmap
+        is built only when some root has no underlying."""
+        m = ids.shape[0]
+        root = pa.DictionaryArray.from_buffers(_DICT, m, [None, _buf(ids)], self._names, null_count=0)
+        idx = np.take(self._per_root, ids, out=out)
+        validity = None if self._all_known else _buf(np.packbits(np.take(self._known, ids), bitorder="little"))
+        indices = pa.Array.from_buffers(pa.int32(), m, [validity, _buf(idx)], null_count=-1 if validity else 0)
+        return root, pa.DictionaryArray.from_arrays(indices, self._values)

@@ -4,7 +4,9 @@ the same tick batches, field by field, as decoding to records and converting the
 bad packets are skipped and counted with the same errors. With dictionary columns (what the
 feeds task writes) the values are the same and a tick file written from them reads back,
 with the tick file's string types (the never-null columns REQUIRED), equal to the string
-batches, the prices dictionary- and the quantities delta-encoded."""
+batches, the prices dictionary- and the quantities delta-encoded; split into quotes and the
+rest (what the feeds task writes), chunk by chunk with reused buffers, the file holds the same
+rows, every quote row group without a null in the columns a quote carries."""
 from __future__ import annotations
 
 import datetime as dt
@@ -149,3 +151,26 @@ def test_dictionary_columns_hold_the_same_values_and_write_string_files(capture,
     group = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
     assert "RLE_DICTIONARY" in encodings["bid_px"] and "DELTA_BINARY_PACKED" in encodings["bid_size"]
+
+
+def test_split_chunks_write_the_same_rows_quotes_without_nulls(capture, tmp_path: Path) -> None:
+    buf, offsets, lengths, ts_ns, roots = capture
+    plain = ArrowTickDecoder().decode(buf, offsets, lengths, ts_ns, roots).batch
+    dec = ArrowTickDecoder(reuse=True, dictionary=True, split=True)
+    path = tmp_path / "ticks.parquet"
+    quotes = rest = 0
+    with pq.ParquetWriter(path, TICK_FILE_DICT_SCHEMA, **TICK_FILE_WRITE_OPTIONS) as w:
+        for s in range(0, len(offsets), 500):
+            out = dec.decode(buf, offsets[s:s + 500], lengths[s:s + 500], ts_ns[s:s + 500], roots, s)
+            for b in out.batches:
+                b.validate(full=True)
+                w.write_batch(b)
+            quotes += out.batch.num_rows
+            rest += out.rest.num_rows if out.rest is not None else 0
+            assert set(out.batch.column("category").to_pylist()) == {"k"}
+            carried = ("expiry", "put_call", "strike_px", "bid_px", "bid_size", "offer_px", "offer_size")
+            assert all(out.batch.column(n).null_count == 0 for n in carried)
+    assert quotes > 1000 and rest > 0 and quotes + rest == plain.num_rows
+    order = [("block_seq", "ascending"), ("msg_index", "ascending")]
+    back = pq.read_table(path).cast(TICK_FILE_SCHEMA).sort_by(order)
+    assert back.equals(pa.Table.from_batches([plain]).sort_by(order))

@@ -3,12 +3,15 @@ one-character columns written as codes only (no strings) and the root column as 
 per distinct root (``roots_only``) - holds the same values as the string mode, on random
 valid packets, on packets with roots of every length and on packets broken at random (whose
 bytes land in roots and characters as they fall), every buffer sized exactly for the rows
-the headers declare; the row bound that sizes them (``omdp_opra_arrow_row_bound``) reads
-only whole headers inside the buffer. Named "sanitize": CI also runs it under ASan/UBSan."""
+the headers declare; split into quotes and the rest (``rest_row``), the same rows, quotes
+in one region and every other message in the other, each in packet order; the row bound
+that sizes them (``omdp_opra_arrow_row_bound``) reads only whole headers inside the buffer.
+Named "sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from feedhandlers.opra_fast import encode_stream
 from ops.bench.random_capture import random_packets, random_records
@@ -19,7 +22,28 @@ def _both(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, roots: dict
     ts = np.arange(len(offsets), dtype=np.int64) * 1000
     plain = ArrowTickDecoder(max_errors=64).decode(buf, offsets, lengths, ts, roots)
     dic = ArrowTickDecoder(max_errors=64, reuse=True, dictionary=True).decode(buf, offsets, lengths, ts, roots)
+    split = ArrowTickDecoder(max_errors=64, reuse=True, dictionary=True, split=True).decode(buf, offsets, lengths, ts, roots)
+    _split_same(dic, split)
     return plain, dic
+
+
+def _split_same(dic, split) -> None:
+    """The split call's quotes and rest are the unsplit rows with category 'k' and the
+    others, each in packet order; same counters and errors."""
+    assert split.counters == dic.counters
+    assert [e.code for e in split.errors] == [e.code for e in dic.errors]
+    if dic.batch is None:
+        assert split.batches == []
+        return
+    quote = pc.fill_null(pc.equal(dic.batch.column("category").cast(pa.string()), "k"), False)
+    for got, want in ((split.batch, dic.batch.filter(quote)), (split.rest, dic.batch.filter(pc.invert(quote)))):
+        if want.num_rows == 0:
+            assert got is None
+            continue
+        got.validate(full=True)
+        for name in want.schema.names:
+            cast = pa.string() if name in DICT_COLUMNS else want.schema.field(name).type
+            assert got.column(name).cast(cast).equals(want.column(name).cast(cast)), name
 
 
 def _same_values(plain, dic) -> None:
@@ -41,6 +65,7 @@ def test_dictionary_mode_equals_string_mode_on_random_packets() -> None:
     buf = buf.copy()                                # exactly the packets' bytes
     plain, dic = _both(buf, offsets, lengths, {"A": "AAA"})
     assert plain.batch.num_rows == 3000
+    assert 0 < pc.sum(pc.equal(plain.batch.column("category"), "k")).as_py() < 3000   # both regions written
     _same_values(plain, dic)
     assert dic.batch.column("root").dictionary.to_pylist() == plain.batch.column("root").unique().to_pylist()
 
@@ -72,6 +97,25 @@ def test_broken_packets_decode_the_same_in_both_modes() -> None:
     assert plain.counters["packets_bad"] > 0
     _same_values(plain, dic)
     assert dic.batch.column("underlying").null_count == dic.batch.num_rows
+
+
+def test_split_needs_the_dictionary_mode() -> None:
+    import pytest
+
+    from omdp.native import ffi, lib
+
+    with pytest.raises(ValueError):
+        ArrowTickDecoder(split=True)
+    buf, offsets, lengths = random_packets(200, seed=3)
+    cols = ffi.new("omdp_opra_arrow_cols_t*")     # per-row root strings (roots_only 0) and a rest_row
+    cols.row_cap, cols.rest_row = 512, 256
+    res = ffi.new("omdp_opra_arrow_result_t*")
+    ts = np.zeros(len(offsets), np.int64)
+    status = lib.omdp_opra_decode_arrow(
+        ffi.from_buffer("uint8_t[]", buf), ffi.from_buffer("uint64_t[]", np.asarray(offsets, np.uint64)),
+        ffi.from_buffer("uint32_t[]", np.asarray(lengths, np.uint32)), ffi.from_buffer("int64_t[]", ts),
+        len(offsets), 0, cols, ffi.NULL, 0, ffi.NULL, res)
+    assert status == lib.OMDP_OPRA_E_CAPACITY and res.rows == 0   # refused before any write
 
 
 def test_row_bound_sums_the_header_counts_and_skips_what_cannot_decode() -> None:

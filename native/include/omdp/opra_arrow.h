@@ -8,7 +8,8 @@
  * Layouts (Arrow columnar format): fixed-width columns are plain little-endian arrays of
  * rows; a nullable column has a validity bitmap (bit r of byte r/8, LSB first; 1 = valid)
  * of at least (row_cap + 7) / 8 bytes; a string column is int32 offsets (row_cap + 1 of them,
- * offsets[0] = 0) plus UTF-8 data. Rows are written from row 0 on every call.
+ * offsets[0] = 0) plus UTF-8 data. Rows are written from row 0 on every call, in packet order;
+ * with rest_row set, quotes from row 0 and the other messages from rest_row (below).
  *
  * Columns (ops/spark/tick_table.py TICK_FIELDS, same order and meaning):
  *   ts_ns            int64   the packet's capture time (caller's pkt_ts_ns[i])
@@ -74,12 +75,22 @@ typedef struct omdp_opra_arrow_cols {
                                                    distinct root, in root id order (res->roots + 1
                                                    offsets), not one per row: with root_id, the
                                                    root column as a dictionary */
+    uint64_t rest_row;                          /* 0: every row in packet order from row 0. Else
+                                                   quotes (category 'k') go to rows 0, 1, ... and
+                                                   every other message to rows rest_row,
+                                                   rest_row + 1, ..., each in packet order: a
+                                                   quote carries every option field and no sale
+                                                   field, so each region's columns are (almost)
+                                                   free of nulls, which Parquet writes several
+                                                   times faster. Needs roots_only and no chr_data
+                                                   (per-row strings cannot have two regions) */
 } omdp_opra_arrow_cols_t;
 
 /* What one decode_arrow call did. */
 typedef struct omdp_opra_arrow_result {
     uint64_t packets_done;  /* packets consumed, good or bad, from the start */
     uint64_t rows;          /* rows written */
+    uint64_t rest_rows;     /* of them, rows from rest_row on (0 without rest_row) */
     uint64_t roots;         /* distinct roots among them (root_first_row[0 .. roots)) */
     uint64_t errors;        /* packet errors seen (errs holds the first err_cap of them) */
 } omdp_opra_arrow_result_t;
@@ -97,8 +108,10 @@ uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const u
  * and counted in *counters (may be NULL; same counters as omdp_opra_decode_batch), and the
  * next packet decodes normally. Returns 0 when every packet was consumed, or
  * OMDP_OPRA_E_CAPACITY when the next good packet's rows do not fit in row_cap
- * (res->packets_done tells where to resume; the rows written so far are complete), or
- * when scratch memory cannot be had (then no row of the call is to be used). */
+ * (res->packets_done tells where to resume; the rows written so far are complete; with
+ * rest_row: when either region's next rows do not fit), or when scratch memory cannot be
+ * had or rest_row is set without roots_only, with chr_data or past row_cap (then no row of
+ * the call is to be used). */
 int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
                            const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
                            const omdp_opra_arrow_cols_t *cols,

@@ -158,8 +158,13 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
     uint32_t side_cap = SCRATCH_SIDE_MIN;
     uint8_t *side = malloc(side_cap);
     int status = 0;
-    uint64_t rows = 0, roots = 0, nerr = 0, good = 0, bad = 0, i = 0;
-    if (!table || !msgs || !side) {
+    /* rows: in packet order (no rest_row) or the quotes; rest: the other messages */
+    uint64_t rows = 0, rest = 0, roots = 0, nerr = 0, good = 0, bad = 0, i = 0;
+    const uint64_t split = c->rest_row;
+    int per_row_strings = !c->roots_only;
+    for (int k = 0; k < OMDP_ARROW_CHAR_COLS; k++)
+        per_row_strings |= c->chr_data[k] != NULL;
+    if (!table || !msgs || !side || (split && (per_row_strings || split > cap))) {
         status = OMDP_OPRA_E_CAPACITY;
         goto out;
     }
@@ -199,7 +204,8 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
                 counters->errors[-rc]++;
             continue;
         }
-        if (rows + (uint64_t)rc > cap) {
+        if (split ? rows + (uint64_t)rc > split || rest + (uint64_t)rc > cap - split
+                  : rows + (uint64_t)rc > cap) {
             status = OMDP_OPRA_E_CAPACITY;
             break;
         }
@@ -207,7 +213,7 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
         const int64_t ts = pkt_ts_ns[i];
         for (int j = 0; j < rc; j++) {
             const omdp_opra_msg_t *m = &msgs[j];
-            const uint64_t r = rows++;
+            const uint64_t r = split && m->category != 'k' ? split + rest++ : rows++;
             const uint64_t f = m->fields;
             c->ts_ns[r] = ts;
             c->block_seq[r] = (int64_t)m->block_seq;
@@ -270,11 +276,12 @@ out:
         counters->packets += good + bad;
         counters->packets_ok += good;
         counters->packets_bad += bad;
-        counters->messages += rows;
+        counters->messages += rows + rest;
     }
     if (res) {
         res->packets_done = i;
-        res->rows = rows;
+        res->rows = rows + rest;
+        res->rest_rows = rest;
         res->roots = roots;
         res->errors = nerr;
     }
