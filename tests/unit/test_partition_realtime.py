@@ -26,8 +26,9 @@ print(repr((why, os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK == os.SCHED_
 def _child(*prefix: str) -> tuple[str | None, bool, bool]:
     import ast
 
-    out = subprocess.run([*prefix, sys.executable, "-P", "-c", CHILD], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    # -P and the PYTHONPATH tests/conftest.py set: the child imports the omdp this process
+    # imported (installed and compiled), not the checkout's source
+    out = subprocess.run([*prefix, sys.executable, "-P", "-c", CHILD], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return ast.literal_eval(out.stdout.strip())
 

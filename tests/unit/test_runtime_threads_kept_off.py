@@ -81,7 +81,7 @@ def test_a_spinning_partitions_helper_threads_leave_its_cpu() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", PARTITION_HELPERS], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-P", "-c", PARTITION_HELPERS], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     early, helper, chooser, main, hot, cold = ast.literal_eval(out.stdout.strip())
     assert hot not in early and hot not in helper and early and helper
