@@ -82,7 +82,7 @@ def test_page_of_a_running_pipeline(data_dir: Path, tmp_path: Path) -> None:
     def watch(url: str) -> None:
         """During the run: the page loads, fills its charts, and is photographed."""
         try:
-            driver = browser["driver"] = chromium(tmp_path / "chromium-profile")
+            driver = browser["driver"]
             driver.get(url)
             check_charts_fill(driver)
             ARTIFACTS.mkdir(exist_ok=True)
@@ -110,7 +110,11 @@ def test_page_of_a_running_pipeline(data_dir: Path, tmp_path: Path) -> None:
         return stop
 
     pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
-                       RunOptions(rate="1x", seconds=8.0, loop=True, sample_every=16, drops="A:0.002", seed=9))
+                       RunOptions(rate="1x", seconds=15.0, loop=True, sample_every=16, drops="A:0.002", seed=9))
+    # The browser starts before the run: started beside the partitions' start it took most of
+    # a short run to load its first page, and the run had ended before the page was read.
+    browser["driver"] = chromium(tmp_path / "chromium-profile")
+    browser["driver"].get("about:blank")
     try:
         run = run_pipeline(pp, data_dir, dashboard=hook)
     finally:

@@ -81,7 +81,7 @@ def test_the_command_projects_latency_from_intended_on_the_capture(tmp_path: Pat
     from click.testing import CliRunner
 
     from ops.cli.main import cli
-    from tests.pipeline_support import make_capture
+    from pipeline_support import make_capture
 
     make_capture(tmp_path, seconds=0.3, lines=2)
     write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
