@@ -178,6 +178,12 @@ def _place(topo: Topology, graph: LogicalGraph, host_groups: dict[str, list[str]
                 if inst in placed:
                     raise TopologyError(source, [(f"{field}.operators", f"{inst} is already in partition {placed[inst]}")])
                 placed[inst] = pname
+                why = graph.instances[inst].kind.alone
+                if why and len(members[r]) > 1:
+                    others = ", ".join(i for i in members[r] if i != inst)
+                    raise TopologyError(source, [(f"{field}.operators", f"{inst} ({graph.instances[inst].kind.name}) "
+                                                  f"{why}, which would stall {others} in the same loop: give it a "
+                                                  "partition of its own (it may share the CPU)")])
             parts.append({"name": pname, "group": name, "replica": r, "host": host_of[r], "cpus": cpus[r],
                           "wait": spec.wait, "realtime": spec.realtime, "operators": members[r]})
     missing = [i for i in graph.instances if i not in placed]

@@ -60,6 +60,9 @@ class OperatorKind:
     params: type[BaseModel] = NoParams
     native: bool = True
     doc: str = ""
+    alone: str = ""
+    """Why an instance needs a partition of its own ("" when it does not): its poll blocks
+    (sleeps, waits), which would stall every other operator of the partition's loop."""
 
     @property
     def is_source(self) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 from ops.pipeline.scaled_layout import CORES_PER_SENDER, scaled_layout, scaled_topology_toml
-from ops.pipeline.sweep import Config, Sweep, SweepPoint, run_sweep
+from ops.pipeline.sweep import Config, Sweep, SweepPoint, hop_figure, run_sweep
 
 P99_BOUND_REASON = "p99 latency from intended"
 """How a verdict's reason for the p99 bound begins (ops.pipeline.run_report.verdict)."""
@@ -47,12 +47,6 @@ def write_topologies(cores: list[int], out_dir: Path, cores_per_sender: int = CO
         path.write_text(scaled_topology_toml(n, cores_per_sender))
         paths[n] = path
     return paths
-
-
-def _hop(run: dict[str, Any] | None, hop: str, key: str) -> float | None:
-    if run is None:
-        return None
-    return (((run.get("breakdown") or {}).get("hops") or {}).get(hop) or {}).get(key)
 
 
 @dataclass
@@ -135,10 +129,10 @@ def _point(cores: int, p: SweepPoint) -> ScalingPoint:
         return out
     out.achieved_fraction = r["replay"].get("achieved_fraction")
     out.missed_ratio = r["accounting"].get("missed_ratio")
-    out.intended_p50_us = _hop(r, "e2e_intended", "p50_us")
-    out.intended_p99_us = _hop(r, "e2e_intended", "p99_us")
-    out.fh_in_p50_us = _hop(r, "e2e", "p50_us")
-    out.fh_in_p99_us = _hop(r, "e2e", "p99_us")
+    out.intended_p50_us = hop_figure(r, "e2e_intended", "p50_us")
+    out.intended_p99_us = hop_figure(r, "e2e_intended", "p99_us")
+    out.fh_in_p50_us = hop_figure(r, "e2e", "p50_us")
+    out.fh_in_p99_us = hop_figure(r, "e2e", "p99_us")
     pacing = r["replay"].get("pacing_p99_ns")
     out.pacing_p99_us = pacing / 1000 if pacing is not None else None
     out.handler_ns_per_packet = _tier_work(r, ("fh", "app"))

@@ -25,7 +25,6 @@ from typing import Any
 
 from feedhandlers.feed_handler import FeedLine
 from feedhandlers.routing import DEFAULT_SAMPLE_MESSAGES, RoutingTable, build_routing, count_roots
-from omdp.metrics.ingest_operator import SLEEP_S
 from omdp.plan import Plan
 from omdp.topology.load import TopologyError
 from omdp.topology.schema import Topology
@@ -35,7 +34,6 @@ from ops.replay.shm_segments import intended_name
 FEED_SENDER, FEED_HANDLER, DECISION_ENGINE = "feed_sender", "feed_handler", "decision_engine"
 ELASTIC_ENGINE = "elastic_engine"  # decision_engines.elastic_operator: the same ports, elastic worker pool
 LATENCY_COLLECTOR = "latency_collector"
-INGEST_COLLECTOR = "ingest_collector"
 INTENDED_TABLE_TEMPLATE = intended_name("{run_id}-fs{sender}")
 """The replayer's intended-time table of a feed sender, for the handlers to look up
 (``ops.pipeline.feed_sender.replay_run_id`` names the replay ``<run_id>-fs<k>``)."""
@@ -92,23 +90,6 @@ def pipeline_groups(topo: Topology, source: str = "<topology>") -> PipelineGroup
     return PipelineGroups(feed_senders=one(FEED_SENDER, False), feed_handler=fh, engines=de,
                           latency=by_kind.get(LATENCY_COLLECTOR, []),
                           replicas={n: op.replicas for n, op in topo.operators.items()})
-
-
-def check_sleeping_sources(topo: Topology, source: str = "<topology>") -> None:
-    """The ingest collector sleeps in its poll (``omdp.metrics.ingest_operator.SLEEP_S``)
-    between its looks at the stats segment; in a partition with other operators that sleep
-    stalls their loop, their input rings fill and back-pressure reaches the feed handlers.
-    Such a partition is refused, naming it."""
-    for name, part in topo.partitions.items():
-        kinds = {ref: topo.operators[ref.split("[")[0]].kind for ref in part.operators
-                 if ref.split("[")[0] in topo.operators}
-        sleepers = [ref for ref, kind in kinds.items() if kind == INGEST_COLLECTOR]
-        if sleepers and len(part.operators) > 1:
-            others = ", ".join(ref for ref in part.operators if ref not in sleepers)
-            raise TopologyError(source, [(f"partitions.{name}.operators",
-                                          f"{sleepers[0]} ({INGEST_COLLECTOR}) sleeps up to {SLEEP_S * 1000:g} ms "
-                                          f"between its looks, which would stall {others} in the same loop: give it "
-                                          "a partition of its own (it may share the CPU)")])
 
 
 def deal_blocks(items: list[int], replicas: int) -> dict[int, int]:
@@ -184,7 +165,6 @@ class Assembly:
 def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: str = "<topology>") -> Assembly:
     """Fill the pipeline's operators from ``capture`` and ``options`` (see the module doc)."""
     g = pipeline_groups(topo, source)
-    check_sleeping_sources(topo, source)
     data: dict[str, Any] = topo.model_dump(by_alias=True, mode="json", exclude_unset=False)
     ops = data["operators"]
     fh_params = ops[g.feed_handler]["params"]

@@ -17,6 +17,7 @@ from decision_engines.elastic_operator import register_elastic_engine
 from decision_engines.operator import OPRA_MSG, SIGNAL, register_decision_engines
 from feedhandlers.feed_handler import ENGINE_PORTS, FeedHandlerParams, make_feed_handler
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from omdp.metrics.ingest_operator import SLEEP_S as INGEST_SLEEP_S
 from omdp.metrics.ingest_operator import IngestCollectorOperator, IngestCollectorParams
 from omdp.metrics.latency_operator import register_latency_collector
 from omdp.metrics.sample_identity import IdentityLayout
@@ -45,7 +46,8 @@ def register_pipeline(registry: Registry) -> None:
     registry.add(OperatorKind("signal_collector", (Port("in", SIGNAL.name),), (), SignalCollector, native=False,
                               doc="every signal, to signals.parquet and the live stats segment"))
     registry.add(OperatorKind("ingest_collector", (), (), IngestCollectorOperator, IngestCollectorParams,
-                              native=False, doc="per-line received/missed/duplicates/decode errors to ingest.parquet"))
+                              native=False, doc="per-line received/missed/duplicates/decode errors to ingest.parquet",
+                              alone=f"sleeps up to {INGEST_SLEEP_S * 1000:g} ms between its looks"))
 
 
 def build_registry() -> Registry:

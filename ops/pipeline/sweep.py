@@ -155,8 +155,10 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
     return sweep
 
 
-def _hop(run: dict[str, Any], hop: str, key: str) -> float | None:
-    b = run.get("breakdown") or {}
+def hop_figure(run: dict[str, Any] | None, hop: str, key: str) -> float | None:
+    """One figure of a run's breakdown (``hop`` e.g. ``e2e_intended``, ``key`` e.g. ``p99_us``),
+    None where the run or the figure is missing."""
+    b = (run or {}).get("breakdown") or {}
     return ((b.get("hops") or {}).get(hop) or {}).get(key)
 
 
@@ -173,8 +175,8 @@ def point_line(p: SweepPoint) -> str:
     def us(v: float | None) -> str:
         return "n/a" if v is None else f"{v:,.1f}"
     return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
-            f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(_hop(p.run, 'e2e', 'mean_us'))} "
-            f"p99 {us(_hop(p.run, 'e2e', 'p99_us'))} us  from intended mean {us(_hop(p.run, 'e2e_intended', 'mean_us'))} us  "
+            f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(hop_figure(p.run, 'e2e', 'mean_us'))} "
+            f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))} us  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))} us  "
             f"{'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
 
 
@@ -192,7 +194,7 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
         miss = a.get("missed_ratio")
 
         def f(hop: str, key: str) -> str:
-            v = _hop(p.run, hop, key)  # type: ignore[arg-type]
+            v = hop_figure(p.run, hop, key)  # type: ignore[arg-type]
             return "n/a" if v is None else f"{v:,.1f}"
         rows.append(
             f"| {p.config} | {p.rate} | {r['achieved_pps']:,.0f} | {r['achieved_pps'] * mpp:,.0f} | {mpp:.2f} | "

@@ -14,7 +14,7 @@ from omdp.plan import build_plan
 from omdp.topology.load import TopologyError, load_topology
 from ops.bench.scaling import kept_up
 from ops.cli.main import cli
-from ops.pipeline.assemble import check_sleeping_sources, sender_shares
+from ops.pipeline.assemble import sender_shares
 from ops.pipeline.capture_info import CaptureInfo
 from ops.pipeline.registry import build_registry
 from ops.pipeline.scaled_layout import scaled_layout, scaled_topology_toml
@@ -46,7 +46,6 @@ def test_written_layouts_plan_on_their_cores(cores: int, tmp_path: Path) -> None
     assert {cpu for part in plan.partitions for cpu in part.cpus} == set(range(cores))
     ingest = [p for p in plan.partitions if "ingest" in p.operators]
     assert len(ingest) == 1 and ingest[0].operators == ["ingest"]
-    check_sleeping_sources(topo, str(path))  # no partition shares the sleeping collector
     layout = scaled_layout(cores)
     assert topo.operators["fh"].replicas == layout.handlers and topo.operators["de"].replicas == layout.engines
     assert topo.operators["fh"].params["input"] == "multicast"
@@ -57,9 +56,8 @@ def test_a_partition_sharing_the_ingest_collector_is_refused(tmp_path: Path) -> 
     text = text.replace('[partitions.ingest]\noperators = ["ingest"]\ncpus = [3]\nwait = "spin-block"\n', "")
     path = tmp_path / "t.toml"
     path.write_text(text)
-    topo = load_topology(path)
     with pytest.raises(TopologyError, match=r"partitions\.collect\.operators.*sleeps up to 50 ms.*lc, sig"):
-        check_sleeping_sources(topo, str(path))
+        build_plan(load_topology(path), build_registry(), str(path))
 
 
 def _capture(line_packets: dict[int, int]) -> CaptureInfo:
