@@ -145,15 +145,17 @@ def _point(cores: int, p: SweepPoint) -> ScalingPoint:
 
 def run_scaling(cores: list[int], rates: list[str], data_dir: Path, capture_date: str, seconds: float,
                 out_dir: Path, say: Callable[[str], None], stop_after_failures: int = 2,
-                sample_every: int | None = None, cores_per_sender: int = CORES_PER_SENDER) -> ScalingResult:
-    """Write the layouts and sweep each over ``rates``."""
+                sample_every: int | None = None, cores_per_sender: int = CORES_PER_SENDER,
+                overrides: tuple[str, ...] = ()) -> ScalingResult:
+    """Write the layouts and sweep each over ``rates``; ``overrides`` (``--set``) apply to
+    every layout."""
     have = usable_cpus()
     too_big = [n for n in cores if n > have]
     if too_big:
         raise ValueError(f"--cores {too_big[0]}: this machine lets omdp use {have} CPUs")
     layouts = {n: scaled_layout(n, cores_per_sender).describe() for n in cores}
     paths = write_topologies(cores, out_dir, cores_per_sender)
-    configs = [Config(str(paths[n]), "-", "multicast", f"{n} cores", ()) for n in cores]
+    configs = [Config(str(paths[n]), "-", "multicast", f"{n} cores", overrides) for n in cores]
     sweep: Sweep = run_sweep(configs, rates, data_dir, capture_date, seconds, say,
                              stop_after_failures=stop_after_failures, sample_every=sample_every,
                              failed=lambda p: not kept_up(p))

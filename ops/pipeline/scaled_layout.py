@@ -20,6 +20,12 @@ pricing threads run at nice 19 on the senders' CPUs, as in ``opra_fused.toml``.
 
 Multicast is the path the paper measured and the one a deployment receives: the senders use
 a packet socket and the handlers one packet ring each (``docs/replay.md``, ``docs/pipeline.md``).
+The senders run SCHED_FIFO (``realtime``, where the user may; a warning where not): they
+stand in for the exchange, which sends on time whatever our machine is doing. As ordinary
+tasks they lost their CPU to the collectors and the pricing threads beside them in the
+capture's 10 ms peaks and fell hundreds of milliseconds behind their schedule, which the
+latency from intended then charged to the pipeline (``docs/benchmarks.md`` "Scaling with
+cores"). ``--set operators.fs.params.realtime=false`` measures them as ordinary tasks.
 """
 from __future__ import annotations
 
@@ -77,7 +83,7 @@ def _common(layout: ScaledLayout, name: str) -> list[str]:
         "[channel]", 'transport = "vega-shm"', "queue_size = 32", "max_message = 16384", "mutex = false",
         'wait = "spin"', "",
         "[operators.fs]", 'kind = "feed_sender"', f"replicas = {layout.senders}",
-        'params = { copies = "A", multicast_sender = "packet" }', "",
+        'params = { copies = "A", multicast_sender = "packet", realtime = true }', "",
         "[operators.fh]", 'kind = "feed_handler"', f"replicas = {layout.handlers}",
         'params = { input = "multicast", copies = "A", receive = "packet_ring" }', "",
         "[operators.de]", 'kind = "decision_engine"', f"replicas = {layout.engines}",

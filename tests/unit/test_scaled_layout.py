@@ -49,6 +49,7 @@ def test_written_layouts_plan_on_their_cores(cores: int, tmp_path: Path) -> None
     layout = scaled_layout(cores)
     assert topo.operators["fh"].replicas == layout.handlers and topo.operators["de"].replicas == layout.engines
     assert topo.operators["fh"].params["input"] == "multicast"
+    assert topo.operators["fs"].params["realtime"] is True  # the stand-in exchange sends on time
 
 
 def test_a_partition_sharing_the_ingest_collector_is_refused(tmp_path: Path) -> None:

@@ -739,12 +739,29 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     return decode_quote_vector(D, fx, b, w, M, pm, len, o) < 0 ? 1 : 0;
 }
 #else
-static inline uint64_t compact5(uint64_t y) {
+/* The value of a field of n (1..5) bytes, from the 8 bytes at its start byte swapped (its
+ * first byte, the most significant 7-bit group, on top): one pext where the build has it. */
+static inline uint64_t field_value(uint64_t top_first, unsigned n) {
 #ifdef __BMI2__
-    return _pext_u64(y, 0x7F7F7F7F7FULL);
+    static const uint64_t top_groups[8] = {
+        0, 0x7F00000000000000ULL, 0x7F7F000000000000ULL, 0x7F7F7F0000000000ULL, 0x7F7F7F7F00000000ULL,
+        0x7F7F7F7F7F000000ULL, 0x7F7F7F7F7F7F0000ULL, 0x7F7F7F7F7F7F7F00ULL,
+    };
+    return _pext_u64(top_first, top_groups[n & 7]);
 #else
+    uint64_t y = (top_first >> ((64 - 8 * n) & 63)) & 0x7F7F7F7F7FULL;
     return (y & 0x7FULL) | ((y >> 1) & 0x3F80ULL) | ((y >> 2) & 0x1FC000ULL) | ((y >> 3) & 0xFE00000ULL) |
            ((y >> 4) & 0x7F0000000ULL);
+#endif
+}
+
+/* The position of the k-th (from 0) set bit of m; 64 when m has no more than k. */
+static inline unsigned nth_bit(unsigned k, uint64_t m) {
+#ifdef __BMI2__
+    return tz64(_pdep_u64(1ULL << k, m));
+#else
+    while (k-- && m) m &= m - 1;
+    return tz64(m);
 #endif
 }
 
@@ -784,6 +801,7 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
     memcpy(&x, b, 8);
     uint64_t pm;
     if (!quote_pmap(D, p, len, M, x, &pm)) return 1;
+    const uint64_t M0 = M;
     unsigned start = tz64(M) + 1;
     M &= M - 1;
     uint64_t *dv = D->dv;
@@ -797,15 +815,21 @@ static int decode_quote_fast(dec_t *D, const uint8_t *p, const uint8_t *me, omdp
         unsigned n = end - start + 1; /* <= 5 by the run check, unless the stops ran out */
         uint64_t w;
         memcpy(&w, b + start, 8); /* start <= 65: inside the 80-byte window */
-        if (UNLIKELY(s == 6)) {
-            n = n > 8 ? 8 : n;
-            dv[6] = (w & lowmask[n] & ~(0x80ULL << (8 * (n - 1)))) | (uint64_t)n << 56;
-        } else {
-            uint64_t v = compact5((__builtin_bswap64(w) >> ((64 - 8 * n) & 63)) & 0x7F7F7F7F7FULL);
-            bad |= v & k_high[s];
-            dv[s] = v;
-        }
+        /* the field's first byte (its most significant group) to the top: its n bytes are
+         * the word's top n, whose 7-bit groups one pext squeezes together */
+        uint64_t v = field_value(__builtin_bswap64(w), n);
+        bad |= v & k_high[s];
+        dv[s] = v;
         start = end + 1;
+    }
+    if (pm & SLOT(6)) {
+        /* the root is a string: its bytes as sent, the stop bit cleared, its length on top */
+        unsigned r6 = (unsigned)__builtin_popcountll(pm & 0x3F) + 1;
+        unsigned rs = nth_bit(r6 - 1, M0) + 1, re = nth_bit(r6, M0);
+        unsigned n = (re - rs + 1) & 7; /* 1..5: every field is */
+        uint64_t rw;
+        memcpy(&rw, b + (rs & 63), 8);
+        dv[6] = (rw & lowmask[n] & ~(0x80ULL << ((8 * (n - 1)) & 63))) | (uint64_t)n << 56;
     }
     int kind = omdp_opra_bbo_kind[dv[30] & 0xFF];
     uint64_t fields = omdp_opra_layout_slots[L_K + kind];

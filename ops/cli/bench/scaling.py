@@ -32,6 +32,8 @@ def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
 @click.option("--capture-date", default=None, help="capture to replay (default: the newest)")
 @click.option("--cores-per-sender", type=click.IntRange(1), default=4, show_default=True,
               help="one multicast feed sender per this many cores (the paper's layout: 16)")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override every scaled layout (repeatable), e.g. operators.de.params.pricing_period_s=5")
 @click.option("--stop-after-failures", type=int, default=2, show_default=True,
               help="skip a core count's higher rates after this many in a row it did not keep up with")
 @click.option("--sample-every", type=int, default=None, help="engines forward 1 in N messages (default 1,600)")
@@ -42,7 +44,7 @@ def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the table for docs/benchmarks.md here")
 def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, capture_date: str | None,
-                  cores_per_sender: int, stop_after_failures: int, sample_every: int | None, topologies_out: Path | None,
+                  cores_per_sender: int, overrides: tuple[str, ...], stop_after_failures: int, sample_every: int | None, topologies_out: Path | None,
                   json_out: Path | None, md_out: Path | None) -> None:
     """Size a deployment: the sustainable rate and the latency from intended per core count."""
     import time
@@ -60,7 +62,7 @@ def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, 
         result = run_scaling(cores, [r.strip() for r in rates.split(",") if r.strip()], data_dir, date, seconds,
                              out_dir, say=lambda line: click.echo(line, err=True),
                              stop_after_failures=stop_after_failures, sample_every=sample_every,
-                             cores_per_sender=cores_per_sender)
+                             cores_per_sender=cores_per_sender, overrides=overrides)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--cores") from None
     except (TopologyError, CaptureInputError) as e:
