@@ -183,14 +183,15 @@ class DecisionEngine:
         if rc < 0:
             raise EngineError("omdp_engine_nbbo_log", rc)
 
-    def take_nbbo(self) -> tuple[np.ndarray, int]:
-        """The NBBO changes logged since the last take (a copy, NBBO_CHANGE_DTYPE) and the
-        changes dropped for lack of room since ``log_nbbo``."""
+    def take_nbbo(self, copy: bool = True) -> tuple[np.ndarray, int]:
+        """The NBBO changes logged since the last take (NBBO_CHANGE_DTYPE) and the changes
+        dropped for lack of room since ``log_nbbo``. ``copy=False``: a view of the log
+        itself, overwritten by the next engine call (for a caller that copies it on at once)."""
         dropped = ffi.new("uint64_t *")
         n = int(lib.omdp_engine_nbbo_take(self._ptr, dropped))
         if self._nbbo is None:
             return np.zeros(0, NBBO_CHANGE_DTYPE), int(dropped[0])
-        return self._nbbo[:n].copy(), int(dropped[0])
+        return (self._nbbo[:n].copy() if copy else self._nbbo[:n]), int(dropped[0])
 
     def counters(self) -> dict[str, int]:
         """Every counter of the engine (engine.h ``omdp_engine_counters_t``)."""

@@ -118,6 +118,29 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
     return rows
 
 
+class _Rows:
+    """Records appended into one array that doubles when full: each record copied once
+    (from the engine's log) instead of into a list of arrays and again into their
+    concatenation (4.4 M NBBO changes a 30 s day: hundreds of MB of fresh pages)."""
+
+    def __init__(self, dtype: np.dtype, capacity: int = 1 << 16) -> None:
+        self._buf = np.empty(capacity, dtype)
+        self._n = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        need = self._n + len(rows)
+        if need > len(self._buf):
+            grown = np.empty(max(need, 2 * len(self._buf)), self._buf.dtype)
+            grown[:self._n] = self._buf[:self._n]
+            self._buf = grown
+        self._buf[self._n:need] = rows
+        self._n = need
+
+    def rows(self) -> np.ndarray:
+        """The records so far (a view)."""
+        return self._buf[:self._n]
+
+
 class ConfigRunner:
     """The engine of one configuration over a bucket's records, fed in time order a chunk at
     a time (``feed``), pricing every ``refresh_ms`` of capture time: after the messages
@@ -137,7 +160,7 @@ class ConfigRunner:
             raise
         if cfg.nbbo:
             self.engine.log_nbbo(ENGINE_BATCH)   # one C call per ENGINE_BATCH messages: never overflows
-        self._nbbo: list[np.ndarray] = []
+        self._nbbo = _Rows(NBBO_CHANGE_DTYPE)
         self._out = np.zeros(OUT_BYTES, dtype=np.uint8)
         self._step = int(cfg.refresh_ms * 1e6)
         self._next: int | None = None       # the next refresh boundary (capture ns)
@@ -162,9 +185,7 @@ class ConfigRunner:
                 if used:
                     self._parts.append(split_output(self._out, used).signals)
             if self.cfg.nbbo:
-                changes, _ = self.engine.take_nbbo()
-                if len(changes):
-                    self._nbbo.append(changes)
+                self._nbbo.extend(self.engine.take_nbbo(copy=False)[0])
         self._pending = True
         self._last_ts = int(_capture_ns(records)[-1])
 
@@ -209,7 +230,7 @@ class ConfigRunner:
             if self._held is not None:
                 self._smiles.extend(_smile_rows(*self._held))
             signals = np.concatenate(self._parts) if self._parts else np.zeros(0, SIGNAL_DTYPE)
-            nbbo = np.concatenate(self._nbbo) if self._nbbo else np.zeros(0, NBBO_CHANGE_DTYPE)
+            nbbo = self._nbbo.rows()
             _, dropped = self.engine.take_nbbo()
             counters = self.engine.counters()
         finally:
@@ -259,25 +280,49 @@ def underlyings_arrow(counts: UnderlyingCounts, signals: np.ndarray) -> pa.Table
                     schema=REPLAY_UNDERLYINGS_SCHEMA)
 
 
-_CHARS = pa.array([chr(i) if i else None for i in range(256)], pa.string())
+_CHARS = pa.array([chr(i) for i in range(256)], pa.string())
+
+REPLAY_NBBO_DICT_SCHEMA = pa.schema([
+    pa.field(f.name, pa.dictionary(pa.int32(), pa.string()) if f.type == pa.string() else f.type) for f in REPLAY_NBBO_SCHEMA
+])
+"""What ``nbbo_arrow`` builds: REPLAY_NBBO_SCHEMA with its strings as dictionary arrays."""
+
+_NBBO_DELTA = ["ts_ns", "msg_seq", "bid_size", "offer_size"]
+
+NBBO_WRITE_OPTIONS = {
+    "use_dictionary": [f.name for f in REPLAY_NBBO_SCHEMA if f.type == pa.string()]
+    + ["line", "underlying_id", "expiry", "strike_px", "bid_px", "offer_px"],
+    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _NBBO_DELTA},
+    "write_statistics": ["ts_ns", "msg_seq"],
+    "store_schema": False,
+}
+"""How NBBO files are written, chosen by timing the write of a bucket's 2.2 M changes
+(docs/benchmarks.md, 2026-11-28): the string columns' dictionaries as built (the writer
+hashes no row's string; casting them to plain strings and letting the writer build the
+dictionaries took a third of a book-only replay's engine-stage CPU); the series fields and
+prices as dictionaries (few distinct values in a row group); the times, sequence numbers
+and sizes delta-encoded; min/max statistics only on the time and sequence columns (what a
+reader prunes on); snappy throughout; no Arrow schema stored, so Spark and pyarrow read
+REPLAY_NBBO_SCHEMA's strings. Half the write CPU and half the bytes of the defaults."""
 
 
-def _chars(codes: np.ndarray) -> pa.Array:
-    """One-byte codes as one-letter strings (0: null), through a dictionary, not per row."""
-    idx = pa.array(codes.astype(np.int32), mask=codes == 0)
-    return pa.DictionaryArray.from_arrays(idx, _CHARS).cast(pa.string())
+def _chars(codes: np.ndarray) -> pa.DictionaryArray:
+    """One-byte codes as one-letter strings (0: null), a dictionary over the 256 codes."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=codes == 0), _CHARS)
 
 
 def nbbo_arrow(changes: np.ndarray) -> pa.Table:
-    """REPLAY_NBBO_SCHEMA rows of NBBO_CHANGE_DTYPE records (roots named once per series)."""
+    """REPLAY_NBBO_DICT_SCHEMA rows of NBBO_CHANGE_DTYPE records (write them with
+    NBBO_WRITE_OPTIONS); each series' root is named once, from any of its records."""
     slot = changes["slot"].astype(np.int64)
     n_slots = int(slot.max()) + 1 if len(slot) else 0
-    first = np.full(n_slots, len(changes), dtype=np.int64)
-    np.minimum.at(first, slot, np.arange(len(changes)))
-    seen = first < len(changes)
-    roots = [bytes(r).rstrip(b" \0").decode("ascii", "replace") if ok else None
-             for r, ok in zip(changes["root"][np.minimum(first, max(len(changes) - 1, 0))], seen)]
-    root = pa.DictionaryArray.from_arrays(pa.array(slot.astype(np.int32)), pa.array(roots, pa.string())).cast(pa.string())
+    some = np.zeros(n_slots, dtype=np.int64)
+    some[slot] = np.arange(len(changes))  # a record of each series (all carry its root)
+    seen = np.zeros(n_slots, dtype=bool)
+    seen[slot] = True
+    roots = [bytes(r).rstrip(b" \0").decode("ascii", "replace") if ok else ""
+             for r, ok in zip(changes["root"][some], seen)]
+    root = pa.DictionaryArray.from_arrays(pa.array(slot.astype(np.int32)), pa.array(roots, pa.string()))
     no_bid, no_offer = changes["bid_part"] == 0, changes["offer_part"] == 0
     cols = {
         "ts_ns": pa.array(changes["ts_ns"], pa.int64()),
@@ -296,7 +341,7 @@ def nbbo_arrow(changes: np.ndarray) -> pa.Table:
         "offer_size": pa.array(changes["offer_size"].astype(np.int64), mask=no_offer),
         "offer_participant": _chars(changes["offer_part"]),
     }
-    return pa.table(cols, schema=REPLAY_NBBO_SCHEMA)
+    return pa.table(cols, schema=REPLAY_NBBO_DICT_SCHEMA)
 
 
 def smiles_arrow(rows: list[dict]) -> pa.Table:

@@ -35,7 +35,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.routing import build_routing, count_roots
@@ -176,20 +175,23 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
 
 
 def run_tasks(spark: SparkSession, specs: list[DecodeSpec] | list[EngineSpec]) -> list[dict]:
-    """One Spark task per spec (mapInArrow over a range); the status rows, in spec order."""
+    """One Spark task per spec; the status rows (typed by TASK_STATUS_SCHEMA), in spec order.
+
+    A plain RDD of spec numbers, as the feeds job's decode stage, not a DataFrame's
+    mapInArrow over a range: the SQL plan and its Arrow streams cost a Python task about
+    twice the fixed time (docs/benchmarks.md, 2026-11-27), and a few dicts per task come back."""
     if not specs:
         return []
-    shared = spark.sparkContext.broadcast(specs)
+    sc = spark.sparkContext
+    shared = sc.broadcast(specs)
 
-    def work(batches):
+    def work(numbers):
         todo = shared.value
-        for b in batches:
-            rows = [run_task(todo[i]) for i in b.column(0).to_pylist()]
-            yield pa.RecordBatch.from_pylist(rows, schema=TASK_STATUS_SCHEMA)
+        return [run_task(todo[i]) for i in numbers]
 
-    tasks = spark.range(0, len(specs), 1, numPartitions=len(specs))
-    rows = [r.asDict() for r in tasks.mapInArrow(work, from_arrow_schema(TASK_STATUS_SCHEMA)).collect()]
+    raw = sc.parallelize(range(len(specs)), len(specs)).mapPartitions(work).collect()
     shared.unpersist()
+    rows = pa.Table.from_pylist(raw, schema=TASK_STATUS_SCHEMA).to_pylist()
     order = {(s.date, s.line.line if isinstance(s, DecodeSpec) else s.bucket): i for i, s in enumerate(specs)}
     return sorted(rows, key=lambda r: order[(r["date"], r["line"] if r["stage"] == "decode" else r["bucket"])])
 

@@ -15,13 +15,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import ConfigRunner, nbbo_arrow, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.replay_engine import NBBO_WRITE_OPTIONS, ConfigRunner, nbbo_arrow, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.replay_score import truth_quotes
@@ -77,10 +78,10 @@ class EngineSpec:
     truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
 
 
-def _write(table: pa.Table, folder: Path, bucket: int) -> None:
+def _write(table: pa.Table, folder: Path, bucket: int, **options: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".part-b{bucket:03d}.parquet.{os.getpid()}"
-    pq.write_table(table, tmp)
+    pq.write_table(table, tmp, **options)
     tmp.replace(folder / f"part-b{bucket:03d}.parquet")
 
 
@@ -138,7 +139,7 @@ def run_engines(spec: EngineSpec) -> dict:
         _write(underlyings_arrow(counts, run.signals), base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
         if r.cfg.nbbo:
-            _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket)
+            _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket, **NBBO_WRITE_OPTIONS)
         kinds = sig.column("kind").to_pylist()
         configs[r.cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
                                "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters,

@@ -10,13 +10,14 @@ import datetime as dt
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.data_layout import DataLayout
 from ops.spark.replay_config import ReplayConfig
 from decision_engines.engine_records import EXCHANGES
-from ops.spark.replay_engine import REPLAY_NBBO_SCHEMA, ConfigRunner, nbbo_arrow
+from ops.spark.replay_engine import NBBO_WRITE_OPTIONS, REPLAY_NBBO_SCHEMA, ConfigRunner, nbbo_arrow
 from ops.spark.replay_feed import OfflineFeedHandler, decode_line, read_packets
 from ops.spark.replay_job import plan_day
 from ops.spark.replay_stage import read_bucket
@@ -95,7 +96,7 @@ def _reference_nbbo(records: np.ndarray) -> list[tuple]:
     return out
 
 
-def test_nbbo_changes_are_every_change_of_the_book(day: Path) -> None:
+def test_nbbo_changes_are_every_change_of_the_book(day: Path, tmp_path: Path) -> None:
     plan = plan_day(DataLayout(day), DATE, 1)
     sources, pkts, _ = read_packets(plan.lines, [])
     records = OfflineFeedHandler(plan.routes).run(sources, pkts, 0)
@@ -109,4 +110,7 @@ def test_nbbo_changes_are_every_change_of_the_book(day: Path) -> None:
     assert run.nbbo_dropped == 0 and len(got) > 1000
     assert got == want
     assert {r["root"] for r in table} and all(r["put_call"] in ("C", "P") for r in table)
-    assert nbbo_arrow(run.nbbo).schema == REPLAY_NBBO_SCHEMA
+    # written as the job writes it, the file reads back as REPLAY_NBBO_SCHEMA, rows unchanged
+    pq.write_table(nbbo_arrow(run.nbbo), tmp_path / "nbbo.parquet", **NBBO_WRITE_OPTIONS)
+    back = pq.read_table(tmp_path / "nbbo.parquet")
+    assert back.schema == REPLAY_NBBO_SCHEMA and back.to_pylist() == table
