@@ -296,14 +296,14 @@ NBBO_WRITE_OPTIONS = {
     "write_statistics": ["ts_ns", "msg_seq"],
     "store_schema": False,
 }
-"""How NBBO files are written, chosen by timing the write of a bucket's 2.2 M changes
-(docs/benchmarks.md, 2026-11-28): the string columns' dictionaries as built (the writer
+"""How NBBO files are written, chosen by timing the write of one bucket's 2.2 M changes
+column choice by column choice: the string columns' dictionaries as built (the writer
 hashes no row's string; casting them to plain strings and letting the writer build the
-dictionaries took a third of a book-only replay's engine-stage CPU); the series fields and
-prices as dictionaries (few distinct values in a row group); the times, sequence numbers
-and sizes delta-encoded; min/max statistics only on the time and sequence columns (what a
+dictionaries cost a book-only replay most of its engine stage's write); the series fields and prices
+as dictionaries (few distinct values in a row group); the times, sequence numbers and
+sizes delta-encoded; min/max statistics only on the time and sequence columns (what a
 reader prunes on); snappy throughout; no Arrow schema stored, so Spark and pyarrow read
-REPLAY_NBBO_SCHEMA's strings. Half the write CPU and half the bytes of the defaults."""
+REPLAY_NBBO_SCHEMA's strings (docs/benchmarks.md, 2026-11-28)."""
 
 
 def _chars(codes: np.ndarray) -> pa.DictionaryArray:
