@@ -22,9 +22,9 @@ Multicast is the path the paper measured and the one a deployment receives: the 
 a packet socket and the handlers one packet ring each (``docs/replay.md``, ``docs/pipeline.md``).
 The senders run SCHED_FIFO (``realtime``, where the user may; a warning where not): they
 stand in for the exchange, which sends on time whatever our machine is doing. As ordinary
-tasks they lost their CPU to the collectors and the pricing threads beside them in the
-capture's 10 ms peaks and fell hundreds of milliseconds behind their schedule, which the
-latency from intended then charged to the pipeline (``docs/benchmarks.md`` "Scaling with
+tasks sharing their CPU with the collectors' loops and other threads they got only a fair
+share of it in the capture's 10 ms peaks and fell hundreds of milliseconds behind their
+schedule, which the latency from intended then charged to the pipeline (``docs/benchmarks.md`` "Scaling with
 cores"). ``--set operators.fs.params.realtime=false`` measures them as ordinary tasks.
 """
 from __future__ import annotations

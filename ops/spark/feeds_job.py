@@ -49,6 +49,7 @@ from ops.spark.report_schemas import (
 )
 from ops.spark.report_tables import write_rows, write_table
 from ops.spark.session import build_session
+from ops.spark.task_map import map_tasks
 from ops.spark.tick_table import TICK_SCHEMA
 
 JOB = "feeds"
@@ -113,22 +114,14 @@ def decode_captures(
     finishes early take the next group."""
     if not files:
         return []
-    sc = spark.sparkContext
-    groups = task_groups([f.size for f in files], tasks_per_core * sc.defaultParallelism)
-    shared = sc.broadcast((files, groups, root_map))
+    groups = task_groups([f.size for f in files], tasks_per_core * spark.sparkContext.defaultParallelism)
     root = str(ticks_root)
 
-    def decode_groups(numbers):
-        todo, parts, roots = shared.value
-        return [write_capture_ticks(todo[i], date, roots, Path(root), chunk_packets).as_dict()
-                for g in numbers for i in parts[g]]
+    def decode_group(group: list[CaptureFile]) -> list[dict]:
+        return [write_capture_ticks(f, date, root_map, Path(root), chunk_packets).as_dict() for f in group]
 
-    # A plain RDD of group numbers, not a DataFrame's mapInArrow: the SQL plan, its Arrow
-    # streams and their set-up cost a Python task about twice the fixed time (8 empty tasks:
-    # docs/benchmarks.md, 2026-11-27), and the stage's fixed time is what two cores cannot
-    # share. The rows coming back are a few dicts per task.
-    rows = sc.parallelize(range(len(groups)), len(groups)).mapPartitions(decode_groups).collect()
-    shared.unpersist()
+    done = map_tasks(spark, [[files[i] for i in g] for g in groups], decode_group)
+    rows = [r for group_rows in done for r in group_rows]
     by_path = {r["path"]: FileOutcome(**r) for r in rows}
     return [by_path[f.path] for f in files]
 

@@ -17,9 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.file_problems import FileProblem, report_problems
@@ -38,6 +36,7 @@ from ops.spark.report_tables import read_history_rows, table_path, write_rows
 from ops.spark.run_analysis import RUN_RESULT_SCHEMA, analyze_run
 from ops.spark.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.session import build_session
+from ops.spark.task_map import map_tasks, typed_rows
 from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
 
 JOB = "latency"
@@ -68,21 +67,8 @@ class LatencyResult:
 def analyze_runs(spark: SparkSession, runs: list[RunDirectory]) -> list[dict]:
     """``run_analysis.analyze_run`` of every run on the executors: one task per run, the
     biggest first; one nested row per run comes back."""
-    if not runs:
-        return []
     ordered = sorted(runs, key=lambda r: -sum(r.rows.values()))
-    shared = spark.sparkContext.broadcast(ordered)
-
-    def analyze_partition(batches):
-        todo = shared.value
-        for b in batches:
-            done = [analyze_run(todo[i]) for i in b.column(0).to_pylist()]
-            yield pa.RecordBatch.from_pylist(done, schema=RUN_RESULT_SCHEMA)
-
-    tasks = spark.range(0, len(ordered), 1, numPartitions=len(ordered))
-    rows = tasks.mapInArrow(analyze_partition, from_arrow_schema(RUN_RESULT_SCHEMA)).collect()
-    shared.unpersist()
-    return [r.asDict(recursive=True) for r in rows]
+    return typed_rows(map_tasks(spark, ordered, analyze_run), RUN_RESULT_SCHEMA)
 
 
 def _run_key(meta: dict) -> dict:

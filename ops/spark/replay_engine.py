@@ -297,13 +297,13 @@ NBBO_WRITE_OPTIONS = {
     "store_schema": False,
 }
 """How NBBO files are written, chosen by timing the write of one bucket's 2.2 M changes
-column choice by column choice: the string columns' dictionaries as built (the writer
-hashes no row's string; casting them to plain strings and letting the writer build the
-dictionaries cost a book-only replay most of its engine stage's write); the series fields and prices
-as dictionaries (few distinct values in a row group); the times, sequence numbers and
-sizes delta-encoded; min/max statistics only on the time and sequence columns (what a
-reader prunes on); snappy throughout; no Arrow schema stored, so Spark and pyarrow read
-REPLAY_NBBO_SCHEMA's strings (docs/benchmarks.md, 2026-11-28)."""
+one column choice at a time: the string columns' dictionaries as built (casting them to
+plain strings for the writer to hash back into dictionaries row by row was the write's
+biggest part); the series fields and prices as dictionaries (few distinct values in a row
+group); the times, sequence numbers and sizes delta-encoded; min/max statistics only on
+the time and sequence columns (what a reader prunes on); snappy throughout; no Arrow
+schema stored, so Spark and pyarrow read REPLAY_NBBO_SCHEMA's strings (docs/benchmarks.md,
+2026-11-28)."""
 
 
 def _chars(codes: np.ndarray) -> pa.DictionaryArray:

@@ -16,7 +16,6 @@ files that can: a line whose A file is corrupt is replayed from its B copy.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np

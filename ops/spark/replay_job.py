@@ -55,6 +55,7 @@ from ops.spark.replay_score import score_config, truth_keys, truth_path
 from ops.spark.replay_stage import STAGE_DIR
 from ops.spark.replay_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
 from ops.spark.session import build_session
+from ops.spark.task_map import map_tasks, typed_rows
 
 JOB = "replay"
 EXIT_MISMATCH = 1
@@ -175,25 +176,9 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
 
 
 def run_tasks(spark: SparkSession, specs: list[DecodeSpec] | list[EngineSpec]) -> list[dict]:
-    """One Spark task per spec; the status rows (typed by TASK_STATUS_SCHEMA), in spec order.
-
-    A plain RDD of spec numbers, as the feeds job's decode stage, not a DataFrame's
-    mapInArrow over a range: the SQL plan and its Arrow streams cost a Python task about
-    twice the fixed time (docs/benchmarks.md, 2026-11-27), and a few dicts per task come back."""
-    if not specs:
-        return []
-    sc = spark.sparkContext
-    shared = sc.broadcast(specs)
-
-    def work(numbers):
-        todo = shared.value
-        return [run_task(todo[i]) for i in numbers]
-
-    raw = sc.parallelize(range(len(specs)), len(specs)).mapPartitions(work).collect()
-    shared.unpersist()
-    rows = pa.Table.from_pylist(raw, schema=TASK_STATUS_SCHEMA).to_pylist()
-    order = {(s.date, s.line.line if isinstance(s, DecodeSpec) else s.bucket): i for i, s in enumerate(specs)}
-    return sorted(rows, key=lambda r: order[(r["date"], r["line"] if r["stage"] == "decode" else r["bucket"])])
+    """One Spark task per spec (``task_map``); the status rows (typed by
+    TASK_STATUS_SCHEMA), in spec order."""
+    return typed_rows(map_tasks(spark, specs, run_task), TASK_STATUS_SCHEMA)
 
 
 def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
