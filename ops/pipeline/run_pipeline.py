@@ -127,6 +127,9 @@ class PipelineRun:
                          f"{r.achieved_pps * (mpp or 0):,.0f} messages/s achieved at {mpp or 0:.2f} messages/packet; "
                          f"target {r.target_pps:,.0f} packets/s; replayer on schedule "
                          + ("n/a" if r.achieved_fraction is None else f"{r.achieved_fraction:.3%}")
+                         + ("" if r.pacing_p99_ns is None else
+                            f", packets left p99 {r.pacing_p99_ns / 1000:,.1f} us after their intended time "
+                            "(replayer lag, part of the latency from intended)")
                          + f"; {r.laps} lap(s) of the capture")
         lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
                      f"{a.messages_missed:,} missed, {a.packets_duplicate:,} duplicate packets, "

@@ -95,6 +95,8 @@ def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
         # how often each loop lost its core to another thread: counted for every partition
         assert all(isinstance(c["preempted"], int) and c["preempted"] >= 0 for c in d["cpu"].values())
         assert ", preempted " in run.text()
+        # the replayer's own lag, part of the latency from intended, is said beside the feed rate
+        assert run.replay.pacing_p99_ns is not None and "after their intended time" in run.text()
         runs[cap] = run
     off, on = runs[1], runs[16]
     assert off.accounting.bbo_checked == on.accounting.bbo_checked > 0
