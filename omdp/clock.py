@@ -114,3 +114,8 @@ def stamp_clock_info() -> dict[str, object]:
 def stamp_clock_bench(calls: int = 2_000_000) -> float:
     """Mean ns per stamp (omdp_stamp_ns) over ``calls``, with the clock chosen now."""
     return float(lib.omdp_stamp_clock_bench(int(calls)))
+
+
+def tsc_read_bench(calls: int = 2_000_000) -> float:
+    """Mean ns per bare TSC read over ``calls`` in the same loop: the least a TSC stamp can cost."""
+    return float(lib.omdp_tsc_read_bench(int(calls)))

@@ -78,3 +78,18 @@ def test_tsc_refused_where_not_invariant_and_auto_falls_back(tmp_path: Path) -> 
     assert _between_realtime_reads(100) == 0
     with pytest.raises(ValueError, match="clock 'rdtsc': one of auto, tsc, realtime"):
         use_stamp_clock("rdtsc")
+
+
+@needs_tsc
+def test_clock_bench_reports_the_bare_tsc_read_beside_the_stamps() -> None:
+    """`omdp bench clock` times a bare rdtsc in the stamp's own loop: the floor a TSC stamp
+    is judged against; a stamp (the read, its scaling and the clock's shift) costs more than
+    nothing beyond it."""
+    from ops.bench.clock import run_clock_bench
+
+    r = run_clock_bench(calls=200_000, runs=3, seconds=0.2, checks=2)
+    floor, stamp = r["tsc_read_ns"], r["tsc_ns_per_stamp"]
+    assert len(floor["runs"]) == 3 and len(stamp["runs"]) == 3
+    assert 0.0 < floor["median"] < 1_000.0
+    assert stamp["median"] > 0.5 * floor["median"]
+    assert stamp_clock_info()["clock"] == "realtime"  # the bench leaves the process as it found it

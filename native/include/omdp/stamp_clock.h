@@ -71,4 +71,7 @@ int64_t omdp_stamp_clock_now_ns(void);
 /* Mean thread-CPU ns per omdp_stamp_ns over `n` calls, with whatever clock is chosen. */
 double omdp_stamp_clock_bench(uint64_t n);
 
+/* Mean thread-CPU ns per bare rdtsc over `n` calls, in the same loop: the floor of a TSC stamp. */
+double omdp_tsc_read_bench(uint64_t n);
+
 #endif /* OMDP_STAMP_CLOCK_H */

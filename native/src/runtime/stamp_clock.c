@@ -95,3 +95,15 @@ double omdp_stamp_clock_bench(uint64_t n)
     (void)sink;
     return n ? (double)(b - a) / (double)n : 0.0;
 }
+
+/* The same loop around a bare TSC read: what a TSC stamp costs at the least on this CPU. */
+double omdp_tsc_read_bench(uint64_t n)
+{
+    volatile uint64_t sink = 0;
+    int64_t a = thread_cpu_ns();
+    for (uint64_t i = 0; i < n; i++)
+        sink += omdp_tsc_read();
+    int64_t b = thread_cpu_ns();
+    (void)sink;
+    return n ? (double)(b - a) / (double)n : 0.0;
+}

@@ -28,6 +28,9 @@ def bench_clock(calls: int, runs: int, seconds: float, json_out: Path | None) ->
     else:
         ts, cal, d = r["tsc_ns_per_stamp"], r["calibration"], r["drift"]
         click.echo(f"stamp on the TSC clock: {ts['median']:.1f} ns median ({', '.join(f'{v:.1f}' for v in ts['runs'])})")
+        fl = r["tsc_read_ns"]
+        click.echo(f"bare TSC read (rdtsc alone, the floor of a TSC stamp on this CPU): {fl['median']:.1f} ns median "
+                   f"({', '.join(f'{v:.1f}' for v in fl['runs'])})")
         click.echo(f"calibration: {cal['ticks_per_ns']:.6f} ticks/ns, pairing error {cal['pair_error_ns']} ns, "
                    f"rate error {cal['rate_error_ppm']:.3f} ppm")
         click.echo(f"drift against CLOCK_REALTIME over {d['seconds']:g} s ({d['checks']} checks): at most "
