@@ -135,7 +135,7 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tup
     if n < n0 or ng < g0:
         return None
     dirty = np.ones(ng + 1, dtype=bool)   # the last entry: "in no group", never priced again by itself
-    dirty[:g0] = groups[:g0] != prev.groups
+    dirty[:g0] = (groups["underlying_id"][:g0] != prev.groups["underlying_id"]) | (groups["expiry"][:g0] != prev.groups["expiry"])
     dirty[ng] = False
     changed = np.ones(n, dtype=bool)
     changed[:n0] = False
@@ -237,8 +237,9 @@ class PricingRefresher:
             gback = self.engine.group_refs_back()
             state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config, len(gback),
                                     prev=self.last)
-            back[:] = state.refs
-            gback[:] = state.group_refs
+            # as bytes: a structured assignment goes field by field (4x slower for the refs)
+            back.view(np.uint8)[:] = state.refs.view(np.uint8)
+            gback.view(np.uint8)[:] = state.group_refs.view(np.uint8)
             self.engine.publish_refs()
             self.published += 1
             self.last = state
