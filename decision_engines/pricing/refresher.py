@@ -168,7 +168,7 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
     if found is None:
         return None
     need, dirty = found
-    n, ng, n0, g0 = len(series), len(groups), len(prev.series), len(prev.groups)
+    n, ng, g0 = len(series), len(groups), len(prev.groups)
     sel = np.nonzero(need)[0]
     if len(sel) > FULL_REPRICE_SHARE * n:
         return None
