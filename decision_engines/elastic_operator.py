@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from decision_engines.elastic import ElasticConfig, ElasticControl, ElasticEngine
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, EngineConfig, PricingConfig
-from decision_engines.pricing.refresher import PricingRefresher
+from decision_engines.pricing.refresher import PricingRefresher, pricing_counters
 from decision_engines.operator import OPRA_MSG, SIGNAL
 from omdp.metrics.stats_segment import OperatorCounters, StatsSegmentError, StatsWriter
 from omdp.native import ffi, lib
@@ -168,11 +168,7 @@ class _BucketPricing:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
         while not self._stop.wait(self.period_s):
             for r in self.refreshers:
-                try:
-                    r.refresh()
-                except (ValueError, FloatingPointError) as exc:  # counted like the static engine's refresher
-                    r.failures += 1
-                    r.last_error = f"{type(exc).__name__}: {exc}"
+                r.refresh_counted()
 
     def stop(self) -> None:
         self._stop.set()
@@ -205,6 +201,10 @@ class ElasticNativeOperator(NativeOperator):
                     log.error("%s: cannot write %s: %s", self.control.name, path, e)
         if self.engine is not None:
             self.engine.close()
+
+    def counters(self) -> dict[str, int | str]:
+        """The bucket engines' pricing, summed (pricing_counters), when it runs."""
+        return pricing_counters(self.pricing.refreshers) if self.pricing is not None else {}
 
 
 def make_elastic_operator(p: ElasticEngineParams, ctx: OperatorContext) -> ElasticNativeOperator:

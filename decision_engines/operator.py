@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import (DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES, DEFAULT_SAMPLE_EVERY,
                                             EngineConfig, PricingConfig)
-from decision_engines.pricing.refresher import PricingRefresher
+from decision_engines.pricing.refresher import PricingRefresher, pricing_counters
 from decision_engines.signal_record import SIGNAL_DTYPE
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
@@ -65,6 +65,10 @@ class EngineNativeOperator(NativeOperator):
             self.refresher.stop()
         if self.reshard is not None:
             self.reshard.close()
+
+    def counters(self) -> dict[str, int | str]:
+        """The pricing refresher's figures (PricingRefresher.counters), when it runs."""
+        return pricing_counters([self.refresher]) if self.refresher is not None else {}
 
 
 def make_engine_operator(p: DecisionEngineParams, ctx: OperatorContext) -> EngineNativeOperator:

@@ -30,6 +30,11 @@ class NativeOperator:
         once the C operator has closed. Default: nothing; subclasses that hold more
         override it."""
 
+    def counters(self) -> dict[str, int | str]:
+        """What the Python side counts beside the C operator's own counters (a thread it
+        runs, say), merged into the operator's entry of the run report. Default: nothing."""
+        return {}
+
     def params_bytes(self) -> tuple[Any, int]:
         """(pointer, size) of the parameter struct, as ``omdp_op_init_t`` wants them."""
         if self.params is None:

@@ -19,7 +19,7 @@ import datetime as dt
 import os
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -223,6 +223,9 @@ class PricingRefresher:
         self.busy = 0
         self.failures = 0
         self.last_error: str | None = None
+        self.seconds = 0.0      # computing the published refreshes, summed
+        self.repriced = 0       # series priced in them, summed (all of a snapshot on a full refresh)
+        self.series = 0         # series their snapshots held, summed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -242,8 +245,23 @@ class PricingRefresher:
             gback.view(np.uint8)[:] = state.group_refs.view(np.uint8)
             self.engine.publish_refs()
             self.published += 1
+            self.seconds += state.seconds
+            self.repriced += len(state.series) if state.repriced < 0 else state.repriced
+            self.series += len(state.series)
             self.last = state
             return state
+
+    def refresh_counted(self) -> PricingState | None:
+        """``refresh()`` for the background loops: a failure is counted and kept
+        (``last_error``) instead of raised, so that a bad snapshot - or a bug: a full group
+        table once raised IndexError - does not silently end pricing for the rest of the
+        run; the run report shows it (``pricing_counters``) and the next period retries."""
+        try:
+            return self.refresh()
+        except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
+            self.failures += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return None
 
     def start(self, cpus: Collection[int] = (), nice: int = 0) -> None:
         """Refresh every ``period_s`` in a daemon thread until :meth:`stop`. ``cpus``: the
@@ -269,9 +287,24 @@ class PricingRefresher:
         if nice:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # Linux: this thread only
         while not self._stop.wait(self.config.period_s):
-            try:
-                self.refresh()
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
-                # a bad snapshot must not kill pricing: counted, kept for the report, retried
-                self.failures += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
+            self.refresh_counted()
+
+
+def pricing_counters(refreshers: Iterable[PricingRefresher]) -> dict[str, int | str]:
+    """What the run report says about an operator's pricing, summed over its refreshers:
+    refreshes published, skipped because the hot path had not taken the last one (busy),
+    failed (with the last error), the time the published ones took, and the series they
+    priced again against those their snapshots held."""
+    out: dict[str, int | str] = dict.fromkeys(("pricing_published", "pricing_busy", "pricing_failures", "pricing_us",
+                                               "pricing_repriced", "pricing_series"), 0)
+    for r in refreshers:
+        out["pricing_published"] += r.published
+        out["pricing_busy"] += r.busy
+        out["pricing_failures"] += r.failures
+        out["pricing_us"] += round(r.seconds * 1e6)
+        out["pricing_repriced"] += r.repriced
+        out["pricing_series"] += r.series
+        if r.last_error is not None:
+            out["pricing_last_error"] = r.last_error
+    return out
+

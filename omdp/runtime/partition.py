@@ -53,7 +53,7 @@ class Partition:
         self.loop_realtime_refused: str | None = None
         self._keep: list[Any] = []
         self.bindings: dict[str, PyOperatorBinding] = {}
-        self.natives: list[NativeOperator] = []
+        self.natives: dict[str, NativeOperator] = {}
         self.index = {op: i for i, op in enumerate(self.spec.operators)}
         self.input_index = {cid: k for k, cid in enumerate(self.spec.inputs)}
         self.output_index = {cid: k for k, cid in enumerate(self.spec.outputs)}
@@ -93,7 +93,7 @@ class Partition:
                 init = ffi.new("omdp_op_init_t *", {"params": pbuf, "params_size": psize, "replica": op.replica,
                                                     "replicas": op.replicas, "name": cname, "err": err, "err_size": 256})
                 self._keep += [made, cname]
-                self.natives.append(made)
+                self.natives[name] = made
                 self._check(lib.omdp_partition_init_op(self.ptr, i, vt, init), f"init {name}")
             elif isinstance(made, OperatorBase):
                 dtypes = [registry.record_types[p.record_type].dtype or np.dtype(np.uint8) for p in kind.inputs]
@@ -218,6 +218,8 @@ class Partition:
             else:
                 n = min(lib.omdp_partition_op_counters(self.ptr, i, cs, _MAX_COUNTERS), _MAX_COUNTERS)
                 entry.update({ffi.string(cs[k].name).decode(): int(cs[k].value) for k in range(n)})
+                if name in self.natives:
+                    entry.update(self.natives[name].counters())
         return report
 
     def close(self) -> None:
@@ -228,6 +230,6 @@ class Partition:
         for b in self.bindings.values():
             b.op.close()
         self.bindings.clear()
-        for made in self.natives:
+        for made in self.natives.values():
             made.close()
         self.natives.clear()

@@ -50,6 +50,7 @@ from ops.pipeline.run_report import (
     merge_intended,
     meta_row,
     partition_costs,
+    pricing_line,
     replay_totals,
     stamp_clock_line,
     stamp_clocks,
@@ -138,6 +139,8 @@ class PipelineRun:
                      f" ({'ok' if a.balanced else 'MISMATCH'}); sampled {a.sampled:,}, collected {a.collected:,}; "
                      f"{a.signals:,} signals; NBBO vs feed BBO: {a.bbo_mismatches:,} of {a.bbo_checked:,} disagree"
                      + (" (books carry over between laps of the looped capture)" if r.laps > 1 else ""))
+        if a.pricing_published or a.pricing_busy or a.pricing_failures:
+            lines.append(pricing_line(a))
         b = self.batching
         if b is not None and b.batches:
             hist = ", ".join(f"<={k}: {v:,}" for k, v in b.packets_hist.items() if v)

@@ -68,6 +68,13 @@ class Accounting:
     bbo_checked: int = 0
     bbo_mismatches: int = 0
     engines: dict[str, dict[str, int]] = field(default_factory=dict)
+    pricing_published: int = 0   # the engines' pricing refreshers (PricingRefresher.counters), summed
+    pricing_busy: int = 0
+    pricing_failures: int = 0
+    pricing_us: int = 0
+    pricing_repriced: int = 0
+    pricing_series: int = 0
+    pricing_last_error: str = ""
 
     @property
     def missed_ratio(self) -> float | None:
@@ -104,6 +111,9 @@ def accounting(result: RunResult, assembly: Assembly) -> Accounting:
             a.bbo_checked += c.get("bbo_checked", 0)
             a.bbo_mismatches += c.get("bbo_bid_mismatch", 0) + c.get("bbo_offer_mismatch", 0)
             a.engines[name] = {k: c.get(k, 0) for k in ("processed", "quotes", "sampled", "signals", "unrouted")}
+            for k in ("published", "busy", "failures", "us", "repriced", "series"):
+                setattr(a, f"pricing_{k}", getattr(a, f"pricing_{k}") + c.get(f"pricing_{k}", 0))
+            a.pricing_last_error = c.get("pricing_last_error", a.pricing_last_error)
         elif group in g.latency:
             a.collected += c.get("samples", 0)
     return a
@@ -250,6 +260,17 @@ def stamp_clocks(result: RunResult) -> dict[str, dict[str, Any]]:
     calibration and the drift against CLOCK_REALTIME seen at each heartbeat."""
     return {name: st for name, p in sorted(result.partitions.items())
             if (st := (p.get("report") or {}).get("stamp_clock"))}
+
+
+def pricing_line(a: Accounting) -> str:
+    """The summary's line on the engines' pricing refreshes: how many were published, their
+    mean time and the share of series each priced again, how many were skipped or failed."""
+    n = a.pricing_published
+    line = (f"pricing: {n:,} refreshes published"
+            + (f" (mean {a.pricing_us / n / 1000:,.1f} ms; {a.pricing_repriced / max(a.pricing_series, 1):.1%} of the "
+               "series priced again, the others unchanged since the last refresh)" if n else "")
+            + f", {a.pricing_busy:,} skipped (the hot path had not taken the last), {a.pricing_failures:,} failed")
+    return line + (f" (last: {a.pricing_last_error})" if a.pricing_failures and a.pricing_last_error else "")
 
 
 def stamp_clock_line(clocks: dict[str, dict[str, Any]]) -> str | None:

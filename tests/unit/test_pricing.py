@@ -151,3 +151,29 @@ def test_a_series_first_seen_after_the_refresh_is_priced_by_the_hot_path(priced:
     assert list(off.signals["kind"]) == [SIG_OFF_SMILE]
     slot = e.find_series(root, int(group["expiry"]), int(round((K + 0.125) * 1e9)), b"C")
     assert slot is not None and slot >= len(state.series)
+
+
+def test_a_failing_refresh_is_counted_and_the_next_one_runs(priced: tuple) -> None:
+    """The background loops' refresh counts a failure (and keeps its message for the run
+    report) instead of ending pricing; the figures add up over refreshers."""
+    from decision_engines.pricing.refresher import pricing_counters
+
+    m, e, _ = priced
+    r = PricingRefresher(e, PricingConfig(as_of=AS_OF))
+
+    def broken() -> np.ndarray:
+        raise IndexError("index 4294967295 is out of bounds")
+
+    e.snapshot = broken
+    try:
+        assert r.refresh_counted() is None
+    finally:
+        del e.snapshot  # the class's method again
+    assert r.failures == 1 and r.last_error.startswith("IndexError")
+    e.process(quote_stream(m, 10, seed=12)[-10:], batch=10)  # the hot path takes any earlier publish
+    state = r.refresh_counted()
+    assert state is not None and r.published == 1
+    c = pricing_counters([r, r])
+    assert c["pricing_published"] == 2 and c["pricing_failures"] == 2
+    assert c["pricing_series"] == 2 * len(state.series) and c["pricing_us"] > 0
+    assert c["pricing_last_error"].startswith("IndexError")
