@@ -66,39 +66,38 @@ def test_refresh_after_refresh_equals_pricing_everything(market: tuple) -> None:
         e.close()
 
 
-def test_changed_group_and_twin_fields(market: tuple) -> None:
+@pytest.fixture(scope="module")
+def priced_once(market: tuple) -> tuple[np.ndarray, np.ndarray, PricingState]:
+    """A snapshot, its groups and pricing them all, after the first 12,000 quotes."""
+    m, stream = market
+    e = DecisionEngine(EngineConfig(max_series=MAX_SERIES, max_groups=MAX_GROUPS, sample_every=0))
+    try:
+        e.process(stream[:12_000], batch=256)
+        snap, groups = e.snapshot(), e.groups()
+    finally:
+        e.close()
+    return snap, groups, compute_pricing(snap, groups, MAX_SERIES, CFG, MAX_GROUPS)
+
+
+def test_changed_group_and_twin_fields(priced_once: tuple) -> None:
     """A series leaving its group, and a call losing its twin, price again what they touch."""
-    m, stream = market
-    e = DecisionEngine(EngineConfig(max_series=MAX_SERIES, max_groups=MAX_GROUPS, sample_every=0))
-    try:
-        e.process(stream[:12_000], batch=256)
-        snap, groups = e.snapshot(), e.groups()
-        prev = compute_pricing(snap, groups, MAX_SERIES, CFG, MAX_GROUPS)
-        moved = snap.copy()
-        calls = np.nonzero((moved["put_call"] == ord("C")) & (moved["twin"] < len(moved)))[0]
-        moved["group"][calls[0]] = NO_SLOT
-        moved["twin"][calls[5]] = NO_SLOT
-        moved["bid_px"][calls[9]] += 10_000_000
-        inc = compute_pricing(moved, groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev)
-        assert 0 < inc.repriced < len(snap)
-        assert_same(compute_pricing(moved, groups, MAX_SERIES, CFG, MAX_GROUPS), inc)
-    finally:
-        e.close()
+    snap, groups, prev = priced_once
+    moved = snap.copy()
+    calls = np.nonzero((moved["put_call"] == ord("C")) & (moved["twin"] < len(moved)))[0]
+    moved["group"][calls[0]] = NO_SLOT
+    moved["twin"][calls[5]] = NO_SLOT
+    moved["bid_px"][calls[9]] += 10_000_000
+    inc = compute_pricing(moved, groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev)
+    assert 0 < inc.repriced < len(snap)
+    assert_same(compute_pricing(moved, groups, MAX_SERIES, CFG, MAX_GROUPS), inc)
 
 
-def test_a_smaller_snapshot_prices_everything(market: tuple) -> None:
-    m, stream = market
-    e = DecisionEngine(EngineConfig(max_series=MAX_SERIES, max_groups=MAX_GROUPS, sample_every=0))
-    try:
-        e.process(stream[:12_000], batch=256)
-        snap, groups = e.snapshot(), e.groups()
-        prev = compute_pricing(snap, groups, MAX_SERIES, CFG, MAX_GROUPS)
-        fewer = snap[: len(snap) // 2]
-        inc = compute_pricing(fewer, groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev)
-        assert inc.repriced == -1
-        assert_same(compute_pricing(fewer, groups, MAX_SERIES, CFG, MAX_GROUPS), inc)
-    finally:
-        e.close()
+def test_a_smaller_snapshot_prices_everything(priced_once: tuple) -> None:
+    snap, groups, prev = priced_once
+    fewer = snap[: len(snap) // 2]
+    inc = compute_pricing(fewer, groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev)
+    assert inc.repriced == -1
+    assert_same(compute_pricing(fewer, groups, MAX_SERIES, CFG, MAX_GROUPS), inc)
 
 
 def test_the_refresher_builds_on_its_last_refresh(market: tuple) -> None:

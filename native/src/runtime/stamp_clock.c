@@ -84,26 +84,27 @@ static int64_t thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
 }
 
-/* Thread CPU time, so that other processes on a shared machine do not inflate it. */
+/* Mean thread-CPU ns per evaluation of EXPR over n of them, as a function's body; thread CPU
+ * time, so that other processes on a shared machine do not inflate it. A macro, not a
+ * function pointer: the call would be timed too. */
+#define MEAN_NS_PER_CALL(n, EXPR)                              \
+    do {                                                       \
+        volatile int64_t sink_ = 0;                            \
+        int64_t a_ = thread_cpu_ns();                          \
+        for (uint64_t i_ = 0; i_ < (n); i_++)                  \
+            sink_ += (int64_t)(EXPR);                          \
+        int64_t b_ = thread_cpu_ns();                          \
+        (void)sink_;                                           \
+        return (n) ? (double)(b_ - a_) / (double)(n) : 0.0;    \
+    } while (0)
+
 double omdp_stamp_clock_bench(uint64_t n)
 {
-    volatile int64_t sink = 0;
-    int64_t a = thread_cpu_ns();
-    for (uint64_t i = 0; i < n; i++)
-        sink += omdp_stamp_ns();
-    int64_t b = thread_cpu_ns();
-    (void)sink;
-    return n ? (double)(b - a) / (double)n : 0.0;
+    MEAN_NS_PER_CALL(n, omdp_stamp_ns());
 }
 
 /* The same loop around a bare TSC read: what a TSC stamp costs at the least on this CPU. */
 double omdp_tsc_read_bench(uint64_t n)
 {
-    volatile uint64_t sink = 0;
-    int64_t a = thread_cpu_ns();
-    for (uint64_t i = 0; i < n; i++)
-        sink += omdp_tsc_read();
-    int64_t b = thread_cpu_ns();
-    (void)sink;
-    return n ? (double)(b - a) / (double)n : 0.0;
+    MEAN_NS_PER_CALL(n, omdp_tsc_read());
 }
