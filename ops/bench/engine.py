@@ -153,6 +153,26 @@ def _capture_messages(capture: Path, engines: int, n_messages: int) -> dict[str,
                        "engine_messages": len(share)}}
 
 
+def _incremental_refreshes(engine: DecisionEngine, requotes: np.ndarray, pricing: PricingConfig,
+                           refreshes: int = 3) -> dict[str, Any]:
+    """A refresh building on the last one (compute_pricing's ``prev``) after a series' worth
+    of re-quotes for one in 20 series, about what moves between two 100 ms refreshes of a 1x
+    capture (docs/engines.md "Pricing"): its time and the share of series it priced again."""
+    step = max(1, engine.series_count // 20)
+    prev = compute_pricing(engine.snapshot(), engine.groups(), engine.config.max_series, pricing)
+    seconds, shares, processed = [], [], 0
+    for k in range(refreshes):
+        chunk = requotes[k * step:(k + 1) * step]
+        engine.process(chunk, batch=1024)
+        processed += len(chunk)
+        state = compute_pricing(engine.snapshot(), engine.groups(), engine.config.max_series, pricing, prev=prev)
+        seconds.append(state.seconds)
+        shares.append(1.0 if state.repriced < 0 else state.repriced / max(len(state.series), 1))
+        prev = state
+    return {"messages_between": step, "refreshes": refreshes, "messages": processed,
+            "s_median": statistics.median(seconds), "repriced_share_median": statistics.median(shares)}
+
+
 def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs: int = 5,
                      batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
                      custom_batches: tuple[int, ...] = (14, 256),
@@ -177,6 +197,7 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
     refresh_s = []
     for _ in range(3):
         refresh_s.append(compute_pricing(engine.snapshot(), engine.groups(), engine.config.max_series, pricing).seconds)
+    incremental = _incremental_refreshes(engine, requotes, pricing)
 
     out = np.zeros(1 << 20, dtype=np.uint8)
     assert len(out) >= MAX_OUT_PER_MSG
@@ -210,6 +231,7 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
                    "warm_messages": len(warm), "timed_messages": n_messages},
         "engine": results,
         "pricing_refresh_s_median": statistics.median(refresh_s),
+        "pricing_refresh_incremental": incremental,
         "custom_python_engine": custom,
         "counters": counters,
     }

@@ -22,9 +22,12 @@ def test_bench_engine_writes_json_and_accounts_for_every_message(tmp_path) -> No
     m, c = d["market"], d["counters"]
     assert c["series"] == m["series"] > 0
     runs = sum(e["runs"] for e in d["engine"].values())
-    assert c["processed"] == c["quotes"] == m["warm_messages"] + runs * m["timed_messages"]
+    inc = d["pricing_refresh_incremental"]  # its re-quotes go through the engine before the timed runs
+    assert inc["messages"] == inc["refreshes"] * inc["messages_between"] > 0
+    assert c["processed"] == c["quotes"] == m["warm_messages"] + inc["messages"] + runs * m["timed_messages"]
     assert c["bad_series"] == c["unrouted"] == c["table_full"] == 0
     assert all(e["ns_per_message_median"] > 0 for e in d["engine"].values())
+    assert inc["s_median"] > 0 and 0 < inc["repriced_share_median"] <= 1
 
 
 def test_bench_engine_names_a_bad_clock() -> None:
@@ -46,7 +49,7 @@ def test_bench_engine_over_a_capture_checks_the_feeds_bbo(tmp_path) -> None:
     assert 0 < m["engine_messages"] < m["capture_messages"] and m["engines"] == 2
     assert m["warm_messages"] == m["engine_messages"] and m["timed_messages"] == min(5000, m["engine_messages"])
     runs = sum(e["runs"] for e in d["engine"].values())
-    assert c["processed"] == m["warm_messages"] + runs * m["timed_messages"]
+    assert c["processed"] == m["warm_messages"] + d["pricing_refresh_incremental"]["messages"] + runs * m["timed_messages"]
     assert c["bbo_checked"] == c["quotes"] > 0 and c["unrouted"] == 0
 
 

@@ -48,6 +48,9 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
                    f"(min {e['ns_per_message_min']:.1f}, max {e['ns_per_message_max']:.1f}; "
                    f"wall {e['wall_ns_per_message_median']:.1f})")
     click.echo(f"pricing refresh (snapshot excluded): {r['pricing_refresh_s_median'] * 1e3:.1f} ms median")
+    inc = r["pricing_refresh_incremental"]
+    click.echo(f"pricing refresh after {inc['messages_between']:,} re-quotes, building on the last: "
+               f"{inc['s_median'] * 1e3:.1f} ms median, {inc['repriced_share_median']:.1%} of the series priced again")
     for c in r["custom_python_engine"].values():
         click.echo(f"Python custom engine, batches of {c['batch']:>4}: {c['us_per_batch_median']:7.1f} us/batch "
                    f"({c['ns_per_message_median']:.0f} ns/message)")
