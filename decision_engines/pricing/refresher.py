@@ -182,8 +182,8 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
     points, k_min, k_max = _grown(smiles.points, ng, 0), _grown(smiles.k_min, ng, np.nan), _grown(smiles.k_max, ng, np.nan)
     refs = prev.refs.copy()
     group_refs = _grown(prev.group_refs, ng if max_groups is None else max_groups, 0)
-    if len(sel):
-        dg = np.nonzero(dirty)[0]
+    dg = np.nonzero(dirty)[0]
+    if len(sel) or len(dg):  # a new group with no series yet still gets its prior discount
         gmap = np.full(ng + 1, NO_SLOT, dtype=np.uint32)   # old group id -> the subset's
         gmap[dg] = np.arange(len(dg), dtype=np.uint32)
         smap = np.full(n + 1, NO_SLOT, dtype=np.uint32)    # old slot -> the subset's

@@ -7,6 +7,8 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
@@ -130,3 +132,25 @@ def test_series_in_no_group_get_no_limits(market: tuple) -> None:
         assert np.isnan(state.mid_iv[lost]).all()
     finally:
         e.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), moved=st.floats(0.0, 0.6), grow=st.integers(0, 200))
+def test_random_changes_price_as_everything_would(priced_once: tuple, seed: int, moved: float, grow: int) -> None:
+    """Any mix of moved quotes, series leaving or changing groups and twins, and series
+    appended (some in new groups), prices bit for bit as pricing everything."""
+    snap, groups, prev = priced_once
+    rng = np.random.default_rng(seed)
+    now = np.concatenate([snap, snap[rng.integers(0, len(snap), grow)]])  # appended: copies of existing series
+    n = len(now)
+    more_groups = np.concatenate([groups, groups[: rng.integers(0, 4)]])  # new groups, none with a series yet
+    pick = rng.random(n) < moved
+    now["bid_px"][pick] += rng.integers(-5, 6, pick.sum()) * 10_000_000
+    now["offer_px"][pick] = np.maximum(now["offer_px"][pick], now["bid_px"][pick])
+    regroup = rng.random(n) < moved / 20
+    now["group"][regroup] = rng.integers(0, len(more_groups) + 1, regroup.sum())  # the top one: NO_SLOT below
+    now["group"][now["group"] == len(more_groups)] = NO_SLOT
+    retwin = rng.random(n) < moved / 20
+    now["twin"][retwin] = rng.choice([NO_SLOT, *range(n)], retwin.sum())
+    full = compute_pricing(now, more_groups, MAX_SERIES, CFG, MAX_GROUPS)
+    assert_same(full, compute_pricing(now, more_groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev))
