@@ -137,8 +137,8 @@ def test_series_in_no_group_get_no_limits(market: tuple) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), moved=st.floats(0.0, 0.6), grow=st.integers(0, 200))
 def test_random_changes_price_as_everything_would(priced_once: tuple, seed: int, moved: float, grow: int) -> None:
-    """Any mix of moved quotes, series leaving or changing groups and twins, and series
-    appended (some in new groups), prices bit for bit as pricing everything."""
+    """Any mix of moved quotes, series leaving or changing groups, twins, strikes or put/call,
+    series appended and groups appended, prices bit for bit as pricing everything."""
     snap, groups, prev = priced_once
     rng = np.random.default_rng(seed)
     now = np.concatenate([snap, snap[rng.integers(0, len(snap), grow)]])  # appended: copies of existing series
@@ -152,5 +152,9 @@ def test_random_changes_price_as_everything_would(priced_once: tuple, seed: int,
     now["group"][now["group"] == len(more_groups)] = NO_SLOT
     retwin = rng.random(n) < moved / 20
     now["twin"][retwin] = rng.choice([NO_SLOT, *range(n)], retwin.sum())
+    restrike = rng.random(n) < moved / 20
+    now["strike_px"][restrike] += 2_500_000_000
+    flip = rng.random(n) < moved / 20
+    now["put_call"][flip] = np.where(now["put_call"][flip] == ord("C"), ord("P"), ord("C"))
     full = compute_pricing(now, more_groups, MAX_SERIES, CFG, MAX_GROUPS)
     assert_same(full, compute_pricing(now, more_groups, MAX_SERIES, CFG, MAX_GROUPS, prev=prev))
