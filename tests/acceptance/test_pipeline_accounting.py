@@ -86,12 +86,13 @@ def test_the_report_says_how_pricing_went(data_dir: Path) -> None:
 def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
     """The same capture with the feed handler's batching across packets off (cap 1 packet)
     and on (the default): the same signals and the same NBBO agreement, every message
-    accounted for, and the batch sizes reported."""
+    accounted for, and the batch sizes reported. No pricing refresh within the lap: when one
+    lands differs between runs, and an off-smile quote is not reported crossed or locked."""
     runs = {}
     for cap in (1, 16):  # off, and a cap above the default (4)
         pp = plan_pipeline(topology_path("opra_fused"), data_dir, CAPTURE_DATE,
                            RunOptions(rate="4x", seconds=None, loop=False, sample_every=SAMPLE_EVERY),
-                           (f"operators.fh.params.coalesce_packets={cap}",))
+                           (f"operators.fh.params.coalesce_packets={cap}", "operators.de.params.pricing_period_s=600"))
         run = run_pipeline(pp, data_dir)
         assert run.result.ok, run.result.failure
         assert run.accounting.balanced and run.accounting.bbo_mismatches == 0

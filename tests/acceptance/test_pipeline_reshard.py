@@ -2,8 +2,9 @@
 one lap of a capture (``--no-loop``) through the two-engine pipeline while a bucket moves
 every 2 ms, beside a static run of the same capture. Every message processed exactly once,
 the feed's BBO agreeing with every book on every quote (a lost or stale book after a move
-would disagree), and the same crossed/locked signals as the static run (pricing-driven
-signals depend on when each refresh lands, so they are not compared) - fused (both engines
+would disagree), and the same crossed/locked signals as the static run (no pricing refresh
+within the lap in either run: when one lands differs between runs, and a quote off its band
+reports off_smile instead of crossed or locked) - fused (both engines
 in one process), split (feed handler and engines in two processes over Vega) and split
 further (two feed handlers, each engine its own process: tests/topologies/
 reshard_split_engines.toml), where the new engine has to hold a bucket back until the old
@@ -39,7 +40,8 @@ def busy_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def one_lap(topology: str, data: Path, **reshard: float) -> object:
     path = SPLIT_ENGINES if topology == SPLIT_ENGINES.stem else topology_path(topology)
     pp = plan_pipeline(path, data, CAPTURE_DATE,
-                       RunOptions(rate="2x", seconds=None, loop=False, sample_every=SAMPLE_EVERY, **reshard), ())
+                       RunOptions(rate="2x", seconds=None, loop=False, sample_every=SAMPLE_EVERY, **reshard),
+                       ("operators.de.params.pricing_period_s=600",))
     return run_pipeline(pp, data)
 
 
