@@ -22,6 +22,16 @@ RT_BENCH = 3
 RT_SEQ = 4
 RT_RESHARD = 5  # a re-sharding marker (omdp.runtime.reshard)
 
+def copy_records(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[:] = src for structured records of one dtype, as bytes when both are contiguous:
+    numpy assigns structured arrays field by field (3-9x slower; a sixth of a replay
+    task's CPU and most of a pricing publish went there)."""
+    if dst.dtype == src.dtype and dst.flags.c_contiguous and src.flags.c_contiguous:
+        dst.view(np.uint8)[:] = src.view(np.uint8)
+    else:
+        dst[:] = src
+
+
 RF_SAMPLED = 0x1
 RF_SIGNAL = 0x2
 RF_LAST_IN_PACKET = 0x4

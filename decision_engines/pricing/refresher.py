@@ -32,6 +32,7 @@ from decision_engines.pricing.forward import Forwards, implied_forwards, parity_
 from decision_engines.pricing.implied_vol import implied_vol
 from decision_engines.pricing.smile import Smiles, fit_smiles
 from feedhandlers.opra_record import PRICE_SCALE
+from omdp.record import copy_records
 
 
 @dataclass(frozen=True)
@@ -78,16 +79,17 @@ def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg
     ``max_series`` and ``max_groups``; only the groups that changed since are computed, the
     result identical to computing them all."""
     t0 = time.perf_counter()
+    state = None
     if prev is not None and len(prev.refs) == max_series:
         state = _reprice_changed(series, groups, max_series, cfg, max_groups, prev)
-        if state is not None:
-            return replace(state, seconds=time.perf_counter() - t0)
-    return replace(_price_all(series, groups, max_series, cfg, max_groups), seconds=time.perf_counter() - t0)
+    if state is None:
+        state = _price_all(series, groups, max_series, cfg, max_groups)
+    return replace(state, seconds=time.perf_counter() - t0)
 
 
 def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig,
                max_groups: int | None) -> PricingState:
-    t0 = time.perf_counter()
+    """Every series of the snapshot priced (``seconds`` left for compute_pricing to set)."""
     n_groups = len(groups)
     years = years_to_expiry(groups["expiry"], cfg.as_of, cfg.hours_left_on_expiry_day)
     strike = series["strike_px"] / PRICE_SCALE
@@ -122,7 +124,7 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     mid = np.where(usable, 0.5 * (bid + offer), np.nan)
     refs, value = build_refs(max_series, strike, is_call, twin, group, years, mid, fwd, smiles, cfg)
     group_refs = build_group_refs(n_groups if max_groups is None else max_groups, years, fwd, smiles, cfg)
-    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, time.perf_counter() - t0)
+    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0)
 
 
 def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tuple[np.ndarray, np.ndarray] | None:
@@ -136,7 +138,6 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tup
         return None
     dirty = np.ones(ng + 1, dtype=bool)   # the last entry: "in no group", never priced again by itself
     dirty[:g0] = (groups["underlying_id"][:g0] != prev.groups["underlying_id"]) | (groups["expiry"][:g0] != prev.groups["expiry"])
-    dirty[ng] = False
     changed = np.ones(n, dtype=bool)
     changed[:n0] = False
     now, old = series[:n0], prev.series
@@ -240,9 +241,8 @@ class PricingRefresher:
             gback = self.engine.group_refs_back()
             state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config, len(gback),
                                     prev=self.last)
-            # as bytes: a structured assignment goes field by field (4x slower for the refs)
-            back.view(np.uint8)[:] = state.refs.view(np.uint8)
-            gback.view(np.uint8)[:] = state.group_refs.view(np.uint8)
+            copy_records(back, state.refs)
+            copy_records(gback, state.group_refs)
             self.engine.publish_refs()
             self.published += 1
             self.seconds += state.seconds

@@ -24,6 +24,7 @@ from decision_engines.engine_records import NBBO_CHANGE_DTYPE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
+from omdp.record import copy_records
 from ops.spark.replay_config import ReplayConfig
 from ops.spark.replay_stage import UnderlyingCounts
 
@@ -118,15 +119,6 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
     return rows
 
 
-def _copy_records(dst: np.ndarray, src: np.ndarray) -> None:
-    """dst[:] = src for records of one dtype, as bytes when both are contiguous: numpy copies
-    structured records field by field (a sixth of a replay task's CPU went there)."""
-    if dst.dtype == src.dtype and dst.flags.c_contiguous and src.flags.c_contiguous:
-        dst.view(np.uint8)[:] = src.view(np.uint8)
-    else:
-        dst[:] = src
-
-
 class _Rows:
     """Records appended into one array that doubles when full: each record copied once
     (from the engine's log) instead of into a list of arrays and again into their
@@ -140,9 +132,9 @@ class _Rows:
         need = self._n + len(rows)
         if need > len(self._buf):
             grown = np.empty(max(need, 2 * len(self._buf)), self._buf.dtype)
-            _copy_records(grown[:self._n], self._buf[:self._n])
+            copy_records(grown[:self._n], self._buf[:self._n])
             self._buf = grown
-        _copy_records(self._buf[self._n:need], rows)
+        copy_records(self._buf[self._n:need], rows)
         self._n = need
 
     def rows(self) -> np.ndarray:
