@@ -98,5 +98,64 @@ static inline void quote_record_write(omdp_opra_msg_t *o, __m512i head, __m512i 
     _mm512_storeu_si512((void *)((char *)o + 192), r3);
 }
 
+#else /* no AVX-512 VBMI: the record as 8-byte words */
+#include <stddef.h>
+#include <string.h>
+
+/* Word i (bytes 8i .. 8i + 7) of a record. */
+static inline void put_word(omdp_opra_msg_t *o, int i, uint64_t v) { memcpy((char *)o + 8 * i, &v, sizeof v); }
+
+/* px() of the decoder: a value times its denominator's multiplier, INT64_MAX for a code
+ * that is not 'A'..'I'. */
+static inline uint64_t quote_px(uint64_t den, uint64_t v) {
+    int64_t m = omdp_opra_den_mult[den & 0xFF];
+    return m ? (uint64_t)((int64_t)v * m) : (uint64_t)OMDP_UNDEF_PRICE;
+}
+
+/* Writes the record of a quote from its final dictionary dv (values already checked to fit
+ * their fields; slot 4 incremented, slot 6 the root with its length on top), BBO kind
+ * `kind`. Every 8-byte word is composed in registers and stored once: the record used to
+ * be a copy of the blank record and some forty narrow stores over it, which kept the store
+ * unit busier than the rest of the quote path. Gives the very bytes emit_start, emit_header,
+ * emit_series and emit_k write (tests compare the two on every record). */
+static inline void quote_record_write_words(omdp_opra_msg_t *o, const uint64_t *dv, uint64_t block_seq, int kind,
+                                            uint64_t fields, uint16_t index) {
+    _Static_assert(sizeof(omdp_opra_msg_t) == 256 && offsetof(omdp_opra_msg_t, block_seq) == 56 &&
+                       offsetof(omdp_opra_msg_t, best_offer_px) == 128 && offsetof(omdp_opra_msg_t, time) == 136 &&
+                       offsetof(omdp_opra_msg_t, bid) == 184 && offsetof(omdp_opra_msg_t, var_off) == 216 &&
+                       offsetof(omdp_opra_msg_t, index) == 224 && offsetof(omdp_opra_msg_t, month_code) == 232 &&
+                       offsetof(omdp_opra_msg_t, session) == 240 && offsetof(omdp_opra_msg_t, root) == 248,
+                   "the word layout below follows omdp_opra_msg_t");
+    const uint64_t bb = (uint64_t)0 - (uint64_t)(kind & 1), bo = (uint64_t)0 - (uint64_t)((kind >> 1) & 1);
+    const uint64_t mc = dv[7] & 0xFF, day = dv[8], year = dv[9];
+    const uint32_t mo = omdp_opra_month[mc];
+    const uint64_t expiry = (mo && day >= 1 && day <= 31 && year <= 99) ? (2000u + year) * 10000u + mo * 100u + day : 0;
+    put_word(o, 0, (uint64_t)OMDP_RT_OPRA_MSG | (uint64_t)OMDP_OPRA_MSG_SIZE << 16); /* type, length, flags 0 */
+    for (int i = 1; i <= 6; i++) put_word(o, i, 0);                             /* stamps */
+    put_word(o, 7, block_seq);
+    put_word(o, 8, dv[4]);
+    put_word(o, 9, fields);
+    put_word(o, 10, 0);                                                               /* underlying_raw */
+    put_word(o, 11, quote_px(dv[10], dv[11]));
+    put_word(o, 12, quote_px(dv[15], dv[25]));
+    put_word(o, 13, quote_px(dv[15], dv[27]));
+    put_word(o, 14, 0);                                                               /* premium_px */
+    put_word(o, 15, quote_px(dv[32], dv[33]) & bb);
+    put_word(o, 16, quote_px(dv[36], dv[37]) & bo);
+    put_word(o, 17, dv[5] | expiry << 32);                                            /* time, expiry */
+    put_word(o, 18, (uint64_t)OMDP_NO_UNDERLYING | dv[11] << 32);                     /* underlying_id, strike */
+    for (int i = 19; i <= 22; i++) put_word(o, i, 0);                                       /* volume .. net_change */
+    put_word(o, 23, dv[25] | dv[26] << 32);                                           /* bid, bid_size */
+    put_word(o, 24, dv[27] | dv[28] << 32);                                           /* offer, offer_size */
+    put_word(o, 25, (dv[33] | dv[34] << 32) & bb);                                    /* best bid, size */
+    put_word(o, 26, (dv[37] | dv[38] << 32) & bo);                                    /* best offer, size */
+    put_word(o, 27, 0);                                                               /* var_off, var_len, line */
+    put_word(o, 28, (uint64_t)index | dv[0] << 32 | dv[1] << 40 | dv[2] << 48 | dv[3] << 56); /* y_count 0 */
+    put_word(o, 29, mc | day << 8 | year << 16 | dv[10] << 24 | dv[12] << 32 | dv[15] << 40); /* 2 zero codes */
+    put_word(o, 30, dv[29] | dv[30] << 8 | ((dv[31] | dv[32] << 8) << 16 & bb) | ((dv[35] | dv[36] << 8) << 32 & bo) |
+            (uint64_t)omdp_opra_put_call[mc] << 48 | (dv[6] >> 56) << 56);  /* ..., put_call, root_len */
+    put_word(o, 31, dv[6] & 0xFFFFFFFFFFFFULL);                                       /* root, reserved 0 */
+}
+
 #endif
 #endif /* OMDP_OPRA_FAST_QUOTE_RECORD_H */
