@@ -30,15 +30,24 @@ def test_random_packets_are_valid_and_deterministic() -> None:
 def test_bench_decode_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "decode.json"
     res = CliRunner().invoke(cli, ["bench", "decode", "--random-messages", "3000", "--repeats", "1",
-                                   "--python-packets", "40", "--json", str(out)])
+                                   "--python-packets", "40", "--in-cache-packets", "50", "--in-cache-passes", "3",
+                                   "--json", str(out)])
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())
+    hot = data["c_per_packet_in_cache"]  # the first 50 packets only, 3 passes (and a warm-up)
+    assert hot["packets"] == 50 and hot["passes"] == 3 and hot["malformed_packets"] == 0
+    assert 0 < hot["messages"] < 3000 and hot["best_msgs_per_s_cpu"] == hot["msgs_per_s_cpu"]["max"]
+    assert "first 50 in cache" in res.output and "best of 3 passes" in res.output
     assert data["capture"]["messages"] == 3000 and data["c_batch"]["malformed_packets"] == 0
     assert data["c_per_packet"]["messages"] == 3000 and data["c_per_packet"]["malformed_packets"] == 0
     for path in ("c_per_packet", "c_batch", "c_batch_field_by_field", "python_per_packet"):
         assert data[path]["msgs_per_s_cpu"]["median"] > 0
     assert data["machine"]["cpu_model"]
     assert "C batch" in res.output
+    res = CliRunner().invoke(cli, ["bench", "decode", "--random-messages", "1000", "--repeats", "1",
+                                   "--python-packets", "10", "--in-cache-packets", "0", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["c_per_packet_in_cache"] is None and "in cache" not in res.output
 
 
 def test_codec_bench_loop_decodes_what_the_batch_path_does() -> None:

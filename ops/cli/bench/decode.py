@@ -23,9 +23,15 @@ def _row(name: str, r: dict) -> str:
 @click.option("--repeats", type=int, default=7, show_default=True, help="Repetitions of the C batch path (median reported).")
 @click.option("--chunk-packets", type=int, default=1024, show_default=True, help="Packets per C batch call.")
 @click.option("--python-packets", type=int, default=20000, show_default=True, help="Packets for the per-packet Python API.")
+@click.option("--in-cache-packets", type=click.IntRange(min=0), default=20000, show_default=True,
+              help="Also run the per-packet loop over the first N packets only, in cache (0: not at all).")
+@click.option("--in-cache-passes", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Passes of the in-cache loop; its 'max' column is the best pass, the figure to compare builds by "
+                   "on a machine whose speed drifts.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
 def decode_bench(capture: str | None, fmt: str | None, random_messages: int | None, seed: int, repeats: int,
-                 chunk_packets: int, python_packets: int, json_out: str | None) -> None:
+                 chunk_packets: int, python_packets: int, in_cache_packets: int, in_cache_passes: int,
+                 json_out: str | None) -> None:
     """Decode throughput (messages/s per core): per packet from C as the feed handler decodes, C batch path, per-packet Python API."""
     if capture is None and random_messages is None:
         raise click.UsageError("give a CAPTURE or --random-messages N")
@@ -39,7 +45,8 @@ def decode_bench(capture: str | None, fmt: str | None, random_messages: int | No
     else:
         buf, offsets, lengths = random_packets(int(random_messages), seed)
         source = f"random:{random_messages}:seed={seed}"
-    res = run_decode_bench(buf, offsets, lengths, repeats=repeats, chunk=chunk_packets, python_packets=python_packets)
+    res = run_decode_bench(buf, offsets, lengths, repeats=repeats, chunk=chunk_packets, python_packets=python_packets,
+                           in_cache_packets=in_cache_packets, in_cache_passes=in_cache_passes)
     res["source"] = source
     res["machine"] = machine_info()
     res["command"] = "omdp " + " ".join(sys.argv[1:])
@@ -50,6 +57,10 @@ def decode_bench(capture: str | None, fmt: str | None, random_messages: int | No
                f"load {res['machine']['load_average'][0]:.2f}")
     click.echo(f"{'path':34s} {'M msg/s cpu':>10s} {'min':>8s} {'max':>8s} {'M msg/s wall':>10s}")
     click.echo(_row("C per packet, from C (as the FH)", res["c_per_packet"]))
+    hot = res["c_per_packet_in_cache"]
+    if hot is not None:
+        click.echo(_row(f"  the same, first {hot['packets']} in cache", hot)
+                   + f"   (best of {hot['passes']} passes: {hot['best_msgs_per_s_cpu'] / 1e6:.2f})")
     click.echo(_row(f"C batch ({chunk_packets} packets/call)", res["c_batch"]))
     click.echo(_row("C batch, field-by-field path only", res["c_batch_field_by_field"]))
     click.echo(_row(f"Python decode_packet ({res['python_per_packet']['packets']} pkts)", res["python_per_packet"]))
