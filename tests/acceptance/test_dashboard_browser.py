@@ -128,10 +128,11 @@ def test_page_of_a_running_pipeline(data_dir: Path, tmp_path: Path) -> None:
 
 def check_charts_fill(driver: object) -> None:
     """Snapshots arrive and every chart has data: four hops stacked with the measured end to
-    end, seconds of percentile lines, one bar per feed line, a rate series."""
+    end, seconds of percentile lines, one bar per feed line, a rate series. (A chart's data
+    is an empty list until its first trace is drawn: the wait asks for data[0] first.)"""
     wait_for(driver, "return Number(document.body.dataset.snapshots || 0) >= 3")
     wait_for(driver, "const c = document.getElementById('chart-lines'); "
-                     "return c.data && c.data[0].x.length >= 3 && c.data[0].y.filter(v => v != null).length >= 2")
+                     "return c.data && c.data[0] && c.data[0].x.length >= 3 && c.data[0].y.filter(v => v != null).length >= 2")
     assert driver.execute_script("return document.getElementById('chart-breakdown').data.length") == 5
     assert driver.execute_script("return document.getElementById('chart-breakdown').data[0].x.every(v => v > 0)")
     assert driver.execute_script("return document.getElementById('chart-ingest').data[0].y.length") == 4
