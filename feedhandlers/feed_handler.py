@@ -92,7 +92,10 @@ class FeedHandlerParams(BaseModel):
                                   description="packets already waiting in the input that leave as one batch per "
                                               "engine (never waited for; bounds the added latency); 1: off")
     ring: str = Field("", description="ring shm name; empty: omdp-<run_id>-feed<replica>")
-    ring_queue_size: int = Field(256, ge=2, le=1 << 16, description="ring slots, a power of two")
+    ring_queue_size: int = Field(2048, ge=2, le=1 << 16,
+                                 description="ring slots, a power of two; 2,048 (4 MiB) hold about 4 ms of a fused "
+                                             "partition's work at 20x, so the replayer's process losing its CPU for a "
+                                             "few ms to the processes it shares it with does not leave the handler idle")
     ring_max_message: int = Field(2048, ge=RING_FRAME_HEADER + 1456, le=1 << 16, description="ring slot payload")
     intended_table: str = Field("", description="intended-time table name; {run_id} and {sender} are filled in")
     stats_interval_ms: float = Field(100.0, gt=0, description="live per-line counters this often")

@@ -18,6 +18,19 @@ from ops.replay.native_layout import COPIES
 
 ROW_GROUP_ROWS = 1 << 20
 _COPY_NAMES = ("A", "B")
+_DELTA = ["block_seq", "intended_ns", "sent_ns"]
+
+INTENDED_WRITE_OPTIONS = {
+    "use_dictionary": ["line", "copy", "messages"],
+    "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA},
+    "compression": {n: "none" if n in _DELTA else "snappy" for n in RUN_INTENDED_SCHEMA.names},
+}
+"""How ``intended.parquet`` is encoded. It is written on the replayer's CPU while the run
+goes (a row per packet: 480,000 rows a second at 20x), so its CPU is taken from the sender:
+the times and block sequence numbers (nearly sorted, all distinct) are delta-encoded and
+left uncompressed rather than tried against a dictionary and compressed, the few-valued
+columns keep their dictionary. Half the writer's CPU per row of pyarrow's defaults and
+2.5x smaller (docs/benchmarks.md, "Replay")."""
 
 
 def _repeat_string(value: str, n: int) -> pa.StringArray:
@@ -68,7 +81,7 @@ class IntendedParquetWriter:
             return
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self.path, RUN_INTENDED_SCHEMA)
+            self._writer = pq.ParquetWriter(self.path, RUN_INTENDED_SCHEMA, **INTENDED_WRITE_OPTIONS)
         table = pa.concat_tables(self._pending)
         self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
         self.rows_written += table.num_rows
