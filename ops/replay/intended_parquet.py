@@ -29,8 +29,8 @@ INTENDED_WRITE_OPTIONS = {
 goes (a row per packet: 480,000 rows a second at 20x), so its CPU is taken from the sender:
 the times and block sequence numbers (nearly sorted, all distinct) are delta-encoded and
 left uncompressed rather than tried against a dictionary and compressed, the few-valued
-columns keep their dictionary. Half the writer's CPU per row of pyarrow's defaults and
-2.5x smaller (docs/benchmarks.md, "Replay")."""
+columns keep their dictionary: half the writer's CPU per row of pyarrow's defaults, and a
+quarter smaller (docs/benchmarks.md, "Pipeline", 2026-11-29)."""
 
 
 def _repeat_string(value: str, n: int) -> pa.StringArray:
