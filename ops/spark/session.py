@@ -19,6 +19,10 @@ DEFAULT_MASTER = "local[*]"
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+WORKER_DAEMON = "ops.spark.worker_daemon"
+"""The Python worker daemon module of local masters (the executors import it from the
+project on their path)."""
+
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 """Set to 1 in the executors' Python workers: their numpy must not start BLAS threads."""
 
@@ -81,6 +85,10 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
             # The nightly aggregates are small; Spark's 200 shuffle partitions would mostly
             # schedule empty tasks on one machine.
             conf["spark.sql.shuffle.partitions"] = str(4 * local_cores(master))
+            # PySpark's daemon, started with PySpark's zips last on the path: each worker it
+            # forks then imports the installed PySpark's cached bytecode instead of compiling
+            # pyspark.worker and its imports from the zip (ops/spark/worker_daemon.py).
+            conf["spark.python.daemon.module"] = WORKER_DAEMON
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -215,3 +215,25 @@ def test_python_workers_start_no_blas_threads(spark) -> None:
 
     got = spark.sparkContext.parallelize([0, 1], 2).flatMap(worker_env).collect()
     assert got and all(value == "1" for _, value in got)
+
+
+def test_python_workers_import_the_installed_pyspark(spark) -> None:
+    """build_session starts local masters' workers from ops.spark.worker_daemon: PySpark's zips
+    go last on their path, so where PySpark is installed as a package (pip: here) the workers
+    import its cached bytecode, not source compiled from the zip."""
+    import pyspark
+
+    def worker_pyspark(_: object) -> list[tuple[str, str, bool]]:
+        import sys
+
+        import pyspark as worker_side
+        spark_zip = [p.endswith(("/pyspark.zip", "-src.zip")) for p in sys.path]
+        return [(sys.argv[0], worker_side.__file__, spark_zip == sorted(spark_zip))]  # False..., True...
+
+    assert ".zip" not in pyspark.__file__  # the driver's: an installed package
+    got = spark.sparkContext.parallelize([0, 1], 2).flatMap(worker_pyspark).collect()
+    assert got
+    for argv0, path, zips_at_end in got:
+        assert argv0.endswith("worker_daemon.py"), argv0
+        assert ".zip" not in path, path
+        assert zips_at_end
