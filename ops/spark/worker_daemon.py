@@ -15,12 +15,14 @@ from __future__ import annotations
 import sys
 
 
+def is_spark_zip(entry: str) -> bool:
+    """True for an import path entry that is PySpark's or py4j's zip archive."""
+    name = entry.replace("\\", "/").rsplit("/", 1)[-1]
+    return name == "pyspark.zip" or (name.startswith("py4j-") and name.endswith(".zip"))
+
+
 def zips_last(path: list[str]) -> list[str]:
     """``path`` with PySpark's and py4j's zip archives moved to the end, order otherwise kept."""
-    def is_spark_zip(p: str) -> bool:
-        name = p.replace("\\", "/").rsplit("/", 1)[-1]
-        return name == "pyspark.zip" or (name.startswith("py4j-") and name.endswith(".zip"))
-
     return [p for p in path if not is_spark_zip(p)] + [p for p in path if is_spark_zip(p)]
 
 

@@ -227,7 +227,9 @@ def test_python_workers_import_the_installed_pyspark(spark) -> None:
         import sys
 
         import pyspark as worker_side
-        spark_zip = [p.endswith(("/pyspark.zip", "-src.zip")) for p in sys.path]
+
+        from ops.spark.worker_daemon import is_spark_zip
+        spark_zip = [is_spark_zip(p) for p in sys.path]
         return [(sys.argv[0], worker_side.__file__, spark_zip == sorted(spark_zip))]  # False..., True...
 
     assert ".zip" not in pyspark.__file__  # the driver's: an installed package
