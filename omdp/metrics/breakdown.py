@@ -218,7 +218,10 @@ def _rate_line(b: Breakdown) -> str:
         return "rate: unknown (no target)"
     text = f"rate: target {b.target_pps:,.0f} packets/s ({b.target_pps / BASE_PPS:.2f}x)"
     if b.achieved_pps is not None:
-        text += f", achieved {b.achieved_pps:,.0f} packets/s ({b.achieved_pps / b.target_pps:.3%} of target)"
+        # The target is the capture's mean rate scaled; a run that ends partway through a lap
+        # has the packets its schedule made due, more or fewer than the mean by where the
+        # capture's peaks fall: whether the schedule was kept is the replayer's own figure.
+        text += f", achieved {b.achieved_pps:,.0f} packets/s ({b.achieved_pps / b.target_pps:.3%} of the target's mean)"
         if b.messages_per_packet:
             text += f"; {b.achieved_pps * b.messages_per_packet:,.0f} messages/s at {b.messages_per_packet:.2f} messages/packet"
     return text

@@ -64,7 +64,7 @@ def test_table_shows_every_hop_and_the_run_figures(tmp_path) -> None:
     assert cells[4] != "n/a" and cells[5:7] == ["n/a", "n/a"]  # p99 with 2,000; p99.9 and p99.99 too few
     assert float(cells[7]) == pytest.approx(summary["max_us"], abs=5e-4)
     assert "missed: 32 of 3,200,000 messages (0.0010%)" in text
-    assert "target 240,000 packets/s (10.00x), achieved 239,999 packets/s (100.000% of target)" in text
+    assert "target 240,000 packets/s (10.00x), achieved 239,999 packets/s (100.000% of the target's mean)" in text
     assert "1,247,995 messages/s at 5.20 messages/packet" in text
     assert "clocks: every stamp from one clock (no cross-host error)" in text
 
