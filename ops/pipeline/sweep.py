@@ -27,6 +27,7 @@ from omdp.topology.load import load_topology
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
+from ops.pipeline.sweep_targets import judge, markdown_lines
 from ops.replay.rates import RateSpec
 
 KNOB_SETS: dict[str, tuple[str, ...]] = {
@@ -85,6 +86,12 @@ class SweepPoint:
     config: str
     rate: str
     target_pps: float
+    input: str = "ring"
+    fused_partition: str | None = None
+    """The partition holding both the feed handler and the engines, if the plan has one (the
+    fused layouts): the one whose cost per packet the hot path's targets speak of."""
+    copies: str | None = None
+    """The multicast copies the feed handler joins ("A", "A,B")."""
     skipped: bool = False
     run: dict[str, Any] | None = None
     sustainable: bool = False
@@ -112,7 +119,23 @@ class Sweep:
         configs = list(dict.fromkeys(p.config for p in self.points))
         return {"sweep_id": self.sweep_id, "seconds": self.seconds, "capture_date": self.capture_date,
                 "sustainable": {c: self.sustainable_rate(c) for c in configs},
+                "targets": [v.as_dict() for v in judge(self)],
                 "points": [p.__dict__ for p in self.points]}
+
+
+def fused_partition(plan: Plan) -> str | None:
+    """The partition that runs a feed handler and decision engines together, if any."""
+    for part in plan.partitions:
+        kinds = {plan.operators[op].kind for op in part.operators}
+        if "feed_handler" in kinds and kinds & {"decision_engine", "elastic_engine"}:
+            return part.name
+    return None
+
+
+def handler_copies(plan: Plan) -> str | None:
+    """The multicast copies the (first) feed handler joins."""
+    fh = next((op for op in plan.operators.values() if op.kind == "feed_handler"), None)
+    return None if fh is None else str(fh.params.get("copies", "A,B"))
 
 
 def new_sweep_id() -> str:
@@ -131,7 +154,7 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
         failures = 0
         for rate in order:
             target = RateSpec.parse(rate=rate).target_pps(0.0)
-            point = SweepPoint(cfg.label, rate, target)
+            point = SweepPoint(cfg.label, rate, target, input=cfg.input)
             sweep.points.append(point)
             if failures >= stop_after_failures:
                 point.skipped = True
@@ -141,6 +164,7 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
             try:
                 pp = plan_pipeline(cfg.topology, data_dir, capture_date,
                                    RunOptions(rate=rate, seconds=seconds, sample_every=sample_every), cfg.overrides)
+                point.fused_partition, point.copies = fused_partition(pp.plan), handler_copies(pp.plan)
                 run: PipelineRun = run_pipeline(pp, data_dir, config=cfg.label, sweep_id=sweep.sweep_id)
             except Exception as e:  # noqa: BLE001 - a failed point is recorded and the sweep goes on
                 point.error = f"{type(e).__name__}: {e}"
@@ -162,6 +186,21 @@ def hop_figure(run: dict[str, Any] | None, hop: str, key: str) -> float | None:
     return ((b.get("hops") or {}).get(hop) or {}).get(key)
 
 
+def work_per_packet(p: SweepPoint) -> tuple[str, float] | None:
+    """(partition, CPU ns spent working per packet) of the fused partition, or where there
+    is none of the partition working most per packet; None without CPU figures."""
+    cpu = {name: c for name, c in ((p.run or {}).get("cpu") or {}).items() if c.get("work_ns_per_packet") is not None}
+    if not cpu:
+        return None
+    name = p.fused_partition if p.fused_partition in cpu else max(cpu, key=lambda n: cpu[n]["work_ns_per_packet"])
+    return name, float(cpu[name]["work_ns_per_packet"])
+
+
+def _work_text(p: SweepPoint) -> str:
+    w = work_per_packet(p)
+    return "n/a" if w is None else f"{w[1]:,.0f} ({w[0]})"
+
+
 def point_line(p: SweepPoint) -> str:
     """One line of a point's figures."""
     if p.skipped:
@@ -177,17 +216,18 @@ def point_line(p: SweepPoint) -> str:
     return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
             f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(hop_figure(p.run, 'e2e', 'mean_us'))} "
             f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))} us  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))} us  "
-            f"{'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
+            f"work {_work_text(p)} ns/packet  {'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
 
 
 def markdown(sweep: Sweep, command: str, machine: str) -> str:
     """The sweep as the table of docs/benchmarks.md."""
     rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) us "
-            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | sustainable | load before / after |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | work per packet, ns (partition) "
+            "| sustainable | load before / after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in sweep.points:
         if p.skipped or p.run is None:
-            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | no | |")
+            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | | no | |")
             continue
         r, a = p.run["replay"], p.run["accounting"]
         mpp = r.get("messages_per_packet") or 0.0
@@ -201,9 +241,11 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
             f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "
             f"{f('e2e_intended', 'mean_us')} ({f('e2e_intended', 'p99_us')}) | "
             f"{f('fh', 'mean_us')} / {f('to_de', 'mean_us')} / {f('de', 'mean_us')} / {f('to_mc', 'mean_us')} | "
-            f"{'yes' if p.sustainable else 'no'} | "
+            f"{_work_text(p)} | {'yes' if p.sustainable else 'no'} | "
             + (f"{p.load[0]:.1f} / {p.load[1]:.1f} |" if p.load else " |"))
     configs = list(dict.fromkeys(p.config for p in sweep.points))
     summary = [f"- {c}: sustainable up to {sweep.sustainable_rate(c) or 'none of the rates swept'}" for c in configs]
+    targets = ["Targets of the hot path (ops/pipeline/sweep_targets.py), judged on this sweep's runs:", "",
+               *markdown_lines(judge(sweep))]
     return "\n".join([f"Machine: {machine}", "", f"Command: `{command}` (sweep {sweep.sweep_id}, {sweep.seconds:g} s "
-                      f"per run, capture {sweep.capture_date})", "", *rows, "", *summary, ""])
+                      f"per run, capture {sweep.capture_date})", "", *rows, "", *summary, "", *targets, ""])
