@@ -81,6 +81,33 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
         rows = lat["sample_rows"] + lat["intended_rows"]
         click.echo(f"{r['master']:18s} {lat['runs']:5d} {rows:11,d} {lat['job_wall_s']:9.2f} "
                    f"{lat['rows_per_s']:11,.0f} {lat['rows_per_s_per_core']:11,.0f}")
+    out["targets"] = []
+    for line, verdict in analytics_targets(results):
+        click.echo(line)
+        out["targets"].append(verdict)
     if json_out:
         Path(json_out).write_text(json.dumps(out, indent=2))
         click.echo(f"wrote {json_out}")
+
+
+def analytics_targets(results: list[dict]) -> list[tuple[str, dict]]:
+    """The Spark jobs' targets on this run's figures: per master the feeds and replay rates
+    and the replay's wall time over the capture's; local[2] over local[1] when both ran."""
+    from ops.bench.targets import FEEDS, FEEDS_SPEEDUP, REPLAY, REPLAY_WALL
+
+    out = []
+    for r in results:
+        for d in r["decode"]:
+            v = d["messages_per_task_cpu_s"]
+            out.append((FEEDS.line(v, f"{r['master']}, {d['date']}"), {**FEEDS.verdict(v), "master": r["master"]}))
+        for d in r["replay"]:
+            where = f"{r['master']}, {d['date']}, {d['config']}"
+            for t, v in ((REPLAY, d["messages_per_task_cpu_s"]), (REPLAY_WALL, d["wall_over_capture"])):
+                out.append((t.line(v, where), {**t.verdict(v), "master": r["master"], "config": d["config"]}))
+    walls = {r["master"]: {d["date"]: d["decode_wall_s"] for d in r["decode"]} for r in results}
+    for date, one in walls.get("local[1]", {}).items():
+        two = walls.get("local[2]", {}).get(date)
+        if two:
+            v = one / two
+            out.append((FEEDS_SPEEDUP.line(v, f"{date}: {one:.2f} s against {two:.2f} s"), FEEDS_SPEEDUP.verdict(v)))
+    return out

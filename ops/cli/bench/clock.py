@@ -17,6 +17,7 @@ import click
 def bench_clock(calls: int, runs: int, seconds: float, json_out: Path | None) -> None:
     """Time a stamp on each clock and follow the TSC clock's drift."""
     from ops.bench.clock import run_clock_bench
+    from ops.bench.targets import TSC_STAMP
 
     r = run_clock_bench(calls=calls, runs=runs, seconds=seconds)
     click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs)")
@@ -25,6 +26,8 @@ def bench_clock(calls: int, runs: int, seconds: float, json_out: Path | None) ->
                f"({', '.join(f'{v:.1f}' for v in rt['runs'])})")
     if not r["tsc_invariant"]:
         click.echo(f"TSC clock refused: {r['why_not']}")
+        click.echo(TSC_STAMP.line(None, "the TSC clock was refused"))
+        r["targets"] = [TSC_STAMP.verdict(None)]
     else:
         ts, cal, d = r["tsc_ns_per_stamp"], r["calibration"], r["drift"]
         click.echo(f"stamp on the TSC clock: {ts['median']:.1f} ns median ({', '.join(f'{v:.1f}' for v in ts['runs'])})")
@@ -36,6 +39,8 @@ def bench_clock(calls: int, runs: int, seconds: float, json_out: Path | None) ->
         click.echo(f"drift against CLOCK_REALTIME over {d['seconds']:g} s ({d['checks']} checks): at most "
                    f"{d['max_abs_drift_ns']} ns; stated error then {d['stated_error_ns']} ns; "
                    f"{d['over_error']} checks beyond it")
+        click.echo(TSC_STAMP.line(ts["median"]))
+        r["targets"] = [TSC_STAMP.verdict(ts["median"])]
     if json_out:
         json_out.write_text(json.dumps(r, indent=2))
         click.echo(f"wrote {json_out}")

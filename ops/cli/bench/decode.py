@@ -38,6 +38,7 @@ def decode_bench(capture: str | None, fmt: str | None, random_messages: int | No
     from omdp.runtime.machine import machine_info
     from ops.bench.decode import held_in_memory, run_decode_bench
     from ops.bench.random_capture import random_packets
+    from ops.bench.targets import DECODE
 
     if capture is not None:
         buf, offsets, lengths = held_in_memory(capture, fmt)
@@ -64,6 +65,9 @@ def decode_bench(capture: str | None, fmt: str | None, random_messages: int | No
     click.echo(_row(f"C batch ({chunk_packets} packets/call)", res["c_batch"]))
     click.echo(_row("C batch, field-by-field path only", res["c_batch_field_by_field"]))
     click.echo(_row(f"Python decode_packet ({res['python_per_packet']['packets']} pkts)", res["python_per_packet"]))
+    per_core = res["c_per_packet"]["msgs_per_s_cpu"]["median"]
+    click.echo(DECODE.line(per_core, f"{cap['messages']:,} messages of this capture"))
+    res["targets"] = [DECODE.verdict(per_core)]
     if json_out:
         Path(json_out).write_text(json.dumps(res, indent=2))
         click.echo(f"wrote {json_out}")

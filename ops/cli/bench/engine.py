@@ -25,6 +25,7 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
     """Time the C decision engine per message, the pricing refresh, and a Python custom engine."""
     from omdp.clock import TscClockError
     from ops.bench.engine import CaptureShareError, run_engine_bench
+    from ops.bench.targets import ENGINE
 
     if capture is not None and not (capture / "manifest.json").is_file():
         raise click.UsageError(f"--capture {capture}: no manifest.json there (a capture's directory is "
@@ -47,6 +48,9 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
                    f"{e['ns_per_message_median']:7.1f} ns/message median "
                    f"(min {e['ns_per_message_min']:.1f}, max {e['ns_per_message_max']:.1f}; "
                    f"wall {e['wall_ns_per_message_median']:.1f})")
+    sizes = [r["engine"][k]["ns_per_message_median"] for k in ("batch_56", "batch_28") if k in r["engine"]]
+    click.echo(ENGINE.line(max(sizes) if sizes else None, "on the capture's own messages" if capture else "on the model market"))
+    r["targets"] = [ENGINE.verdict(max(sizes) if sizes else None)]
     click.echo(f"pricing refresh (snapshot excluded): {r['pricing_refresh_s_median'] * 1e3:.1f} ms median")
     inc = r["pricing_refresh_incremental"]
     click.echo(f"pricing refresh after {inc['messages_between']:,} re-quotes, building on the last: "
