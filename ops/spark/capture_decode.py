@@ -32,7 +32,7 @@ _PRICES = ["strike_px", "bid_px", "offer_px", "premium_px"]
 _DELTA = ["msg_seq", "bid_size", "offer_size", "volume", "open_interest"]
 
 TICK_FILE_WRITE_OPTIONS = {
-    "compression": {n: "none" if n in _DELTA else "snappy" for n in TICK_FILE_SCHEMA.names},
+    "compression": {n: "none" if n in _DELTA else "lz4" for n in TICK_FILE_SCHEMA.names},
     "use_dictionary": _STRINGS + _PRICES,
     "write_statistics": ["ts_ns", "block_seq", "msg_seq"],
     "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _DELTA},
@@ -49,12 +49,14 @@ docs/benchmarks.md, 2026-11-24 and 2026-11-25):
   compressing 8 bytes a row, and smaller); the writer falls back to plain by itself when a
   row group's dictionary outgrows its page;
 - msg_seq and the quantities: DELTA_BINARY_PACKED (steps of one; small sizes), not
-  compressed: the bit-packed deltas do not shrink further, and snappy over them cost a
+  compressed: the bit-packed deltas do not shrink further, and compressing them cost a
   third of those columns' write CPU;
 - ts_ns, block_seq, the other ints: plain (a packet's rows repeat ts_ns and block_seq:
   compression removes the repeats for less CPU than delta encoding);
-- snappy on every other page; min/max statistics only for the time and sequence columns (what
-  readers prune on); the never-null columns REQUIRED (``TICK_FILE_DICT_SCHEMA``);
+- LZ4 (Parquet's raw LZ4 codec) on every other page: the write CPU of snappy, files 11%
+  smaller (8.62 against 9.64 bytes per tick); min/max statistics only for the time and
+  sequence columns (what readers prune on); the never-null columns REQUIRED
+  (``TICK_FILE_DICT_SCHEMA``);
 - no Arrow schema stored: the Parquet types are TICK_FILE_SCHEMA's (strings, not
   dictionaries), for Spark and pyarrow alike."""
 
