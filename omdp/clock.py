@@ -1,6 +1,8 @@
 """The omdp clock from Python: the same int64 nanoseconds as the C stamps (clock.h)."""
 from __future__ import annotations
 
+import math
+
 from omdp.native import lib
 
 
@@ -107,7 +109,11 @@ def stamp_clock_info() -> dict[str, object]:
         out.update(ticks_per_ns=float(i.ticks_per_ns), pair_error_ns=int(i.pair_error_ns),
                    rate_error_ppm=float(i.rate_error) * 1e6, drift_checks=int(i.checks),
                    last_drift_ns=int(i.last_drift_ns), max_abs_drift_ns=int(i.max_abs_drift_ns),
-                   stated_error_ns=int(i.stated_error_ns), drift_over_error=int(i.over_error))
+                   stated_error_ns=int(i.stated_error_ns), drift_over_error=int(i.over_error),
+                   max_check_gap_ns=int(i.max_check_gap_ns), checked_error_ns=int(i.checked_error_ns),
+                   # the error bound from the checks (stamp_clock.h): what they saw, plus what the
+                   # rate's uncertainty allows over the longest stretch without a check
+                   checked_bound_ns=int(i.checked_error_ns) + math.ceil(float(i.rate_error) * int(i.max_check_gap_ns)))
     return out
 
 

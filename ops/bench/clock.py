@@ -48,7 +48,7 @@ def run_clock_bench(calls: int = 2_000_000, runs: int = 5, seconds: float = 5.0,
             out["calibration"] = {k: info[k] for k in ("ticks_per_ns", "pair_error_ns", "rate_error_ppm")}
             out["drift"] = {"seconds": seconds, "checks": checks, "drift_ns": drifts,
                             "max_abs_drift_ns": info["max_abs_drift_ns"], "stated_error_ns": info["stated_error_ns"],
-                            "over_error": info["drift_over_error"]}
+                            "over_error": info["drift_over_error"], "checked_bound_ns": info["checked_bound_ns"]}
     finally:
         use_stamp_clock("realtime")
     return out

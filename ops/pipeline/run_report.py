@@ -285,8 +285,11 @@ def stamp_clock_line(clocks: dict[str, dict[str, Any]]) -> str | None:
         err = max(c.get("stated_error_ns", 0) for c in tsc)
         checks = sum(c.get("drift_checks", 0) for c in tsc)
         over = sum(c.get("drift_over_error", 0) for c in tsc)
-        line += (f"; drift against CLOCK_REALTIME at most {drift:,} ns over {checks:,} checks "
-                 f"(stated calibration error {err:,} ns; {over:,} checks beyond it)")
+        bounds = [c["checked_bound_ns"] for c in tsc if "checked_bound_ns" in c]
+        line += f"; drift against CLOCK_REALTIME at most {drift:,} ns over {checks:,} checks"
+        if bounds and not over:
+            line += f": stamps within {max(bounds):,} ns of it by the checks"
+        line += f" (stated calibration error {err:,} ns; {over:,} checks beyond it)"
     return line
 
 

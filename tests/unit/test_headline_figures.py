@@ -40,3 +40,8 @@ def test_stamp_clock_line_names_the_clock_and_the_drift() -> None:
     assert line is not None
     assert line.startswith("stamps: realtime and tsc clock (1 of 2 partitions on the TSC)")
     assert "at most 180 ns over 40 checks (stated calibration error 12,372 ns; 0 checks beyond it)" in line
+    clocks["app"]["checked_bound_ns"] = 240
+    assert ("at most 180 ns over 40 checks: stamps within 240 ns of it by the checks (stated calibration error "
+            "12,372 ns; 0 checks beyond it)") in stamp_clock_line(clocks)
+    clocks["app"]["drift_over_error"] = 2   # CLOCK_REALTIME stepped: the checks bound nothing
+    assert "stamps within" not in stamp_clock_line(clocks)

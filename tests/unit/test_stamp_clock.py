@@ -3,6 +3,8 @@ times taken by omdp_now_ns in another part of the run (within the calibration's 
 error, shift included), a non-invariant TSC is refused by name, and drift is reported."""
 from __future__ import annotations
 
+import math
+
 import time
 from pathlib import Path
 from typing import Iterator
@@ -65,6 +67,24 @@ def test_drift_checks_are_counted_and_small() -> None:
     assert info["clock"] == "tsc" and info["drift_checks"] == 5
     assert abs(int(info["last_drift_ns"])) <= int(info["max_abs_drift_ns"]) <= int(info["stated_error_ns"]) + 1000
     assert info["drift_over_error"] == 0
+
+
+@needs_tsc
+def test_the_checks_bound_the_error_from_what_they_saw() -> None:
+    use_stamp_clock("auto", interval_ns=20_000_000)
+    info = stamp_clock_info()
+    assert info["checked_error_ns"] == info["pair_error_ns"] and info["max_check_gap_ns"] == 0  # no check yet
+    gaps = (0.002, 0.03, 0.01)
+    for gap in gaps:
+        time.sleep(gap)
+        check_stamp_clock()
+    info = stamp_clock_info()
+    assert int(info["checked_error_ns"]) >= int(info["max_abs_drift_ns"])
+    assert 0.03e9 <= int(info["max_check_gap_ns"]) < 0.03e9 + 50_000_000   # the longest of the gaps
+    allowance = float(info["rate_error_ppm"]) * 1e-6 * int(info["max_check_gap_ns"])
+    assert int(info["checked_bound_ns"]) == int(info["checked_error_ns"]) + math.ceil(allowance)
+    # a stamp and CLOCK_REALTIME read together agree within the bound the checks give
+    assert _between_realtime_reads(500) <= int(info["checked_bound_ns"]) + 1_000
 
 
 def test_tsc_refused_where_not_invariant_and_auto_falls_back(tmp_path: Path) -> None:

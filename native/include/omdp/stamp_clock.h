@@ -14,6 +14,13 @@
  * calibration's stated error at that time; a partition's control thread calls it every
  * heartbeat and the run reports it. A drift beyond the stated error (CLOCK_REALTIME
  * stepped or slewed by NTP) is counted, not corrected.
+ *
+ * The checks also bound the error from what they saw: between two checks the TSC clock's
+ * difference from CLOCK_REALTIME moves linearly (a fixed rate on both), so it never exceeds
+ * the larger of the two ends; after the last check it may move by at most the rate's
+ * uncertainty times the time since. checked_error_ns + rate_error * max_check_gap_ns is
+ * then the run's error from measurement, typically far below the calibration's own
+ * statement, which grows with the time since calibration.
  */
 #ifndef OMDP_STAMP_CLOCK_H
 #define OMDP_STAMP_CLOCK_H
@@ -43,6 +50,9 @@ typedef struct omdp_stamp_clock_info {
     int64_t last_drift_ns;    /* TSC clock minus CLOCK_REALTIME at the last check */
     int64_t max_abs_drift_ns; /* largest |drift| seen */
     int64_t stated_error_ns;  /* the calibration's stated error at the last check */
+    int64_t checked_error_ns; /* largest |drift| plus half its reading's window over the
+                               * checks (the calibration's pairing error before any) */
+    int64_t max_check_gap_ns; /* longest time between two checks, calibration to the first included */
 } omdp_stamp_clock_info_t;
 
 /* The clock of every hop stamp. */

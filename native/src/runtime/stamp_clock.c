@@ -10,6 +10,7 @@
 _Atomic int omdp_stamp_mode = OMDP_STAMP_REALTIME;
 omdp_tsc_clock_t omdp_stamp_tsc;
 static omdp_stamp_clock_info_t info;
+static int64_t last_check_ns; /* CLOCK_REALTIME of the last check, or of the calibration */
 
 int omdp_stamp_clock_use(int mode, int64_t interval_ns, const char *cpuinfo, char *err, size_t err_len)
 {
@@ -35,6 +36,8 @@ int omdp_stamp_clock_use(int mode, int64_t interval_ns, const char *cpuinfo, cha
     info.calibrated_ns = c.ns0;
     info.pair_error_ns = c.pair_error_ns;
     info.rate_error = c.rate_error;
+    info.checked_error_ns = c.pair_error_ns;
+    last_check_ns = c.ns0;
     atomic_store_explicit(&omdp_stamp_mode, OMDP_STAMP_TSC, memory_order_release);
     return 0;
 }
@@ -61,6 +64,11 @@ int64_t omdp_stamp_clock_check(void)
     int64_t mag = drift < 0 ? -drift : drift;
     if (mag > info.max_abs_drift_ns)
         info.max_abs_drift_ns = mag;
+    if (mag + best_window / 2 > info.checked_error_ns)
+        info.checked_error_ns = mag + best_window / 2;
+    if (at - last_check_ns > info.max_check_gap_ns)
+        info.max_check_gap_ns = at - last_check_ns;
+    last_check_ns = at;
     if (mag > stated + best_window / 2)
         info.over_error++;
     return drift;
