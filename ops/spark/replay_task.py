@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import NBBO_WRITE_OPTIONS, ConfigRunner, nbbo_arrow, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.replay_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.replay_score import truth_quotes
@@ -43,7 +43,7 @@ TASK_STATUS_SCHEMA = pa.schema(
         ("files_decoded", pa.int64()),     # capture files read and decoded by this task
         ("decode_cpu_s", pa.float64()),    # thread CPU: read, arbitrate, decode, route, stage (decode);
                                            # read the stage, merge, expand, write the tables (engines)
-        ("engine_cpu_s", pa.float64()),    # thread CPU: every configuration's engine and pricing
+        ("engine_cpu_s", pa.float64()),    # thread CPU: every configuration's engine, pricing and NBBO file
         ("cpu_s", pa.float64()),
         ("wall_s", pa.float64()),
         ("configs_json", pa.string()),     # per config: counters, signals per kind, refreshes
@@ -78,11 +78,20 @@ class EngineSpec:
     truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
 
 
+def _part(bucket: int) -> str:
+    """A bucket's file in each output table."""
+    return f"part-b{bucket:03d}.parquet"
+
+
+def _config_dir(spec: EngineSpec, cfg: ReplayConfig) -> Path:
+    return Path(spec.out_dir) / f"config={cfg.name}"
+
+
 def _write(table: pa.Table, folder: Path, bucket: int, **options: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".part-b{bucket:03d}.parquet.{os.getpid()}"
+    tmp = folder / f".{_part(bucket)}.{os.getpid()}"
     pq.write_table(table, tmp, **options)
-    tmp.replace(folder / f"part-b{bucket:03d}.parquet")
+    tmp.replace(folder / _part(bucket))
 
 
 def _found(part: StagedPart, keys: tuple[int, ...]) -> list[dict]:
@@ -119,7 +128,8 @@ def run_engines(spec: EngineSpec) -> dict:
     runners: list[ConfigRunner] = []
     try:
         for cfg in spec.configs:
-            runners.append(ConfigRunner(cfg, spec.date, spec.bucket))
+            nbbo = _config_dir(spec, cfg) / "nbbo" / _part(spec.bucket) if cfg.nbbo else None
+            runners.append(ConfigRunner(cfg, spec.date, spec.bucket, nbbo))
         buf = np.empty(min(ENGINE_CHUNK, max(1, len(staged))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
         slots = CountSlots.for_parts(staged.parts)      # counted as merged (None: ids too large, counted after)
         for records in staged.merged(buf, slots):
@@ -127,23 +137,21 @@ def run_engines(spec: EngineSpec) -> dict:
                 r.feed(records)
     except BaseException:
         for r in runners:
-            r.engine.close()
+            r.abort()
         raise
     configs = {}
     counts = slots.result() if slots is not None else underlying_counts(staged.parts)
     for r in runners:
         run = r.finish()
-        base = Path(spec.out_dir) / f"config={r.cfg.name}"
+        base = _config_dir(spec, r.cfg)
         sig = signals_arrow(run.signals)
         _write(sig, base / "signals", spec.bucket)
         _write(underlyings_arrow(counts, run.signals), base / "underlyings", spec.bucket)
         _write(smiles_arrow(run.smiles), base / "smiles", spec.bucket)
-        if r.cfg.nbbo:
-            _write(nbbo_arrow(run.nbbo), base / "nbbo", spec.bucket, **NBBO_WRITE_OPTIONS)
         kinds = sig.column("kind").to_pylist()
         configs[r.cfg.name] = {"signals": len(kinds), "kinds": {k: kinds.count(k) for k in set(kinds)},
                                "refreshes": run.refreshes, "cpu_s": run.cpu_s, "counters": run.counters,
-                               "nbbo_changes": len(run.nbbo), "nbbo_dropped": run.nbbo_dropped}
+                               "nbbo_changes": run.nbbo_changes, "nbbo_dropped": run.nbbo_dropped}
     cpu = time.thread_time() - cpu0
     engine_cpu = sum(c["cpu_s"] for c in configs.values())
     return {

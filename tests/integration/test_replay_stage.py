@@ -17,7 +17,8 @@ from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.data_layout import DataLayout
 from ops.spark.replay_config import ReplayConfig
 from decision_engines.engine_records import EXCHANGES
-from ops.spark.replay_engine import NBBO_WRITE_OPTIONS, REPLAY_NBBO_SCHEMA, ConfigRunner, nbbo_arrow
+from ops.spark.replay_engine import ConfigRunner
+from ops.spark.replay_nbbo import REPLAY_NBBO_SCHEMA
 from ops.spark.replay_feed import OfflineFeedHandler, decode_line, read_packets
 from ops.spark.replay_job import plan_day
 from ops.spark.replay_stage import read_bucket
@@ -100,17 +101,17 @@ def test_nbbo_changes_are_every_change_of_the_book(day: Path, tmp_path: Path) ->
     plan = plan_day(DataLayout(day), DATE, 1)
     sources, pkts, _ = read_packets(plan.lines, [])
     records = OfflineFeedHandler(plan.routes).run(sources, pkts, 0)
-    runner = ConfigRunner(ReplayConfig(name="book", pricing=False), DATE, 0)
+    runner = ConfigRunner(ReplayConfig(name="book", pricing=False), DATE, 0, tmp_path / "nbbo.parquet")
     runner.feed(records)
     run = runner.finish()
-    table = nbbo_arrow(run.nbbo).to_pylist()
+    # streamed as the job writes it, the file reads back as REPLAY_NBBO_SCHEMA
+    back = pq.read_table(tmp_path / "nbbo.parquet")
+    assert back.schema == REPLAY_NBBO_SCHEMA and run.nbbo_changes == back.num_rows
+    table = back.to_pylist()
     got = [(r["line"], r["msg_seq"], r["bid_px"] or 0, r["bid_size"] or 0, (r["bid_participant"] or "\0").encode()[0],
             r["offer_px"] or 0, r["offer_size"] or 0, (r["offer_participant"] or "\0").encode()[0]) for r in table]
     want = [w[:2] + (w[2], w[3], w[4] if w[4] else 0, w[5], w[6], w[7] if w[7] else 0) for w in _reference_nbbo(records)]
     assert run.nbbo_dropped == 0 and len(got) > 1000
     assert got == want
     assert {r["root"] for r in table} and all(r["put_call"] in ("C", "P") for r in table)
-    # written as the job writes it, the file reads back as REPLAY_NBBO_SCHEMA, rows unchanged
-    pq.write_table(nbbo_arrow(run.nbbo), tmp_path / "nbbo.parquet", **NBBO_WRITE_OPTIONS)
-    back = pq.read_table(tmp_path / "nbbo.parquet")
-    assert back.schema == REPLAY_NBBO_SCHEMA and back.to_pylist() == table
+    assert [p.name for p in tmp_path.iterdir()] == ["nbbo.parquet"]   # no temporary file left
