@@ -27,7 +27,7 @@ from omdp.topology.load import load_topology
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
-from ops.pipeline.sweep_targets import judge, markdown_lines
+from ops.pipeline.sweep_targets import hop_figure, judge, markdown_lines
 from ops.replay.rates import RateSpec
 
 KNOB_SETS: dict[str, tuple[str, ...]] = {
@@ -177,13 +177,6 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
             failures = failures + 1 if failed(point) else 0
             say("  " + point_line(point))
     return sweep
-
-
-def hop_figure(run: dict[str, Any] | None, hop: str, key: str) -> float | None:
-    """One figure of a run's breakdown (``hop`` e.g. ``e2e_intended``, ``key`` e.g. ``p99_us``),
-    None where the run or the figure is missing."""
-    b = (run or {}).get("breakdown") or {}
-    return ((b.get("hops") or {}).get(hop) or {}).get(key)
 
 
 def work_per_packet(p: SweepPoint) -> tuple[str, float] | None:

@@ -112,16 +112,12 @@ class ConfigRunner:
                                      prefault=False)  # a bucket touches a fraction of max_series
         try:
             self.refresher = PricingRefresher(self.engine, cfg.pricing_config(as_of)) if cfg.pricing else None
+            # the NBBO changes streamed to nbbo_path, when given
+            self._nbbo = NbboFile(nbbo_path) if nbbo_path is not None else None
         except Exception:
             self.engine.close()
             raise
-        self._nbbo: NbboFile | None = None  # the NBBO changes streamed to nbbo_path, when given
-        if nbbo_path is not None:
-            try:
-                self._nbbo = NbboFile(nbbo_path)
-            except Exception:
-                self.engine.close()
-                raise
+        if self._nbbo is not None:
             self.engine.log_nbbo(ENGINE_BATCH)   # one C call per ENGINE_BATCH messages: never overflows
         self._out = np.zeros(OUT_BYTES, dtype=np.uint8)
         self._step = int(cfg.refresh_ms * 1e6)
