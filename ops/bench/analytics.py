@@ -125,7 +125,7 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
                     "decode_wall_s": _median(walls), "feeds_job_wall_s": _median(totals),
                     "messages_per_s": mps, "messages_per_s_per_core": mps / cores,
                     "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
-                    # the tasks' CPU without the Parquet write of the tick files: read + decode
+                    # the tasks' CPU without the Parquet write of the tick files: read + decode + count
                     "write_cpu_s": _median(writes),
                     "messages_per_decode_cpu_s": r.messages / _median([c - w for c, w in zip(cpus, writes)]),
                     "spark_executor_cpu_s": _median(jvm),   # the whole feeds job's stages, JVM side

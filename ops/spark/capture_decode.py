@@ -1,13 +1,14 @@
 """Executor side of the feeds job: decode one capture file with the C decoder straight into
 the tick table's Arrow columns (``ops.spark.tick_arrow``), a chunk of packets per call (never
-a Python call per message), and write its ticks as one Parquet file of the tick table;
-report how the file went.
+a Python call per message), write its ticks as one Parquet file of the tick table, count
+the feed's profiles from the same batches (``ops.spark.feed_tally``: its 10 ms windows go to
+a file of the tick-windows table), and report how the file went.
 
 A file may be 256 MB: it is memory-mapped by the pcap reader and decoded ``chunk_packets``
 packets at a time, each chunk becoming a row group, so a task holds one chunk's records, not
 the file's. The tick file is written under a hidden temporary name and renamed into place
-when complete: a task that fails or is retried never leaves half a file where readers look,
-and a retry writes the same name.
+when complete (the windows file likewise, after it): a task that fails or is retried never
+leaves half a file where readers look, and a retry writes the same names.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.data_layout import CaptureFile
+from ops.spark.feed_tally import FeedTally
 from ops.spark.tick_arrow import TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
 from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
@@ -87,11 +89,12 @@ class FileOutcome:
 
 def decode_capture(
     capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS,
-    dictionary: bool = False, decoder: ArrowTickDecoder | None = None,
+    dictionary: bool = False, decoder: ArrowTickDecoder | None = None, tally: FeedTally | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the tick batches of ``capture`` (string columns as dictionaries with
     ``dictionary``: ``TICK_FILE_DICT_SCHEMA``; a splitting ``decoder``: each chunk's quotes,
-    then its other messages), filling ``outcome`` as it goes. A file that is
+    then its other messages), filling ``outcome`` as it goes and, with a counting
+    ``decoder``, ``tally`` (the packets of each chunk decoded). A file that is
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
     way keeps what was decoded before (status "partly skipped"); bad packets are counted.
     Each batch is valid until the next is asked for. ``decoder`` (a reusing one of the same
@@ -124,12 +127,20 @@ def decode_capture(
         outcome.packets += end - start
         outcome.bad_packets += done.counters["packets_bad"]
         outcome.messages += done.counters["messages"]
+        if tally is not None:
+            tally.add(done, cap.ts_ns[start:end], cap.lengths[start:end])
         yield from done.batches
 
 
 def tick_file_path(ticks_root: Path, date: str, capture: CaptureFile) -> Path:
-    """The tick file of one capture file: named after it, in its line's partition."""
+    """The tick file of one capture file (or, under the tick-windows table's root, its
+    windows file): named after it, in its line's partition."""
     return tick_file_dir(ticks_root, date, capture.line) / (Path(capture.path).stem + ".parquet")
+
+
+def _temporary(final: Path) -> Path:
+    """The hidden name a file is written under before it is renamed to ``final``."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
 @functools.cache
@@ -139,26 +150,31 @@ def _task_decoder() -> ArrowTickDecoder:
     the default chunk) are faulted in once, not once per file - the page faults were a
     tenth of the read + decode CPU. Each chunk comes as its quotes and its other messages
     (``split``), written as row groups of their own: the quotes' columns then hold no null,
-    which the Parquet writer writes at a fraction of the CPU (docs/benchmarks.md)."""
-    return ArrowTickDecoder(reuse=True, dictionary=True, split=True)
+    which the Parquet writer writes at a fraction of the CPU (docs/benchmarks.md), and with
+    the counts the feed's profiles are made of (``count``)."""
+    return ArrowTickDecoder(reuse=True, dictionary=True, split=True, count=True)
 
 
 def write_capture_ticks(
-    capture: CaptureFile, date: str, root_map: dict[str, str], ticks_root: Path, chunk_packets: int = DEFAULT_CHUNK_PACKETS
-) -> FileOutcome:
-    """Decode ``capture`` into its tick file; return how it went (``output`` is the file
-    written, "" when the capture held no message; ``cpu_s`` the task's CPU seconds: read,
-    decode, convert, write; ``write_cpu_s`` the part of it spent writing Parquet, kept apart
-    because it, not the decode, bounds a task's rate)."""
+    capture: CaptureFile, date: str, root_map: dict[str, str], ticks_root: Path, windows_root: Path,
+    chunk_packets: int = DEFAULT_CHUNK_PACKETS,
+) -> tuple[FileOutcome, FeedTally]:
+    """Decode ``capture`` into its tick file and its windows file (under ``windows_root``);
+    return how it went (``output`` is the tick file written, "" when the capture held no
+    message; ``cpu_s`` the task's CPU seconds: read, decode, convert, write, count;
+    ``write_cpu_s`` the part of it spent writing Parquet, kept apart because it, not the
+    decode, bounds a task's rate) and the file's counts."""
     cpu0 = time.process_time()
     outcome = FileOutcome(capture.path, capture.line, capture.copy, capture.part, capture.size)
+    tally = FeedTally()
     final = tick_file_path(ticks_root, date, capture)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = _temporary(final)
     writer: pq.ParquetWriter | None = None
     write_cpu = 0.0
     try:
-        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True, decoder=_task_decoder()):
+        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True, decoder=_task_decoder(),
+                                    tally=tally):
             w0 = time.process_time()
             if writer is None:
                 writer = pq.ParquetWriter(tmp, TICK_FILE_DICT_SCHEMA, **TICK_FILE_WRITE_OPTIONS)
@@ -173,5 +189,9 @@ def write_capture_ticks(
     if writer is not None:
         os.replace(tmp, final)
         outcome.output = str(final)
+        windows = tick_file_path(windows_root, date, capture)
+        windows.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(tally.windows(), _temporary(windows), compression="lz4")
+        os.replace(_temporary(windows), windows)
     outcome.cpu_s = time.process_time() - cpu0
-    return outcome
+    return outcome, tally

@@ -4,6 +4,7 @@
     captures/<date>/line<NN>[-b][.<k>].pcap, manifest.json    (input: feeds)
     runs/<date>/<run_id>/*.parquet, plan.json                (input: latency)
     ticks/date=<date>/line=<NN>/part-*.parquet               (output: feeds, the tick table)
+    tick_windows/date=<date>/line=<NN>/part-*.parquet        (output: feeds, 10 ms counts per file)
     reports/<date>/<table>/part-*.parquet, index.html, *.png  (output: summary tables, page)
 """
 from __future__ import annotations
@@ -80,6 +81,11 @@ class DataLayout:
     def ticks(self) -> Path:
         """``ticks/``: the tick table, partitioned by ``date`` and ``line``."""
         return self.root / "ticks"
+
+    def tick_windows(self) -> Path:
+        """``tick_windows/``: the tick table's 10 ms windows per capture file (packets,
+        messages, bytes), partitioned like it; what the feeds job's rate profiles read."""
+        return self.root / "tick_windows"
 
     def capture_files(self, date: str, copies: str = "A") -> list[CaptureFile]:
         """The day's capture files of the given copies ("A", "B" or "AB"), ordered by line,

@@ -1,9 +1,11 @@
-"""What a day of the feed looks like, from its tick table: the rate profile per line and in
-total over 1 s, 100 ms and 10 ms windows (OPRA plans capacity on the 100 ms and 10 ms peaks),
-the per-second series, messages per packet, the category mix and the top underlyings.
+"""What a day of the feed looks like: the rate profile per line and in total over 1 s,
+100 ms and 10 ms windows (OPRA plans capacity on the 100 ms and 10 ms peaks), the
+per-second series, messages per packet, the category mix and the top underlyings.
 
-A packet is counted once, on its first message (``msg_index`` 0). Spark aggregates the
-ticks (one 10 ms aggregate per line feeds every window size); the results are small and are
+The decode tasks count them from the batches they write (``ops.spark.feed_tally``; a packet
+is counted once, on its first message): the 10 ms windows of each capture file into the
+tick-windows table, which Spark aggregates here into every window size, per line and in
+total; the histogram and the (underlying, category) counts come back with the tasks and are
 finished on the driver.
 
 - A mean rate is the count over the span: last packet time minus the first (as ``omdp
@@ -15,14 +17,16 @@ finished on the driver.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 ONE_X_PPS = 24_000.0
 """The paper's unit: 1x = 24,000 packets/s summed over all lines (docs/architecture.md)."""
 
 WINDOWS_MS: tuple[int, ...] = (1_000, 100, 10)
-_BASE_NS = 10_000_000
 
 CATEGORY_NAMES = {
     "a": "last sale",
@@ -42,22 +46,19 @@ def window_start(ts_ns: Column, width_ns: int) -> Column:
     return ts_ns - F.pmod(ts_ns, F.lit(width_ns).cast("long"))
 
 
-def ten_ms_counts(ticks: DataFrame) -> DataFrame:
-    """``line, w10 (window start ns), packets, messages, bytes, first_ns, last_ns`` per line
-    and 10 ms window."""
-    first = F.col("msg_index") == 0
-    return ticks.groupBy("line", window_start(F.col("ts_ns"), _BASE_NS).alias("w10")).agg(
-        F.sum(first.cast("long")).alias("packets"),
-        F.count(F.lit(1)).alias("messages"),
-        F.sum(F.when(first, F.col("packet_bytes")).otherwise(0).cast("long")).alias("bytes"),
-        F.min("ts_ns").alias("first_ns"),
-        F.max("ts_ns").alias("last_ns"),
-    )
+TICK_WINDOWS_READ_SCHEMA = T.StructType(
+    [T.StructField(n, T.LongType(), True) for n in ("w10", "packets", "messages", "bytes", "first_ns", "last_ns")]
+    + [T.StructField("line", T.IntegerType(), True)]
+)
+"""The tick-windows table as Spark reads one date of it (``ops.spark.feed_tally``'s
+TICK_WINDOWS_SCHEMA and the ``line`` partition): ``line, w10`` may repeat, once per
+capture file of the line holding ticks of that window."""
 
 
 def rate_windows(base: DataFrame) -> DataFrame:
     """``line, window_ms, w (window start ns), packets, messages, bytes, first_ns, last_ns``
-    for every window size of WINDOWS_MS, per line and (line null) over all lines."""
+    for every window size of WINDOWS_MS, per line and (line null) over all lines, from the
+    10 ms counts ``base`` (TICK_WINDOWS_READ_SCHEMA; a line's files' rows are summed)."""
     keys = F.array(
         *[F.struct(F.lit(ms).alias("window_ms"), window_start(F.col("w10"), ms * 1_000_000).alias("w")) for ms in WINDOWS_MS]
     )
@@ -114,34 +115,24 @@ def rate_per_second(windows: DataFrame, date: str) -> DataFrame:
     )
 
 
-def messages_per_packet(ticks: DataFrame, date: str) -> list[dict]:
-    """The FEEDS_MESSAGES_PER_PACKET histogram per line and (line None) in total."""
-    per_line = [
-        r.asDict()
-        for r in ticks.where(F.col("msg_index") == 0)
-        .groupBy("line", F.col("packet_messages").alias("messages_per_packet"))
-        .agg(F.count(F.lit(1)).alias("packets"))
-        .collect()
-    ]
+def messages_per_packet(counts: Mapping[tuple[int, int], int], date: str) -> list[dict]:
+    """The FEEDS_MESSAGES_PER_PACKET histogram per line and (line None) in total, from
+    packets per (line, messages in the packet)."""
     total: dict[int, int] = {}
-    for r in per_line:
-        total[r["messages_per_packet"]] = total.get(r["messages_per_packet"], 0) + r["packets"]
-    rows = per_line + [{"line": None, "messages_per_packet": k, "packets": v} for k, v in total.items()]
+    for (_, k), n in counts.items():
+        total[k] = total.get(k, 0) + n
+    rows = [{"line": line, "messages_per_packet": k, "packets": n} for (line, k), n in counts.items()]
+    rows += [{"line": None, "messages_per_packet": k, "packets": n} for k, n in total.items()]
     rows.sort(key=lambda r: (r["line"] is not None, r["line"] or 0, r["messages_per_packet"]))
     return [{"date": date, **r} for r in rows]
 
 
-def underlying_category_counts(ticks: DataFrame) -> list[dict]:
-    """Messages per (underlying, category): a few thousand rows for a whole day, from which
-    the category mix and the top underlyings are both derived."""
-    return [r.asDict() for r in ticks.groupBy("underlying", "category").agg(F.count(F.lit(1)).alias("messages")).collect()]
-
-
-def category_mix(counts: list[dict], date: str) -> list[dict]:
-    """The FEEDS_CATEGORY_MIX rows: messages per category and their share of the day."""
-    per_cat: dict[str, int] = {}
-    for r in counts:
-        per_cat[r["category"]] = per_cat.get(r["category"], 0) + r["messages"]
+def category_mix(counts: Mapping[tuple[str | None, str | None], int], date: str) -> list[dict]:
+    """The FEEDS_CATEGORY_MIX rows from messages per (underlying, category): messages per
+    category and their share of the day."""
+    per_cat: dict[str | None, int] = {}
+    for (_, c), m in counts.items():
+        per_cat[c] = per_cat.get(c, 0) + m
     total = sum(per_cat.values())
     return [
         {"date": date, "category": c, "category_name": CATEGORY_NAMES.get(c, "other"), "messages": m, "share": m / total}
@@ -149,17 +140,18 @@ def category_mix(counts: list[dict], date: str) -> list[dict]:
     ]
 
 
-def top_underlyings(counts: list[dict], date: str, n: int) -> list[dict]:
-    """The FEEDS_TOP_UNDERLYINGS rows: the ``n`` underlyings with the most messages (roots
-    the manifest maps to no underlying are left out). Ties rank by name."""
+def top_underlyings(counts: Mapping[tuple[str | None, str | None], int], date: str, n: int) -> list[dict]:
+    """The FEEDS_TOP_UNDERLYINGS rows from messages per (underlying, category): the ``n``
+    underlyings with the most messages (roots the manifest maps to no underlying are left
+    out). Ties rank by name."""
     per: dict[str, dict[str, int]] = {}
-    for r in counts:
-        if r["underlying"] is None:
+    for (name, category), m in counts.items():
+        if name is None:
             continue
-        u = per.setdefault(r["underlying"], {"messages": 0, "quotes": 0, "last_sales": 0})
-        u["messages"] += r["messages"]
-        u["quotes"] += r["messages"] if r["category"] == "k" else 0
-        u["last_sales"] += r["messages"] if r["category"] == "a" else 0
+        u = per.setdefault(name, {"messages": 0, "quotes": 0, "last_sales": 0})
+        u["messages"] += m
+        u["quotes"] += m if category == "k" else 0
+        u["last_sales"] += m if category == "a" else 0
     total = sum(u["messages"] for u in per.values())
     ranked = sorted(per.items(), key=lambda kv: (-kv[1]["messages"], kv[0]))[:n]
     return [

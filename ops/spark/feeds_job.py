@@ -4,11 +4,13 @@ and line) and the feed's summary tables in ``reports/<date>/feeds_*``.
 Each Spark task takes a group of capture files (of about equal bytes, a few groups per core,
 ``task_groups``) and, file by file, memory-maps it,
 decodes it a chunk of packets at a time with the C decoder straight into the tick table's
-Arrow columns (``tick_arrow``) and writes the chunk's batch to the file's Parquet tick
-file (``capture_decode``); the task hands back one row per file saying how it went. Writing
-from Arrow on the executor keeps the ticks out of the JVM's row path, which costs several
-times the decoding. A rerun for a date replaces that date's tick files and no others. The
-profiles are then computed by Spark from the tick table.
+Arrow columns (``tick_arrow``), writes the chunk's batch to the file's Parquet tick
+file and counts what the profiles need from the same batch (``capture_decode``,
+``feed_tally``); the task hands back one row per file saying how it went and its files'
+counts. Writing from Arrow on the executor keeps the ticks out of the JVM's row path, which
+costs several times the decoding; counting there spares reading the tick table back. A
+rerun for a date replaces that date's tick and windows files and no others. Spark then
+aggregates the 10 ms windows into the rate profiles; the rest is finished on the driver.
 
 Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,14 +29,13 @@ from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_c
 from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
 from ops.spark.feed_profile import (
     ONE_X_PPS,
+    TICK_WINDOWS_READ_SCHEMA,
     category_mix,
     messages_per_packet,
     rate_per_second,
     rate_profile,
     rate_windows,
-    ten_ms_counts,
     top_underlyings,
-    underlying_category_counts,
 )
 from ops.spark.file_problems import FileProblem, report_problems
 from ops.spark.manifest_roots import ManifestError, load_root_map
@@ -63,6 +65,16 @@ class FeedsOptions:
     chunk_packets: int = DEFAULT_CHUNK_PACKETS
     top_underlyings: int = 20
     tasks_per_core: int = 4
+
+
+@dataclass
+class DecodedDay:
+    """What the decode stage hands the driver: each file's outcome (in file order), packets
+    per (line, messages in the packet) and messages per (underlying, category)."""
+
+    outcomes: list[FileOutcome]
+    messages_per_packet: Counter = field(default_factory=Counter)
+    mix: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -100,12 +112,13 @@ def decode_captures(
     files: list[CaptureFile],
     date: str,
     root_map: dict[str, str],
-    ticks_root: Path,
+    layout: DataLayout,
     chunk_packets: int,
     tasks_per_core: int = FeedsOptions.tasks_per_core,
-) -> list[FileOutcome]:
-    """Decode ``files`` into the tick table on the executors; each task writes the tick
-    files of a group of files and hands back one FileOutcome row per file.
+) -> DecodedDay:
+    """Decode ``files`` into the tick table and the tick-windows table on the executors;
+    each task writes the files of a group of capture files and hands back one FileOutcome
+    row per file and the group's counts, summed.
 
     Groups of about equal bytes, ``tasks_per_core`` per executor core (one file per task
     when there are fewer files): a Python task costs tens of milliseconds of scheduling and
@@ -113,27 +126,36 @@ def decode_captures(
     time on two cores (docs/benchmarks.md); a few tasks per core still let a core that
     finishes early take the next group."""
     if not files:
-        return []
+        return DecodedDay([])
     groups = task_groups([f.size for f in files], tasks_per_core * spark.sparkContext.defaultParallelism)
-    root = str(ticks_root)
+    ticks, windows = str(layout.ticks()), str(layout.tick_windows())
 
-    def decode_group(group: list[CaptureFile]) -> list[dict]:
-        return [write_capture_ticks(f, date, root_map, Path(root), chunk_packets).as_dict() for f in group]
+    def decode_group(group: list[CaptureFile]) -> dict:
+        rows, per_packet, mix = [], Counter(), Counter()
+        for f in group:
+            outcome, tally = write_capture_ticks(f, date, root_map, Path(ticks), Path(windows), chunk_packets)
+            rows.append(outcome.as_dict())
+            per_packet.update({(f.line, k): n for k, n in tally.messages_per_packet.items()})
+            mix.update(tally.mix)
+        return {"outcomes": rows, "messages_per_packet": per_packet, "mix": mix}
 
-    done = map_tasks(spark, [[files[i] for i in g] for g in groups], decode_group)
-    rows = [r for group_rows in done for r in group_rows]
-    by_path = {r["path"]: FileOutcome(**r) for r in rows}
-    return [by_path[f.path] for f in files]
+    day = DecodedDay([])
+    by_path = {}
+    for done in map_tasks(spark, [[files[i] for i in g] for g in groups], decode_group):
+        by_path.update((r["path"], FileOutcome(**r)) for r in done["outcomes"])
+        day.messages_per_packet.update(done["messages_per_packet"])
+        day.mix.update(done["mix"])
+    day.outcomes = [by_path[f.path] for f in files]
+    return day
 
 
-def replace_date(ticks_root: Path, date: str, outcomes: list[FileOutcome]) -> None:
-    """Make the date's partition hold exactly this run's tick files: remove files (and line
-    directories) an earlier run left that this one did not write, and temporary files of
-    failed task attempts. Other dates are not touched."""
-    day = ticks_root / f"date={date}"
+def replace_date(table_root: Path, date: str, keep: set[Path]) -> None:
+    """Make the date's partition of the table at ``table_root`` hold exactly the files of
+    ``keep``: remove files (and line directories) an earlier run left that this one did not
+    write, and temporary files of failed task attempts. Other dates are not touched."""
+    day = table_root / f"date={date}"
     if not day.is_dir():
         return
-    keep = {Path(o.output) for o in outcomes if o.output}
     for line_dir in day.iterdir():
         for f in line_dir.iterdir() if line_dir.is_dir() else [line_dir]:
             if f not in keep:
@@ -148,6 +170,14 @@ def read_ticks(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
     if not day.is_dir():
         return spark.createDataFrame([], TICK_SCHEMA)
     return spark.read.schema(TICK_SCHEMA).option("basePath", str(layout.ticks())).parquet(str(day))
+
+
+def read_tick_windows(spark: SparkSession, layout: DataLayout, date: str) -> DataFrame:
+    """The 10 ms windows of one date's capture files (TICK_WINDOWS_READ_SCHEMA)."""
+    day = layout.tick_windows() / f"date={date}"
+    if not day.is_dir():
+        return spark.createDataFrame([], TICK_WINDOWS_READ_SCHEMA)
+    return spark.read.schema(TICK_WINDOWS_READ_SCHEMA).option("basePath", str(layout.tick_windows())).parquet(str(day))
 
 
 def _day_row(profile: list[dict], date: str, outcomes: list[FileOutcome]) -> dict:
@@ -193,20 +223,20 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         except ManifestError as exc:
             problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; underlyings unknown"))
     t0 = time.perf_counter()
-    outcomes = decode_captures(spark, files, date, root_map, layout.ticks(), options.chunk_packets,
-                               options.tasks_per_core)
+    decoded = decode_captures(spark, files, date, root_map, layout, options.chunk_packets, options.tasks_per_core)
     decode_seconds = time.perf_counter() - t0
-    replace_date(layout.ticks(), date, outcomes)
+    outcomes = decoded.outcomes
+    written = [Path(o.output) for o in outcomes if o.output]
+    replace_date(layout.ticks(), date, set(written))
+    replace_date(layout.tick_windows(), date, {layout.tick_windows() / p.relative_to(layout.ticks()) for p in written})
     for o in outcomes:
         if o.status != "ok":
             problems.append(FileProblem(o.path, o.status, o.error))
 
     tables: dict[str, Path] = {}
     tables["feeds_files"] = write_rows([{**o.as_dict(), "date": date} for o in outcomes], out, "feeds_files", FEEDS_FILES)
-    day_ticks = read_ticks(spark, layout, date)
-    # Not cached: recomputing the small aggregate beats caching it, and the day's ticks are
-    # scanned column-wise (ts_ns, msg_index, packet_bytes) twice at most.
-    windows = rate_windows(ten_ms_counts(day_ticks))
+    # Not cached: the windows are small, and each of the two jobs reads them once.
+    windows = rate_windows(read_tick_windows(spark, layout, date))
     profile = sorted(
         (r.asDict() for r in rate_profile(windows, date).collect()),
         key=lambda r: (r["line"] is not None, r["line"] or 0, -r["window_ms"]),
@@ -221,9 +251,9 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
     day = _day_row(profile, date, outcomes)
     tables["feeds_day"] = write_rows([day], out, "feeds_day", FEEDS_DAY)
     tables["feeds_messages_per_packet"] = write_rows(
-        messages_per_packet(day_ticks, date), out, "feeds_messages_per_packet", FEEDS_MESSAGES_PER_PACKET
+        messages_per_packet(decoded.messages_per_packet, date), out, "feeds_messages_per_packet", FEEDS_MESSAGES_PER_PACKET
     )
-    counts = underlying_category_counts(day_ticks)
+    counts = decoded.mix
     tables["feeds_category_mix"] = write_rows(category_mix(counts, date), out, "feeds_category_mix", FEEDS_CATEGORY_MIX)
     tables["feeds_top_underlyings"] = write_rows(
         top_underlyings(counts, date, options.top_underlyings), out, "feeds_top_underlyings", FEEDS_TOP_UNDERLYINGS

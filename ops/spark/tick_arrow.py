@@ -45,12 +45,18 @@ same types and values for every reader (Spark reads them into its nullable schem
 class ArrowDecoded:
     """One call's result: the tick batch (None when no packet held a message; with ``split``
     the quotes only, and ``rest`` the other messages), the first errors and this call's
-    counters (packets, packets_ok, packets_bad, messages, per code)."""
+    counters (packets, packets_ok, packets_bad, messages, per code). With ``count``: the rows
+    of each packet (0 for a malformed one) and, per distinct root of the call (root id
+    order), its quote rows and its underlying's index in the batches' underlying dictionary
+    (the dictionary's length for a root without one)."""
 
     batch: pa.RecordBatch | None
     errors: list[OpraDecodeError] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     rest: pa.RecordBatch | None = None
+    packet_rows: np.ndarray | None = None
+    root_quotes: np.ndarray | None = None
+    root_underlying: np.ndarray | None = None
 
     @property
     def batches(self) -> list[pa.RecordBatch]:
@@ -74,6 +80,7 @@ def _column_buffers(rows: int) -> tuple:
         np.empty(rows * _ROOT_BYTES, np.uint8),
         np.empty((4, rows), np.int32),  # character codes (dictionary indices), written when asked for
         np.empty(rows, np.int32),  # underlying's dictionary indices (dictionary mode)
+        np.empty(rows, np.uint32),  # quote rows per distinct root (count)
     )
 
 
@@ -90,15 +97,24 @@ class ArrowTickDecoder:
     one batch and its other messages in another (``ArrowDecoded.rest``), each in packet
     order: a quote carries every option field and no sale field, so the quotes' columns hold
     no null, and Parquet writes a column without nulls at half the CPU or less (it builds no
-    definition levels from the bitmap and packs no spaced values; docs/benchmarks.md)."""
+    definition levels from the bitmap and packs no spaced values; docs/benchmarks.md).
+
+    With ``count`` (split only; what the feeds task profiles the feed from) the decoder also
+    says how many rows each packet wrote and how many quote rows each distinct root has
+    (``ArrowDecoded.packet_rows``, ``root_quotes``), counted as it writes them: the profiles
+    then need no pass over the quotes' rows (``ops.spark.feed_tally``)."""
 
     def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False,
-                 split: bool = False) -> None:
+                 split: bool = False, count: bool = False) -> None:
         if split and not dictionary:
             raise ValueError("split needs dictionary mode (per-row strings cannot have two regions)")
+        if count and not split:
+            raise ValueError("count needs split (its root counts are of the quotes)")
         self._reuse = reuse
         self._dictionary = dictionary
         self._split = split
+        self._count = count
+        self._packet_rows = np.zeros(0, np.int32)
         self._bufs: tuple | None = None
         self._rows = 0
         self._errs = ffi.new("omdp_opra_error_t[]", max_errors)
@@ -148,7 +164,7 @@ class ArrowTickDecoder:
             bufs = _column_buffers(need)
             if self._reuse:
                 self._bufs, self._rows = bufs, need
-        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx = bufs
+        i64, i32, first_row, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx, root_rows = bufs
         rows = first_row.shape[0]
         rest_row = rows // 2 if self._split else 0
 
@@ -182,6 +198,11 @@ class ArrowTickDecoder:
                 cols.chr_off[k] = p("int32_t*", chr_off[k])
                 cols.chr_data[k] = p("uint8_t*", chr_data[k])
         cols.roots_only = 1 if self._dictionary else 0  # dictionary: one root string per distinct root
+        if self._count:
+            if self._packet_rows.shape[0] < n:
+                self._packet_rows = np.empty(max(n, 2 * self._packet_rows.shape[0]), np.int32)
+            cols.packet_rows = p("int32_t*", self._packet_rows)
+            cols.root_rows = p("uint32_t*", root_rows)
         before = self._totals.copy()
         status = lib.omdp_opra_decode_arrow(
             p("uint8_t*", data if data.size else np.zeros(1, np.uint8)), p("uint64_t*", offsets),
@@ -199,9 +220,10 @@ class ArrowTickDecoder:
         counters = counters_dict(self._totals - before)
         rest = int(res.rest_rows)
         m = int(res.rows) - rest
-        if m + rest == 0:
-            return ArrowDecoded(None, errors, counters)
         nroots = int(res.roots)
+        counted = {"packet_rows": self._packet_rows[:n], "root_quotes": root_rows[:nroots]} if self._count else {}
+        if m + rest == 0:
+            return ArrowDecoded(None, errors, counters, **counted)
         if self._dictionary:
             names = pa.Array.from_buffers(pa.string(), nroots, [None, _buf(root_off), _buf(root_data)],
                                           null_count=0).to_pylist()
@@ -212,13 +234,15 @@ class ArrowTickDecoder:
             roots = None
         batch = self._batch(bufs, 0, m, names, root_map, roots) if m else None
         other = self._batch(bufs, rest_row, rest, names, root_map, roots) if rest else None
-        return ArrowDecoded(batch, errors, counters, other)
+        if self._count:
+            counted["root_underlying"] = roots.underlying_of_roots()
+        return ArrowDecoded(batch, errors, counters, other, **counted)
 
     def _batch(self, bufs: tuple, lo: int, m: int, names: list[str], root_map: dict[str, str],
                roots: "_RootDictionaries | None") -> pa.RecordBatch:
         """The batch of rows ``lo .. lo + m`` of the buffers (``lo`` a multiple of 8: a
         validity bitmap is then sliced at a whole byte), wrapped without a copy."""
-        i64, i32, _, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx = bufs
+        i64, i32, _, valid, chr_off, chr_data, root_off, root_data, chr_code, under_idx, _ = bufs
         rows = slice(lo, lo + m)
         v = valid[:, lo // 8:]
 
@@ -276,6 +300,10 @@ class _RootDictionaries:
         self._per_root = np.array([pos.get(u, 0) if u is not None else 0 for u in under] or [0], np.int32)
         self._known = np.array([u is not None for u in under] or [True], np.uint8)
         self._all_known = bool(self._known.all())
+
+    def underlying_of_roots(self) -> np.ndarray:
+        """Per root id, its underlying's index in the dictionary (its length: none)."""
+        return np.where(self._known.astype(bool), self._per_root, len(self._values))[:len(self._names)]
 
     def columns(self, ids: np.ndarray, out: np.ndarray) -> tuple[pa.DictionaryArray, pa.DictionaryArray]:
         """(root, underlying) for rows whose root ids are ``ids``; the underlying's indices

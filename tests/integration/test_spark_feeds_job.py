@@ -13,7 +13,7 @@ import pytest
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_fast import decode_batch
 from ops.spark.data_layout import DataLayout
-from ops.spark.feeds_job import FeedsResult, read_ticks, run_feeds
+from ops.spark.feeds_job import FeedsResult, read_tick_windows, read_ticks, run_feeds
 from spark_test_data import ROOTS, T0_NS, write_capture, write_manifest
 from spark_test_session import local_spark
 
@@ -112,6 +112,25 @@ def test_tick_rows_carry_the_decoded_fields(spark, day) -> None:
     # A quote carries no last-sale premium: null, not 0.
     quote = next(r for r in rows if r["category"] == "k")
     assert quote["premium_px"] is None and quote["volume"] is None
+
+
+def test_tick_windows_equal_the_tick_tables_10ms_aggregate(spark, day) -> None:
+    """The decode tasks' windows files hold what Spark counts from the tick table itself."""
+    from pyspark.sql import functions as F
+
+    layout, _ = day
+    first = F.col("msg_index") == 0
+    ticks = read_ticks(spark, layout, DATE).groupBy("line", (F.col("ts_ns") - F.pmod("ts_ns", F.lit(10 * MS))).alias("w10")).agg(
+        F.sum(first.cast("long")).alias("packets"), F.count(F.lit(1)).alias("messages"),
+        F.sum(F.when(first, F.col("packet_bytes")).otherwise(0).cast("long")).alias("bytes"),
+        F.min("ts_ns").alias("first_ns"), F.max("ts_ns").alias("last_ns"))
+    windows = read_tick_windows(spark, layout, DATE).groupBy("line", "w10").agg(
+        F.sum("packets").alias("packets"), F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+        F.min("first_ns").alias("first_ns"), F.max("last_ns").alias("last_ns"))
+    want = sorted(tuple(r) for r in ticks.collect())
+    assert len(want) > 100 and sorted(tuple(r) for r in windows.select(*ticks.columns).collect()) == want
+    # Line 1's three files: each its own windows file, a window cut by the rotation in two.
+    assert len(list((layout.tick_windows() / f"date={DATE}" / "line=1").glob("*.parquet"))) > 2
 
 
 def _expected_profile(ts_list: list[np.ndarray], counts_list: list[np.ndarray], window_ms: int) -> dict[str, float]:

@@ -4,7 +4,8 @@ per distinct root (``roots_only``) - holds the same values as the string mode, o
 valid packets, on packets with roots of every length and on packets broken at random (whose
 bytes land in roots and characters as they fall), every buffer sized exactly for the rows
 the headers declare; split into quotes and the rest (``rest_row``), the same rows, quotes
-in one region and every other message in the other, each in packet order; the row bound
+in one region and every other message in the other, each in packet order, and counted
+(``count``: the rows of each packet, the quotes of each distinct root); the row bound
 that sizes them (``omdp_opra_arrow_row_bound``) reads only whole headers inside the buffer.
 Named "sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
@@ -22,9 +23,26 @@ def _both(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, roots: dict
     ts = np.arange(len(offsets), dtype=np.int64) * 1000
     plain = ArrowTickDecoder(max_errors=64).decode(buf, offsets, lengths, ts, roots)
     dic = ArrowTickDecoder(max_errors=64, reuse=True, dictionary=True).decode(buf, offsets, lengths, ts, roots)
-    split = ArrowTickDecoder(max_errors=64, reuse=True, dictionary=True, split=True).decode(buf, offsets, lengths, ts, roots)
+    split = ArrowTickDecoder(max_errors=64, reuse=True, dictionary=True, split=True, count=True).decode(
+        buf, offsets, lengths, ts, roots)
     _split_same(dic, split)
+    _counted(dic, split, len(offsets))
     return plain, dic
+
+
+def _counted(dic, split, packets: int) -> None:
+    """The counting call's rows per packet and quotes per root are the rows' own."""
+    rows = dic.batch.column("ts_ns").to_numpy() // 1000 if dic.batch is not None else np.zeros(0, np.int64)
+    assert split.packet_rows.tolist() == np.bincount(rows, minlength=packets).tolist()
+    if split.batch is None:
+        assert not split.root_quotes.any()
+        return
+    root, under = split.batch.column("root"), split.batch.column("underlying")
+    assert split.root_quotes.tolist() == np.bincount(root.indices.to_numpy(), minlength=len(root.dictionary)).tolist()
+    # each quote's underlying is its root's
+    got = np.asarray(split.root_underlying)[root.indices.to_numpy()]
+    want = np.where(under.is_valid().to_numpy(zero_copy_only=False), under.indices.fill_null(0).to_numpy(), len(under.dictionary))
+    assert got.tolist() == want.tolist()
 
 
 def _split_same(dic, split) -> None:

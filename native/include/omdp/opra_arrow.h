@@ -84,6 +84,16 @@ typedef struct omdp_opra_arrow_cols {
                                                    free of nulls, which Parquet writes several
                                                    times faster. Needs roots_only and no chr_data
                                                    (per-row strings cannot have two regions) */
+    int32_t *packet_rows;                       /* optional (NULL: not written): npkts entries
+                                                   (not row_cap), the rows packet i wrote: its
+                                                   message count, 0 for a malformed packet;
+                                                   entries from res->packets_done on untouched */
+    uint32_t *root_rows;                        /* optional (NULL: not counted): row_cap entries,
+                                                   the rows of each distinct root (root id order,
+                                                   res->roots of them) in the first region: every
+                                                   row without rest_row, the quotes with it. With
+                                                   packet_rows, what a profile of the feed needs
+                                                   without a pass over the rows */
 } omdp_opra_arrow_cols_t;
 
 /* What one decode_arrow call did. */

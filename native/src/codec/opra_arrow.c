@@ -202,6 +202,8 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             bad++;
             if (counters)
                 counters->errors[-rc]++;
+            if (c->packet_rows)
+                c->packet_rows[i] = 0;
             continue;
         }
         if (split ? rows + (uint64_t)rc > split || rest + (uint64_t)rc > cap - split
@@ -210,10 +212,13 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             break;
         }
         good++;
+        if (c->packet_rows)
+            c->packet_rows[i] = rc;
         const int64_t ts = pkt_ts_ns[i];
         for (int j = 0; j < rc; j++) {
             const omdp_opra_msg_t *m = &msgs[j];
-            const uint64_t r = split && m->category != 'k' ? split + rest++ : rows++;
+            const int first_region = !split || m->category == 'k';
+            const uint64_t r = first_region ? rows++ : split + rest++;
             const uint64_t f = m->fields;
             c->ts_ns[r] = ts;
             c->block_seq[r] = (int64_t)m->block_seq;
@@ -233,15 +238,18 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             uint32_t h = root_hash(key) & tmask;
             while (table[h].key != 0 && table[h].key != key)
                 h = (h + 1) & tmask;
+            int32_t id;
             if (table[h].key == key) {
-                c->root_id[r] = table[h].id;
+                id = table[h].id;
             } else {
                 table[h].key = key;
                 table[h].id = (int32_t)roots;
                 c->root_first_row[roots] = (uint32_t)r;
+                if (c->root_rows)
+                    c->root_rows[roots] = 0;
                 if (c->roots_only)
                     put_root(c, roots, m, rlen);
-                c->root_id[r] = (int32_t)roots++;
+                id = (int32_t)roots++;
                 if (2 * roots > tmask) {
                     uint32_t nmask = grow_roots(&table, tmask);
                     if (!nmask) { /* no memory: the call's rows are not to be used */
@@ -251,6 +259,9 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
                     tmask = nmask;
                 }
             }
+            c->root_id[r] = id;
+            if (c->root_rows && first_region)
+                c->root_rows[id]++;
 
             c->expiry[r] = (int32_t)m->expiry;
             set_bit(c->expiry_valid, r, m->expiry != 0);

@@ -59,11 +59,11 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     results = out["results"]
     click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
                f"load {out['machine']['load_average'][0]:.2f}")
-    click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
+    click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'job s':>7s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
                f"{'msg/cpu-s':>11s} {'decode only':>11s} {'write cpu':>9s} {'spark cpu':>9s}")
     for r in results:
         for d in r["decode"]:
-            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['decode_wall_s']:9.2f} "
+            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['feeds_job_wall_s']:7.2f} {d['decode_wall_s']:9.2f} "
                        f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f} "
                        f"{d['messages_per_decode_cpu_s']:11,.0f} {d['write_cpu_s']:9.2f} {d['spark_executor_cpu_s']:9.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'config':>10s} {'messages':>11s} {'capture s':>9s} {'job s':>8s} "
