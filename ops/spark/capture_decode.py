@@ -63,6 +63,12 @@ docs/benchmarks.md, 2026-11-24 and 2026-11-25):
   dictionaries), for Spark and pyarrow alike."""
 
 
+WINDOWS_WRITE_OPTIONS = {"compression": "lz4", "use_dictionary": False, "write_statistics": ["w10"]}
+"""A windows file (a few thousand rows): LZ4, no dictionary (distinct values), statistics
+for the window start only: half the write CPU of the defaults (0.76 against 1.26 ms for a
+30 s line's 2,384 windows), 9% smaller."""
+
+
 @dataclass
 class FileOutcome:
     """How decoding one capture file went (a row of ``feeds_files``)."""
@@ -191,7 +197,7 @@ def write_capture_ticks(
         outcome.output = str(final)
         windows = tick_file_path(windows_root, date, capture)
         windows.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(tally.windows(), _temporary(windows), compression="lz4")
+        pq.write_table(tally.windows(), _temporary(windows), **WINDOWS_WRITE_OPTIONS)
         os.replace(_temporary(windows), windows)
     outcome.cpu_s = time.process_time() - cpu0
     return outcome, tally
