@@ -38,8 +38,7 @@ from omdp.runtime.machine import cpu_model
 from omdp.runtime.supervisor import RunResult
 from ops.pipeline.assemble import Assembly
 from ops.pipeline.feed_sender import read_replay_status, replay_dir
-
-SUSTAINED_FRACTION = 0.9999
+from ops.replay.status import SUSTAINED_FRACTION
 MISSED_LIMIT = 0.0001
 GROWTH_ALLOWANCE_US = 50.0
 MAX_P99_FROM_INTENDED_US = 1000.0
