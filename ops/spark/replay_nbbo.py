@@ -8,7 +8,10 @@ more there), more than the engine. Streamed, they pass through one fixed buffer 
 group (``NBBO_ROW_GROUP`` changes, 21 MB, filled from the engine's log, converted and
 written when full), whose columns are built while it is in cache (docs/analytics.md,
 "Replay"; bench: docs/benchmarks.md, 2026-11-29): the replay with the NBBO table took 3.5
-task CPU-s for the 30 s day instead of 5.6-5.8.
+task CPU-s for the 30 s day instead of 5.6-5.8. The conversion is one C pass over the
+records into reused column buffers (``NbboColumns``) and a root dictionary of distinct
+roots (``RootNames``): 22 ns a change where numpy field by field and a dictionary entry per
+series took 134.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
+from omdp.native import ffi, lib
 from omdp.record import copy_records
 
 REPLAY_NBBO_SCHEMA = pa.schema(
@@ -71,57 +75,121 @@ schema stored, so Spark and pyarrow read REPLAY_NBBO_SCHEMA's strings (docs/benc
 2026-11-28)."""
 
 
-def _chars(codes: np.ndarray) -> pa.DictionaryArray:
-    """One-byte codes as one-letter strings (0: null), a dictionary over the 256 codes."""
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=codes == 0), _CHARS)
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_I64 = ("ts_ns", "msg_seq", "strike_px", "bid_px", "bid_size", "offer_px", "offer_size")
+_I32 = ("line", "quote_part", "put_call", "bid_part", "offer_part")
+_U32 = ("underlying_id", "slot", "expiry")
+_BITS = ("quote_valid", "put_call_valid", "bid_valid", "offer_valid")
+
+
+class NbboColumns:
+    """Column buffers the C converter (``omdp_engine_nbbo_arrow``, native
+    engine_nbbo_arrow.h) fills from NBBO change records in one pass - about 95 ns a change
+    less than a numpy copy and conversion per field (docs/benchmarks.md) - grown when a call
+    needs more rows, reused otherwise: the arrays ``fill`` returns are valid until the
+    next ``fill``."""
+
+    def __init__(self) -> None:
+        self._rows = -1
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def fill(self, changes: np.ndarray) -> dict[str, np.ndarray]:
+        """The columns of ``changes`` (NBBO_CHANGE_DTYPE), ``len(changes)`` rows each (the
+        bitmaps whole bytes)."""
+        if changes.dtype != NBBO_CHANGE_DTYPE:
+            raise ValueError(f"NBBO changes have dtype {changes.dtype}, not NBBO_CHANGE_DTYPE")
+        changes = np.ascontiguousarray(changes)
+        n = len(changes)
+        if n > self._rows:
+            self._rows = max(n, 1)
+            self._bufs = {**{k: np.empty(self._rows, np.int64) for k in _I64},
+                          **{k: np.empty(self._rows, np.int32) for k in _I32},
+                          **{k: np.empty(self._rows, np.uint32) for k in _U32},
+                          **{k: np.empty((self._rows + 7) // 8, np.uint8) for k in _BITS}}
+        cols = ffi.new("omdp_nbbo_arrow_cols_t*")
+        keep = []
+        for name, arr in self._bufs.items():
+            keep.append(ffi.from_buffer(arr))
+            setattr(cols, name, ffi.cast(ffi.typeof(getattr(cols, name)), keep[-1]))
+        src = ffi.from_buffer(changes) if n else ffi.NULL
+        if lib.omdp_engine_nbbo_arrow(ffi.cast("omdp_engine_nbbo_t*", src), n, cols) != 0:
+            raise ValueError("omdp_engine_nbbo_arrow refused its arguments")
+        return {k: v[:n] if k not in _BITS else v[:(n + 7) // 8] for k, v in self._bufs.items()}
+
+
+def _fixed(t: pa.DataType, values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    return pa.Array.from_buffers(t, len(values), [None if valid is None else pa.py_buffer(valid), pa.py_buffer(values)],
+                                 null_count=0 if valid is None else -1)
+
+
+def _chars(codes: np.ndarray, valid: np.ndarray) -> pa.DictionaryArray:
+    """One-byte codes as one-letter strings (null where not valid: code 0), a dictionary over
+    the 256 codes."""
+    return pa.DictionaryArray.from_buffers(_DICT, len(codes), [pa.py_buffer(valid), pa.py_buffer(codes)], _CHARS,
+                                           null_count=-1)
 
 
 class RootNames:
     """Each series' root by its engine slot, named once from any of its records and kept
-    across row groups; a row group's ``root`` column is a dictionary of the roots it uses."""
+    across row groups; a row group's ``root`` column is a dictionary of the distinct roots it
+    uses (a few thousand a day), indexed through the slots' root numbers: no string per row
+    or per series once a slot is known (one entry per series, as before, cost 36 ns a
+    change at 200,000 series: docs/benchmarks.md)."""
 
     def __init__(self) -> None:
-        self._names = np.empty(0, object)
-        self._known = np.zeros(0, bool)
+        self._root_of_slot = np.full(0, -1, np.int32)   # slot -> root number; -1 not seen yet
+        self._names: list[str] = []                      # root number -> name
+        self._numbers: dict[str, int] = {}
+        self._names_array = np.empty(0, object)
 
-    def column(self, changes: np.ndarray) -> pa.DictionaryArray:
-        slot = changes["slot"].astype(np.int64)
+    def column(self, slots: np.ndarray, raw_roots: np.ndarray) -> pa.DictionaryArray:
+        """The root column of rows of series ``slots`` (``raw_roots``: their records' root
+        fields, read only for slots not named yet)."""
+        slot = slots.astype(np.intp)
         top = int(slot.max()) + 1 if len(slot) else 0
-        if top > len(self._known):
-            grow = max(top, 2 * len(self._known)) - len(self._known)
-            self._known = np.concatenate([self._known, np.zeros(grow, bool)])
-            self._names = np.concatenate([self._names, np.empty(grow, object)])
-        new = np.flatnonzero(~self._known[slot])
+        if top > len(self._root_of_slot):
+            grow = max(top, 2 * len(self._root_of_slot)) - len(self._root_of_slot)
+            self._root_of_slot = np.concatenate([self._root_of_slot, np.full(grow, -1, np.int32)])
+        number = self._root_of_slot[slot]
+        new = np.flatnonzero(number < 0)
         if len(new):
-            slots, first = np.unique(slot[new], return_index=True)
-            self._names[slots] = [bytes(r).rstrip(b" \0").decode("ascii", "replace") for r in changes["root"][new[first]]]
-            self._known[slots] = True
-        used = np.zeros(top, bool)
-        used[slot] = True
-        index = np.cumsum(used, dtype=np.int32) - 1   # a used slot's place in the dictionary
-        return pa.DictionaryArray.from_arrays(pa.array(index[slot]), pa.array(self._names[:top][used].tolist(), pa.string()))
+            named, first = np.unique(slot[new], return_index=True)
+            for s, raw in zip(named, raw_roots[new[first]]):
+                name = bytes(raw).rstrip(b" \0").decode("ascii", "replace")
+                if name not in self._numbers:
+                    self._numbers[name] = len(self._names)
+                    self._names.append(name)
+                self._root_of_slot[s] = self._numbers[name]
+            self._names_array = np.array(self._names, object)
+            number = self._root_of_slot[slot]
+        used = np.zeros(len(self._names), bool)
+        used[number] = True
+        index = np.cumsum(used, dtype=np.int32) - 1   # a used root's place in the dictionary
+        return pa.DictionaryArray.from_arrays(pa.array(index[number]), pa.array(self._names_array[used].tolist(), pa.string()))
 
 
-def nbbo_arrow(changes: np.ndarray, roots: RootNames | None = None) -> pa.Table:
+def nbbo_arrow(changes: np.ndarray, roots: RootNames | None = None, columns: NbboColumns | None = None) -> pa.Table:
     """REPLAY_NBBO_DICT_SCHEMA rows of NBBO_CHANGE_DTYPE records (write them with
-    NBBO_WRITE_OPTIONS); ``roots`` carries the series' names from earlier row groups."""
-    no_bid, no_offer = changes["bid_part"] == 0, changes["offer_part"] == 0
+    NBBO_WRITE_OPTIONS); ``roots`` carries the series' names from earlier row groups;
+    ``columns`` lends its buffers (the table is then valid until its next ``fill``)."""
+    c = (columns or NbboColumns()).fill(changes)
+    i64, i32, u32 = pa.int64(), pa.int32(), pa.uint32()
     cols = {
-        "ts_ns": pa.array(changes["ts_ns"], pa.int64()),
-        "line": pa.array(changes["line"].astype(np.int32)),
-        "msg_seq": pa.array(changes["msg_seq"].astype(np.int64)),
-        "quote_participant": _chars(changes["quote_part"]),
-        "underlying_id": pa.array(changes["underlying_id"], pa.uint32()),
-        "root": (roots or RootNames()).column(changes),
-        "expiry": pa.array(changes["expiry"], pa.uint32()),
-        "strike_px": pa.array(changes["strike_px"], pa.int64()),
-        "put_call": _chars(changes["put_call"]),
-        "bid_px": pa.array(changes["bid_px"], pa.int64(), mask=no_bid),
-        "bid_size": pa.array(changes["bid_size"].astype(np.int64), mask=no_bid),
-        "bid_participant": _chars(changes["bid_part"]),
-        "offer_px": pa.array(changes["offer_px"], pa.int64(), mask=no_offer),
-        "offer_size": pa.array(changes["offer_size"].astype(np.int64), mask=no_offer),
-        "offer_participant": _chars(changes["offer_part"]),
+        "ts_ns": _fixed(i64, c["ts_ns"]),
+        "line": _fixed(i32, c["line"]),
+        "msg_seq": _fixed(i64, c["msg_seq"]),
+        "quote_participant": _chars(c["quote_part"], c["quote_valid"]),
+        "underlying_id": _fixed(u32, c["underlying_id"]),
+        "root": (roots or RootNames()).column(c["slot"], changes["root"]),
+        "expiry": _fixed(u32, c["expiry"]),
+        "strike_px": _fixed(i64, c["strike_px"]),
+        "put_call": _chars(c["put_call"], c["put_call_valid"]),
+        "bid_px": _fixed(i64, c["bid_px"], c["bid_valid"]),
+        "bid_size": _fixed(i64, c["bid_size"], c["bid_valid"]),
+        "bid_participant": _chars(c["bid_part"], c["bid_valid"]),
+        "offer_px": _fixed(i64, c["offer_px"], c["offer_valid"]),
+        "offer_size": _fixed(i64, c["offer_size"], c["offer_valid"]),
+        "offer_participant": _chars(c["offer_part"], c["offer_valid"]),
     }
     return pa.table(cols, schema=REPLAY_NBBO_DICT_SCHEMA)
 
@@ -145,6 +213,7 @@ class NbboFile:
         self._buf = np.empty(row_group, NBBO_CHANGE_DTYPE)
         self._n = 0
         self._roots = RootNames()
+        self._columns = NbboColumns()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self._tmp, REPLAY_NBBO_DICT_SCHEMA,
                                                                  **NBBO_WRITE_OPTIONS)
@@ -162,7 +231,7 @@ class NbboFile:
 
     def _flush(self) -> None:
         if self._n and self._writer is not None:
-            self._writer.write_table(nbbo_arrow(self._buf[:self._n], self._roots))
+            self._writer.write_table(nbbo_arrow(self._buf[:self._n], self._roots, self._columns))
         self._n = 0
 
     def close(self) -> int:
