@@ -25,7 +25,7 @@ def _common(f: Callable) -> Callable:
     f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
     f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
     f = click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-                     help="Data root: captures/, runs/, ticks/, reports/.")(f)
+                     help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
     return f
 
