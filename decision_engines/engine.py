@@ -38,6 +38,20 @@ class EngineOutput:
     signals: np.ndarray  # SIGNAL_DTYPE
 
 
+def priced_changed(now: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Where two snapshots (SERIES_INFO_DTYPE, same length) differ in a field pricing reads
+    (strike, NBBO bid and offer prices, put/call, group, twin), in one C pass over both."""
+    if now.dtype != SERIES_INFO_DTYPE or old.dtype != SERIES_INFO_DTYPE or len(now) != len(old):
+        raise ValueError("priced_changed compares two SERIES_INFO_DTYPE snapshots of one length")
+    now, old = np.ascontiguousarray(now), np.ascontiguousarray(old)
+    out = np.empty(len(now), np.uint8)
+    if len(now):
+        lib.omdp_engine_series_priced_changed(ffi.cast("omdp_engine_series_info_t *", ffi.from_buffer(now)),
+                                              ffi.cast("omdp_engine_series_info_t *", ffi.from_buffer(old)),
+                                              len(now), ffi.from_buffer(out))
+    return out.view(bool)
+
+
 def _check_batch(msgs: np.ndarray) -> None:
     if msgs.dtype != OPRA_MSG_DTYPE or msgs.ndim != 1 or not msgs.flags.c_contiguous:
         raise TypeError("msgs must be a contiguous 1-d array of OPRA_MSG_DTYPE")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from decision_engines.engine import DecisionEngine
+from decision_engines.engine import DecisionEngine, priced_changed
 from decision_engines.engine_config import PricingConfig
 from decision_engines.engine_records import NO_SLOT
 from decision_engines.pricing.bands import build_group_refs, build_refs
@@ -66,7 +66,8 @@ def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np
 
 
 PRICED_FIELDS = ("strike_px", "bid_px", "offer_px", "put_call", "group", "twin")
-"""The snapshot's series fields pricing reads; nothing else of a series changes its limits."""
+"""The snapshot's series fields pricing reads; nothing else of a series changes its limits
+(``priced_changed`` compares these, in C)."""
 FULL_REPRICE_SHARE = 0.5
 """Above this share of series to price again, pricing everything is cheaper than the subset."""
 
@@ -139,15 +140,12 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tup
     dirty = np.ones(ng + 1, dtype=bool)   # the last entry: "in no group", never priced again by itself
     dirty[:g0] = (groups["underlying_id"][:g0] != prev.groups["underlying_id"]) | (groups["expiry"][:g0] != prev.groups["expiry"])
     changed = np.ones(n, dtype=bool)
-    changed[:n0] = False
-    now, old = series[:n0], prev.series
-    for f in PRICED_FIELDS:
-        changed[:n0] |= now[f] != old[f]
+    changed[:n0] = priced_changed(series[:n0], prev.series)
     grp, twin = series["group"], series["twin"]
     gi = np.where(grp < ng, grp, ng).astype(np.int64)
     idx = np.nonzero(changed)[0]
     dirty[gi[idx]] = True
-    old_g = old["group"][idx[idx < n0]].astype(np.int64)
+    old_g = prev.series["group"][idx[idx < n0]].astype(np.int64)
     dirty[old_g[old_g < ng]] = True
     dirty[ng] = False
     while True:

@@ -191,6 +191,13 @@ uint32_t omdp_engine_snapshot_series(const omdp_engine_t *engine, uint32_t first
 uint32_t omdp_engine_snapshot_groups(const omdp_engine_t *engine, omdp_engine_group_info_t *out,
                                      uint32_t cap);
 
+/* changed[k] = 1 where now[k] and old[k] differ in a field pricing reads (strike_px, bid_px,
+ * offer_px, put_call, group, twin), else 0, for k < n; returns how many differ (0 for a NULL
+ * argument, nothing written). One pass over both snapshots, where comparing them field by
+ * field from Python read each 64-byte record six times. */
+uint32_t omdp_engine_series_priced_changed(const omdp_engine_series_info_t *now, const omdp_engine_series_info_t *old,
+                                           uint32_t n, uint8_t *changed);
+
 /* Slot of a series, or OMDP_ENGINE_NO_SLOT. root is root_len bytes (<= 6), as in the record. */
 uint32_t omdp_engine_find_series(const omdp_engine_t *engine, const char *root, uint8_t root_len,
                                  uint32_t expiry, int64_t strike_px, uint8_t put_call);

@@ -60,6 +60,22 @@ uint32_t omdp_engine_snapshot_series(const omdp_engine_t *ce, uint32_t first, om
     return count;
 }
 
+uint32_t omdp_engine_series_priced_changed(const omdp_engine_series_info_t *now, const omdp_engine_series_info_t *old,
+                                           uint32_t n, uint8_t *changed)
+{
+    if (!now || !old || !changed)
+        return 0;
+    uint32_t count = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const omdp_engine_series_info_t *a = &now[k], *b = &old[k];
+        const uint8_t c = (a->strike_px != b->strike_px) | (a->bid_px != b->bid_px) | (a->offer_px != b->offer_px) |
+                          (a->put_call != b->put_call) | (a->group != b->group) | (a->twin != b->twin);
+        changed[k] = c;
+        count += c;
+    }
+    return count;
+}
+
 uint32_t omdp_engine_snapshot_groups(const omdp_engine_t *ce, omdp_engine_group_info_t *out, uint32_t cap)
 {
     struct omdp_engine *e = (struct omdp_engine *)ce;
