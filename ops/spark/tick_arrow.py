@@ -100,9 +100,10 @@ class ArrowTickDecoder:
     definition levels from the bitmap and packs no spaced values; docs/benchmarks.md).
 
     With ``count`` (split only; what the feeds task profiles the feed from) the decoder also
-    says how many rows each packet wrote and how many quote rows each distinct root has
-    (``ArrowDecoded.packet_rows``, ``root_quotes``), counted as it writes them: the profiles
-    then need no pass over the quotes' rows (``ops.spark.feed_tally``)."""
+    says how many rows each packet wrote and how many quote rows each distinct root has,
+    counted as it writes them, and the call says each root's underlying
+    (``ArrowDecoded.packet_rows``, ``root_quotes``, ``root_underlying``): the profiles then
+    need no pass over the quotes' rows (``ops.spark.feed_tally``)."""
 
     def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False,
                  split: bool = False, count: bool = False) -> None:
