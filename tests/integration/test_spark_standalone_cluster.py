@@ -119,6 +119,7 @@ def test_nightly_on_a_standalone_cluster_exits_1_on_a_regression(cluster, tmp_pa
     assert "regressions flagged: 0" not in second.stdout and "regressions flagged:" in second.stdout
     assert (layout.reports(NIGHT1) / "index.html").is_file()
     assert (layout.ticks() / f"date={NIGHT1}" / "line=1" / "line01.parquet").is_file()
+    assert (layout.tick_windows() / f"date={NIGHT1}" / "line=1" / "line01.parquet").is_file()  # written by a worker
     apps = {a["name"]: a["state"] for a in _state(master_ui)["completedapps"]}
     assert apps["omdp-latency"] == "FINISHED" and apps["omdp-nightly"] == "FINISHED"
 
