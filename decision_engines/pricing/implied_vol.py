@@ -4,9 +4,13 @@ The price is first reduced to the time value of the out-of-the-money option in n
 coordinates (Jaeckel's): x = -|ln(F/K)|, beta = (undiscounted price - intrinsic) / sqrt(FK),
 solve c(s) = beta for s = sigma sqrt(T), where c(s) = e^{x/2} N(x/s + s/2) - e^{-x/2} N(x/s - s/2)
 is the normalized out-of-the-money call. ln c(s) is increasing and concave in s, so Newton's
-method on ln c(s) - ln(beta) is fast and, kept inside a bracket that every step narrows
-(bisecting when a step would leave it), cannot diverge. Everything is computed in logs
-(scipy's log_ndtr), so deep out-of-the-money prices keep their precision.
+method on ln c(s) - ln(beta), kept inside a bracket that every step narrows (bisecting when a
+step would leave it), cannot diverge. Below the inflection point s_c = sqrt(2|x|), where
+ln c(s) falls like -x^2 / (2 s^2), Newton on it creeps (a root there took 20 rounds and
+more); there the objective is 1/ln(beta) - 1/ln c(s), nearly quadratic in s, in the
+bracket (0, s_c): half the rounds in all on the replay's refreshes (docs/benchmarks.md).
+Everything is computed in logs (scipy's log_ndtr), so deep out-of-the-money prices keep
+their precision.
 
 A price with no solution (below intrinsic, at or above the no-arbitrage bound, not finite,
 non-positive T) gives NaN.
@@ -53,18 +57,23 @@ def implied_vol(price: np.ndarray, F: np.ndarray, K: np.ndarray, T: np.ndarray, 
         if not ok.any():
             return out
         xs, log_beta = x[ok], np.log(beta[ok])
-        lo = np.zeros_like(xs)
-        hi = np.full_like(xs, S_MAX)
-        s = np.sqrt(2.0 * np.abs(xs))  # the inflection point of c(s)
-        s = np.where(s > 0, s, 2.5066282746310002 * beta[ok] / upper[ok])  # ATM: c ~ s / sqrt(2 pi)
+        s_c = np.sqrt(2.0 * np.abs(xs))  # the inflection point of c(s)
+        log_c_c, _ = _log_c(xs, np.where(s_c > 0, s_c, 1.0))
+        low = (s_c > 0) & (log_beta < log_c_c)  # the root lies below the inflection point
+        lo = np.where(low | (s_c == 0), 0.0, s_c)
+        hi = np.where(low, s_c, S_MAX)
+        s = np.where(s_c > 0, s_c, 2.5066282746310002 * beta[ok] / upper[ok])  # ATM: c ~ s / sqrt(2 pi)
         active = np.ones(xs.shape, dtype=bool)
         for _ in range(MAX_ITERATIONS):
             idx = np.nonzero(active)[0]
             if idx.size == 0:
                 break
             si = s[idx]
-            g, dg = _log_c(xs[idx], si)
-            g = g - log_beta[idx]
+            lc, dlc = _log_c(xs[idx], si)
+            lw, lb = low[idx], log_beta[idx]
+            # both objectives increase with s: ln c - ln beta; 1/ln beta - 1/ln c (ln c < 0 there)
+            g = np.where(lw, 1.0 / lb - 1.0 / lc, lc - lb)
+            dg = np.where(lw, dlc / (lc * lc), dlc)
             below = g < 0
             lo[idx] = np.where(below, si, lo[idx])
             hi[idx] = np.where(below, hi[idx], si)
