@@ -58,18 +58,14 @@ def implied_vol(price: np.ndarray, F: np.ndarray, K: np.ndarray, T: np.ndarray, 
             return out
         xs, log_beta = x[ok], np.log(beta[ok])
         s_c = np.sqrt(2.0 * np.abs(xs))  # the inflection point of c(s)
-        log_c_c, _ = _log_c(xs, np.where(s_c > 0, s_c, 1.0))
-        low = (s_c > 0) & (log_beta < log_c_c)  # the root lies below the inflection point
+        s = np.where(s_c > 0, s_c, 2.5066282746310002 * beta[ok] / upper[ok])  # ATM: c ~ s / sqrt(2 pi)
+        idx = np.arange(xs.size)
+        si = s[idx]
+        lc, dlc = _log_c(xs, si)  # the first round's; at s_c it also tells which side the root is on
+        low = (s_c > 0) & (log_beta < lc)  # the root lies below the inflection point
         lo = np.where(low | (s_c == 0), 0.0, s_c)
         hi = np.where(low, s_c, S_MAX)
-        s = np.where(s_c > 0, s_c, 2.5066282746310002 * beta[ok] / upper[ok])  # ATM: c ~ s / sqrt(2 pi)
-        active = np.ones(xs.shape, dtype=bool)
         for _ in range(MAX_ITERATIONS):
-            idx = np.nonzero(active)[0]
-            if idx.size == 0:
-                break
-            si = s[idx]
-            lc, dlc = _log_c(xs[idx], si)
             lw, lb = low[idx], log_beta[idx]
             # both objectives increase with s: ln c - ln beta; 1/ln beta - 1/ln c (ln c < 0 there)
             g = np.where(lw, 1.0 / lb - 1.0 / lc, lc - lb)
@@ -84,6 +80,10 @@ def implied_vol(price: np.ndarray, F: np.ndarray, K: np.ndarray, T: np.ndarray, 
             nxt = np.where(g == 0, si, nxt)
             done = np.abs(nxt - si) <= tol * np.maximum(si, 1e-3)
             s[idx] = nxt
-            active[idx[done]] = False
+            idx = idx[~done]
+            if idx.size == 0:
+                break
+            si = s[idx]
+            lc, dlc = _log_c(xs[idx], si)
         out[ok] = s / np.sqrt(T[ok])
     return out

@@ -197,7 +197,8 @@ def write_capture_ticks(
         outcome.output = str(final)
         windows = tick_file_path(windows_root, date, capture)
         windows.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(tally.windows(), _temporary(windows), **WINDOWS_WRITE_OPTIONS)
-        os.replace(_temporary(windows), windows)
+        windows_tmp = _temporary(windows)
+        pq.write_table(tally.windows(), windows_tmp, **WINDOWS_WRITE_OPTIONS)
+        os.replace(windows_tmp, windows)
     outcome.cpu_s = time.process_time() - cpu0
     return outcome, tally

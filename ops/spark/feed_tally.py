@@ -49,19 +49,11 @@ def _values(arr: pa.Array, dtype: type) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype, count=len(arr), offset=arr.offset * np.dtype(dtype).itemsize)
 
 
-def _valid(arr: pa.Array) -> np.ndarray:
-    """The array's validity as booleans (every row valid when it has no nulls)."""
-    if arr.null_count == 0:
-        return np.ones(len(arr), bool)
-    bits = np.frombuffer(arr.buffers()[0], np.uint8)
-    return np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset:].astype(bool)
-
-
 def _group_windows(w: np.ndarray, packets: np.ndarray, messages: np.ndarray, nbytes: np.ndarray,
                    first: np.ndarray, last: np.ndarray) -> dict[str, np.ndarray]:
-    """Windows of the same start ``w`` (several calls' counts) merged: packets, messages and
-    bytes summed, the earliest first and the latest last (sorted by ``w`` first when they
-    are not)."""
+    """Counts of the same window start ``w`` merged (a call's packets, or several calls'
+    windows): packets, messages and bytes summed, the earliest first and the latest last;
+    sorted by ``w`` first when they are not. A few numpy passes over what is merged."""
     if w.size > 1 and not bool(np.all(w[1:] >= w[:-1])):
         order = np.argsort(w, kind="stable")
         w, packets, messages, nbytes, first, last = (a[order] for a in (w, packets, messages, nbytes, first, last))
@@ -70,27 +62,12 @@ def _group_windows(w: np.ndarray, packets: np.ndarray, messages: np.ndarray, nby
     starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
     return {
         "w10": w[starts],
-        "packets": np.add.reduceat(packets, starts).astype(np.int64),
-        "messages": np.add.reduceat(messages, starts).astype(np.int64),
-        "bytes": np.add.reduceat(nbytes, starts).astype(np.int64),
+        "packets": np.add.reduceat(packets, starts, dtype=np.int64),
+        "messages": np.add.reduceat(messages, starts, dtype=np.int64),
+        "bytes": np.add.reduceat(nbytes, starts, dtype=np.int64),
         "first_ns": np.minimum.reduceat(first, starts),
         "last_ns": np.maximum.reduceat(last, starts),
     }
-
-
-def _packet_windows(ts: np.ndarray, messages: np.ndarray, nbytes: np.ndarray) -> dict[str, np.ndarray]:
-    """The 10 ms windows of packets captured at ``ts`` holding ``messages`` and ``nbytes``:
-    the packets in time order (sorted first when they are not), each window a run of them.
-    A few numpy passes over the packets, none over their messages."""
-    if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
-        order = np.argsort(ts, kind="stable")
-        ts, messages, nbytes = ts[order], messages[order], nbytes[order]
-    w = ts // WINDOW_NS * WINDOW_NS   # floor: a window start at or before ts (int64, no rounding)
-    starts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
-    ends = np.append(starts[1:], ts.size)
-    return {"w10": w[starts], "packets": (ends - starts).astype(np.int64),
-            "messages": np.add.reduceat(messages, starts, dtype=np.int64),
-            "bytes": np.add.reduceat(nbytes, starts, dtype=np.int64), "first_ns": ts[starts], "last_ns": ts[ends - 1]}
 
 
 class FeedTally:
@@ -117,7 +94,9 @@ class FeedTally:
         good = np.flatnonzero(rows)
         if good.size:
             pm = rows[good]
-            self._windows.append(_packet_windows(np.asarray(ts_ns, np.int64)[good], pm, np.asarray(lengths)[good]))
+            ts = np.asarray(ts_ns, np.int64)[good]
+            w = ts // WINDOW_NS * WINDOW_NS   # floor: the window start at or before ts (int64, no rounding)
+            self._windows.append(_group_windows(w, np.ones(ts.size, np.int64), pm, np.asarray(lengths)[good], ts, ts))
             hist = np.bincount(pm)
             if hist.size > self._per_packet_count.size:
                 self._per_packet_count = np.pad(self._per_packet_count, (0, hist.size - self._per_packet_count.size))
@@ -152,7 +131,7 @@ class FeedTally:
         ids = self._underlying_ids(underlying)
         u = _values(underlying.indices, np.int32)
         if underlying.null_count:
-            u = np.where(_valid(underlying), u, ids.size - 1)
+            u = np.where(underlying.is_valid().to_numpy(zero_copy_only=False), u, ids.size - 1)
         codes = _values(category.indices, np.int32)          # the character code; 0 where null (opra_arrow.h)
         per_code = np.bincount(codes, minlength=256)
         present = np.flatnonzero(per_code)
