@@ -6,7 +6,7 @@ knobs of ``decision_engines.engine_config.PricingConfig`` (band widths, parity c
 
     name = "wide-bands"
     sample_every = 1600
-    max_series = 131072       # series slots per engine: a bucket's series must fit (table_full counts misses)
+    max_series = 131072       # series slots per engine (default: as many as the bucket's series)
     refresh_ms = 100          # pricing refresh every 100 ms of capture time
     pricing = true            # false: book checks only (crossed/locked), no bands, no parity
     nbbo = true               # false: no NBBO-changes table (one row per quote that moved a series' NBBO)
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES, DEFAULT_SAMPLE_EVERY, PricingConfig
+from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, PricingConfig
 
 PRICING_KNOBS = tuple(n for n in PricingConfig.model_fields if n not in ("as_of", "period_s"))
 """The PricingConfig fields a replay configuration may set."""
@@ -40,12 +40,20 @@ class ReplayConfig(BaseModel):
 
     name: str = Field("default", pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="output partition config=<name>")
     sample_every: int = Field(DEFAULT_SAMPLE_EVERY, ge=0, le=1 << 31, description="forward 1 in N messages")
-    max_series: int = Field(DEFAULT_MAX_SERIES, ge=1, le=1 << 24, description="series slots per engine (bucket)")
-    max_groups: int = Field(DEFAULT_MAX_GROUPS, ge=1, le=1 << 24, description="(underlying, expiry) groups per engine")
+    max_series: int | None = Field(None, ge=1, le=1 << 24,
+                                   description="series slots per engine (bucket); default: the bucket's series")
+    max_groups: int | None = Field(None, ge=1, le=1 << 24,
+                                   description="(underlying, expiry) groups per engine; default: the bucket's groups")
     refresh_ms: float = Field(100.0, gt=0, le=3_600_000, description="pricing refresh period in capture time")
     pricing: bool = Field(True, description="false: no pricing (book checks only)")
     nbbo: bool = Field(True, description="false: no nbbo table (every change of a series' NBBO)")
     pricing_knobs: dict[str, float] = Field(default_factory=dict, description="PricingConfig overrides")
+
+    def slots(self, series: int, groups: int) -> tuple[int, int]:
+        """The engine's (max_series, max_groups) for a bucket that holds ``series`` series in
+        ``groups`` groups: the configured ones, else exactly what the bucket needs, so that
+        no engine fills because of how the day was cut into buckets."""
+        return (self.max_series or max(1, series), self.max_groups or max(1, groups))
 
     def pricing_config(self, as_of: str) -> PricingConfig:
         """The refresher's configuration for a capture of ``as_of``."""

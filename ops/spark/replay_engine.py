@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from decision_engines.engine import DecisionEngine, split_output
-from decision_engines.engine_config import EngineConfig
+from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES, EngineConfig
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
@@ -62,7 +62,8 @@ REPLAY_SMILES_SCHEMA = pa.schema(
      ("smile_c", pa.float64()), ("k_min", pa.float64()), ("k_max", pa.float64()), ("points", pa.int64())]
 )
 """Per (underlying, expiry) group at the last refresh of each capture minute:
-sigma(k) = a + b k + c k^2, k = ln(K / F) in [k_min, k_max] (engines.md "Pricing")."""
+sigma(k) = a + b k + c k^2, k = ln(K / F) in [k_min, k_max] (engines.md "Pricing"); ts_ns is
+the refresh's boundary (a multiple of refresh_ms): the fit is of every quote before it."""
 
 
 @dataclass
@@ -99,17 +100,22 @@ def _smile_rows(state: PricingState, ts_ns: int) -> list[dict]:
 class ConfigRunner:
     """The engine of one configuration over a bucket's records, fed in time order a chunk at
     a time (``feed``), pricing every ``refresh_ms`` of capture time: after the messages
-    before each boundary ts0 + k * refresh_ms (ts0: the first message's time), when any
-    arrived since the last refresh, and after the last message. Where the chunks are cut
-    does not matter: the same messages reach the engine between the same refreshes. With
+    before each boundary k * refresh_ms (capture ns since the epoch: the same boundaries in
+    every bucket, so an underlying's prices do not depend on which others share its
+    bucket), when any arrived since the last refresh, and after the last message. Where the chunks are cut
+    does not matter: the same messages reach the engine between the same refreshes. The
+    engine's tables are sized by ``cfg.slots(*slots)`` (``slots``: the bucket's series and
+    groups; without them the live engine's defaults). With
     ``nbbo_path`` the engine logs its NBBO changes and they stream into that file
     (``replay_nbbo.NbboFile``), in place once ``finish`` returns."""
 
-    def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int, nbbo_path: Path | None = None) -> None:
+    def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int, nbbo_path: Path | None = None,
+                 slots: tuple[int, int] = (DEFAULT_MAX_SERIES, DEFAULT_MAX_GROUPS)) -> None:
         self.cfg = cfg
-        self.engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=cfg.max_series,
-                                                  max_groups=cfg.max_groups, engine_id=engine_id),
-                                     prefault=False)  # a bucket touches a fraction of max_series
+        max_series, max_groups = cfg.slots(*slots)
+        self.engine = DecisionEngine(EngineConfig(sample_every=cfg.sample_every, max_series=max_series,
+                                                  max_groups=max_groups, engine_id=engine_id),
+                                     prefault=False)  # pages are touched as series arrive
         try:
             self.refresher = PricingRefresher(self.engine, cfg.pricing_config(as_of)) if cfg.pricing else None
             # the NBBO changes streamed to nbbo_path, when given
@@ -147,15 +153,17 @@ class ConfigRunner:
         self._pending = True
         self._last_ts = int(_capture_ns(records)[-1])
 
-    def _refresh(self) -> None:
+    def _refresh(self, boundary: int) -> None:
+        """Price what arrived before ``boundary`` (capture ns); the smiles are stamped with
+        it and belong to the minute of the instant before it."""
         self._pending = False
         state = self.refresher.refresh()
         if state is not None:
             self._refreshes += 1
-            now = self._last_ts
-            if now // MINUTE_NS != self._minute and self._held is not None:
+            minute = (boundary - 1) // MINUTE_NS
+            if minute != self._minute and self._held is not None:
                 self._smiles.extend(_smile_rows(*self._held))  # the previous minute's last
-            self._minute, self._held = now // MINUTE_NS, (state, now)
+            self._minute, self._held = minute, (state, boundary)
 
     def feed(self, records: np.ndarray) -> None:
         """The next messages (time order, continuing the previous chunk)."""
@@ -165,7 +173,7 @@ class ConfigRunner:
         elif len(records):
             ts = _capture_ns(records)
             if self._next is None:
-                self._next = int(ts[0]) + self._step
+                self._next = (int(ts[0]) // self._step + 1) * self._step
             i, n = 0, len(records)
             while i < n:
                 j = i + int(np.searchsorted(ts[i:], self._next, side="left"))
@@ -173,7 +181,7 @@ class ConfigRunner:
                 if j >= n:
                     break
                 if self._pending:
-                    self._refresh()
+                    self._refresh(self._next)
                 # the next boundary past this message (boundaries with no message between collapse)
                 self._next += self._step * ((int(ts[j]) - self._next) // self._step + 1)
                 i = j
@@ -184,7 +192,7 @@ class ConfigRunner:
         t0 = time.thread_time()
         try:
             if self.refresher is not None and self._pending:
-                self._refresh()
+                self._refresh((self._last_ts // self._step + 1) * self._step)
             if self._held is not None:
                 self._smiles.extend(_smile_rows(*self._held))
             signals = np.concatenate(self._parts) if self._parts else np.zeros(0, SIGNAL_DTYPE)

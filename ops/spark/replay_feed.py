@@ -23,7 +23,7 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
-from ops.spark.replay_stage import BucketWriter
+from ops.spark.replay_stage import BucketSizes, BucketWriter
 
 _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where
@@ -235,15 +235,16 @@ class LineFeed:
     counts: dict[str, int]
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (path, action, error)
     files_decoded: int = 0
+    sizes: BucketSizes | None = None      # per bucket: the line's series and groups staged there
 
 
 def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
     """One line's A and B files through the feed handler's rules in arrival order; the
     accepted records staged per underlying bucket (``replay_stage.BucketWriter``), a chunk
-    at a time."""
+    at a time; with what each bucket's engine must hold of the line."""
     problems: list[tuple[str, str, str]] = []
     sources, pkts, files = read_packets([lf], problems)
     fh = OfflineFeedHandler(routes)
     with BucketWriter(day_dir, lf.line, routes.engines) as writer:
         messages = fh.stage(sources, pkts, writer)
-    return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files)
+    return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files, writer.sizes)

@@ -29,7 +29,7 @@ import datetime as dt
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -175,6 +175,21 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
     return DayPlan(date, plan_lines, routes, problems)
 
 
+def sized(engines: list[EngineSpec], decode_rows: list[dict]) -> list[EngineSpec]:
+    """The engine tasks with each bucket's series and groups, summed over the day's lines from
+    the decode tasks' sizes (``replay_stage.BucketSizes``): what the bucket's engines are sized
+    for unless a configuration says otherwise (``ReplayConfig.slots``)."""
+    need: dict[tuple[str, int], list[int]] = {}
+    for r in decode_rows:
+        sizes = json.loads(r["sizes_json"] or "{}")
+        for b, (s, g) in enumerate(zip(sizes.get("series", ()), sizes.get("groups", ()))):
+            n = need.setdefault((r["date"], b), [0, 0])
+            n[0] += s
+            n[1] += g
+    return [replace(e, series=need[e.date, e.bucket][0], groups=need[e.date, e.bucket][1])
+            if (e.date, e.bucket) in need else e for e in engines]
+
+
 def run_tasks(spark: SparkSession, specs: list[DecodeSpec] | list[EngineSpec]) -> list[dict]:
     """One Spark task per spec (``task_map``); the status rows (typed by
     TASK_STATUS_SCHEMA), in spec order."""
@@ -265,6 +280,7 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
         engines.extend(EngineSpec(date, b, tuple(lf.line for lf in plan.lines), configs, str(out_dir), keys, truth)
                        for b in range(plan.routes.engines))
     rows = run_tasks(spark, decodes)      # stage 1: day x line
+    engines = sized(engines, rows)
     rows += run_tasks(spark, engines)     # stage 2: day x bucket, over what stage 1 staged
     for plan in plans:
         shutil.rmtree(layout.root / "replay" / f"date={plan.date}" / STAGE_DIR, ignore_errors=True)
@@ -299,8 +315,8 @@ def summary_lines(result: ReplayResult) -> list[str]:
                   f"injected events)" if c["precision"] is not None else "")
         out.append(f"  {c['date']} config {c['config']}: {c['signals']:,} signals (crossed {c['crossed']}, locked "
                    f"{c['locked']}, off_smile {c['off_smile']}, parity {c['parity']}){scored}"
-                   + (f"; {c['table_full']:,} quotes of series that found the engine full (raise max_series or "
-                      f"--buckets)" if c["table_full"] else ""))
+                   + (f"; {c['table_full']:,} quotes of series that found the engine full (max_series of the "
+                      f"configuration; without it each engine holds its bucket's series)" if c["table_full"] else ""))
     for r in result.reconciliation:
         out.append(f"  reconciliation {r['run_id']} (rate {r['rate_x']}x): {r['live_signals']} live signals, "
                    f"{r['matched']} matched, {r['mismatches']} mismatches: {r['status']}")

@@ -77,6 +77,44 @@ class StageTables:
         """The appendages so far (EXTRA_DTYPE, a copy), indexed by the records' ``extra``."""
         return self._table(lib.omdp_fh_stage_tables_extras, "omdp_fh_stage_extra_t *", EXTRA_DTYPE)
 
+    def routes(self) -> np.ndarray:
+        """Per series (uint32, a copy): the route word it was staged with, its bucket in the
+        low 24 bits (``NO_ROUTE``: entered by ``pack``, which routes nothing)."""
+        return self._table(lib.omdp_fh_stage_tables_routes, "uint32_t *", np.dtype("<u4"))
+
+
+NO_ROUTE = int(lib.OMDP_FH_STAGE_NO_ROUTE)
+
+
+@dataclass(frozen=True)
+class BucketSizes:
+    """What each bucket's engine must hold for a line: its series, and its (underlying,
+    expiry) groups - the engine's two tables. Summed over a day's lines they bound what a
+    bucket's engine meets (an underlying quoted on two lines counts its groups twice)."""
+
+    series: tuple[int, ...]
+    groups: tuple[int, ...]
+
+    @classmethod
+    def of(cls, series: np.ndarray, routes: np.ndarray, buckets: int) -> "BucketSizes":
+        """From a line's series table and their routes; a series with no route (``pack``'s)
+        counts in every bucket."""
+        routed = routes != NO_ROUTE
+        bucket = (routes[routed] & 0xFFFFFF).astype(np.int64)
+        if len(bucket) and int(bucket.max()) >= buckets:
+            raise ValueError(f"a series was staged to bucket {int(bucket.max())} of {buckets}")
+        group = (series["underlying_id"].astype(np.uint64) << np.uint64(32)) | series["expiry"].astype(np.uint64)
+        pairs = np.unique(np.stack([bucket.astype(np.uint64), group[routed]]), axis=1)  # (bucket, group), once each
+        n_series = np.bincount(bucket, minlength=buckets) + int((~routed).sum())
+        n_groups = np.bincount(pairs[0].astype(np.int64), minlength=buckets) + len(np.unique(group[~routed]))
+        return cls(tuple(int(n) for n in n_series), tuple(int(n) for n in n_groups))
+
+    @staticmethod
+    def total(lines: "list[BucketSizes]", buckets: int) -> "BucketSizes":
+        """The day's sizes: every line's summed per bucket."""
+        return BucketSizes(tuple(sum(s.series[b] for s in lines) for b in range(buckets)),
+                           tuple(sum(s.groups[b] for s in lines) for b in range(buckets)))
+
 
 def _order(order: np.ndarray | None):
     """The C view of a gather order (NULL: none) and the array that holds it."""
@@ -154,6 +192,7 @@ class BucketWriter:
         self.tables = StageTables()
         self._buf = np.empty(0, STAGE_DTYPE)  # reused: fresh pages for every chunk cost more than packing it
         self._regions = None
+        self.sizes: BucketSizes | None = None   # set when the line is done
 
     def offline_stage(self):
         """The ``omdp_fh_offline_stage_t`` that packs into this writer's per-bucket regions
@@ -205,7 +244,9 @@ class BucketWriter:
         ok = exc_type is None
         tables: list[tuple[Path, Path]] = []
         if ok:
-            for kind, arr in (("series", self.tables.series()), ("extra", self.tables.extras())):
+            series = self.tables.series()
+            self.sizes = BucketSizes.of(series, self.tables.routes(), self.buckets)
+            for kind, arr in (("series", series), ("extra", self.tables.extras())):
                 final = table_path(self.day_dir, self.line, kind)
                 tmp = final.with_name(f".{final.name}.{os.getpid()}")
                 arr.tofile(tmp)

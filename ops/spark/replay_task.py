@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES
 from ops.spark.replay_config import ReplayConfig
 from ops.spark.replay_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.replay_feed import LineFiles, Routes, decode_line
@@ -51,6 +52,8 @@ TASK_STATUS_SCHEMA = pa.schema(
         ("problems_json", pa.string()),    # [(path, action, error)]
         ("found_json", pa.string()),       # reconciliation: the asked-for messages this bucket holds
         ("truth_json", pa.string()),       # scoring: this bucket's messages on an anomaly's series and exchange
+        ("sizes_json", pa.string()),       # decode: {"series": [per bucket], "groups": [...]} of the line;
+                                           # engines: per config, the engine's [max_series, max_groups]
     ]
 )
 
@@ -76,6 +79,8 @@ class EngineSpec:
     out_dir: str                           # <data>/replay/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
     truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
+    series: int = DEFAULT_MAX_SERIES       # the bucket's series and (underlying, expiry) groups over the
+    groups: int = DEFAULT_MAX_GROUPS       # day's lines (the decode stage's sizes): its engines' tables
 
 
 def _part(bucket: int) -> str:
@@ -111,12 +116,13 @@ def run_decode(spec: DecodeSpec) -> dict:
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     feed = decode_line(spec.line, spec.routes, spec.out_dir)
     cpu = time.thread_time() - cpu0
+    sizes = {"series": list(feed.sizes.series), "groups": list(feed.sizes.groups)} if feed.sizes else {}
     return {
         "date": spec.date, "stage": "decode", "line": spec.line.line, "bucket": -1, "messages": feed.messages,
         "files_decoded": feed.files_decoded, "decode_cpu_s": cpu, "engine_cpu_s": 0.0, "cpu_s": cpu,
         "wall_s": time.perf_counter() - wall0, "configs_json": "{}",
         "lines_json": json.dumps({str(feed.line): feed.counts}), "problems_json": json.dumps(feed.problems),
-        "found_json": "[]", "truth_json": "[]",
+        "found_json": "[]", "truth_json": "[]", "sizes_json": json.dumps(sizes),
     }
 
 
@@ -129,7 +135,7 @@ def run_engines(spec: EngineSpec) -> dict:
     try:
         for cfg in spec.configs:
             nbbo = _config_dir(spec, cfg) / "nbbo" / _part(spec.bucket) if cfg.nbbo else None
-            runners.append(ConfigRunner(cfg, spec.date, spec.bucket, nbbo))
+            runners.append(ConfigRunner(cfg, spec.date, spec.bucket, nbbo, (spec.series, spec.groups)))
         buf = np.empty(min(ENGINE_CHUNK, max(1, len(staged))), OPRA_MSG_DTYPE)  # reused: no fresh pages per chunk
         slots = CountSlots.for_parts(staged.parts)      # counted as merged (None: ids too large, counted after)
         for records in staged.merged(buf, slots):
@@ -160,6 +166,8 @@ def run_engines(spec: EngineSpec) -> dict:
         "wall_s": time.perf_counter() - wall0, "configs_json": json.dumps(configs), "lines_json": "{}",
         "problems_json": "[]", "found_json": json.dumps([f for p in staged.parts for f in _found(p, spec.check_keys)]),
         "truth_json": json.dumps([q for p in staged.parts for q in truth_quotes(p, spec.truth_keys)]),
+        "sizes_json": json.dumps({r.cfg.name: [r.engine.config.max_series, r.engine.config.max_groups]
+                                  for r in runners}),
     }
 
 

@@ -2,7 +2,7 @@
 tasks' staged records, merged per bucket, are the records the feed handler's rules give for
 the whole day in arrival order for that bucket; and an engine fed them a chunk at a time
 (with pricing every 100 ms of capture time) signals, refreshes and fits smiles as when fed
-them at once; the NBBO-changes table is every change of a series' best bid or offer that a
+them at once; each line's sizes per bucket are the series and groups routed there; the NBBO-changes table is every change of a series' best bid or offer that a
 plain model of the book finds. Slow: a synthetic capture and pricing."""
 from __future__ import annotations
 
@@ -51,6 +51,22 @@ def test_staged_and_merged_equals_one_pass_over_the_day(day: Path, tmp_path: Pat
             assert np.array_equal(got[f], want[f]), f
         assert np.array_equal(got["hdr"]["stamps"]["fh_in"], want["hdr"]["stamps"]["fh_in"])
         assert np.array_equal(got["hdr"]["flags"], want["hdr"]["flags"])
+
+
+def test_each_line_sizes_its_buckets_engines(day: Path, tmp_path: Path) -> None:
+    """A line's sizes are the distinct series and (underlying, expiry) groups that the feed
+    handler's rules route to each bucket: what the bucket's engine must hold of the line."""
+    plan = plan_day(DataLayout(day), DATE, 3)
+    for lf in plan.lines:
+        sizes = decode_line(lf, plan.routes, str(tmp_path)).sizes
+        sources, pkts, _ = read_packets([lf], [])
+        for bucket in range(3):
+            recs = OfflineFeedHandler(plan.routes).run(sources, pkts, bucket)
+            series = {(bytes(r["root"]), int(r["expiry"]), int(r["strike_px"]), int(r["put_call"]),
+                       int(r["underlying_id"])) for r in recs}
+            groups = {(s[4], s[1]) for s in series}
+            assert (sizes.series[bucket], sizes.groups[bucket]) == (len(series), len(groups))
+        assert sum(sizes.series) > 100 and min(sizes.series) > 0
 
 
 def test_feeding_in_chunks_equals_feeding_at_once(day: Path) -> None:

@@ -1,11 +1,13 @@
 """The replay job on a real local Spark session: a short synthetic capture (A and B copies)
 replayed offline equals a live fused ``omdp run ... --no-loop`` of it at 5x (0 mismatches);
 a run whose signals disagree is a flagged mismatch; the what-if decodes each file once
-whatever the number of configurations; a corrupt capture file is reported and the day still
+whatever the number of configurations; the tables do not depend on the number of buckets;
+a corrupt capture file is reported and the day still
 runs from the other copy. Slow: a live run, a Spark session, several jobs."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import subprocess
@@ -130,6 +132,35 @@ def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> No
     for name in ("default", "wide", "book-only"):
         nbbo = pq.read_table(day / f"config={name}" / "nbbo")
         assert nbbo.num_rows == by[name]["nbbo_changes"] > 0 and nbbo.schema.field("ts_ns").type == "int64"
+
+
+def _sorted_rows(table_dir: Path) -> list[tuple]:
+    rows = pq.read_table(table_dir).drop_columns(["engine"] if "engine" in pq.read_schema(
+        next(table_dir.glob("*.parquet"))).names else []).to_pylist()
+    return sorted((tuple(sorted(r.items())) for r in rows), key=repr)
+
+
+def test_the_answer_does_not_depend_on_the_buckets(spark, data: Path, tmp_path: Path) -> None:
+    """Each bucket's engine holds every series and group staged for it, and the pricing
+    refreshes on the same capture-time boundaries in every bucket: one bucket and three give
+    the same tables. A configuration's own max_series is kept (and counted when too small)."""
+    out = {}
+    for buckets in (1, 3):
+        copy = tmp_path / f"b{buckets}"
+        shutil.copytree(data / "captures", copy / "captures")
+        result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(buckets=buckets, reconcile=False))
+        engines = [t for t in result.tasks if t["stage"] == "engines"]
+        need = [sum(json.loads(t["sizes_json"])["series"][b] for t in result.tasks if t["stage"] == "decode")
+                for b in range(buckets)]
+        assert [json.loads(t["sizes_json"])["default"][0] for t in engines] == need and min(need) > 0
+        assert result.configs[0]["table_full"] == 0
+        out[buckets] = {t: _sorted_rows(copy / "replay" / f"date={DATE}" / "config=default" / t)
+                        for t in ("signals", "smiles", "underlyings", "nbbo")}
+    assert all(len(rows) > 0 for rows in out[1].values())
+    assert out[1] == out[3]
+    small = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(
+        configs=(ReplayConfig(max_series=64, pricing=False, nbbo=False),), buckets=3, reconcile=False))
+    assert small.configs[0]["table_full"] > 0
 
 
 def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, tmp_path: Path) -> None:

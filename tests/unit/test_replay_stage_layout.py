@@ -4,7 +4,8 @@ every field the engine stage reads (the series and the appendage through the lin
 tables), zero the rest; the series table holds each series once; packing gathers by an
 order and refuses one that points outside the input or flags that do not fit; a line's
 staged files merge back in time order (capture time, then line); a part that is not whole
-records, or a missing table, is refused with its path. Run under ASan/UBSan in CI (the name
+records, or a missing table, is refused with its path; a line's sizes count each bucket's
+series and (underlying, expiry) groups. Run under ASan/UBSan in CI (the name
 matches ``layout``)."""
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytest
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi
 from omdp.record import RT_OPRA_MSG
-from ops.spark.replay_stage import (EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter, StagedBucket,
-                                    StagedPart, StageTables, pack, read_bucket, stage_path, table_path)
+from ops.spark.replay_stage import (EXTRA_DTYPE, NO_EXTRA, NO_ROUTE, SERIES_DTYPE, STAGE_DTYPE, BucketSizes,
+                                    BucketWriter, StagedBucket, StagedPart, StageTables, pack, read_bucket, stage_path,
+                                    table_path)
 
 KEPT = ["msg_seq", "block_seq", "bid_px", "offer_px", "bid_size", "offer_size", "time", "category", "participant",
         "bbo_ind", "strike_px", "expiry", "underlying_id", "root", "root_len", "put_call", "best_bid_px",
@@ -154,3 +156,27 @@ def test_route_array_is_the_c_route_table() -> None:
     for bad in ("TOOLONGROOT", "IBMé"):
         with pytest.raises(ValueError, match="root"):
             route_array(Routes(1, (bad,), (0,), (0,)))
+
+
+def test_bucket_sizes_count_series_and_groups_per_bucket() -> None:
+    series = np.zeros(6, SERIES_DTYPE)
+    series["underlying_id"] = [1, 1, 1, 2, 3, 3]
+    series["expiry"] = [20080216, 20080216, 20080322, 20080216, 20080216, 20080216]
+    routes = np.array([0, 0, 0, 1, 1 | (2 << 24), NO_ROUTE], dtype=np.uint32)  # the top byte is routing's answer
+    sizes = BucketSizes.of(series, routes, 3)
+    # bucket 0: three series in two groups; bucket 1: two series, two groups; the unrouted
+    # series counts in every bucket with its group
+    assert sizes.series == (4, 3, 1) and sizes.groups == (3, 3, 1)
+    assert BucketSizes.total([sizes, sizes], 3) == BucketSizes((8, 6, 2), (6, 6, 2))
+    with pytest.raises(ValueError, match="bucket 1 of 1"):
+        BucketSizes.of(series, routes, 1)
+
+
+def test_series_entered_by_pack_carry_no_route() -> None:
+    """The offline feed handler routes every series it stages; ``pack`` routes none (the
+    sizes then count them in every bucket)."""
+    rec = _records(40)
+    tables = StageTables()
+    pack(rec, tables)
+    assert len(tables.routes()) == len(tables.series()) > 0
+    assert (tables.routes() == NO_ROUTE).all()

@@ -19,6 +19,7 @@
 #include "omdp/opra_msg.h"
 
 #define OMDP_FH_STAGE_NO_EXTRA 0xFFFFFFFFu /* staged extra: the record has no appendage */
+#define OMDP_FH_STAGE_NO_ROUTE 0xFFFFFFFFu /* a series' route: entered by omdp_fh_stage_pack, not routed */
 
 typedef struct omdp_fh_staged {
     int64_t ts_ns;             /*  0 hdr.stamps.fh_in (= intended: the capture time) */
@@ -68,6 +69,10 @@ void omdp_fh_stage_tables_free(omdp_fh_stage_tables_t *t);
 /* The tables so far (valid until the next pack or free); *n: entries. */
 const omdp_fh_stage_series_t *omdp_fh_stage_tables_series(const omdp_fh_stage_tables_t *t, uint64_t *n);
 const omdp_fh_stage_extra_t *omdp_fh_stage_tables_extras(const omdp_fh_stage_tables_t *t, uint64_t *n);
+/* Per series (the series table's order, valid as it is): its route word as the offline feed
+ * handler staged it, the engine (bucket) in the low 24 bits, or OMDP_FH_STAGE_NO_ROUTE for
+ * a series entered by omdp_fh_stage_pack. The replay sizes each bucket's engine from it. */
+const uint32_t *omdp_fh_stage_tables_routes(const omdp_fh_stage_tables_t *t, uint64_t *n);
 
 /* out[i] = the staged form of in[order[i]] (order NULL: in[i]), i < n, its series and
  * appendage added to `t`. Returns n; -1 when an argument is NULL, an order entry is not

@@ -17,7 +17,7 @@ struct omdp_fh_stage_tables {
     uint64_t n_extras, cap_extras;
 };
 
-#define STAGE_NO_ROUTE 0xFFFFFFFFu
+#define STAGE_NO_ROUTE OMDP_FH_STAGE_NO_ROUTE
 
 /* The id of the series whose omdp_fh_stage_series_t bytes are the three words w (entered
  * if new, with no route), or -1 when the table cannot grow. The hash leaves out the

@@ -55,6 +55,13 @@ const omdp_fh_stage_series_t *omdp_fh_stage_tables_series(const omdp_fh_stage_ta
     return t ? t->series : NULL;
 }
 
+const uint32_t *omdp_fh_stage_tables_routes(const omdp_fh_stage_tables_t *t, uint64_t *n)
+{
+    if (n)
+        *n = t ? t->n_series : 0;
+    return t ? t->routes : NULL;
+}
+
 const omdp_fh_stage_extra_t *omdp_fh_stage_tables_extras(const omdp_fh_stage_tables_t *t, uint64_t *n)
 {
     if (n)
