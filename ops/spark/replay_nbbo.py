@@ -155,12 +155,15 @@ class RootNames:
         new = np.flatnonzero(number < 0)
         if len(new):
             named, first = np.unique(slot[new], return_index=True)
-            for s, raw in zip(named, raw_roots[new[first]]):
+            # one name per distinct raw root (a few thousand), not one per new series
+            raws, which = np.unique(raw_roots[new[first]], return_inverse=True)
+            numbers = np.empty(len(raws), np.int32)
+            for k, raw in enumerate(raws):
                 name = bytes(raw).rstrip(b" \0").decode("ascii", "replace")
-                if name not in self._numbers:
-                    self._numbers[name] = len(self._names)
+                numbers[k] = self._numbers.setdefault(name, len(self._names))
+                if numbers[k] == len(self._names):
                     self._names.append(name)
-                self._root_of_slot[s] = self._numbers[name]
+            self._root_of_slot[named] = numbers[which]
             self._names_array = np.array(self._names, object)
             number = self._root_of_slot[slot]
         used = np.zeros(len(self._names), bool)
