@@ -104,9 +104,10 @@ class BucketSizes:
         if len(bucket) and int(bucket.max()) >= buckets:
             raise ValueError(f"a series was staged to bucket {int(bucket.max())} of {buckets}")
         group = (series["underlying_id"].astype(np.uint64) << np.uint64(32)) | series["expiry"].astype(np.uint64)
-        pairs = np.unique(np.stack([bucket.astype(np.uint64), group[routed]]), axis=1)  # (bucket, group), once each
+        distinct, number = np.unique(group[routed], return_inverse=True)
+        pairs = np.unique(bucket * len(distinct) + number)     # each (bucket, group) once
         n_series = np.bincount(bucket, minlength=buckets) + int((~routed).sum())
-        n_groups = np.bincount(pairs[0].astype(np.int64), minlength=buckets) + len(np.unique(group[~routed]))
+        n_groups = np.bincount(pairs // max(1, len(distinct)), minlength=buckets) + len(np.unique(group[~routed]))
         return cls(tuple(int(n) for n in n_series), tuple(int(n) for n in n_groups))
 
     @staticmethod
