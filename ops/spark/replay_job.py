@@ -175,17 +175,23 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
     return DayPlan(date, plan_lines, routes, problems)
 
 
-def sized(engines: list[EngineSpec], decode_rows: list[dict]) -> list[EngineSpec]:
-    """The engine tasks with each bucket's series and groups, summed over the day's lines from
-    the decode tasks' sizes (``replay_stage.BucketSizes``): what the bucket's engines are sized
-    for unless a configuration says otherwise (``ReplayConfig.slots``)."""
-    need: dict[tuple[str, int], list[int]] = {}
-    for r in decode_rows:
-        sizes = json.loads(r["sizes_json"] or "{}")
+def bucket_needs(rows: list[dict]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(date, bucket) -> (series, groups): the decode tasks' sizes (``replay_stage.BucketSizes``)
+    summed over the day's lines; engine rows are passed over."""
+    need: dict[tuple[str, int], tuple[int, int]] = {}
+    for r in rows:
+        sizes = json.loads(r["sizes_json"] or "{}") if r["stage"] == "decode" else {}
         for b, (s, g) in enumerate(zip(sizes.get("series", ()), sizes.get("groups", ()))):
-            n = need.setdefault((r["date"], b), [0, 0])
-            n[0] += s
-            n[1] += g
+            s0, g0 = need.get((r["date"], b), (0, 0))
+            need[r["date"], b] = (s0 + s, g0 + g)
+    return need
+
+
+def sized(engines: list[EngineSpec], decode_rows: list[dict]) -> list[EngineSpec]:
+    """The engine tasks with each bucket's series and groups (``bucket_needs``): what the
+    bucket's engines are sized for unless a configuration says otherwise
+    (``ReplayConfig.slots``)."""
+    need = bucket_needs(decode_rows)
     return [replace(e, series=need[e.date, e.bucket][0], groups=need[e.date, e.bucket][1])
             if (e.date, e.bucket) in need else e for e in engines]
 
@@ -310,6 +316,13 @@ def summary_lines(result: ReplayResult) -> list[str]:
     """What the command prints."""
     out = [f"replay {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
            f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
+    need = bucket_needs(result.tasks)
+    for date in result.dates:
+        sizes = [need[k] for k in sorted(need) if k[0] == date]
+        if sizes:
+            out.append(f"  {date} engines: {len(sizes)} bucket{'s' if len(sizes) > 1 else ''} of "
+                       f"{' / '.join(f'{s:,}' for s, _ in sizes)} series in "
+                       f"{' / '.join(f'{g:,}' for _, g in sizes)} (underlying, expiry) groups")
     for c in result.configs:
         scored = (f", precision {c['precision']:.3f}, recall {c['recall']:.3f} ({c['detected']} of {c['events']} "
                   f"injected events)" if c["precision"] is not None else "")

@@ -20,7 +20,7 @@ from spark_test_session import local_spark
 
 from ops.spark.data_layout import DataLayout
 from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_job import ReplayOptions, run_replay
+from ops.spark.replay_job import ReplayOptions, run_replay, summary_lines
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -153,6 +153,8 @@ def test_the_answer_does_not_depend_on_the_buckets(spark, data: Path, tmp_path: 
         need = [sum(json.loads(t["sizes_json"])["series"][b] for t in result.tasks if t["stage"] == "decode")
                 for b in range(buckets)]
         assert [json.loads(t["sizes_json"])["default"][0] for t in engines] == need and min(need) > 0
+        assert f"engines: {buckets} bucket{'s' if buckets > 1 else ''} of {' / '.join(f'{n:,}' for n in need)} series" \
+            in "\n".join(summary_lines(result))
         assert result.configs[0]["table_full"] == 0
         out[buckets] = {t: _sorted_rows(copy / "replay" / f"date={DATE}" / "config=default" / t)
                         for t in ("signals", "smiles", "underlyings", "nbbo")}
