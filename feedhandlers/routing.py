@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from feedhandlers.captures import read_capture
+from feedhandlers.captures import Capture, read_capture
 from feedhandlers.opra_batch import BatchDecoder
 
 MAX_ENGINES = 64
@@ -79,8 +79,9 @@ class RootCounts:
     messages: int
 
 
-def count_roots(files: Iterable[str | Path], max_messages: int = DEFAULT_SAMPLE_MESSAGES) -> RootCounts:
-    """Messages per root over the first ``max_messages`` of each file's packets (decoded in C,
+def count_roots(files: Iterable[str | Path | Capture], max_messages: int = DEFAULT_SAMPLE_MESSAGES) -> RootCounts:
+    """Messages per root over the first ``max_messages`` of each file's packets (files by path
+    or already read; decoded in C,
     a batch of packets per call, straight from the mapped file; counted with numpy on the
     roots as 8-byte integers: sorting them as strings, and packing the packets first, had
     been most of the count)."""
@@ -89,7 +90,7 @@ def count_roots(files: Iterable[str | Path], max_messages: int = DEFAULT_SAMPLE_
     seen = 0
     dec = BatchDecoder()
     for path in files:
-        cap = read_capture(path)
+        cap = path if isinstance(path, Capture) else read_capture(path)
         taken = 0
         for start in range(0, len(cap.offsets), _PACKETS_PER_CALL):
             if taken >= max_messages:

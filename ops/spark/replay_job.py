@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from feedhandlers.captures import PcapError, read_capture
+from feedhandlers.captures import Capture, PcapError, read_capture
 from feedhandlers.routing import build_routing, count_roots
 from ops.pipeline.capture_info import open_capture
 from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
@@ -142,12 +142,13 @@ def date_range(first: str, last: str | None) -> list[str]:
     return [(d0 + dt.timedelta(days=i)).isoformat() for i in range((d1 - d0).days + 1)]
 
 
-def _readable(paths: list[str], problems: list[FileProblem]) -> list[str]:
+def _readable(paths: list[str], problems: list[FileProblem]) -> list[Capture]:
+    """The files that read as captures (read once: the routing counts them as they are);
+    the others reported."""
     ok = []
     for p in paths:
         try:
-            read_capture(p)
-            ok.append(p)
+            ok.append(read_capture(p))
         except (PcapError, OSError, ValueError) as exc:
             problems.append(FileProblem(p, "skipped", str(exc)))
     return ok
