@@ -81,10 +81,9 @@ class RootCounts:
 
 def count_roots(files: Iterable[str | Path | Capture], max_messages: int = DEFAULT_SAMPLE_MESSAGES) -> RootCounts:
     """Messages per root over the first ``max_messages`` of each file's packets (files by path
-    or already read; decoded in C,
-    a batch of packets per call, straight from the mapped file; counted with numpy on the
-    roots as 8-byte integers: sorting them as strings, and packing the packets first, had
-    been most of the count)."""
+    or already read), decoded in C a batch of packets per call straight from the mapped file
+    and counted with numpy on the roots as 8-byte integers (sorting them as strings, and
+    packing the packets first, had been most of the count)."""
     keys: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     seen = 0

@@ -101,13 +101,13 @@ class ConfigRunner:
     """The engine of one configuration over a bucket's records, fed in time order a chunk at
     a time (``feed``), pricing every ``refresh_ms`` of capture time: after the messages
     before each boundary k * refresh_ms (capture ns since the epoch: the same boundaries in
-    every bucket, so an underlying's prices do not depend on which others share its
-    bucket), when any arrived since the last refresh, and after the last message. Where the chunks are cut
-    does not matter: the same messages reach the engine between the same refreshes. The
-    engine's tables are sized by ``cfg.slots(*slots)`` (``slots``: the bucket's series and
-    groups; without them the live engine's defaults). With
-    ``nbbo_path`` the engine logs its NBBO changes and they stream into that file
-    (``replay_nbbo.NbboFile``), in place once ``finish`` returns."""
+    every bucket, so an underlying's prices do not depend on which others share its bucket),
+    when any arrived since the last refresh, and after the last message. Where the chunks
+    are cut does not matter: the same messages reach the engine between the same refreshes.
+    The engine's tables are sized by ``cfg.slots(*slots)`` (``slots``: the bucket's series
+    and groups; without them the live engine's defaults). With ``nbbo_path`` the engine logs
+    its NBBO changes and they stream into that file (``replay_nbbo.NbboFile``), in place once
+    ``finish`` returns."""
 
     def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int, nbbo_path: Path | None = None,
                  slots: tuple[int, int] = (DEFAULT_MAX_SERIES, DEFAULT_MAX_GROUPS)) -> None:

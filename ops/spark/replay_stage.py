@@ -89,8 +89,9 @@ NO_ROUTE = int(lib.OMDP_FH_STAGE_NO_ROUTE)
 @dataclass(frozen=True)
 class BucketSizes:
     """What each bucket's engine must hold for a line: its series, and its (underlying,
-    expiry) groups - the engine's two tables. Summed over a day's lines they bound what a
-    bucket's engine meets (an underlying quoted on two lines counts its groups twice)."""
+    expiry) groups - the engine's two tables. Summed over a day's lines
+    (``replay_job.bucket_needs``) they bound what a bucket's engine meets (an underlying
+    quoted on two lines counts its groups twice)."""
 
     series: tuple[int, ...]
     groups: tuple[int, ...]
@@ -109,12 +110,6 @@ class BucketSizes:
         n_series = np.bincount(bucket, minlength=buckets) + int((~routed).sum())
         n_groups = np.bincount(pairs // max(1, len(distinct)), minlength=buckets) + len(np.unique(group[~routed]))
         return cls(tuple(int(n) for n in n_series), tuple(int(n) for n in n_groups))
-
-    @staticmethod
-    def total(lines: "list[BucketSizes]", buckets: int) -> "BucketSizes":
-        """The day's sizes: every line's summed per bucket."""
-        return BucketSizes(tuple(sum(s.series[b] for s in lines) for b in range(buckets)),
-                           tuple(sum(s.groups[b] for s in lines) for b in range(buckets)))
 
 
 def _order(order: np.ndarray | None):

@@ -167,7 +167,6 @@ def test_bucket_sizes_count_series_and_groups_per_bucket() -> None:
     # bucket 0: three series in two groups; bucket 1: two series, two groups; the unrouted
     # series counts in every bucket with its group
     assert sizes.series == (4, 3, 1) and sizes.groups == (3, 3, 1)
-    assert BucketSizes.total([sizes, sizes], 3) == BucketSizes((8, 6, 2), (6, 6, 2))
     with pytest.raises(ValueError, match="bucket 1 of 1"):
         BucketSizes.of(series, routes, 1)
 
