@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from decision_engines.signal_record import SIGNAL_KIND_NAMES
+from feedhandlers.routing import root_keys
 from ops.bench.signal_score import QUOTE_KEY_DTYPE, CaptureRun, Score, score
 from ops.spark.replay_stage import StagedPart, quote_hits
 from ops.synth.ground_truth import GROUND_TRUTH_FILE
@@ -42,12 +43,10 @@ def truth_path(captures_dir: Path) -> Path | None:
 
 
 def _root_bits(roots: np.ndarray) -> np.ndarray:
-    """S6 roots (NUL or space padded) as uint64."""
-    b = np.ascontiguousarray(roots, dtype="S6").view(np.uint8).reshape(-1, 6).copy()
+    """S6 roots (NUL or space padded) as uint64: the routing's keys with spaces as NULs."""
+    b = np.ascontiguousarray(roots, dtype="S6").view(np.uint8).copy()
     b[b == 32] = 0
-    padded = np.zeros((len(b), 8), np.uint8)
-    padded[:, :6] = b
-    return padded.view("<u8").reshape(-1)
+    return root_keys(b.view("S6"))
 
 
 def quote_hash(line: np.ndarray, root: np.ndarray, expiry: np.ndarray, strike_px: np.ndarray, put_call: np.ndarray,
