@@ -32,6 +32,15 @@ def copy_records(dst: np.ndarray, src: np.ndarray) -> None:
         dst[:] = src
 
 
+def copy_rows(dst: np.ndarray, src: np.ndarray, rows: np.ndarray) -> None:
+    """dst[rows] = src[rows] for structured records of one dtype, each row copied as bytes
+    (a structured fancy assignment goes field by field)."""
+    if dst.dtype != src.dtype:
+        raise TypeError(f"copy_rows: {dst.dtype} into {src.dtype}")
+    raw = np.dtype((np.void, dst.dtype.itemsize))
+    dst.view(raw)[rows] = src.view(raw)[rows]
+
+
 RF_SAMPLED = 0x1
 RF_SIGNAL = 0x2
 RF_LAST_IN_PACKET = 0x4

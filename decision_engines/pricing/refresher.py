@@ -8,6 +8,11 @@ again (``compute_pricing``'s ``prev``): the same numbers, bit for bit, as pricin
 (tests/unit/test_pricing_incremental.py), for a tenth of the work when a tenth of the groups
 moved (100 ms refreshes of a 1x capture: docs/benchmarks.md).
 
+The refresher's own work is O(what moved) too: its snapshot is a ``SeriesMirror`` that reads
+again only the series whose seqlock sequence moved and lists those whose priced fields
+changed, the previous refresh's per-series arrays are updated in place, and the back buffer
+gets only the limits it lacks (those priced at this refresh or the one before).
+
 Nothing here blocks the hot path: the snapshot reads each series under its seqlock, and the
 limits go into the engine's back buffer, which the hot path takes at its next batch. When the
 hot path has not yet taken the previous publish (no batch since), a refresh computes nothing
@@ -26,13 +31,14 @@ import numpy as np
 
 from decision_engines.engine import DecisionEngine, priced_changed
 from decision_engines.engine_config import PricingConfig
+from decision_engines.engine_mirror import SeriesMirror
 from decision_engines.engine_records import NO_SLOT
 from decision_engines.pricing.bands import build_group_refs, build_refs
 from decision_engines.pricing.forward import Forwards, implied_forwards, parity_pairs
 from decision_engines.pricing.implied_vol import implied_vol
 from decision_engines.pricing.smile import Smiles, fit_smiles
 from feedhandlers.opra_record import PRICE_SCALE
-from omdp.record import copy_records
+from omdp.record import copy_records, copy_rows
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class PricingState:
     group_refs: np.ndarray    # GROUP_REF_DTYPE, max_groups entries
     seconds: float            # wall time of the computation
     repriced: int = -1        # series priced again (the others kept from the previous state); -1: all
+    slots: np.ndarray | None = None      # those series' slots (None: all were priced)
+    group_ids: np.ndarray | None = None  # the groups priced again (None: all)
 
 
 def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np.ndarray:
@@ -73,16 +81,22 @@ FULL_REPRICE_SHARE = 0.5
 
 
 def compute_pricing(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig,
-                    max_groups: int | None = None, prev: PricingState | None = None) -> PricingState:
-    """The whole off-hot-path computation from one snapshot: a pure function of its inputs.
+                    max_groups: int | None = None, prev: PricingState | None = None,
+                    changed: np.ndarray | None = None) -> PricingState:
+    """The whole off-hot-path computation from one snapshot: without ``changed``, a pure
+    function of its inputs.
 
     ``prev``: the state of the previous refresh of the same engine with the same ``cfg``,
     ``max_series`` and ``max_groups``; only the groups that changed since are computed, the
-    result identical to computing them all."""
+    result identical to computing them all. ``changed``: the slots new or changed in a field
+    pricing reads since ``prev.series``, when the caller knows them (``SeriesMirror.update``):
+    the snapshots are not compared, and ``prev``'s per-series arrays (limits, implied vols,
+    model values) and group limits are updated in place, so ``prev`` is consumed: only the
+    returned state is valid afterwards."""
     t0 = time.perf_counter()
     state = None
     if prev is not None and len(prev.refs) == max_series:
-        state = _reprice_changed(series, groups, max_series, cfg, max_groups, prev)
+        state = _reprice_changed(series, groups, max_series, cfg, max_groups, prev, changed)
     if state is None:
         state = _price_all(series, groups, max_series, cfg, max_groups)
     return replace(state, seconds=time.perf_counter() - t0)
@@ -128,25 +142,34 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0)
 
 
-def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tuple[np.ndarray, np.ndarray] | None:
+def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState, n0: int,
+              slots: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
     """(series to price again, groups to price again), as masks, or None when ``prev``
     cannot be built on (the snapshot lost series or groups: an engine handed some away).
+    ``n0``: the series ``prev`` priced; ``slots``: those new or changed since (None: found
+    by comparing ``series`` with ``prev.series``).
 
     A group is priced again when it is new or changed, or when a series of it (now or at
     ``prev``) is new or changed in a field pricing reads; a pair's legs go together."""
-    n, ng, n0, g0 = len(series), len(groups), len(prev.series), len(prev.groups)
+    n, ng, g0 = len(series), len(groups), len(prev.groups)
     if n < n0 or ng < g0:
         return None
     dirty = np.ones(ng + 1, dtype=bool)   # the last entry: "in no group", never priced again by itself
     dirty[:g0] = (groups["underlying_id"][:g0] != prev.groups["underlying_id"]) | (groups["expiry"][:g0] != prev.groups["expiry"])
-    changed = np.ones(n, dtype=bool)
-    changed[:n0] = priced_changed(series[:n0], prev.series)
+    if slots is None:
+        changed = np.ones(n, dtype=bool)
+        changed[:n0] = priced_changed(series[:n0], prev.series)
+        idx = np.nonzero(changed)[0]
+    else:
+        changed = np.zeros(n, dtype=bool)
+        changed[slots] = True
+        idx = slots
     grp, twin = series["group"], series["twin"]
     gi = np.where(grp < ng, grp, ng).astype(np.int64)
-    idx = np.nonzero(changed)[0]
     dirty[gi[idx]] = True
-    old_g = prev.series["group"][idx[idx < n0]].astype(np.int64)
-    dirty[old_g[old_g < ng]] = True
+    if slots is None:  # (a slot's group is set once, when the engine first sees the series)
+        old_g = prev.series["group"][idx[idx < n0]].astype(np.int64)
+        dirty[old_g[old_g < ng]] = True
     dirty[ng] = False
     while True:
         need = changed | dirty[gi]
@@ -161,9 +184,10 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState) -> tup
 
 
 def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: PricingConfig,
-                     max_groups: int | None, prev: PricingState) -> PricingState | None:
-    """``prev`` with the groups that changed since priced again (None: price everything)."""
-    found = _to_price(series, groups, prev)
+                     max_groups: int | None, prev: PricingState, slots: np.ndarray | None) -> PricingState | None:
+    """``prev`` with the groups that changed since priced again (None: price everything);
+    with ``slots`` (compute_pricing's ``changed``) prev's arrays are updated in place."""
+    found = _to_price(series, groups, prev, len(prev.series), slots)
     if found is None:
         return None
     need, dirty = found
@@ -171,16 +195,17 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
     sel = np.nonzero(need)[0]
     if len(sel) > FULL_REPRICE_SHARE * n:
         return None
+    in_place = slots is not None
     years = years_to_expiry(groups["expiry"], cfg.as_of, cfg.hours_left_on_expiry_day)
-    mid_iv, value = _grown(prev.mid_iv, n, np.nan), _grown(prev.value, n, np.nan)
+    mid_iv, value = _grown(prev.mid_iv, n, np.nan, in_place), _grown(prev.value, n, np.nan, in_place)
     fwd, smiles = prev.forwards, prev.smiles
     forward, discount = _grown(fwd.forward, ng, np.nan), _grown(fwd.discount, ng, np.nan)
     pairs, fitted = _grown(fwd.pairs, ng, 0), _grown(fwd.discount_fitted, ng, False)
     coef = np.full((ng, 3), np.nan)
     coef[:g0] = smiles.coef
     points, k_min, k_max = _grown(smiles.points, ng, 0), _grown(smiles.k_min, ng, np.nan), _grown(smiles.k_max, ng, np.nan)
-    refs = prev.refs.copy()
-    group_refs = _grown(prev.group_refs, ng if max_groups is None else max_groups, 0)
+    refs = prev.refs if in_place else prev.refs.copy()
+    group_refs = _grown(prev.group_refs, ng if max_groups is None else max_groups, 0, in_place)
     dg = np.nonzero(dirty)[0]
     if len(sel) or len(dg):  # a new group with no series yet still gets its prior discount
         gmap = np.full(ng + 1, NO_SLOT, dtype=np.uint32)   # old group id -> the subset's
@@ -199,11 +224,14 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
         kept = dg < len(group_refs)
         group_refs[dg[kept]] = part.group_refs[kept]
     return PricingState(series, groups, years, Forwards(forward, discount, pairs, fitted), mid_iv,
-                        Smiles(coef, points, k_min, k_max), value, refs, group_refs, 0.0, len(sel))
+                        Smiles(coef, points, k_min, k_max), value, refs, group_refs, 0.0, len(sel), sel, dg)
 
 
-def _grown(a: np.ndarray, n: int, fill: object) -> np.ndarray:
-    """a's first n values followed by ``fill`` up to n entries (a copy)."""
+def _grown(a: np.ndarray, n: int, fill: object, in_place: bool = False) -> np.ndarray:
+    """a's first n values followed by ``fill`` up to n entries (a copy; ``in_place``: a
+    itself when it already has n entries)."""
+    if in_place and len(a) == n:
+        return a
     out = np.full(n, fill, dtype=a.dtype) if a.dtype.names is None else np.zeros(n, dtype=a.dtype)
     m = min(len(a), n)
     out[:m] = a[:m]
@@ -225,6 +253,10 @@ class PricingRefresher:
         self.seconds = 0.0      # computing the published refreshes, summed
         self.repriced = 0       # series priced in them, summed (all of a snapshot on a full refresh)
         self.series = 0         # series their snapshots held, summed
+        self._mirror = SeriesMirror()
+        # (series slots, groups) whose limits the back buffer lacks: those priced at the last
+        # publish (the buffer has those of the one before); None: it needs every row
+        self._stale: tuple[np.ndarray, np.ndarray] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -237,10 +269,15 @@ class PricingRefresher:
                 self.busy += 1
                 return None
             gback = self.engine.group_refs_back()
-            state = compute_pricing(self.engine.snapshot(), self.engine.groups(), len(back), self.config, len(gback),
-                                    prev=self.last)
-            copy_records(back, state.refs)
-            copy_records(gback, state.group_refs)
+            try:
+                changed = self._mirror.update(self.engine)
+                state = compute_pricing(self._mirror.series, self.engine.groups(), len(back), self.config, len(gback),
+                                        prev=self.last, changed=changed)
+            except BaseException:
+                # the mirror has moved on and ``last`` may be half updated: start afresh
+                self.last, self._stale = None, None
+                raise
+            self._write_back(back, gback, state)
             self.engine.publish_refs()
             self.published += 1
             self.seconds += state.seconds
@@ -248,6 +285,18 @@ class PricingRefresher:
             self.series += len(state.series)
             self.last = state
             return state
+
+    def _write_back(self, back: np.ndarray, gback: np.ndarray, state: PricingState) -> None:
+        """The back buffer brought up to ``state``: every row after pricing everything (or
+        when the buffer missed one), else the rows priced now and at the last publish."""
+        if state.slots is None or self._stale is None:
+            copy_records(back, state.refs)
+            copy_records(gback, state.group_refs)
+        else:
+            copy_rows(back, state.refs, _either(len(back), self._stale[0], state.slots))
+            g = _either(min(len(gback), len(state.group_refs)), self._stale[1], state.group_ids)
+            copy_rows(gback, state.group_refs, g)
+        self._stale = None if state.slots is None else (state.slots, state.group_ids)
 
     def refresh_counted(self) -> PricingState | None:
         """``refresh()`` for the background loops: a failure is counted and kept
@@ -286,6 +335,15 @@ class PricingRefresher:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # Linux: this thread only
         while not self._stop.wait(self.config.period_s):
             self.refresh_counted()
+
+
+def _either(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The indices below n in a or b, ascending (a mask: both are short next to n, and
+    sorting their union cost more than the rows it copies)."""
+    mask = np.zeros(n + 1, dtype=bool)
+    mask[np.minimum(a, n)] = True
+    mask[np.minimum(b, n)] = True
+    return np.flatnonzero(mask[:n])
 
 
 def pricing_counters(refreshers: Iterable[PricingRefresher]) -> dict[str, int | str]:

@@ -164,11 +164,11 @@ def test_a_failing_refresh_is_counted_and_the_next_one_runs(priced: tuple) -> No
     def broken() -> np.ndarray:
         raise IndexError("index 4294967295 is out of bounds")
 
-    e.snapshot = broken
+    e.groups = broken
     try:
         assert r.refresh_counted() is None
     finally:
-        del e.snapshot  # the class's method again
+        del e.groups  # the class's method again
     assert r.failures == 1 and r.last_error.startswith("IndexError")
     e.process(quote_stream(m, 10, seed=12)[-10:], batch=10)  # the hot path takes any earlier publish
     state = r.refresh_counted()

@@ -117,6 +117,35 @@ def test_the_refresher_builds_on_its_last_refresh(market: tuple) -> None:
         e.close()
 
 
+def test_the_refreshers_state_and_buffers_equal_pricing_everything(market: tuple) -> None:
+    """The refresher prices from its mirror, updates its last state in place and writes only
+    the rows its back buffer lacks: after every publish the state and the buffer just
+    published equal pricing a fresh full snapshot, bit for bit."""
+    m, stream = market
+    e = DecisionEngine(EngineConfig(max_series=MAX_SERIES, max_groups=MAX_GROUPS, sample_every=0))
+    try:
+        r = PricingRefresher(e, CFG)
+        begin, group_back, written = e.begin_refs, e.group_refs_back, []
+        e.begin_refs = lambda: written.append(begin()) or written[-1]
+        e.group_refs_back = lambda: written.append(group_back()) or written[-1]
+        at, partial = 0, 0
+        for n in [600] * 10 + [150] * 30 + [0]:
+            e.process(stream[max(at + n - 1, 0):at + n] if n == 0 else stream[at:at + n], batch=64)
+            at += n
+            state = r.refresh()
+            assert state is not None
+            full = compute_pricing(e.snapshot(), e.groups(), MAX_SERIES, CFG, MAX_GROUPS)
+            assert_same(full, state)
+            refs, grefs = written[-2:]
+            assert refs.tobytes() == full.refs.tobytes() and grefs.tobytes() == full.group_refs.tobytes()
+            partial += 0 <= state.repriced < len(state.series)
+            if n == 0:
+                assert state.repriced == 0
+        assert partial >= 20 and r.published == 41
+    finally:
+        e.close()
+
+
 def test_series_in_no_group_get_no_limits(market: tuple) -> None:
     """An engine whose group table is full keeps series in no group (NO_SLOT): pricing
     gives them no limits instead of failing (it once indexed with the wrapped -1)."""

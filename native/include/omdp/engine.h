@@ -191,6 +191,18 @@ uint32_t omdp_engine_snapshot_series(const omdp_engine_t *engine, uint32_t first
 uint32_t omdp_engine_snapshot_groups(const omdp_engine_t *engine, omdp_engine_group_info_t *out,
                                      uint32_t cap);
 
+/* Bring a snapshot up to date, reading again only the series that moved: infos[0..*n_seen)
+ * is the previous call's snapshot (index = slot), seqs and twins each slot's seqlock sequence
+ * and twin as of then (all three caller-owned, cap entries). A slot whose sequence or twin
+ * changed since, or at or past *n_seen, is read again into infos; those that now differ in
+ * a field pricing reads, and every new one, are listed in changed (cap entries, ascending).
+ * Sets *n_seen to the series in use (at most cap) and returns how many were listed. The
+ * sequences cost one cache line per series, where a snapshot copies them all: a refresh
+ * costs what moved. Start with *n_seen = 0. */
+uint32_t omdp_engine_snapshot_update(const omdp_engine_t *engine, omdp_engine_series_info_t *infos,
+                                     uint32_t *seqs, uint32_t *twins, uint32_t cap, uint32_t *n_seen,
+                                     uint32_t *changed);
+
 /* changed[k] = 1 where now[k] and old[k] differ in a field pricing reads (strike_px, bid_px,
  * offer_px, put_call, group, twin), else 0, for k < n; returns how many differ (0 for a NULL
  * argument, nothing written). One pass over both snapshots, where comparing them field by

@@ -1,0 +1,39 @@
+"""The series mirror (``omdp_engine_snapshot_update``) equals a full snapshot after every
+update and lists exactly the series that are new or changed in a field pricing reads."""
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+
+from decision_engines.engine import DecisionEngine, priced_changed
+from decision_engines.engine_config import EngineConfig
+from decision_engines.engine_mirror import SeriesMirror
+from ops.bench.model_market import model_market, quote_stream
+
+
+def test_the_mirror_equals_a_snapshot_and_lists_what_moved() -> None:
+    m = model_market(12, [20080216, 20080322], 5, dt.date(2008, 2, 4), seed=31)
+    stream = quote_stream(m, 8_000, seed=32)
+    e = DecisionEngine(EngineConfig(max_series=1 << 12, max_groups=64, sample_every=0))
+    try:
+        mirror = SeriesMirror(capacity=16)  # grows with the engine
+        prev = np.zeros(0, dtype=mirror.series.dtype)
+        at, moved, quiet = 0, 0, 0
+        for n in [7] * 30 + [300] * 20 + [0]:  # 7: a pair's legs often in different updates
+            e.process(stream[at:at + n], batch=32)
+            at += n
+            listed = mirror.update(e)
+            snap = e.snapshot()
+            assert mirror.series.tobytes() == snap.tobytes()
+            want = np.arange(len(prev), len(snap))  # new series ...
+            if len(prev):                            # ... and those that changed
+                want = np.concatenate([np.nonzero(priced_changed(snap[:len(prev)], prev))[0], want])
+            assert np.array_equal(listed, want)
+            moved += 0 < len(listed) < len(snap)
+            quiet += len(listed) == 0
+            prev = snap
+        assert moved >= 20 and quiet == 1
+        assert np.array_equal(mirror.update(e), np.zeros(0, np.int64))  # nothing since
+    finally:
+        e.close()
