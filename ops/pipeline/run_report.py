@@ -71,6 +71,7 @@ class Accounting:
     pricing_busy: int = 0
     pricing_failures: int = 0
     pricing_us: int = 0
+    pricing_cpu_us: int = 0
     pricing_repriced: int = 0
     pricing_series: int = 0
     pricing_last_error: str = ""
@@ -110,7 +111,7 @@ def accounting(result: RunResult, assembly: Assembly) -> Accounting:
             a.bbo_checked += c.get("bbo_checked", 0)
             a.bbo_mismatches += c.get("bbo_bid_mismatch", 0) + c.get("bbo_offer_mismatch", 0)
             a.engines[name] = {k: c.get(k, 0) for k in ("processed", "quotes", "sampled", "signals", "unrouted")}
-            for k in ("published", "busy", "failures", "us", "repriced", "series"):
+            for k in ("published", "busy", "failures", "us", "cpu_us", "repriced", "series"):
                 setattr(a, f"pricing_{k}", getattr(a, f"pricing_{k}") + c.get(f"pricing_{k}", 0))
             a.pricing_last_error = c.get("pricing_last_error", a.pricing_last_error)
         elif group in g.latency:
@@ -263,10 +264,11 @@ def stamp_clocks(result: RunResult) -> dict[str, dict[str, Any]]:
 
 def pricing_line(a: Accounting) -> str:
     """The summary's line on the engines' pricing refreshes: how many were published, their
-    mean time and the share of series each priced again, how many were skipped or failed."""
+    mean time (wall and CPU: a niced refresher waits for spare CPU) and the share of series
+    each priced again, how many were skipped or failed."""
     n = a.pricing_published
     line = (f"pricing: {n:,} refreshes published"
-            + (f" (mean {a.pricing_us / n / 1000:,.1f} ms; {a.pricing_repriced / max(a.pricing_series, 1):.1%} of the "
+            + (f" (mean {a.pricing_us / n / 1000:,.1f} ms, {a.pricing_cpu_us / n / 1000:,.1f} ms of CPU; {a.pricing_repriced / max(a.pricing_series, 1):.1%} of the "
                "series priced again, the others unchanged since the last refresh)" if n else "")
             + f", {a.pricing_busy:,} skipped (the hot path had not taken the last), {a.pricing_failures:,} failed")
     return line + (f" (last: {a.pricing_last_error})" if a.pricing_failures and a.pricing_last_error else "")

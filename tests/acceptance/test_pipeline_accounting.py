@@ -80,11 +80,12 @@ def test_the_report_says_how_pricing_went(data_dir: Path) -> None:
     assert run.result.ok, run.result.failure
     a = run.accounting
     assert a.pricing_published >= 2 and a.pricing_failures == 0 and a.pricing_last_error == ""
-    assert a.pricing_us > 0 and 0 <= a.pricing_repriced <= a.pricing_series
+    assert a.pricing_us > 0 and 0 < a.pricing_cpu_us <= a.pricing_us + a.pricing_published  # (rounding)
+    assert 0 <= a.pricing_repriced <= a.pricing_series
     assert (a.pricing_repriced > 0) == (a.pricing_series > 0), (a.pricing_repriced, a.pricing_series)
     assert run.to_dict()["accounting"]["pricing_published"] == a.pricing_published
     line = next(ln for ln in run.text().splitlines() if ln.startswith("pricing: "))
-    assert f"{a.pricing_published:,} refreshes published (mean " in line and ", 0 failed" in line
+    assert f"{a.pricing_published:,} refreshes published (mean " in line and " ms of CPU; " in line and ", 0 failed" in line
 
 
 def test_batching_across_packets_changes_no_result(data_dir: Path) -> None:
