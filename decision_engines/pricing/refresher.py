@@ -58,6 +58,7 @@ class PricingState:
     repriced: int = -1        # series priced again (the others kept from the previous state); -1: all
     slots: np.ndarray | None = None      # those series' slots (None: all were priced)
     group_ids: np.ndarray | None = None  # the groups priced again (None: all)
+    series_group: np.ndarray | None = None  # each series' group as int64, -1: none (kept for the next refresh)
 
 
 def years_to_expiry(expiry: np.ndarray, as_of: dt.date, hours_left: float) -> np.ndarray:
@@ -142,12 +143,25 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0)
 
 
+def _series_groups(series: np.ndarray, ng: int, prev: PricingState, n0: int, kept: bool) -> np.ndarray:
+    """Each series' group as int64 (-1: none or not among the ng groups); ``kept``: the
+    first n0 are ``prev``'s (a slot's group is set once, when the engine first sees the
+    series: only new slots are read, not a strided field of every 64-byte record)."""
+    if kept and prev.series_group is not None and len(prev.series_group) == n0:
+        new = series["group"][n0:].astype(np.int64)
+        new[new >= ng] = -1
+        return np.concatenate([prev.series_group, new])
+    gi = series["group"].astype(np.int64)
+    gi[gi >= ng] = -1
+    return gi
+
+
 def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState, n0: int,
-              slots: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(series to price again, groups to price again), as masks, or None when ``prev``
-    cannot be built on (the snapshot lost series or groups: an engine handed some away).
-    ``n0``: the series ``prev`` priced; ``slots``: those new or changed since (None: found
-    by comparing ``series`` with ``prev.series``).
+              slots: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(series to price again, groups to price again, as masks; each series' group), or
+    None when ``prev`` cannot be built on (the snapshot lost series or groups: an engine
+    handed some away). ``n0``: the series ``prev`` priced; ``slots``: those new or changed
+    since (None: found by comparing ``series`` with ``prev.series``).
 
     A group is priced again when it is new or changed, or when a series of it (now or at
     ``prev``) is new or changed in a field pricing reads; a pair's legs go together."""
@@ -164,10 +178,10 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState, n0: in
         changed = np.zeros(n, dtype=bool)
         changed[slots] = True
         idx = slots
-    grp, twin = series["group"], series["twin"]
-    gi = np.where(grp < ng, grp, ng).astype(np.int64)
-    dirty[gi[idx]] = True
-    if slots is None:  # (a slot's group is set once, when the engine first sees the series)
+    twin = series["twin"]
+    gi = _series_groups(series, ng, prev, n0, slots is not None)
+    dirty[gi[idx]] = True   # (-1: the last entry)
+    if slots is None:  # a snapshot given from outside may move a series between groups
         old_g = prev.series["group"][idx[idx < n0]].astype(np.int64)
         dirty[old_g[old_g < ng]] = True
     dirty[ng] = False
@@ -176,10 +190,10 @@ def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState, n0: in
         t = twin[need]
         t = t[t < n].astype(np.int64)
         more = gi[t]
-        more = more[~dirty[more] & (more < ng)]
+        more = more[(more >= 0) & ~dirty[more]]
         if not more.size:
             need[t] = True
-            return need, dirty[:ng]
+            return need, dirty[:ng], gi
         dirty[more] = True
 
 
@@ -190,7 +204,7 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
     found = _to_price(series, groups, prev, len(prev.series), slots)
     if found is None:
         return None
-    need, dirty = found
+    need, dirty, series_group = found
     n, ng, g0 = len(series), len(groups), len(prev.groups)
     sel = np.nonzero(need)[0]
     if len(sel) > FULL_REPRICE_SHARE * n:
@@ -224,7 +238,8 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
         kept = dg < len(group_refs)
         group_refs[dg[kept]] = part.group_refs[kept]
     return PricingState(series, groups, years, Forwards(forward, discount, pairs, fitted), mid_iv,
-                        Smiles(coef, points, k_min, k_max), value, refs, group_refs, 0.0, len(sel), sel, dg)
+                        Smiles(coef, points, k_min, k_max), value, refs, group_refs, 0.0, len(sel), sel, dg,
+                        series_group)
 
 
 def _grown(a: np.ndarray, n: int, fill: object, in_place: bool = False) -> np.ndarray:
