@@ -140,7 +140,7 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     mid = np.where(usable, 0.5 * (bid + offer), np.nan)
     refs, value = build_refs(max_series, strike, is_call, twin, group, years, mid, fwd, smiles, cfg)
     group_refs = build_group_refs(n_groups if max_groups is None else max_groups, years, fwd, smiles, cfg)
-    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0)
+    return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0, series_group=group)
 
 
 def _series_groups(series: np.ndarray, ng: int, prev: PricingState, n0: int, kept: bool) -> np.ndarray:
