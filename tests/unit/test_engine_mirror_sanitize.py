@@ -1,5 +1,6 @@
 """The series mirror (``omdp_engine_snapshot_update``) equals a full snapshot after every
-update and lists exactly the series that are new or changed in a field pricing reads."""
+update and lists exactly the series that are new or changed in a field pricing reads (in
+the sanitizer tier: the C function writes three caller-owned arrays)."""
 from __future__ import annotations
 
 import datetime as dt
