@@ -7,7 +7,12 @@ Kinds:
 - ``off_smile``: one exchange quotes the series around the Black-Scholes value at a
   volatility 10 to 25 points off the smile, with its usual spread.
 - ``parity``: every exchange quoting a call shifts it by at least three ticks and 15% of
-  its value at one tick of the underlying, the put untouched: put-call parity breaks.
+  its value at one tick of the underlying, the put untouched: put-call parity breaks, and
+  by enough that the synthetic forward (the call less the put, at the pair's best bid and
+  offer) trades through its fair value by more than the cost of trading it
+  (``PARITY_COST`` of the underlying, at least ``PARITY_COST_MIN_CENTS``) and two ticks: an
+  arbitrage beyond the quoted spreads, not a quote that moved inside them (a deep
+  in-the-money put's wide spread once absorbed a 15% shift of its call).
 
 Each lasts until the exchange next requotes the series (the next tick of the underlying).
 An off-smile or parity quote can lock or cross the market while the other exchanges have
@@ -31,6 +36,12 @@ DEFAULT_RATES = {"locked": 0.5, "crossed": 0.5, "off_smile": 1.0, "parity": 0.5}
 
 MIN_VALUE = 0.30
 """Anomalies go on series worth at least this much (dollars), where they are visible."""
+
+PARITY_COST = 0.0005
+PARITY_COST_MIN_CENTS = 10.0
+"""The cost of trading a synthetic forward a parity break must exceed: 0.05% of the
+underlying, at least 10 cents (a decision engine's default parity tolerance,
+docs/engines.md)."""
 
 
 @dataclass
@@ -84,17 +95,29 @@ def pick(rng: np.random.Generator, candidates: np.ndarray, k: int) -> np.ndarray
     return np.sort(rng.choice(candidates, size=min(k, candidates.size), replace=False))
 
 
-def apply_parity(rng: np.random.Generator, units: np.ndarray, series: np.ndarray, theo: np.ndarray, book: QuoteBook,
-                 quotes: tuple[np.ndarray, ...], out: Injected, next_event: int) -> int:
-    """Shift every listed exchange's quote of the calls at ``units``; returns the next event id."""
+def apply_parity(rng: np.random.Generator, units: np.ndarray, put_units: np.ndarray, spot: np.ndarray,
+                 series: np.ndarray, theo: np.ndarray, book: QuoteBook, quotes: tuple[np.ndarray, ...], out: Injected,
+                 next_event: int) -> int:
+    """Shift every listed exchange's quote of the calls at ``units`` (their puts' quotes at
+    ``put_units``, the underlying at ``spot`` dollars); returns the next event id."""
     bid, ask, bsz, asz = quotes
     for i, u in enumerate(units.tolist()):
-        s = series[u]
+        s, p = series[u], int(put_units[i])
         th = int(book.tick_hi[s])
         delta = max(3 * th, int(round(0.15 * theo[u] * 100 / th)) * th)
         sign = 1 if (theo[u] * 100 < 2 * delta or rng.random() < 0.5) else -1
         cols = np.flatnonzero(book.listed[:, s])
         fair_b, fair_a = bid[cols, u].copy(), ask[cols, u].copy()
+        put_b, put_a = bid[:, p], ask[:, p]
+        if sign < 0 and not (put_b > 0).any():
+            sign = 1  # no put bid: the synthetic forward has no offer to break
+        cost = max(PARITY_COST_MIN_CENTS, PARITY_COST * spot[i] * 100) + 2 * th
+        c, q = theo[u] * 100, theo[p] * 100
+        if sign > 0:   # the synthetic bid (call bid - put offer) above fair
+            need = (c - fair_b.max()) + (put_a[put_a > 0].min() - q) + cost
+        else:          # the synthetic offer (call offer - put bid) below fair
+            need = (fair_a[fair_a > 0].min() - c) + (q - put_b.max()) + cost
+        delta = max(delta, int(np.ceil(need / th)) * th)
         new_b = on_grid(book, s, np.maximum(np.where(fair_b > 0, fair_b + sign * delta, 0), 0), up=False)
         bid[cols, u] = new_b
         bsz[cols, u] = np.where(new_b > 0, np.maximum(bsz[cols, u], 1), 0)

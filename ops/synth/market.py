@@ -24,7 +24,7 @@ from ops.synth.nbbo import (NO_OFFER, bbo_letter, bbo_states, bid_keys, bid_of, 
 from ops.synth.price_walk import PriceWalk, Ticks
 from ops.synth.pricing import SeriesPricer
 from ops.synth.quoting import QuoteBook, quote
-from ops.synth.series import SeriesTable
+from ops.synth.series import SeriesTable, twin_series
 
 N_EXCH = 6
 EXCHANGE_LATENCY_NS = np.array([400_000, 150_000, 250_000, 80_000, 200_000, 320_000], dtype=np.int64)
@@ -79,6 +79,7 @@ class QuoteMarket:
     def __init__(self, table: SeriesTable, book: QuoteBook, pricer: SeriesPricer, walk: PriceWalk,
                  series_line: np.ndarray, rng: np.random.Generator) -> None:
         self.table = table
+        self.twin = twin_series(table)
         self.series_line = np.asarray(series_line, dtype=np.int64)
         self.book = book
         self.pricer = pricer
@@ -198,8 +199,11 @@ class QuoteMarket:
             taken[chosen] = True
             return chosen
 
-        parity_units = choose(eligible & ~self.table.is_put[series], counts.get("parity", 0))
-        self.next_event = anom.apply_parity(rng, parity_units, series, theo, self.book, quotes, out, self.next_event)
+        twin = self.twin[series]
+        parity_units = choose(eligible & ~self.table.is_put[series] & (twin >= 0), counts.get("parity", 0))
+        put_units = parity_units + twin[parity_units] - series[parity_units]   # the same tick's quote of the put
+        self.next_event = anom.apply_parity(rng, parity_units, put_units, ticks.price[unit_tick[parity_units]] / 100.0,
+                                            series, theo, self.book, quotes, out, self.next_event)
 
         off_units = choose(eligible, 4 * counts.get("off_smile", 0))
         if off_units.size:

@@ -49,6 +49,18 @@ class SeriesTable:
         return self.strike_milli / 1000.0
 
 
+def twin_series(table: SeriesTable) -> np.ndarray:
+    """Each series' other leg (same root, expiry and strike, the other of put and call), -1
+    where the table has none: what a parity check pairs."""
+    order = np.lexsort((table.is_put, table.strike_milli, table.expiry, table.root))
+    key = np.stack([table.root[order].astype(np.int64), table.expiry[order].astype(np.int64), table.strike_milli[order]])
+    same = (key[:, 1:] == key[:, :-1]).all(axis=0) & (table.is_put[order][1:] != table.is_put[order][:-1])
+    twin = np.full(len(table), -1, dtype=np.int64)
+    twin[order[:-1][same]] = order[1:][same]
+    twin[order[1:][same]] = order[:-1][same]
+    return twin
+
+
 def strike_step(level: float, kind: str) -> float:
     """The strike interval of 2008 at a price level: $2.50 below $25, $5 to $200, $10 above;
     index classes use $5 near the money at high levels (see ``strike_grid``)."""

@@ -117,6 +117,43 @@ def test_bbo_indicators_match_an_independent_nbbo(small_capture: SynthResult, de
             assert state == kind
 
 
+@pytest.mark.full  # a Python NBBO over the capture's quotes
+def test_parity_events_break_parity_beyond_the_spreads(small_capture: SynthResult, decoded: dict) -> None:
+    """While every exchange's quote of the call is shifted, the synthetic forward at the pair's
+    best quotes (call bid - put offer, or call offer - put bid) trades through the fair one
+    (the call's unshifted mid less the put's) by more than the cost of trading it, at the
+    call's last shifted quote or at a quote of the put before the call is requoted: a break
+    a spread-aware engine can see, not a move inside a wide put's spread."""
+    gt = pq.read_table(small_capture.directory / small_capture.manifest.ground_truth.file).to_pandas()
+    shifted = set(zip(gt["line"], gt["seq"]))
+    last = gt[gt["kind"] == "parity"].groupby("event").tail(1)   # the event's last shifted exchange
+    events = {(int(r.line), int(r.seq)): r for r in last.itertuples()}
+    replay, pending, broken = NbboReplay(), {}, {}
+
+    def judge(key: tuple, r: object) -> None:
+        if (*key, ord("P")) not in replay.books:
+            return
+        cb, co = replay._best(replay.books[(*key, ord("C"))])
+        pb, po = replay._best(replay.books[(*key, ord("P"))])
+        fair = (r.fair_bid + r.fair_offer) / 2 - (pb[0] + po[0]) / 2    # cents
+        cost = max(10.0, 0.0005 * (r.strike_px / 1e7 + fair))              # 0.05% of ~the forward
+        now = cb[0] - po[0] > fair + cost if r.magnitude > 0 else co[0] - pb[0] < fair - cost
+        broken[r.event] = broken.get(r.event, False) or now
+
+    for line, (_, recs, *_r) in decoded.items():
+        for m in recs[recs["category"] == ord("k")]:
+            key, at = (bytes(m["root"]), int(m["expiry"]), int(m["strike_px"])), (line, int(m["msg_seq"]))
+            if m["put_call"] == ord("C") and key in pending and at not in shifted:
+                del pending[key]                                  # an exchange quotes the call normally again
+            replay.feed(m, line, False)
+            if m["put_call"] == ord("P") and key in pending:
+                judge(key, pending[key])
+            if at in events:
+                pending[key] = events[at]
+                judge(key, events[at])
+    assert set(broken) == {r.event for r in events.values()} and all(broken.values()), broken
+
+
 def test_ground_truth_rows_are_those_quotes(small_capture: SynthResult, decoded: dict) -> None:
     gt = pq.read_table(small_capture.directory / small_capture.manifest.ground_truth.file).to_pydict()
     assert set(gt["kind"]) == {"locked", "crossed", "off_smile", "parity"}

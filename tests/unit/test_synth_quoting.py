@@ -10,7 +10,7 @@ import pytest
 from ops.synth.price_walk import step_cents
 from ops.synth.pricing import SeriesPricer, smile_vol
 from ops.synth.quoting import build_quote_book, quote
-from ops.synth.series import build_series
+from ops.synth.series import build_series, twin_series
 from ops.synth.universe import RISK_FREE_RATE
 from ops.synth.universe_builtin import builtin_universe
 
@@ -63,3 +63,15 @@ def test_exchanges_one_step_apart_never_lock(model: tuple) -> None:
                 assert not np.any(b1[e][both] >= a0[f][both])
                 both = book.listed[e] & book.listed[f] & (b0[f] > 0)
                 assert not np.any(a1[e][both] <= b0[f][both])
+
+
+def test_every_series_has_its_other_leg(model: tuple) -> None:
+    """twin_series pairs each call with the put of its root, expiry and strike (what a parity
+    anomaly shifts against), both ways."""
+    _, table, *_ = model
+    twin = twin_series(table)
+    assert (twin >= 0).all()
+    assert (twin[twin] == np.arange(len(table))).all()
+    assert (table.is_put[twin] != table.is_put).all()
+    for f in (table.root, table.expiry, table.strike_milli, table.underlying):
+        assert (f[twin] == f).all()
