@@ -99,7 +99,8 @@ def apply_parity(rng: np.random.Generator, units: np.ndarray, put_units: np.ndar
                  series: np.ndarray, theo: np.ndarray, book: QuoteBook, quotes: tuple[np.ndarray, ...], out: Injected,
                  next_event: int) -> int:
     """Shift every listed exchange's quote of the calls at ``units`` (their puts' quotes at
-    ``put_units``, the underlying at ``spot`` dollars); returns the next event id."""
+    ``put_units``, each put listed on some exchange; the underlying at ``spot`` dollars);
+    returns the next event id."""
     bid, ask, bsz, asz = quotes
     for i, u in enumerate(units.tolist()):
         s, p = series[u], int(put_units[i])

@@ -200,7 +200,8 @@ class QuoteMarket:
             return chosen
 
         twin = self.twin[series]
-        parity_units = choose(eligible & ~self.table.is_put[series] & (twin >= 0), counts.get("parity", 0))
+        paired = (twin >= 0) & listed[:, np.maximum(twin, 0)].any(axis=0)   # a put some exchange quotes
+        parity_units = choose(eligible & ~self.table.is_put[series] & paired, counts.get("parity", 0))
         put_units = parity_units + twin[parity_units] - series[parity_units]   # the same tick's quote of the put
         self.next_event = anom.apply_parity(rng, parity_units, put_units, ticks.price[unit_tick[parity_units]] / 100.0,
                                             series, theo, self.book, quotes, out, self.next_event)
