@@ -4,6 +4,7 @@ the sanitizer tier: the C function writes three caller-owned arrays)."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import numpy as np
 
@@ -36,5 +37,33 @@ def test_the_mirror_equals_a_snapshot_and_lists_what_moved() -> None:
             prev = snap
         assert moved >= 20 and quiet == 1
         assert np.array_equal(mirror.update(e), np.zeros(0, np.int64))  # nothing since
+    finally:
+        e.close()
+
+
+def test_the_mirror_follows_a_running_hot_path() -> None:
+    """Updated over and over while another thread feeds the engine (the refresher's case:
+    series appear between the mirror's size check and its scan, which must stop at its
+    capacity; without that cap this test crashes), the mirror misses nothing: once the
+    feeding stops, one more update equals a full snapshot."""
+    m = model_market(20, [20080216, 20080322], 6, dt.date(2008, 2, 4), seed=33)
+    stream = quote_stream(m, 150_000, seed=34)
+    e = DecisionEngine(EngineConfig(max_series=1 << 12, max_groups=64, sample_every=0))
+    try:
+        mirror, updates, done = SeriesMirror(capacity=16), 0, threading.Event()
+
+        def feed() -> None:
+            e.process(stream, batch=32)
+            done.set()
+
+        t = threading.Thread(target=feed)
+        t.start()
+        while not done.is_set():
+            mirror.update(e)
+            updates += 1
+        t.join()
+        mirror.update(e)
+        assert mirror.series.tobytes() == e.snapshot().tobytes()
+        assert updates > 10
     finally:
         e.close()
