@@ -112,8 +112,7 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     bid = series["bid_px"] / PRICE_SCALE
     offer = series["offer_px"] / PRICE_SCALE
     is_call = series["put_call"] == ord("C")
-    group = series["group"].astype(np.int64)
-    group[group == NO_SLOT] = -1  # (np.where with -1 would keep uint32: -1 wrapping to NO_SLOT)
+    group = _group_ids(series["group"], n_groups)
     twin = series["twin"].astype(np.int64)
     in_group = group >= 0
     usable = (series["bid_px"] > 0) & (series["offer_px"] > series["bid_px"]) & in_group
@@ -143,17 +142,21 @@ def _price_all(series: np.ndarray, groups: np.ndarray, max_series: int, cfg: Pri
     return PricingState(series, groups, years, fwd, mid_iv, smiles, value, refs, group_refs, 0.0, series_group=group)
 
 
-def _series_groups(series: np.ndarray, ng: int, prev: PricingState, n0: int, kept: bool) -> np.ndarray:
-    """Each series' group as int64 (-1: none or not among the ng groups); ``kept``: the
-    first n0 are ``prev``'s (a slot's group is set once, when the engine first sees the
-    series: only new slots are read, not a strided field of every 64-byte record)."""
-    if kept and prev.series_group is not None and len(prev.series_group) == n0:
-        new = series["group"][n0:].astype(np.int64)
-        new[new >= ng] = -1
-        return np.concatenate([prev.series_group, new])
-    gi = series["group"].astype(np.int64)
+def _group_ids(group: np.ndarray, ng: int) -> np.ndarray:
+    """Snapshot group fields as int64 group ids, -1 for none (NO_SLOT) or one not among the
+    ng groups (np.where with -1 would keep uint32: -1 wrapping to NO_SLOT)."""
+    gi = group.astype(np.int64)
     gi[gi >= ng] = -1
     return gi
+
+
+def _series_groups(series: np.ndarray, ng: int, prev: PricingState, n0: int, kept: bool) -> np.ndarray:
+    """Each series' group id (``_group_ids``); ``kept``: the first n0 are ``prev``'s (a
+    slot's group is set once, when the engine first sees the series: only new slots are
+    read, not a strided field of every 64-byte record)."""
+    if kept and prev.series_group is not None and len(prev.series_group) == n0:
+        return np.concatenate([prev.series_group, _group_ids(series["group"][n0:], ng)])
+    return _group_ids(series["group"], ng)
 
 
 def _to_price(series: np.ndarray, groups: np.ndarray, prev: PricingState, n0: int,

@@ -80,6 +80,8 @@ class QuoteMarket:
                  series_line: np.ndarray, rng: np.random.Generator) -> None:
         self.table = table
         self.twin = twin_series(table)
+        # calls a parity anomaly may shift: their put is listed somewhere (its quotes set the shift)
+        self.paired = (self.twin >= 0) & book.listed[:, np.maximum(self.twin, 0)].any(axis=0)
         self.series_line = np.asarray(series_line, dtype=np.int64)
         self.book = book
         self.pricer = pricer
@@ -199,10 +201,9 @@ class QuoteMarket:
             taken[chosen] = True
             return chosen
 
-        twin = self.twin[series]
-        paired = (twin >= 0) & listed[:, np.maximum(twin, 0)].any(axis=0)   # a put some exchange quotes
-        parity_units = choose(eligible & ~self.table.is_put[series] & paired, counts.get("parity", 0))
-        put_units = parity_units + twin[parity_units] - series[parity_units]   # the same tick's quote of the put
+        parity_units = choose(eligible & ~self.table.is_put[series] & self.paired[series], counts.get("parity", 0))
+        chosen = series[parity_units]
+        put_units = parity_units + self.twin[chosen] - chosen   # the same tick's quote of the put
         self.next_event = anom.apply_parity(rng, parity_units, put_units, ticks.price[unit_tick[parity_units]] / 100.0,
                                             series, theo, self.book, quotes, out, self.next_event)
 
