@@ -3,9 +3,9 @@
 A full snapshot copies every series (64 bytes each) and pricing then compares it, field by
 field, with the previous one: at 100k series that is milliseconds a refresh even when a few
 thousand quotes changed. The mirror keeps the last snapshot with each series' seqlock
-sequence and twin; an update (``omdp_engine_snapshot_update``) reads one cache line per
-series to find those that moved, reads those again, and lists the ones whose priced fields
-changed, so a refresh costs what moved.
+sequence and twin; an update (``omdp_engine_snapshot_update``) compares them with the
+engine's dense copies (8 bytes a series, read in order) to find those that moved, reads
+those again, and lists the ones whose priced fields changed, so a refresh costs what moved.
 """
 from __future__ import annotations
 

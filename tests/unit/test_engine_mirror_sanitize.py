@@ -67,3 +67,36 @@ def test_the_mirror_follows_a_running_hot_path() -> None:
         assert updates > 10
     finally:
         e.close()
+
+
+def test_the_mirror_sees_series_a_bucket_hand_over_rewrote() -> None:
+    """Series handed over by another engine (``omdp_engine_import_series``, re-sharding)
+    rewrite the NBBO of series the mirror has already read: the update finds them through
+    the engine's dense sequences, as it finds the hot path's own writes."""
+    from omdp.native import ffi, lib
+
+    m = model_market(12, [20080216, 20080322], 5, dt.date(2008, 2, 4), seed=35)
+    stream = quote_stream(m, 6_000, seed=36)
+    cfg = EngineConfig(max_series=1 << 12, max_groups=64, sample_every=0)
+    giver, taker = DecisionEngine(cfg), DecisionEngine(cfg)
+    try:
+        giver.process(stream, batch=64)
+        taker.process(stream[:2_000], batch=64)
+        mirror = SeriesMirror(capacity=16)
+        mirror.update(taker)
+        before = taker.snapshot()
+        n = ffi.new("uint32_t *")
+        cap = ffi.sizeof("omdp_reshard_handover_t") + giver.series_count * ffi.sizeof("omdp_reshard_series_t")
+        area = ffi.new("uint8_t[]", cap)
+        assert lib.omdp_engine_export_bucket(giver.handle, 1, 0, area, cap, n) > 0
+        series = ffi.cast("omdp_reshard_series_t *", area + ffi.sizeof("omdp_reshard_handover_t"))
+        assert lib.omdp_engine_import_series(taker.handle, series, n[0], ffi.NULL) == n[0]
+        listed = mirror.update(taker)
+        snap = taker.snapshot()
+        assert mirror.series.tobytes() == snap.tobytes()
+        rewritten = np.nonzero(priced_changed(snap[:len(before)], before))[0]
+        assert len(rewritten) > 20
+        assert np.isin(rewritten, listed).all()
+    finally:
+        giver.close()
+        taker.close()

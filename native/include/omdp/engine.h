@@ -197,8 +197,9 @@ uint32_t omdp_engine_snapshot_groups(const omdp_engine_t *engine, omdp_engine_gr
  * changed since, or at or past *n_seen, is read again into infos; those that now differ in
  * a field pricing reads, and every new one, are listed in changed (cap entries, ascending).
  * Sets *n_seen to the series in use (at most cap) and returns how many were listed. The
- * sequences cost one cache line per series, where a snapshot copies them all: a refresh
- * costs what moved. Start with *n_seen = 0. */
+ * test reads the engine's dense copies of the sequences and twins (8 bytes a series, in
+ * order), where a snapshot copies every series: a refresh costs what moved. Start with
+ * *n_seen = 0. */
 uint32_t omdp_engine_snapshot_update(const omdp_engine_t *engine, omdp_engine_series_info_t *infos,
                                      uint32_t *seqs, uint32_t *twins, uint32_t cap, uint32_t *n_seen,
                                      uint32_t *changed);

@@ -18,7 +18,7 @@ static uint32_t pow2_at_least(uint64_t v)
     return (uint32_t)p;
 }
 
-#define ENG_ARRAYS 10
+#define ENG_ARRAYS 11
 
 /* The engine's arrays (their addresses in ptrs, may be NULL) and sizes, in one place for create,
  * free and prefault. */
@@ -36,6 +36,7 @@ static void engine_arrays(const struct omdp_engine *e, void *ptrs[ENG_ARRAYS], s
     ptrs[7] = e->refs[1], bytes[7] = ns * sizeof(omdp_series_ref_t);
     ptrs[8] = e->grefs[0], bytes[8] = ng * sizeof(omdp_group_ref_t); /* zero: disabled */
     ptrs[9] = e->grefs[1], bytes[9] = ng * sizeof(omdp_group_ref_t);
+    ptrs[10] = (void *)e->seqs, bytes[10] = ns * sizeof(uint32_t);
 }
 
 static void refs_disable_all(omdp_series_ref_t *refs, uint32_t n)
@@ -82,8 +83,9 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->refs[1] = eng_map_zeroed(bytes[7]);
     e->grefs[0] = eng_map_zeroed(bytes[8]);
     e->grefs[1] = eng_map_zeroed(bytes[9]);
+    e->seqs = eng_map_zeroed(bytes[10]);
     if (!e->series || !e->meta || !e->twins || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
-        !e->grefs[0] || !e->grefs[1]) {
+        !e->grefs[0] || !e->grefs[1] || !e->seqs) {
         engine_free(e);
         *err = OMDP_ENGINE_ENOMEM;
         return NULL;

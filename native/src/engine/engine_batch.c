@@ -270,8 +270,11 @@ static inline int nbbo_ask_equal(const nbbo_t *a, const nbbo_t *b)
     return (a->ask == b->ask) & (a->ask_sz == b->ask_sz) & (a->ask_ex == b->ask_ex);
 }
 
-static inline void write_nbbo(eng_series_t *s, const nbbo_t *n)
+/* The NBBO under the series' seqlock, and the new sequence in the engine's dense copy
+ * (what a mirror scans). */
+static inline void write_nbbo(struct omdp_engine *e, uint32_t slot, const nbbo_t *n)
 {
+    eng_series_t *s = &e->series[slot];
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 1u, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -282,6 +285,7 @@ static inline void write_nbbo(eng_series_t *s, const nbbo_t *n)
     atomic_store_explicit(&s->nb_ex, n->bid_ex, memory_order_relaxed);
     atomic_store_explicit(&s->no_ex, n->ask_ex, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 2u, memory_order_release);
+    atomic_store_explicit(&e->seqs[slot], q + 2u, memory_order_release);
 }
 
 /* Does our NBBO agree with what the feed says about the best bid and offer after this quote? */
@@ -507,7 +511,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
     read_nbbo(s, &before);
     quote_nbbo(s, (uint32_t)x, bid, bsz, ask, asz, &now);
     int changed = !nbbo_bid_equal(&before, &now) | !nbbo_ask_equal(&before, &now);
-    write_nbbo(s, &now); /* unconditional: a branch on `changed` is a coin toss on a random feed */
+    write_nbbo(e, slot, &now); /* unconditional: a branch on `changed` is a coin toss on a random feed */
     if (__builtin_expect(b->e->nbbo_log != NULL, 0) && changed)
         eng_nbbo_append(b->e, m, slot, (uint8_t)x, now.bid, now.bid_sz, now.bid_ex, now.ask, now.ask_sz, now.ask_ex);
     check_bbo(b, m, x, bid, bsz, ask, asz, &before, &now);

@@ -88,6 +88,10 @@ struct omdp_engine {
     uint32_t *twins;             /* twin of each slot in use, the hot path's own dense copy of
                                   * eng_series_t.twin: stage 3 of the batch pipeline reads it
                                   * without waiting for the series' line 0 */
+    _Atomic uint32_t *seqs;      /* each slot's NBBO seqlock sequence as of its last write, dense:
+                                  * with twins, what a mirror (omdp_engine_snapshot_update) scans
+                                  * to find the series that moved - 8 bytes a series instead of
+                                  * each series' line 0 */
     _Atomic uint64_t *table;
     uint32_t table_mask;
     _Atomic uint32_t n_series;
