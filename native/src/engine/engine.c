@@ -28,7 +28,7 @@ static void engine_arrays(const struct omdp_engine *e, void *ptrs[ENG_ARRAYS], s
     size_t ts = (size_t)e->table_mask + 1, gs = (size_t)e->gtable_mask + 1;
     ptrs[0] = e->series, bytes[0] = ns * sizeof(eng_series_t);
     ptrs[1] = e->meta, bytes[1] = ns * sizeof(eng_series_meta_t);
-    ptrs[2] = e->twins, bytes[2] = ns * sizeof(uint32_t);
+    ptrs[2] = (void *)e->twins, bytes[2] = ns * sizeof(uint32_t);
     ptrs[3] = (void *)e->table, bytes[3] = ts * sizeof(uint64_t);
     ptrs[4] = (void *)e->gtable, bytes[4] = gs * sizeof(uint64_t);
     ptrs[5] = e->groups, bytes[5] = ng * sizeof(omdp_engine_group_info_t);

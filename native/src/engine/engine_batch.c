@@ -590,7 +590,7 @@ static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref
 {
     if (q->slot == OMDP_ENGINE_NO_SLOT)
         return;
-    uint32_t tw = e->twins[q->slot];
+    uint32_t tw = atomic_load_explicit(&e->twins[q->slot], memory_order_relaxed);
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
     __builtin_prefetch(&e->series[tw], 1, 3);

@@ -85,7 +85,7 @@ struct omdp_engine {
     /* hot path */
     eng_series_t *series;
     eng_series_meta_t *meta;
-    uint32_t *twins;             /* twin of each slot in use, the hot path's own dense copy of
+    _Atomic uint32_t *twins;     /* twin of each slot in use, the hot path's own dense copy of
                                   * eng_series_t.twin: stage 3 of the batch pipeline reads it
                                   * without waiting for the series' line 0 */
     _Atomic uint32_t *seqs;      /* each slot's NBBO seqlock sequence as of its last write, dense:

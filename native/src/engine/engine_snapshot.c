@@ -86,7 +86,7 @@ uint32_t omdp_engine_snapshot_update(const omdp_engine_t *ce, omdp_engine_series
          * twin (8 bytes a series, read in order): a sequence written since the last update,
          * or a twin linked or newly within n, sends the series to the seqlock read. A copy
          * still behind the series' own sequence only costs a read that finds nothing new. */
-        uint32_t tw = __atomic_load_n(&e->twins[slot], __ATOMIC_RELAXED);
+        uint32_t tw = atomic_load_explicit(&e->twins[slot], memory_order_relaxed);
         tw = tw < n ? tw : OMDP_ENGINE_NO_SLOT;
         if (atomic_load_explicit(&e->seqs[slot], memory_order_acquire) == seqs[slot] && tw == twins[slot])
             continue;
