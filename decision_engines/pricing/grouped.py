@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from decision_engines.pricing import fits_native
+
 
 def group_sum(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Sum of values per group (0 for an empty group)."""
@@ -16,18 +18,7 @@ def group_count(groups: np.ndarray, n_groups: int) -> np.ndarray:
 
 
 def group_median(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-    """Median of values per group (NaN for an empty group)."""
-    out = np.full(n_groups, np.nan)
-    if values.size == 0:
-        return out
-    order = np.lexsort((values, groups))
-    g_sorted = groups[order]
-    v_sorted = values[order]
-    counts = group_count(groups, n_groups)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    have = counts > 0
-    lo = starts[have] + (counts[have] - 1) // 2
-    hi = starts[have] + counts[have] // 2
-    out[have] = 0.5 * (v_sorted[lo] + v_sorted[hi])
-    assert np.array_equal(g_sorted[lo], np.nonzero(have)[0])
-    return out
+    """Median of values per group (NaN for an empty group; NaN values sort last), in C
+    (``fits_native.group_median``) where a lexsort of every value took a quarter of the
+    smile fit's time."""
+    return fits_native.group_median(values, groups, n_groups)

@@ -1,0 +1,58 @@
+"""Pricing's per-group fits in C (native engine_fit.h): the smile fit with its outlier
+rounds, and the per-group median both the smile and the forward fits trim outliers with.
+
+As whole-array numpy (per-group sums by bincount, a batched 3x3 solve, medians by a lexsort
+of every value) a refresh's smile fit was about 2 ms over a few thousand points, a fifth of
+a replay refresh; each fit here is a pass or two over the points and one over the groups
+(docs/benchmarks.md). The numpy formulation stays as the tests' oracle
+(tests/unit/test_engine_fit_sanitize.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from omdp.native import ffi, lib
+
+
+def _f64(a: np.ndarray):
+    return ffi.cast("double *", ffi.from_buffer(a))
+
+
+def _i64(a: np.ndarray):
+    return ffi.cast("int64_t *", ffi.from_buffer(a))
+
+
+def _check(rc: int, name: str) -> None:
+    if rc == -1:
+        raise ValueError(f"{name}: a group id is negative or not below the group count")
+    if rc == -2:
+        raise MemoryError(f"{name}: no memory for its scratch arrays")
+
+
+def group_median(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Median of values per group, NaN for an empty group (NaN values sort last)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    groups = np.ascontiguousarray(groups, dtype=np.int64)
+    if len(values) != len(groups):
+        raise ValueError(f"group_median: {len(values)} values and {len(groups)} group ids")
+    out = np.empty(n_groups)
+    _check(lib.omdp_fit_group_median(_f64(values), _i64(groups), ffi.NULL, len(values), n_groups, _f64(out)),
+           "omdp_fit_group_median")
+    return out
+
+
+def smiles(k: np.ndarray, vol: np.ndarray, group: np.ndarray, n_groups: int, min_points: int,
+           outlier_mads: float, floor_vol: float, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(coef (n_groups, 3), points kept, k_min, k_max) of the robust quadratic smile per group
+    (``smile.fit_smiles`` says how)."""
+    k = np.ascontiguousarray(k, dtype=np.float64)
+    vol = np.ascontiguousarray(vol, dtype=np.float64)
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    if not len(k) == len(vol) == len(group):
+        raise ValueError(f"fit_smiles: {len(k)} k, {len(vol)} vols and {len(group)} group ids")
+    coef = np.empty((n_groups, 3))
+    points = np.empty(n_groups, np.int64)
+    k_min, k_max = np.empty(n_groups), np.empty(n_groups)
+    _check(lib.omdp_fit_smiles(_f64(k), _f64(vol), _i64(group), len(k), n_groups, min_points, outlier_mads,
+                               floor_vol, rounds, _f64(coef), _i64(points), _f64(k_min), _f64(k_max)),
+           "omdp_fit_smiles")
+    return coef, points, k_min, k_max

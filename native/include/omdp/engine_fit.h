@@ -1,0 +1,36 @@
+/* Pricing's robust per-group fits in C (decision_engines/pricing: grouped.py, smile.py).
+ *
+ * A pricing refresh fits a volatility smile per (underlying, expiry) group over the
+ * implied volatilities of the groups that moved, and trims outliers by a per-group median
+ * of absolute residuals. Written as whole-array numpy (per-group sums by bincount, a
+ * batched 3x3 solve, medians by a lexsort) that took about 2 ms a refresh over a few
+ * thousand points: a hundred-odd array passes, each with its own allocation. Here each
+ * is one pass over the points and one over the groups.
+ *
+ * Both functions read n points (group ids in [0, n_groups)), write only their outputs and
+ * return 0, or -1 (nothing written) for a NULL pointer or a group id out of range, -2 when
+ * their scratch memory cannot be allocated. Not for the hot path: they allocate. */
+#ifndef OMDP_ENGINE_FIT_H
+#define OMDP_ENGINE_FIT_H
+
+#include <stdint.h>
+
+/* out[g] = the median of values[i] over the points i < n of group g with use[i] != 0
+ * (use NULL: every point), the mean of the two middle values for an even count; NaN for a
+ * group with none. NaN values sort after every number (as numpy sorts). */
+int omdp_fit_group_median(const double *values, const int64_t *group, const uint8_t *use, uint64_t n,
+                          uint64_t n_groups, double *out);
+
+/* The smile sigma(k) = a + b k + c k^2 of each group, least squares over its points (k,
+ * vol) with finite k and vol, refitted `rounds` times without the points whose residual
+ * exceeds max(outlier_mads * 1.4826 * the group's median absolute residual, floor_vol).
+ * A group with at least max(3, min_points) points whose normal equations are not
+ * singular (|det| > 1e-12 s0 s2 s4) gets the quadratic; one with at least
+ * max(1, min_points) otherwise a flat smile at its points' median vol; others none.
+ * Outputs per group: coef[3 g .. 3 g + 2] = (a, b, c) (NaN: no smile), points kept (0: no
+ * smile), the smallest and largest k kept (NaN: none kept). */
+int omdp_fit_smiles(const double *k, const double *vol, const int64_t *group, uint64_t n, uint64_t n_groups,
+                    uint32_t min_points, double outlier_mads, double floor_vol, uint32_t rounds, double *coef,
+                    int64_t *points, double *k_min, double *k_max);
+
+#endif
