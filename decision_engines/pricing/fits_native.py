@@ -1,10 +1,10 @@
-"""Pricing's per-group fits in C (native engine_fit.h): the smile fit with its outlier
-rounds, and the per-group median both the smile and the forward fits trim outliers with.
+"""Pricing's per-group fits in C (native engine_fit.h): the forward and smile fits with their
+outlier rounds, and the per-group median they trim outliers with.
 
 As whole-array numpy (per-group sums by bincount, a batched 3x3 solve, medians by a lexsort
-of every value) a refresh's smile fit was about 2 ms over a few thousand points, a fifth of
-a replay refresh; each fit here is a pass or two over the points and one over the groups
-(docs/benchmarks.md). The numpy formulation stays as the tests' oracle
+of every value) a refresh's smile and forward fits were about 2.9 ms over a few thousand
+points, nearly a third of a replay refresh: a hundred-odd array passes, each allocating.
+Each fit here is a few passes over the points and one over the groups (docs/benchmarks.md). The numpy formulation stays as the tests' oracle
 (tests/unit/test_engine_fit_sanitize.py)."""
 from __future__ import annotations
 
@@ -56,3 +56,27 @@ def smiles(k: np.ndarray, vol: np.ndarray, group: np.ndarray, n_groups: int, min
                                floor_vol, rounds, _f64(coef), _i64(points), _f64(k_min), _f64(k_max)),
            "omdp_fit_smiles")
     return coef, points, k_min, k_max
+
+
+def forwards(strike: np.ndarray, call_minus_put: np.ndarray, weight: np.ndarray, group: np.ndarray, n_groups: int,
+             prior_discount: np.ndarray, min_pairs: int, outlier_mads: float, min_cut: float, max_se: float,
+             rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(forward, discount, pairs kept, discount fitted?) per group from call/put pairs
+    (``forward.implied_forwards`` says how)."""
+    strike = np.ascontiguousarray(strike, dtype=np.float64)
+    y = np.ascontiguousarray(call_minus_put, dtype=np.float64)
+    weight = np.ascontiguousarray(weight, dtype=np.float64)
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    prior = np.ascontiguousarray(np.broadcast_to(np.asarray(prior_discount, dtype=np.float64), (n_groups,)))
+    if not len(strike) == len(y) == len(weight) == len(group):
+        raise ValueError(f"implied_forwards: {len(strike)} strikes, {len(y)} C - P, {len(weight)} weights and "
+                         f"{len(group)} group ids")
+    if rounds < 1:
+        raise ValueError(f"implied_forwards: rounds must be at least 1, not {rounds}")
+    forward, discount = np.empty(n_groups), np.empty(n_groups)
+    kept, fitted = np.empty(n_groups, np.int64), np.empty(n_groups, np.uint8)
+    _check(lib.omdp_fit_forwards(_f64(strike), _f64(y), _f64(weight), _i64(group), len(strike), n_groups,
+                                 _f64(prior), min_pairs, outlier_mads, min_cut, max_se, rounds, _f64(forward),
+                                 _f64(discount), _i64(kept), ffi.cast("uint8_t *", ffi.from_buffer(fitted))),
+           "omdp_fit_forwards")
+    return forward, discount, kept, fitted.view(bool)

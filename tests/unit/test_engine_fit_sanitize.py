@@ -1,7 +1,8 @@
-"""Pricing's per-group fits in C (``omdp_fit_group_median``, ``omdp_fit_smiles``) against
-the whole-array numpy formulation they replaced, kept here as the oracle: the same medians
-exactly, the same smiles to rounding, the same points kept, on random groups with outliers,
-ties, NaN and degenerate groups (in the sanitizer tier: the C reads caller-owned arrays)."""
+"""Pricing's per-group fits in C (``omdp_fit_group_median``, ``omdp_fit_smiles``,
+``omdp_fit_forwards``) against the whole-array numpy formulation they replaced, kept here as
+the oracle: the same medians exactly, the same smiles and forwards to rounding, the same
+points and pairs kept, on random groups with outliers, ties, NaN and degenerate groups (in
+the sanitizer tier: the C reads caller-owned arrays)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decision_engines.pricing.grouped import group_median
+from decision_engines.pricing.fits_native import group_median
+from decision_engines.pricing.forward import MAX_DISCOUNT_SE, MIN_RESIDUAL_CUT, ParityPairs, implied_forwards
 from decision_engines.pricing.smile import fit_smiles
 from omdp.native import ffi, lib
 
@@ -89,6 +91,44 @@ def _ref_fit_smiles(k, vol, group, n_groups, min_points, outlier_mads, floor_vol
     return coef, points, k_min, k_max
 
 
+def _ref_line(g, k, y, w, n_groups, prior, min_pairs):
+    sw = _ref_sum(w, g, n_groups)
+    kept = np.bincount(g[w > 0], minlength=n_groups)[:n_groups]
+    safe = np.where(sw > 0, sw, 1.0)
+    mk = _ref_sum(w * k, g, n_groups) / safe
+    my = _ref_sum(w * y, g, n_groups) / safe
+    dk = k - mk[g]
+    skk = _ref_sum(w * dk * dk, g, n_groups)
+    sky = _ref_sum(w * dk * (y - my[g]), g, n_groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope_d = -sky / skk
+        resid = (y - my[g]) + slope_d[g] * dk
+        se = np.sqrt(_ref_sum(w * resid * resid, g, n_groups) / np.maximum(kept - 2, 1) / skk)
+    fitted = (kept >= min_pairs) & (skk > 0) & (slope_d > 0.5) & (slope_d < 1.1) & (se < MAX_DISCOUNT_SE)
+    discount = np.where(fitted, slope_d, prior)
+    forward = np.where(kept > 0, (my + discount * mk) / discount, np.nan)
+    return forward, discount, fitted, kept, slope_d, my + slope_d * mk
+
+
+def _ref_forwards(g, k, y, weight, n_groups, prior, min_pairs, outlier_mads, rounds=3):
+    w = weight
+    for r in range(rounds):
+        forward, discount, fitted, kept, free_slope, free_icpt = _ref_line(g, k, y, w, n_groups, prior, min_pairs)
+        if r == rounds - 1:
+            break
+        free = np.isfinite(free_slope) & (kept >= 3)
+        line_slope = np.where(free, free_slope, discount)
+        line_icpt = np.where(free, free_icpt, discount * forward)
+        with np.errstate(invalid="ignore"):
+            resid = y - (line_icpt[g] - line_slope[g] * k)
+        inl = w > 0
+        mad = _ref_group_median(np.abs(resid[inl]), g[inl], n_groups)
+        cut = np.maximum(outlier_mads * MAD_SCALE * np.nan_to_num(mad, nan=np.inf), MIN_RESIDUAL_CUT)
+        with np.errstate(invalid="ignore"):
+            w = np.where(np.abs(resid) <= cut[g], weight, 0.0)
+    return forward, discount, kept, fitted
+
+
 # ---- market-like points: smiles per group, a few outliers, some degenerate groups ----
 
 def _points(seed: int, n_groups: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,3 +191,41 @@ def test_the_c_fits_refuse_group_ids_out_of_range() -> None:
         group_median(v, np.array([0, 1, 5]), 2)
     with pytest.raises(ValueError, match="group"):
         fit_smiles(v, v, np.array([0, 1, 5]), 2, 3, 4.0, 0.01)
+
+
+def _pairs(seed: int, n_groups: int = 30) -> tuple[ParityPairs, np.ndarray]:
+    """Parity pairs of groups with known F and D, spread-weighted, a few broken pairs; groups
+    with 0, 1, 2 pairs and one whose strikes are all equal."""
+    rng = np.random.default_rng(seed)
+    per = rng.integers(0, 25, n_groups)
+    per[:4] = [0, 1, 2, 6]
+    g = np.repeat(np.arange(n_groups), per)
+    rng.shuffle(g)
+    F, D = rng.uniform(20, 300, n_groups), rng.uniform(0.9, 0.999, n_groups)
+    K = F[g] * rng.uniform(0.7, 1.3, len(g))
+    K[g == 3] = F[3]
+    spread = rng.uniform(0.02, 0.6, len(g))
+    y = D[g] * (F[g] - K) + rng.normal(0, 0.2, len(g)) * spread
+    broken = rng.random(len(g)) < 0.06
+    y[broken] += rng.choice([-1, 1], broken.sum()) * rng.uniform(1, 5, broken.sum())
+    pairs = ParityPairs(np.arange(len(g)), np.arange(len(g)), g.astype(np.int64), K, y, 1.0 / spread ** 2)
+    return pairs, rng.uniform(0.95, 0.99, n_groups)
+
+
+@pytest.mark.parametrize("seed,min_pairs", [(s, m) for s in range(6) for m in (3, 8)])
+def test_the_c_forwards_equal_the_numpy_formulation(seed: int, min_pairs: int) -> None:
+    pairs, prior = _pairs(seed)
+    got = implied_forwards(pairs, 30, prior, min_pairs, 4.0)
+    forward, discount, kept, fitted = _ref_forwards(pairs.group, pairs.strike, pairs.call_minus_put, pairs.weight,
+                                                    30, prior, min_pairs, 4.0)
+    assert np.array_equal(got.pairs, kept) and np.array_equal(got.discount_fitted, fitted)
+    assert np.allclose(got.forward, forward, rtol=1e-12, equal_nan=True)
+    assert np.allclose(got.discount, discount, rtol=1e-12)
+    assert got.discount_fitted.sum() > 5 and kept[0] == 0 and np.isnan(got.forward[0])
+
+
+def test_the_c_forwards_with_no_pairs_take_the_prior() -> None:
+    none = ParityPairs(*(np.zeros(0, t) for t in (np.int64, np.int64, np.int64, float, float, float)))
+    got = implied_forwards(none, 3, np.array([0.99, 0.98, 0.97]), 3, 4.0)
+    assert np.isnan(got.forward).all() and np.array_equal(got.discount, [0.99, 0.98, 0.97])
+    assert not got.pairs.any() and not got.discount_fitted.any()

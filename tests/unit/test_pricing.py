@@ -12,7 +12,7 @@ from decision_engines.engine import DecisionEngine
 from decision_engines.engine_config import EngineConfig, PricingConfig
 from decision_engines.pricing.black import black_price
 from decision_engines.pricing.forward import implied_forwards, parity_pairs
-from decision_engines.pricing.grouped import group_median
+from decision_engines.pricing.fits_native import group_median
 from decision_engines.pricing.refresher import PricingRefresher, years_to_expiry
 from decision_engines.pricing.smile import fit_smiles
 from decision_engines.quote_records import build_quotes

@@ -33,4 +33,17 @@ int omdp_fit_smiles(const double *k, const double *vol, const int64_t *group, ui
                     uint32_t min_points, double outlier_mads, double floor_vol, uint32_t rounds, double *coef,
                     int64_t *points, double *k_min, double *k_max);
 
+/* The forward F and discount factor D of each group from its call/put pairs: a weighted
+ * least-squares line y = D F - D K through the pairs (strike K, y = call mid - put mid,
+ * weight), refitted `rounds` (>= 1) times without the pairs whose residual, against the
+ * group's free line where three pairs or more give one, exceeds max(outlier_mads * 1.4826 *
+ * the median absolute residual, min_cut). The fitted slope is the discount factor when the
+ * group kept min_pairs pairs or more, it lies in (0.5, 1.1) and its standard error is below
+ * max_se; otherwise D = prior[g] and only F is fitted. Outputs per group: forward (NaN: no
+ * pair kept), discount, pairs kept, fitted (1: D from the pairs). -1 also for rounds 0. */
+int omdp_fit_forwards(const double *strike, const double *y, const double *weight, const int64_t *group, uint64_t n,
+                      uint64_t n_groups, const double *prior, uint32_t min_pairs, double outlier_mads, double min_cut,
+                      double max_se, uint32_t rounds, double *forward, double *discount, int64_t *kept,
+                      uint8_t *fitted);
+
 #endif

@@ -260,3 +260,107 @@ int omdp_fit_smiles(const double *k, const double *vol, const int64_t *group, ui
     scratch_free(&s);
     return rc;
 }
+
+enum { SW, SWK, SWY, SKK, SKY, SRR, FSUMS };
+
+/* One weighted line per group over the pairs with w[i] > 0 (see engine_fit.h); slope and
+ * icpt: the free line's, for the next round's residuals. */
+static void line_fit(const double *k, const double *y, const int64_t *g, const double *w, uint64_t n,
+                     uint64_t n_groups, const double *prior, uint32_t min_pairs, double max_se, double *acc,
+                     double *forward, double *discount, int64_t *kept, uint8_t *fitted, double *slope, double *icpt)
+{
+    memset(acc, 0, n_groups * FSUMS * sizeof *acc);
+    memset(kept, 0, n_groups * sizeof *kept);
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(w[i] > 0))
+            continue;
+        double *a = &acc[g[i] * FSUMS];
+        a[SW] += w[i];
+        a[SWK] += w[i] * k[i];
+        a[SWY] += w[i] * y[i];
+        kept[g[i]]++;
+    }
+    for (uint64_t q = 0; q < n_groups; q++) { /* the means, kept in SWK / SWY */
+        double *a = &acc[q * FSUMS];
+        double safe = a[SW] > 0 ? a[SW] : 1.0;
+        a[SWK] /= safe;
+        a[SWY] /= safe;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(w[i] > 0))
+            continue;
+        double *a = &acc[g[i] * FSUMS];
+        double dk = k[i] - a[SWK];
+        a[SKK] += w[i] * dk * dk;
+        a[SKY] += w[i] * dk * (y[i] - a[SWY]);
+    }
+    for (uint64_t q = 0; q < n_groups; q++)
+        slope[q] = -acc[q * FSUMS + SKY] / acc[q * FSUMS + SKK];
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(w[i] > 0))
+            continue;
+        double *a = &acc[g[i] * FSUMS];
+        double r = (y[i] - a[SWY]) + slope[g[i]] * (k[i] - a[SWK]);
+        a[SRR] += w[i] * r * r;
+    }
+    for (uint64_t q = 0; q < n_groups; q++) {
+        const double *a = &acc[q * FSUMS];
+        double dof = kept[q] - 2 > 1 ? (double)(kept[q] - 2) : 1.0;
+        double se = sqrt(a[SRR] / dof / a[SKK]);
+        int fit = kept[q] >= (int64_t)min_pairs && a[SKK] > 0 && slope[q] > 0.5 && slope[q] < 1.1 && se < max_se;
+        fitted[q] = (uint8_t)fit;
+        discount[q] = fit ? slope[q] : prior[q];
+        forward[q] = kept[q] > 0 ? (a[SWY] + discount[q] * a[SWK]) / discount[q] : NAN;
+        icpt[q] = a[SWY] + slope[q] * a[SWK];
+    }
+}
+
+int omdp_fit_forwards(const double *strike, const double *y, const double *weight, const int64_t *group, uint64_t n,
+                      uint64_t n_groups, const double *prior, uint32_t min_pairs, double outlier_mads, double min_cut,
+                      double max_se, uint32_t rounds, double *forward, double *discount, int64_t *kept,
+                      uint8_t *fitted)
+{
+    if ((n && (!strike || !y || !weight || !group)) ||
+        (n_groups && (!prior || !forward || !discount || !kept || !fitted)) || !rounds ||
+        !groups_ok(group, n, n_groups))
+        return -1;
+    uint64_t m = n ? n : 1, ng = n_groups ? n_groups : 1;
+    double *w = malloc(m * sizeof *w), *resid = malloc(m * sizeof *resid);
+    uint8_t *inl = malloc(m);
+    double *acc = malloc(ng * FSUMS * sizeof *acc), *slope = malloc(ng * sizeof *slope);
+    double *icpt = malloc(ng * sizeof *icpt), *med = malloc(ng * sizeof *med);
+    median_scratch_t s;
+    int rc = scratch_new(&s, n, n_groups);
+    if (!w || !resid || !inl || !acc || !slope || !icpt || !med)
+        rc = -2;
+    if (rc == 0) {
+        memcpy(w, weight, n * sizeof *w);
+        for (uint32_t r = 0; r < rounds; r++) {
+            line_fit(strike, y, group, w, n, n_groups, prior, min_pairs, max_se, acc, forward, discount, kept, fitted,
+                     slope, icpt);
+            if (r == rounds - 1)
+                break;
+            /* outliers judged against the free line where three pairs or more give one */
+            for (uint64_t q = 0; q < n_groups; q++)
+                if (!(isfinite(slope[q]) && kept[q] >= 3)) {
+                    slope[q] = discount[q];
+                    icpt[q] = discount[q] * forward[q];
+                }
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t q = (uint64_t)group[i];
+                resid[i] = fabs(y[i] - (icpt[q] - slope[q] * strike[i]));
+                inl[i] = w[i] > 0;
+            }
+            median_by_group(resid, group, inl, n, n_groups, med, &s);
+            for (uint64_t q = 0; q < n_groups; q++) {
+                double x = outlier_mads * MAD_SCALE * (isnan(med[q]) ? INFINITY : med[q]);
+                med[q] = isnan(x) || isnan(min_cut) ? NAN : x > min_cut ? x : min_cut; /* the cut */
+            }
+            for (uint64_t i = 0; i < n; i++)
+                w[i] = resid[i] <= med[group[i]] ? weight[i] : 0.0;
+        }
+    }
+    free(w), free(resid), free(inl), free(acc), free(slope), free(icpt), free(med);
+    scratch_free(&s);
+    return rc;
+}
