@@ -213,7 +213,9 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
     if len(sel) > FULL_REPRICE_SHARE * n:
         return None
     in_place = slots is not None
-    years = years_to_expiry(groups["expiry"], cfg.as_of, cfg.hours_left_on_expiry_day)
+    # a group keeps its expiry (one that changed is dirty), so only the dirty ones' years
+    # are computed again, with their pricing below
+    years = _grown(prev.years, ng, np.nan, in_place)
     mid_iv, value = _grown(prev.mid_iv, n, np.nan, in_place), _grown(prev.value, n, np.nan, in_place)
     fwd, smiles = prev.forwards, prev.smiles
     forward, discount = _grown(fwd.forward, ng, np.nan), _grown(fwd.discount, ng, np.nan)
@@ -229,17 +231,19 @@ def _reprice_changed(series: np.ndarray, groups: np.ndarray, max_series: int, cf
         gmap[dg] = np.arange(len(dg), dtype=np.uint32)
         smap = np.full(n + 1, NO_SLOT, dtype=np.uint32)    # old slot -> the subset's
         smap[sel] = np.arange(len(sel), dtype=np.uint32)
-        sub = series[sel]
+        sub = np.take(series, sel)   # take / put: a structured array's fancy indexing copies
+                                     # field by field, 10-20x slower (docs/benchmarks.md)
         sub["group"] = gmap[np.minimum(sub["group"], ng)]
         sub["twin"] = smap[np.minimum(sub["twin"], n)]
-        part = _price_all(sub, groups[dg], len(sel), cfg, len(dg))
-        mid_iv[sel], value[sel], refs[sel] = part.mid_iv, part.value, part.refs
+        part = _price_all(sub, np.take(groups, dg), len(sel), cfg, len(dg))
+        mid_iv[sel], value[sel], years[dg] = part.mid_iv, part.value, part.years
+        np.put(refs, sel, part.refs)
         forward[dg], discount[dg] = part.forwards.forward, part.forwards.discount
         pairs[dg], fitted[dg] = part.forwards.pairs, part.forwards.discount_fitted
         coef[dg], points[dg] = part.smiles.coef, part.smiles.points
         k_min[dg], k_max[dg] = part.smiles.k_min, part.smiles.k_max
         kept = dg < len(group_refs)
-        group_refs[dg[kept]] = part.group_refs[kept]
+        np.put(group_refs, dg[kept], np.compress(kept, part.group_refs))
     return PricingState(series, groups, years, Forwards(forward, discount, pairs, fitted), mid_iv,
                         Smiles(coef, points, k_min, k_max), value, refs, group_refs, 0.0, len(sel), sel, dg,
                         series_group)
