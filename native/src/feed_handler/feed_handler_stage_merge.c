@@ -5,6 +5,8 @@
 
 #include "omdp/feed_stage.h"
 
+#define MERGE_AHEAD 8 /* staged records (64 bytes each) requested ahead of the one merged */
+
 /* The part whose next record comes first: the lowest (ts_ns, part) among unfinished parts;
  * *bound_ts / *bound_p: the lowest among the others (bound_p = n_parts: none). */
 static uint32_t pick(const omdp_fh_stage_part_t *parts, uint32_t n_parts, const uint64_t *cursor, int64_t *bound_ts,
@@ -76,6 +78,11 @@ int64_t omdp_fh_stage_merge_counted(const omdp_fh_stage_part_t *parts, uint32_t 
         const omdp_fh_stage_part_t *part = &parts[p];
         uint64_t i = cursor[p];
         do {
+            /* the part's records a few lines ahead: with 24 parts taken in turns of a packet,
+             * the hardware's stream prefetch does not keep up (half the merge's time waited
+             * on this load) */
+            if (i + MERGE_AHEAD < part->n)
+                __builtin_prefetch(&part->recs[i + MERGE_AHEAD], 0, 3);
             if (i && part->recs[i].ts_ns < part->recs[i - 1].ts_ns) {
                 cursor[p] = i;
                 return -2;
