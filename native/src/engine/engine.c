@@ -18,7 +18,7 @@ static uint32_t pow2_at_least(uint64_t v)
     return (uint32_t)p;
 }
 
-#define ENG_ARRAYS 11
+#define ENG_ARRAYS 10
 
 /* The engine's arrays (their addresses in ptrs, may be NULL) and sizes, in one place for create,
  * free and prefault. */
@@ -28,7 +28,7 @@ static void engine_arrays(const struct omdp_engine *e, void *ptrs[ENG_ARRAYS], s
     size_t ts = (size_t)e->table_mask + 1, gs = (size_t)e->gtable_mask + 1;
     ptrs[0] = e->series, bytes[0] = ns * sizeof(eng_series_t);
     ptrs[1] = e->meta, bytes[1] = ns * sizeof(eng_series_meta_t);
-    ptrs[2] = (void *)e->twins, bytes[2] = ns * sizeof(uint32_t);
+    ptrs[2] = e->dense, bytes[2] = ns * sizeof(eng_dense_t);
     ptrs[3] = (void *)e->table, bytes[3] = ts * sizeof(uint64_t);
     ptrs[4] = (void *)e->gtable, bytes[4] = gs * sizeof(uint64_t);
     ptrs[5] = e->groups, bytes[5] = ng * sizeof(omdp_engine_group_info_t);
@@ -36,7 +36,6 @@ static void engine_arrays(const struct omdp_engine *e, void *ptrs[ENG_ARRAYS], s
     ptrs[7] = e->refs[1], bytes[7] = ns * sizeof(omdp_series_ref_t);
     ptrs[8] = e->grefs[0], bytes[8] = ng * sizeof(omdp_group_ref_t); /* zero: disabled */
     ptrs[9] = e->grefs[1], bytes[9] = ng * sizeof(omdp_group_ref_t);
-    ptrs[10] = (void *)e->seqs, bytes[10] = ns * sizeof(uint32_t);
 }
 
 static void refs_disable_all(omdp_series_ref_t *refs, uint32_t n)
@@ -75,7 +74,7 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     engine_arrays(e, unused, bytes);
     e->series = eng_map_zeroed(bytes[0]);
     e->meta = eng_map_zeroed(bytes[1]);
-    e->twins = eng_map_zeroed(bytes[2]);
+    e->dense = eng_map_zeroed(bytes[2]);
     e->table = eng_map_zeroed(bytes[3]);
     e->gtable = eng_map_zeroed(bytes[4]);
     e->groups = eng_map_zeroed(bytes[5]);
@@ -83,9 +82,8 @@ omdp_engine_t *omdp_engine_create(const omdp_engine_config_t *cfg, int *err)
     e->refs[1] = eng_map_zeroed(bytes[7]);
     e->grefs[0] = eng_map_zeroed(bytes[8]);
     e->grefs[1] = eng_map_zeroed(bytes[9]);
-    e->seqs = eng_map_zeroed(bytes[10]);
-    if (!e->series || !e->meta || !e->twins || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
-        !e->grefs[0] || !e->grefs[1] || !e->seqs) {
+    if (!e->series || !e->meta || !e->dense || !e->table || !e->gtable || !e->groups || !e->refs[0] || !e->refs[1] ||
+        !e->grefs[0] || !e->grefs[1]) {
         engine_free(e);
         *err = OMDP_ENGINE_ENOMEM;
         return NULL;

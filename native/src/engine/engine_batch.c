@@ -270,8 +270,8 @@ static inline int nbbo_ask_equal(const nbbo_t *a, const nbbo_t *b)
     return (a->ask == b->ask) & (a->ask_sz == b->ask_sz) & (a->ask_ex == b->ask_ex);
 }
 
-/* The NBBO under the series' seqlock, and the new sequence in the engine's dense copy
- * (what a mirror scans). */
+/* The NBBO under the series' seqlock, and the new sequence beside the twin in the dense
+ * array (what a mirror scans; its line is in cache since the twin stage). */
 static inline void write_nbbo(struct omdp_engine *e, uint32_t slot, const nbbo_t *n)
 {
     eng_series_t *s = &e->series[slot];
@@ -285,7 +285,7 @@ static inline void write_nbbo(struct omdp_engine *e, uint32_t slot, const nbbo_t
     atomic_store_explicit(&s->nb_ex, n->bid_ex, memory_order_relaxed);
     atomic_store_explicit(&s->no_ex, n->ask_ex, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 2u, memory_order_release);
-    atomic_store_explicit(&e->seqs[slot], q + 2u, memory_order_release);
+    atomic_store_explicit(&e->dense[slot].seq, q + 2u, memory_order_release);
 }
 
 /* Does our NBBO agree with what the feed says about the best bid and offer after this quote? */
@@ -590,7 +590,7 @@ static inline void stage_twin(const struct omdp_engine *e, const omdp_series_ref
 {
     if (q->slot == OMDP_ENGINE_NO_SLOT)
         return;
-    uint32_t tw = atomic_load_explicit(&e->twins[q->slot], memory_order_relaxed);
+    uint32_t tw = atomic_load_explicit(&e->dense[q->slot].twin, memory_order_relaxed);
     if (tw == OMDP_ENGINE_NO_SLOT)
         return;
     __builtin_prefetch(&e->series[tw], 1, 3);

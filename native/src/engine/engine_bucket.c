@@ -121,7 +121,7 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
         atomic_store_explicit(&s->nb_ex, r->nb_ex < OMDP_ENGINE_EXCHANGES ? r->nb_ex : ENG_NO_EXCH, memory_order_relaxed);
         atomic_store_explicit(&s->no_ex, r->no_ex < OMDP_ENGINE_EXCHANGES ? r->no_ex : ENG_NO_EXCH, memory_order_relaxed);
         atomic_store_explicit(&s->seq, q + 2u, memory_order_release);
-        atomic_store_explicit(&e->seqs[slot], q + 2u, memory_order_release);
+        atomic_store_explicit(&e->dense[slot].seq, q + 2u, memory_order_release);
         /* the limits the old engine checked it against, in the buffer the hot path reads
          * (pricing writes only the other one); its own next refresh supersedes them */
         omdp_series_ref_t *ref = &e->refs[e->refs_in_use][slot];

@@ -71,6 +71,16 @@ typedef struct eng_series_meta {
     char root[6];
 } eng_series_meta_t;
 
+/* A series' twin and NBBO sequence side by side, in a dense array: the batch pipeline's
+ * twin stage reads the twin without waiting for the series' line 0, so when the quote
+ * stores the sequence its line is already in cache; a mirror (omdp_engine_snapshot_update)
+ * scans these 8 bytes a series, in order, to find the series that moved, instead of each
+ * series' line 0. */
+typedef struct eng_dense {
+    _Atomic uint32_t twin;       /* eng_series_t.twin */
+    _Atomic uint32_t seq;        /* eng_series_t.seq as of its last write (even) */
+} eng_dense_t;
+
 /* Counter indices: the order of the fields of omdp_engine_counters_t. */
 enum {
     C_BATCHES, C_PROCESSED, C_QUOTES, C_OTHER, C_BAD_RECORD, C_BAD_SERIES, C_BAD_PARTICIPANT,
@@ -85,13 +95,7 @@ struct omdp_engine {
     /* hot path */
     eng_series_t *series;
     eng_series_meta_t *meta;
-    _Atomic uint32_t *twins;     /* twin of each slot in use, the hot path's own dense copy of
-                                  * eng_series_t.twin: stage 3 of the batch pipeline reads it
-                                  * without waiting for the series' line 0 */
-    _Atomic uint32_t *seqs;      /* each slot's NBBO seqlock sequence as of its last write, dense:
-                                  * with twins, what a mirror (omdp_engine_snapshot_update) scans
-                                  * to find the series that moved - 8 bytes a series instead of
-                                  * each series' line 0 */
+    eng_dense_t *dense;          /* each slot's twin and sequence, dense (eng_dense_t) */
     _Atomic uint64_t *table;
     uint32_t table_mask;
     _Atomic uint32_t n_series;

@@ -51,10 +51,10 @@ void eng_series_link(struct omdp_engine *e, uint32_t slot, uint64_t h, uint32_t 
     uint32_t tpos;
     uint32_t twin = eng_lookup(e, s->k0, tk1, eng_hash(s->k0, tk1), &tpos);
     atomic_store_explicit(&s->twin, twin, memory_order_relaxed);
-    atomic_store_explicit(&e->twins[slot], twin, memory_order_relaxed); /* a mirror reads it while we run */
+    atomic_store_explicit(&e->dense[slot].twin, twin, memory_order_relaxed); /* a mirror reads it while we run */
     atomic_store_explicit(&e->table[pos], ((h >> 32) << 32) | (slot + 1u), memory_order_release);
     if (twin != OMDP_ENGINE_NO_SLOT) {
         atomic_store_explicit(&e->series[twin].twin, slot, memory_order_relaxed);
-        atomic_store_explicit(&e->twins[twin], slot, memory_order_relaxed);
+        atomic_store_explicit(&e->dense[twin].twin, slot, memory_order_relaxed);
     }
 }

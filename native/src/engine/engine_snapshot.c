@@ -82,13 +82,13 @@ uint32_t omdp_engine_snapshot_update(const omdp_engine_t *ce, omdp_engine_series
         n = cap;
     uint32_t seen = *n_seen < n ? *n_seen : n, count = 0;
     for (uint32_t slot = 0; slot < seen; slot++) {
-        /* the cheap test first, on the engine's dense copies of each series' sequence and
-         * twin (8 bytes a series, read in order): a sequence written since the last update,
+        /* the cheap test first, on the engine's dense copy of each series' twin and
+         * sequence (8 bytes a series, read in order): a sequence written since the last update,
          * or a twin linked or newly within n, sends the series to the seqlock read. A copy
          * still behind the series' own sequence only costs a read that finds nothing new. */
-        uint32_t tw = atomic_load_explicit(&e->twins[slot], memory_order_relaxed);
+        uint32_t tw = atomic_load_explicit(&e->dense[slot].twin, memory_order_relaxed);
         tw = tw < n ? tw : OMDP_ENGINE_NO_SLOT;
-        if (atomic_load_explicit(&e->seqs[slot], memory_order_acquire) == seqs[slot] && tw == twins[slot])
+        if (atomic_load_explicit(&e->dense[slot].seq, memory_order_acquire) == seqs[slot] && tw == twins[slot])
             continue;
         omdp_engine_series_info_t now;
         seqs[slot] = read_series(e, slot, n, &now);
