@@ -4,8 +4,8 @@ outlier rounds, and the per-group median they trim outliers with.
 As whole-array numpy (per-group sums by bincount, a batched 3x3 solve, medians by a lexsort
 of every value) a refresh's smile and forward fits were about 2.9 ms over a few thousand
 points, nearly a third of a replay refresh: a hundred-odd array passes, each allocating.
-Each fit here is a few passes over the points and one over the groups (docs/benchmarks.md). The numpy formulation stays as the tests' oracle
-(tests/unit/test_engine_fit_sanitize.py)."""
+Each fit here is a few passes over the points and one over the groups (docs/benchmarks.md).
+The numpy formulation stays as the tests' oracle (tests/unit/test_engine_fit_sanitize.py)."""
 from __future__ import annotations
 
 import numpy as np

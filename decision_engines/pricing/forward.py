@@ -1,9 +1,10 @@
 """Implied forward and discount factor per (underlying, expiry) from put-call parity.
 
 For every strike with both legs quoted, C - P = D (F - K): a line in K with slope -D and
-intercept D F. Each group's line is fitted by weighted least squares (in C: native engine_fit.h), weights 1 / (call
+intercept D F. Each group's line is fitted by weighted least squares, weights 1 / (call
 spread + put spread)^2 so the tight, near-the-money pairs lead, then refitted twice without
-the pairs beyond a few scaled MADs - a parity break or a stale quote does not move it.
+the pairs beyond a few scaled MADs - a parity break or a stale quote does not move it (in C:
+native engine_fit.h).
 Groups with too few pairs, a fitted D that is not a discount factor, or one whose standard
 error is too large, take D from the prior rate and fit only F.
 """

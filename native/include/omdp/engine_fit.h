@@ -1,15 +1,16 @@
-/* Pricing's robust per-group fits in C (decision_engines/pricing: grouped.py, smile.py).
+/* Pricing's robust per-group fits in C (decision_engines/pricing: forward.py, smile.py,
+ * through fits_native.py).
  *
- * A pricing refresh fits a volatility smile per (underlying, expiry) group over the
- * implied volatilities of the groups that moved, and trims outliers by a per-group median
- * of absolute residuals. Written as whole-array numpy (per-group sums by bincount, a
- * batched 3x3 solve, medians by a lexsort) that took about 2 ms a refresh over a few
- * thousand points: a hundred-odd array passes, each with its own allocation. Here each
- * is one pass over the points and one over the groups.
+ * A pricing refresh fits, per (underlying, expiry) group that moved, a forward to its
+ * call/put pairs and a volatility smile to its implied volatilities, each trimming outliers
+ * by a per-group median of absolute residuals. As whole-array numpy (per-group sums by
+ * bincount, a batched 3x3 solve, medians by a lexsort) the two took about 2.9 ms a replay
+ * refresh over a few thousand points: a hundred-odd array passes, each with its own
+ * allocation. Here a round is a few passes over the points and one over the groups.
  *
- * Both functions read n points (group ids in [0, n_groups)), write only their outputs and
- * return 0, or -1 (nothing written) for a NULL pointer or a group id out of range, -2 when
- * their scratch memory cannot be allocated. Not for the hot path: they allocate. */
+ * Each function reads n points (group ids in [0, n_groups)), writes only its outputs and
+ * returns 0, or -1 (nothing written) for a NULL pointer or a group id out of range, -2 when
+ * its scratch memory cannot be allocated. Not for the hot path: they allocate. */
 #ifndef OMDP_ENGINE_FIT_H
 #define OMDP_ENGINE_FIT_H
 
