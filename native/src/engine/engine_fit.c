@@ -334,7 +334,8 @@ int omdp_fit_forwards(const double *strike, const double *y, const double *weigh
     if (!w || !resid || !inl || !acc || !slope || !icpt || !med)
         rc = -2;
     if (rc == 0) {
-        memcpy(w, weight, n * sizeof *w);
+        if (n)
+            memcpy(w, weight, n * sizeof *w);
         for (uint32_t r = 0; r < rounds; r++) {
             line_fit(strike, y, group, w, n, n_groups, prior, min_pairs, max_se, acc, forward, discount, kept, fitted,
                      slope, icpt);
