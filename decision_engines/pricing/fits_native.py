@@ -1,5 +1,5 @@
-"""Pricing's per-group fits in C (native engine_fit.h): the forward and smile fits with their
-outlier rounds, and the per-group median they trim outliers with.
+"""Pricing's per-group fits in C (native engine_fit.h): the forward and smile fits, each with
+its outlier rounds (residuals cut at a few scaled median absolute deviations per group).
 
 As whole-array numpy (per-group sums by bincount, a batched 3x3 solve, medians by a lexsort
 of every value) a refresh's smile and forward fits were about 2.9 ms over a few thousand
@@ -26,18 +26,6 @@ def _check(rc: int, name: str) -> None:
         raise ValueError(f"{name}: a group id is negative or not below the group count")
     if rc == -2:
         raise MemoryError(f"{name}: no memory for its scratch arrays")
-
-
-def group_median(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
-    """Median of values per group, NaN for an empty group (NaN values sort last)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    groups = np.ascontiguousarray(groups, dtype=np.int64)
-    if len(values) != len(groups):
-        raise ValueError(f"group_median: {len(values)} values and {len(groups)} group ids")
-    out = np.empty(n_groups)
-    _check(lib.omdp_fit_group_median(_f64(values), _i64(groups), ffi.NULL, len(values), n_groups, _f64(out)),
-           "omdp_fit_group_median")
-    return out
 
 
 def smiles(k: np.ndarray, vol: np.ndarray, group: np.ndarray, n_groups: int, min_points: int,

@@ -1,5 +1,4 @@
-"""Pricing's per-group fits in C (``omdp_fit_group_median``, ``omdp_fit_smiles``,
-``omdp_fit_forwards``) against the whole-array numpy formulation they replaced, kept here as
+"""Pricing's per-group fits in C (``omdp_fit_smiles``, ``omdp_fit_forwards``) against the whole-array numpy formulation they replaced, kept here as
 the oracle: the same medians exactly, the same smiles and forwards to rounding, the same
 points and pairs kept, on random groups with outliers, ties, NaN and degenerate groups (in
 the sanitizer tier: the C reads caller-owned arrays)."""
@@ -10,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decision_engines.pricing.fits_native import group_median
 from decision_engines.pricing.forward import MAX_DISCOUNT_SE, MIN_RESIDUAL_CUT, ParityPairs, implied_forwards
 from decision_engines.pricing.smile import fit_smiles
 from omdp.native import ffi, lib
@@ -170,25 +168,33 @@ def test_the_c_smiles_follow_min_points_and_rounds(min_points: int, rounds: int)
     assert np.array_equal(sm.k_min, k_min, equal_nan=True)
 
 
+def _c_median(v: np.ndarray, g: np.ndarray, n_groups: int) -> np.ndarray:
+    """The C median per group, seen through the flat smile it sets: every point at one k
+    (exact in binary, so the normal equations are exactly singular), one round."""
+    return fit_smiles(np.full(len(v), 0.5), v, g, n_groups, 1, 4.0, 0.01, rounds=1).coef[:, 0]
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=32),
+@given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32),
                                                         st.sampled_from([1.0, 2.0, 2.0]))), max_size=40))
 def test_the_c_median_equals_the_lexsort_median(items: list[tuple[int, float]]) -> None:
     g = np.array([i for i, _ in items], np.int64)
     v = np.array([x for _, x in items], float)
-    assert np.array_equal(group_median(v, g, 7), _ref_group_median(v, g, 7), equal_nan=True)
+    assert np.array_equal(_c_median(v, g, 7), _ref_group_median(v, g, 7), equal_nan=True)
 
 
 def test_the_c_fits_refuse_group_ids_out_of_range() -> None:
     v = np.ones(3)
     g = np.array([0, 1, 2], np.int64)
-    out = np.empty(2)
     f64, i64 = (lambda a: ffi.cast("double *", ffi.from_buffer(a))), (lambda a: ffi.cast("int64_t *", ffi.from_buffer(a)))
-    assert lib.omdp_fit_group_median(f64(v), i64(g), ffi.NULL, 3, 2, f64(out)) == -1
+    coef, points, lo, hi = np.empty(9), np.empty(3, np.int64), np.empty(3), np.empty(3)
+    assert lib.omdp_fit_smiles(f64(v), f64(v), i64(g), 3, 2, 1, 4.0, 0.01, 3, f64(coef), i64(points), f64(lo),
+                               f64(hi)) == -1
     g[2] = -1
-    assert lib.omdp_fit_group_median(f64(v), i64(g), ffi.NULL, 3, 3, f64(np.empty(3))) == -1
+    assert lib.omdp_fit_smiles(f64(v), f64(v), i64(g), 3, 3, 1, 4.0, 0.01, 3, f64(coef), i64(points), f64(lo),
+                               f64(hi)) == -1
     with pytest.raises(ValueError, match="group"):
-        group_median(v, np.array([0, 1, 5]), 2)
+        implied_forwards(ParityPairs(g, g, np.array([0, 1, 5]), v, v, v), 2, np.ones(2), 3, 4.0)
     with pytest.raises(ValueError, match="group"):
         fit_smiles(v, v, np.array([0, 1, 5]), 2, 3, 4.0, 0.01)
 

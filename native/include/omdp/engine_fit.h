@@ -6,7 +6,8 @@
  * by a per-group median of absolute residuals. As whole-array numpy (per-group sums by
  * bincount, a batched 3x3 solve, medians by a lexsort) the two took about 2.9 ms a replay
  * refresh over a few thousand points: a hundred-odd array passes, each with its own
- * allocation. Here a round is a few passes over the points and one over the groups.
+ * allocation. Here a round is a few passes over the points and one over the groups. A
+ * group's median is its middle value, or the mean of the two middle ones for an even count.
  *
  * Each function reads n points (group ids in [0, n_groups)), writes only its outputs and
  * returns 0, or -1 (nothing written) for a NULL pointer or a group id out of range, -2 when
@@ -15,12 +16,6 @@
 #define OMDP_ENGINE_FIT_H
 
 #include <stdint.h>
-
-/* out[g] = the median of values[i] over the points i < n of group g with use[i] != 0
- * (use NULL: every point), the mean of the two middle values for an even count; NaN for a
- * group with none. NaN values sort after every number (as numpy sorts). */
-int omdp_fit_group_median(const double *values, const int64_t *group, const uint8_t *use, uint64_t n,
-                          uint64_t n_groups, double *out);
 
 /* The smile sigma(k) = a + b k + c k^2 of each group, least squares over its points (k,
  * vol) with finite k and vol, refitted `rounds` times without the points whose residual

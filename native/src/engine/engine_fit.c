@@ -1,5 +1,5 @@
-/* Pricing's robust per-group fits (engine_fit.h): per-group medians, and the smile fit
- * that trims outliers with them. Per-group sums are accumulated in point order, as numpy's
+/* Pricing's robust per-group fits (engine_fit.h): the forward and smile fits, and the
+ * per-group medians both trim outliers with. Per-group sums are accumulated in point order, as numpy's
  * bincount does; the 3x3 normal equations are solved by LU with partial pivoting. */
 #include <math.h>
 #include <stdlib.h>
@@ -92,17 +92,12 @@ static int groups_ok(const int64_t *g, uint64_t n, uint64_t n_groups)
     return 1;
 }
 
-int omdp_fit_group_median(const double *values, const int64_t *group, const uint8_t *use, uint64_t n,
-                          uint64_t n_groups, double *out)
+/* The outlier cut of a group from its median absolute residual (NaN: no inlier, no cut):
+ * max(outlier_mads * MAD_SCALE * mad, at_least), NaN when either is NaN (as numpy's maximum). */
+static double mad_cut(double mad, double outlier_mads, double at_least)
 {
-    if ((n && (!values || !group)) || (n_groups && !out) || !groups_ok(group, n, n_groups))
-        return -1;
-    median_scratch_t s;
-    int rc = scratch_new(&s, n, n_groups);
-    if (rc == 0)
-        median_by_group(values, group, use, n, n_groups, out, &s);
-    scratch_free(&s);
-    return rc;
+    double x = outlier_mads * MAD_SCALE * (isnan(mad) ? INFINITY : mad);
+    return isnan(x) || isnan(at_least) ? NAN : x > at_least ? x : at_least;
 }
 
 /* Solves m x = r in place (x in r) by LU with partial pivoting; returns det(m). */
@@ -227,10 +222,8 @@ int omdp_fit_smiles(const double *k, const double *vol, const int64_t *group, ui
                 resid[i] = fabs(isfinite(c[0]) ? yy[i] - (c[0] + c[1] * kk[i] + c[2] * kk[i] * kk[i]) : 0.0);
             }
             median_by_group(resid, gg, w, p, n_groups, med, &s);
-            for (uint64_t q = 0; q < n_groups; q++) {
-                double x = outlier_mads * MAD_SCALE * (isnan(med[q]) ? INFINITY : med[q]);
-                cut[q] = isnan(x) || isnan(floor_vol) ? NAN : x > floor_vol ? x : floor_vol;
-            }
+            for (uint64_t q = 0; q < n_groups; q++)
+                cut[q] = mad_cut(med[q], outlier_mads, floor_vol);
             for (uint64_t i = 0; i < p; i++)
                 w[i] = resid[i] <= cut[gg[i]];
         }
@@ -353,10 +346,8 @@ int omdp_fit_forwards(const double *strike, const double *y, const double *weigh
                 inl[i] = w[i] > 0;
             }
             median_by_group(resid, group, inl, n, n_groups, med, &s);
-            for (uint64_t q = 0; q < n_groups; q++) {
-                double x = outlier_mads * MAD_SCALE * (isnan(med[q]) ? INFINITY : med[q]);
-                med[q] = isnan(x) || isnan(min_cut) ? NAN : x > min_cut ? x : min_cut; /* the cut */
-            }
+            for (uint64_t q = 0; q < n_groups; q++)
+                med[q] = mad_cut(med[q], outlier_mads, min_cut); /* now the cut */
             for (uint64_t i = 0; i < n; i++)
                 w[i] = resid[i] <= med[group[i]] ? weight[i] : 0.0;
         }
