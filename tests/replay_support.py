@@ -6,6 +6,8 @@ import json
 import random
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -257,3 +259,10 @@ def replay_into_ring(cap: Path, run_dir: Path, *, queue_size: int = 256, timeout
         return svc.status(), drain
     finally:
         rx.close()
+
+
+def realtime_refusal() -> str | None:
+    """None when a child of this process may take SCHED_FIFO (as replay senders do); else why not."""
+    probe = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return None if r.returncode == 0 else f"SCHED_FIFO is not allowed here: {r.stderr.strip().splitlines()[-1:]}"

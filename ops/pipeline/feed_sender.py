@@ -56,11 +56,30 @@ class FeedSenderParams(BaseModel):
         "udp", description="multicast through a UDP socket, 'packet' (a packet socket past the qdisc, CAP_NET_RAW) or "
                            "'packet_ring' (the packet socket's mapped TX ring)")
     cpus: list[int] = Field(default_factory=list, description="CPUs of the replay's sender process")
-    spin_us: float = Field(100.0, ge=0, description="spin rather than sleep this close to a deadline")
-    realtime: bool = Field(False, description="the sender locks its memory and runs SCHED_FIFO (where allowed)")
+    spin_us: float | None = Field(None, ge=0, description=(
+        "spin rather than sleep this close to a deadline; None: 20 us for a real-time sender (a SCHED_FIFO wake-up "
+        "is prompt, and each microsecond spun is one the collectors, pricing and the sent log's writer on its CPU "
+        "lose), 100 us for an ordinary one"))
+    realtime: bool = Field(True, description=(
+        "the sender locks its memory and runs SCHED_FIFO (where allowed; a warning where not): it stands in for the "
+        "exchange, which sends on time whatever this machine does. False: an ordinary task, whose lag behind its "
+        "schedule on a shared CPU the latency from intended charges to the pipeline"))
     write_intended: bool = Field(True, description="write intended.parquet")
     connect_timeout_s: float = Field(30.0, gt=0, description="wait this long for a handler's ring")
     rate_schedule: str = Field("", description="Nx:seconds,... : the rate steps through these stages ('': --rate)")
+
+
+REALTIME_SPIN_US = 20.0
+"""A real-time sender's default spin window (``spin_us``)."""
+ORDINARY_SPIN_US = 100.0
+"""An ordinary sender's default spin window: its wake-ups wait behind other tasks."""
+
+
+def sender_spin_us(params: FeedSenderParams) -> float:
+    """The spin window the sender uses: the parameter, or the default for its scheduling."""
+    if params.spin_us is not None:
+        return params.spin_us
+    return REALTIME_SPIN_US if params.realtime else ORDINARY_SPIN_US
 
 
 def replay_run_id(run_id: str, replica: int) -> str:
@@ -100,7 +119,7 @@ class FeedSender(SourceOperator):
             lines=tuple(sorted(ln.line for ln in mine)), copies=params.copies, loop=params.loop,
             seconds=params.seconds, target=target, interface=params.interface, multicast_sender=params.multicast_sender,
             cpus=tuple(params.cpus),
-            drops=params.drops, seed=params.seed, spin_us=params.spin_us, realtime=params.realtime,
+            drops=params.drops, seed=params.seed, spin_us=sender_spin_us(params), realtime=params.realtime,
             write_intended=params.write_intended,
         )
         self.schedule: RateSchedule | None = (parse_rate_schedule(params.rate_schedule, "rate_schedule")

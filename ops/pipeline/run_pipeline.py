@@ -52,6 +52,7 @@ from ops.pipeline.run_report import (
     partition_costs,
     pricing_line,
     replay_totals,
+    sender_scheduling,
     stamp_clock_line,
     stamp_clocks,
     summary_dict,
@@ -131,7 +132,7 @@ class PipelineRun:
                          + ("" if r.pacing_p99_ns is None else
                             f", packets left p99 {r.pacing_p99_ns / 1000:,.1f} us after their intended time "
                             "(replayer lag, part of the latency from intended)")
-                         + f"; {r.laps} lap(s) of the capture")
+                         + f"; {r.laps} lap(s) of the capture" + sender_scheduling(r))
         lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
                      f"{a.messages_missed:,} missed, {a.packets_duplicate:,} duplicate packets, "
                      f"{a.decode_errors:,} decode errors")

@@ -262,6 +262,18 @@ def stamp_clocks(result: RunResult) -> dict[str, dict[str, Any]]:
             if (st := (p.get("report") or {}).get("stamp_clock"))}
 
 
+def sender_scheduling(r: ReplayTotals) -> str:
+    """How the feed senders were scheduled, for the summary's feed line: real-time senders
+    keep their schedule on a shared CPU, ordinary ones fall behind in the capture's peaks
+    and that lag is counted in the latency from intended (docs/pipeline.md)."""
+    if not r.senders:
+        return ""
+    if r.senders_realtime == r.senders:
+        return f"; sender(s) SCHED_FIFO ({r.senders})"
+    return (f"; {r.senders - r.senders_realtime} of {r.senders} sender(s) ordinary tasks (not SCHED_FIFO: "
+            "their lag in the capture's peaks is in the latency from intended)")
+
+
 def pricing_line(a: Accounting) -> str:
     """The summary's line on the engines' pricing refreshes: how many were published, their
     mean time (wall and CPU: a niced refresher waits for spare CPU) and the share of series
@@ -307,6 +319,9 @@ class ReplayTotals:
     started_ns: int = 0
     ended_ns: int = 0
     pacing_p99_ns: float | None = None
+    senders: int = 0
+    senders_realtime: int = 0
+    """Senders whose loop ran SCHED_FIFO (``realtime``) of the ``senders`` that reported."""
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -334,6 +349,9 @@ def replay_totals(run_dir: Path, senders: int) -> ReplayTotals:
         p99 = (st.get("pacing") or {}).get("p99_ns")
         if p99 is not None:
             t.pacing_p99_ns = max(t.pacing_p99_ns or 0.0, p99)
+        for s in st.get("senders") or []:
+            t.senders += 1
+            t.senders_realtime += bool(s.get("realtime"))
         t.warnings += [f"fs{k}: {w}" for w in st.get("warnings") or []]
     return t
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from pipeline_support import CAPTURE_DATE, alive, leftovers, line_packets
+from replay_support import realtime_refusal
 
 from omdp.metrics.run_files import read_run_file
 from omdp.record import HOPS
@@ -64,6 +65,13 @@ def test_every_message_is_accounted_for(topology: str, data_dir: Path) -> None:
     assert int(final["messages_received"].sum()) == in_capture and int(final["messages_missed"].sum()) == 0
     meta = read_run_file(run.run_dir, "meta.parquet").to_pylist()[0]
     assert meta["messages_processed"] == in_capture and meta["sample_every"] == SAMPLE_EVERY
+
+    # The sender stands in for the exchange: real-time where this user may, and the summary says so.
+    assert run.replay.senders == 1
+    if realtime_refusal() is None:
+        assert run.replay.senders_realtime == 1 and "sender(s) SCHED_FIFO (1)" in run.text()
+    else:
+        assert run.replay.senders_realtime == 0 and "ordinary tasks" in run.text()
 
     assert not leftovers(run.result.run_id)
     for p in json.loads((run.run_dir / "processes.json").read_text()).values():

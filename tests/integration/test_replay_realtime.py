@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from replay_support import RingDrain, make_line, replay_into_ring, write_capture
+from replay_support import RingDrain, make_line, realtime_refusal, replay_into_ring, write_capture
 
 from omdp.native import lib
 from omdp.transport.shm_names import new_run_id, shm_name
@@ -32,13 +32,6 @@ _TESTS = str(Path(__file__).resolve().parents[1])
 CAP_IPC_LOCK, CAP_SYS_NICE, PR_CAPBSET_DROP = 14, 23, 24
 
 
-def _may_go_realtime() -> str | None:
-    """None when a child of this process may take SCHED_FIFO; else why not."""
-    probe = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    return None if r.returncode == 0 else f"SCHED_FIFO is not allowed here: {r.stderr.strip().splitlines()[-1:]}"
-
-
 def _policy(pid: int) -> int:
     return os.sched_getscheduler(pid) & ~0x40000000  # SCHED_RESET_ON_FORK
 
@@ -52,7 +45,7 @@ def _vm_locked_kb(pid: int) -> int:
 
 @pytest.mark.full  # a fixed 1 s replay
 def test_realtime_sender_runs_fifo_with_locked_memory(tmp_path: Path) -> None:
-    why = _may_go_realtime()
+    why = realtime_refusal()
     if why:
         pytest.skip(why)
     write_capture(tmp_path / "cap", [make_line(3, 400, seed=2)])
@@ -182,7 +175,7 @@ def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
     must force rests: at least 1/8 of the time it is awake, less the banked credit (omdp/replay.h,
     "real time"), so it is awake at most ~8/9 of the run, under the kernel's 95%. Measured on the
     loop's own sleep clock (rest_ns), not on CPU time, which a loaded host blurs."""
-    why = _may_go_realtime()
+    why = realtime_refusal()
     if why:
         pytest.skip(why)
     if len(os.sched_getaffinity(0)) < 2:
@@ -229,7 +222,7 @@ def test_cli_realtime_flag_reaches_the_sender(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     st = json.loads(out.read_text())
     assert st["state"] == "finished" and st["realtime_requested"] and len(drain.frames) == 200
-    if _may_go_realtime() is None:
+    if realtime_refusal() is None:
         assert st["realtime"] and f"SCHED_FIFO {REALTIME_PRIORITY}, memory locked" in res.output
     else:
         assert not st["realtime"] and "--realtime refused" in res.output
