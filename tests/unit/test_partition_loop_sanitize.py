@@ -284,3 +284,24 @@ def test_busy_time_counts_the_working_iterations_only() -> None:
     flat = run({"count": 400_000, "batch": 64})  # no pacing: every iteration works
     assert flat["loop_busy_ns"] > 0.5 * flat["loop_wall_ns"]
     assert flat["loop_busy_ns"] <= flat["loop_wall_ns"]
+
+
+def test_an_idle_spin_block_loop_backs_off_to_a_millisecond() -> None:
+    """A spin-block partition (replayer, signal and ingest collectors) spins 1,024 polls, then
+    sleeps 50 us, doubling while it stays idle up to 1 ms: over 1 s with three records it
+    sleeps about a thousand times, where a fixed 50 us sleep woke some 7,000 times (each
+    wake-up CPU taken from the real-time replayer's core), and every record still arrives."""
+    plan = plan_of({"a": {"kind": "seq_source", "params": {"count": 3, "batch": 1, "rate": 2.0}},
+                    "sink": {"kind": "seq_sink"}},
+                   {"up": {"operators": ["a"], "wait": "spin-yield"}, "down": {"operators": ["sink"], "wait": "spin-block"}},
+                   [("a.out", "sink.in")], mutex=False)
+    parts, ends = linked(plan)
+    t0 = time.monotonic()
+    assert run_all(parts) == {"up": "ended", "down": "ended"}
+    wall = time.monotonic() - t0
+    assert parts["down"].operator_report()["sink"]["records"] == 3
+    idle = parts["down"].stats()["idle_loops"]
+    # at most 1,024 spins after the start and after each record, then one sleep per idle loop
+    assert wall > 0.8 and idle < 4 * 1024 + wall / 0.5e-3, (idle, wall)
+    for x in [*parts.values(), *ends]:
+        x.close()

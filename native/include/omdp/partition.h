@@ -56,7 +56,7 @@ typedef struct omdp_chan_out_ops {
 /* How an idle loop (nothing polled) or a full output waits. */
 #define OMDP_WAIT_SPIN 0       /* busy poll with a pause instruction */
 #define OMDP_WAIT_SPIN_YIELD 1 /* sched_yield() between polls */
-#define OMDP_WAIT_SPIN_BLOCK 2 /* spin a while, then sleep 50 us between polls */
+#define OMDP_WAIT_SPIN_BLOCK 2 /* spin a while, then sleep: 50 us, doubling while idle to 1 ms */
 
 /* Stop levels for omdp_partition_request_stop. */
 #define OMDP_STOP_SOURCES 1 /* sources stop; inputs drain; the partition ends normally */
