@@ -110,9 +110,7 @@ static int release_taken(feed_handler_t *fh, uint32_t first, uint32_t n)
 static inline void prefetch_next_slot(const omdp_vega_receiver_t *rx)
 {
     const uint8_t *slot = rx->slots + (size_t)(rx->read_seq & rx->mask) * rx->stride;
-    uint32_t reach = rx->stride < 64u * FH_RING_PREFETCH_LINES ? rx->stride : 64u * FH_RING_PREFETCH_LINES;
-    for (uint32_t off = 0; off < reach; off += 64)
-        __builtin_prefetch(slot + off, 0, 3);
+    omdp_fh_prefetch_lines(slot, rx->stride < 64u * FH_RING_PREFETCH_LINES ? rx->stride : 64u * FH_RING_PREFETCH_LINES);
 }
 
 /* Up to `batch` frames from the ring; *empty set when it had none. */

@@ -156,6 +156,14 @@ int omdp_fh_input_poll(feed_handler_t *fh, const omdp_emitter_t *em);
 /* Take what is still queued (end of stream), without waiting. */
 int omdp_fh_input_drain(feed_handler_t *fh, const omdp_emitter_t *em);
 
+/* Ask for the cache lines of `bytes` at `p`: an input's next packet, written on another
+ * core (the replayer's, or the kernel's softirq), while this one is decoded. */
+static inline void omdp_fh_prefetch_lines(const uint8_t *p, uint32_t bytes)
+{
+    for (uint32_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch(p + off, 0, 3);
+}
+
 /* feed_handler_reshard.c */
 /* Set up re-sharding from the segment: each bucket's engine, checked against the routes. */
 int omdp_fh_reshard_open(feed_handler_t *fh, omdp_reshard_seg_t *seg, uint32_t replica, const omdp_fh_route_t *routes,

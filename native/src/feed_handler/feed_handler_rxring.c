@@ -270,18 +270,17 @@ static int take_frame(feed_handler_t *fh, const uint8_t *f, uint32_t snap, uint3
     return omdp_fh_process_packet(fh, (uint32_t)li, copy, udp + UDP_LEN, ulen - UDP_LEN, fh_in, 0, em);
 }
 
-/* Ask for the first lines of the ring's next frame while this one is taken: the kernel
- * wrote it on the sender's core (loopback) or the NIC's interrupt core, so each line is a
- * transfer, and a packet's decode is time enough for them to arrive (as the Vega ring input
- * does, feed_handler_input.c). A frame the kernel has not filled yet costs nothing more. */
-#define RX_PREFETCH_LINES 8 /* frame header, Ethernet/IPv4/UDP headers and a typical packet */
-static inline void prefetch_next_frame(const feed_handler_t *fh)
+/* The ring frame after frame i. */
+static inline uint32_t frame_after(const feed_handler_t *fh, uint32_t i)
 {
-    uint32_t next = fh->rx_next + 1 == fh->rx_frames ? 0 : fh->rx_next + 1;
-    const uint8_t *frame = fh->rx_map + (size_t)next * RX_FRAME;
-    for (uint32_t off = 0; off < 64u * RX_PREFETCH_LINES; off += 64)
-        __builtin_prefetch(frame + off, 0, 3);
+    return i + 1 == fh->rx_frames ? 0 : i + 1;
 }
+
+/* While a frame is taken, the first lines of the next are asked for: the kernel wrote it on
+ * the sender's core (loopback) or the NIC's interrupt core, so each line is a transfer, and
+ * a packet's decode is time enough for them to arrive (as the Vega ring input does,
+ * feed_handler_input.c). A frame the kernel has not filled yet costs nothing more. */
+#define RX_PREFETCH_LINES 8 /* frame header, Ethernet/IPv4/UDP headers and a typical packet */
 
 int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produced)
 {
@@ -292,7 +291,7 @@ int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produ
         if (!(status & TP_STATUS_USER))
             break;
         int64_t fh_in = omdp_stamp_ns(); /* the handler has the packet from now on */
-        prefetch_next_frame(fh);
+        omdp_fh_prefetch_lines(fh->rx_map + (size_t)frame_after(fh, fh->rx_next) * RX_FRAME, 64u * RX_PREFETCH_LINES);
         fh->receive_calls++;
         if (status & TP_STATUS_LOSING)
             omdp_fh_rxring_count_drops(fh);
@@ -303,7 +302,7 @@ int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produ
         else
             rc = take_frame(fh, frame + mac, snap, h->tp_len, fh_in, em);
         atomic_store_explicit(STATUS_WORD(h), TP_STATUS_KERNEL, memory_order_release); /* the frame is the kernel's again */
-        fh->rx_next = fh->rx_next + 1 == fh->rx_frames ? 0 : fh->rx_next + 1;
+        fh->rx_next = frame_after(fh, fh->rx_next);
         if (rc < 0)
             return rc;
         *produced = 1;
