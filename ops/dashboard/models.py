@@ -72,8 +72,8 @@ class LineIngest(BaseModel):
     packets_duplicate: int
     decode_errors: int
     missed_ratio: float | None = Field(description="missed / (received + missed) messages")
-    packets_per_s: float | None = Field(description="over about the last second (finished run: its average); "
-                                               "null until two snapshots")
+    packets_per_s: float | None = Field(description="over about the last second (finished run: its average over "
+                                               "the replay's span, first send to end); null until two snapshots")
     messages_per_s: float | None
 
 

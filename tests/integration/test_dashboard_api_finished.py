@@ -115,13 +115,40 @@ def test_ingest_operators_signals_run(run_dir: Path, client: TestClient) -> None
 def test_ingest_history_per_interval(run_dir: Path, client: TestClient) -> None:
     t = read_run_file(run_dir, "ingest.parquet").group_by("ts_ns").aggregate([("packets_received", "sum")]).sort_by("ts_ns")
     ts, packets = t.column("ts_ns").to_pylist(), t.column("packets_received_sum").to_pylist()
-    started = read_meta(run_dir)["started_ns"]
+    meta = read_meta(run_dir)
+    started, ended = meta["started_ns"], meta["ended_ns"]
     points = client.get("/api/v1/ingest/history").json()["points"]
     assert [p["ts_ns"] for p in points] == ts
     expect = [(b - a) / ((tb - ta) / 1e9) for a, b, ta, tb in zip([0, *packets], packets, [started, *ts], ts)]
     assert [p["packets_per_s"] for p in points] == pytest.approx(expect)
     lines = client.get("/api/v1/ingest").json()["lines"]
-    assert lines[0]["packets_per_s"] == pytest.approx(lines[0]["packets_received"] / ((ts[-1] - started) / 1e9))
+    span_s = (min(ts[-1], ended) - started) / 1e9
+    assert lines[0]["packets_per_s"] == pytest.approx(lines[0]["packets_received"] / span_s)
+
+
+def test_line_rates_leave_out_the_drain_after_the_replay_ended(run_dir: Path, tmp_path: Path) -> None:
+    """The collector's last rows come after the replay's end (the pipeline drains and stops):
+    a line's average is over the replay's span, or a run that kept its schedule reads short."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    late = tmp_path / "run"
+    shutil.copytree(run_dir, late)
+    meta = read_meta(late)
+    ingest = read_run_file(late, "ingest.parquet")
+    last = ingest.slice(ingest.num_rows - 1)
+    tail = last.set_column(last.schema.get_field_index("ts_ns"), "ts_ns",
+                           pa.array([meta["ended_ns"] + 2_000_000_000], last.schema.field("ts_ns").type))
+    pq.write_table(pa.concat_tables([ingest, tail]), late / "ingest.parquet")
+    source = FinishedRunSource(late)
+    try:
+        row = next(r for r in source.lines() if r["line"] == last.column("line")[0].as_py())
+    finally:
+        source.close()
+    span_s = (meta["ended_ns"] - meta["started_ns"]) / 1e9
+    assert row["packets_per_s"] == pytest.approx(row["packets_received"] / span_s)
 
 
 def test_finished_metrics(client: TestClient, run_dir: Path) -> None:
