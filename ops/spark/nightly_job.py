@@ -1,6 +1,6 @@
-"""The nightly run: the feeds job, the latency job, the replay job (over the captures the
-night covers: ``replay_report.resolve_night``), then the report page in
-``reports/<date>/``. The exit status is 1 when a regression was flagged or a live run
+"""The nightly run: the feeds job and the replay job over the captures the night covers
+(``replay_report.resolve_night``: the captures of the date named, or those its runs
+replayed), the latency job over its runs, then the report page in ``reports/<date>/``. The exit status is 1 when a regression was flagged or a live run
 disagrees with the replay, so a scheduler (cron, a systemd timer; docs/analytics.md) can
 alert on it.
 
@@ -13,6 +13,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS
@@ -23,6 +25,7 @@ from ops.spark.replay_job import ReplayOptions, ReplayResult, run_replay
 from ops.spark.replay_job import summary_lines as replay_summary
 from ops.spark.replay_report import NightDates, resolve_night, write_replay_tables
 from ops.spark.report_html import regression_display, render_report
+from ops.spark.report_tables import table_path
 from ops.spark.session import build_session
 
 EXIT_REGRESSION = 1
@@ -32,7 +35,7 @@ EXIT_REGRESSION = 1
 class NightlyResult:
     """The jobs' results, the dates used and the page."""
 
-    feeds: FeedsResult
+    feeds: list[FeedsResult]          # one per capture date the night covers (the date named when none)
     latency: LatencyResult
     night: NightDates
     replay: ReplayResult | None
@@ -54,7 +57,10 @@ def run_nightly(
 ) -> NightlyResult:
     """Run the jobs for ``date`` and render the report (``replay_options`` None: no replay)."""
     night = resolve_night(layout, date)
-    feeds = run_feeds(spark, layout, date, feeds_options)
+    feeds_dates = night.capture_dates or [date]
+    feeds = [run_feeds(spark, layout, d, feeds_options) for d in feeds_dates]
+    if feeds_dates != [date]:
+        gather_feeds_tables(feeds, layout.reports(date))
     # the runs of the night's captures made on other nights count in tonight's latency tables
     # too, so naming a capture's date gives its runs' latencies (docs/analytics.md "Dates")
     latency = run_latency(spark, layout, date, latency_options,
@@ -67,16 +73,32 @@ def run_nightly(
     return NightlyResult(feeds, latency, night, replay, page)
 
 
+def gather_feeds_tables(feeds: list[FeedsResult], reports_dir: Path) -> None:
+    """The feeds tables of the night's capture dates (each run_feeds wrote its date's in
+    ``reports/<capture date>/``) as the night's own, every date's rows in one table (each
+    row carries its capture date): the night of the runs reports the captures they replayed."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    for name in feeds[0].tables:
+        parts = [pq.read_table(f.tables[name]) for f in feeds]
+        tmp = table_path(reports_dir, f".{name}.gather")
+        pq.write_table(pa.concat_tables(parts), tmp)
+        tmp.replace(table_path(reports_dir, name))
+
+
 def summary_lines(result: NightlyResult) -> list[str]:
     """What a person reading the scheduler's log wants to see."""
-    f, lat = result.feeds, result.latency
+    lat = result.latency
     lines = [
         f"feeds {f.date}: {f.files} files ({f.files_skipped} skipped), {f.packets:,} packets, {f.messages:,} messages"
-        + (f", mean {f.day['mean_pps']:,.0f} packets/s = {f.day['rate_x']:.3f}x" if f.day.get("mean_pps") else ""),
-        f"latency {lat.date}: {lat.runs} runs, {lat.sample_rows:,} samples, {lat.intended_rows:,} packets planned",
-        f"files skipped: {len(f.problems) + len(lat.problems)}",
+        + (f", mean {f.day['mean_pps']:,.0f} packets/s = {f.day['rate_x']:.3f}x" if f.day.get("mean_pps") else "")
+        for f in result.feeds
     ]
-    for p in f.problems + lat.problems:
+    problems = [p for f in result.feeds for p in f.problems] + lat.problems
+    lines += [
+        f"latency {lat.date}: {lat.runs} runs, {lat.sample_rows:,} samples, {lat.intended_rows:,} packets planned",
+        f"files skipped: {len(problems)}",
+    ]
+    for p in problems:
         lines.append(f"  {p.action}: {p.path}: {p.error}")
     lines.append(f"regressions flagged: {len(lat.flagged)}")
     for r in regression_display(lat.flagged):

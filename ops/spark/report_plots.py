@@ -102,23 +102,28 @@ def plot_sweeps(runs: list[dict], path: Path) -> Path:
 
 
 def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -> Path:
-    """Messages/s and packets/s per second of the day (all lines), with the 100 ms and 10 ms
-    peaks as dashed lines."""
+    """Messages/s and packets/s per second of each capture day (all lines), with the 100 ms
+    and 10 ms peaks as dashed lines; a night covering several capture dates draws each from
+    its own first packet, named by its date."""
     title = "Rate profile (all lines)"
-    total = sorted((r for r in per_second if r["line"] is None), key=lambda r: r["second_ns"])
-    if not total:
+    dates = sorted({r["date"] for r in per_second if r["line"] is None})
+    if not dates:
         return _empty(path, title, "no captures decoded this night")
-    t0 = total[0]["second_ns"]
-    x = [(r["second_ns"] - t0) / 1e9 for r in total]
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
-    ax.plot(x, [r["messages"] for r in total], linewidth=0.8, drawstyle="steps-post", label="per 1 s")
-    ax2.plot(x, [r["packets"] for r in total], linewidth=0.8, drawstyle="steps-post", color="tab:orange", label="per 1 s")
-    for p in profile:
-        if p["line"] is None and p["window_ms"] in (100, 10):
-            ax.axhline(p["peak_mps"], linestyle="--", linewidth=0.8, color="tab:red" if p["window_ms"] == 10 else "tab:green",
-                       label=f"peak over {p['window_ms']} ms")
-            ax2.axhline(p["peak_pps"], linestyle="--", linewidth=0.8, color="tab:red" if p["window_ms"] == 10 else "tab:green",
-                        label=f"peak over {p['window_ms']} ms")
+    for date in dates:
+        total = sorted((r for r in per_second if r["line"] is None and r["date"] == date), key=lambda r: r["second_ns"])
+        x = [(r["second_ns"] - total[0]["second_ns"]) / 1e9 for r in total]
+        tag = f"{date}, " if len(dates) > 1 else ""
+        ax.plot(x, [r["messages"] for r in total], linewidth=0.8, drawstyle="steps-post", label=f"{tag}per 1 s")
+        ax2.plot(x, [r["packets"] for r in total], linewidth=0.8, drawstyle="steps-post",
+                 color="tab:orange" if len(dates) == 1 else None, label=f"{tag}per 1 s")
+        for p in profile:
+            if p["line"] is None and p["date"] == date and p["window_ms"] in (100, 10):
+                color = "tab:red" if p["window_ms"] == 10 else "tab:green"
+                ax.axhline(p["peak_mps"], linestyle="--", linewidth=0.8, color=color,
+                           label=f"{tag}peak over {p['window_ms']} ms")
+                ax2.axhline(p["peak_pps"], linestyle="--", linewidth=0.8, color=color,
+                            label=f"{tag}peak over {p['window_ms']} ms")
     ax2.axhline(24_000, color="grey", linewidth=0.8, label="1x = 24,000 packets/s")
     ax.set_ylabel("messages/s")
     ax2.set_ylabel("packets/s")
@@ -130,13 +135,17 @@ def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -
 
 
 def plot_messages_per_packet(histogram: list[dict], path: Path) -> Path:
-    """Packets by their message count (all lines)."""
+    """Packets by their message count (all lines, every capture date of the night)."""
     title = "Messages per packet (all lines)"
-    rows = sorted((r for r in histogram if r["line"] is None), key=lambda r: r["messages_per_packet"])
-    if not rows:
+    packets: dict[int, int] = {}
+    for r in histogram:
+        if r["line"] is None:
+            packets[r["messages_per_packet"]] = packets.get(r["messages_per_packet"], 0) + r["packets"]
+    if not packets:
         return _empty(path, title, "no captures decoded this night")
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    ax.bar([r["messages_per_packet"] for r in rows], [r["packets"] for r in rows])
+    counts = sorted(packets)
+    ax.bar(counts, [packets[k] for k in counts])
     ax.set_xlabel("messages in the packet")
     ax.set_ylabel("packets")
     ax.set_title(title)

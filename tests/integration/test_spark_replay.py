@@ -213,4 +213,10 @@ def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_pa
     made_night = run_nightly(spark, layout, run_dir.parent.name)
     assert made_night.exit_status == 0 and made_night.replay is not None and made_night.replay.dates == [DATE]
     assert made_night.latency.runs == 1 and [r["run_id"] for r in made_night.replay.reconciliation] == [run_dir.name]
-    assert "read as: <b>run date</b>" in made_night.page.read_text()
+    made_page = made_night.page.read_text()
+    assert "read as: <b>run date</b>" in made_page
+    # ... and its feeds are the capture's (the run date has no captures of its own)
+    assert [f.date for f in made_night.feeds] == [DATE] and made_night.feeds[0].messages > 0
+    made_day = pq.read_table(copy / "reports" / run_dir.parent.name / "feeds_day.parquet").to_pylist()
+    assert [(d["date"], d["messages"]) for d in made_day] == [(DATE, made_night.feeds[0].messages)]
+    assert "no captures this night" not in made_page and f"<td>{DATE}</td>" in made_page
