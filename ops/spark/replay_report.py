@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from ops.spark.data_layout import DataLayout
 from ops.spark.replay_job import REPLAY_CONFIGS_SCHEMA, ReplayResult
 from ops.spark.replay_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
+from ops.spark.report_cells import FLOAT, INT, SHARE, TEXT, html_table
 
 NIGHT_DATES_SCHEMA = pa.schema(
     [("date", pa.string()), ("read_as", pa.string()), ("capture_dates", pa.string()),
@@ -97,15 +98,6 @@ def _rows(reports_dir: Path, name: str) -> list[dict]:
     return pq.read_table(path).to_pylist() if path.is_file() else []
 
 
-def _table(rows: list[dict], cols: list[tuple[str, str]], empty: str) -> str:
-    if not rows:
-        return f"<p class='empty'>{html.escape(empty)}</p>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for _, h in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape('n/a' if r.get(k) is None else str(r.get(k)))}</td>"
-                                    for k, _ in cols) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def replay_section(reports_dir: Path) -> str:
     """The page's "Dates" and "Replay" sections (empty when the night wrote no such tables)."""
     dates = _rows(reports_dir, "night_dates")
@@ -118,31 +110,32 @@ def replay_section(reports_dir: Path) -> str:
              f"{d['runs_made']}. Captures covered: {html.escape(d['capture_dates'] or 'none')}. Runs of those "
              f"captures (and where they are filed): "
              f"{html.escape(', '.join(f'{r} ({f})' for r, f in sorted(runs_of.items())) or 'none')}. The latency "
-             f"tables below cover those runs too; the feeds tables cover the capture of "
-             f"{html.escape(d['date'])} only (a capture's own night has its feeds tables).</p>"]
+             f"tables above cover those runs too, and the feeds tables those captures.</p>"]
     recon = _rows(reports_dir, "replay_reconciliation")
     bad = [r for r in recon if r["mismatches"]]
     parts += ["<h2>Replay</h2>",
               f"<p class='flag'>{len(bad)} run(s) disagree with the replay</p>" if bad
               else "<p class='ok'>every live run reconciled agrees with the replay</p>" if recon else "",
               "<h3>Configurations</h3>",
-              _table(_rows(reports_dir, "replay_configs"),
-                     [("date", "capture"), ("config", "config"), ("messages", "messages"), ("signals", "signals"),
-                      ("crossed", "crossed"), ("locked", "locked"), ("off_smile", "off smile"), ("parity", "parity"),
-                      ("refreshes", "pricing refreshes"), ("table_full", "quotes lost to a full engine"),
-                      ("nbbo_changes", "NBBO changes"), ("precision", "precision"), ("recall", "recall"),
-                      ("detected", "events detected"), ("events", "events injected"),
-                      ("engine_cpu_s", "engine CPU s")], "no capture replayed"),
+              html_table(_rows(reports_dir, "replay_configs"),
+                         [("date", "capture", TEXT), ("config", "config", TEXT), ("messages", "messages", INT),
+                          ("signals", "signals", INT), ("crossed", "crossed", INT), ("locked", "locked", INT),
+                          ("off_smile", "off smile", INT), ("parity", "parity", INT),
+                          ("refreshes", "pricing refreshes", INT), ("table_full", "quotes lost to a full engine", INT),
+                          ("nbbo_changes", "NBBO changes", INT), ("precision", "precision", SHARE),
+                          ("recall", "recall", SHARE), ("detected", "events detected", INT),
+                          ("events", "events injected", INT), ("engine_cpu_s", "engine CPU s", FLOAT)],
+                         "no capture replayed"),
               "<p>precision and recall: against the synthetic capture's ground truth (n/a: none), "
               "ops/spark/replay_score.py</p>",
               "<h3>Reconciliation with live runs</h3>",
-              _table(recon, [("run_id", "run"), ("run_date", "filed under"), ("capture_date", "capture"),
-                             ("rate_x", "rate x"), ("live_signals", "live signals"),
-                             ("reference_signals", "replay book signals"), ("matched", "matched"),
-                             ("explained_by_off_smile", "explained by off smile"),
-                             ("priced_checked", "priced checked"), ("mismatches", "mismatches"),
-                             ("status", "status")], "no --no-loop run of these captures"),
-              _table(_rows(reports_dir, "replay_mismatches")[:50],
-                     [("run_id", "run"), ("line", "line"), ("msg_seq", "sequence"), ("kind", "kind"),
-                      ("side", "side"), ("reason", "why")], "no mismatch")]
+              html_table(recon, [("run_id", "run", TEXT), ("run_date", "filed under", TEXT),
+                                 ("capture_date", "capture", TEXT), ("rate_x", "rate x", FLOAT),
+                                 ("live_signals", "live signals", INT), ("reference_signals", "replay book signals", INT),
+                                 ("matched", "matched", INT), ("explained_by_off_smile", "explained by off smile", INT),
+                                 ("priced_checked", "priced checked", INT), ("mismatches", "mismatches", INT),
+                                 ("status", "status", TEXT)], "no --no-loop run of these captures"),
+              html_table(_rows(reports_dir, "replay_mismatches")[:50],
+                         [("run_id", "run", TEXT), ("line", "line", INT), ("msg_seq", "sequence", INT),
+                          ("kind", "kind", TEXT), ("side", "side", TEXT), ("reason", "why", TEXT)], "no mismatch")]
     return "\n".join(parts)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Callable
 from pathlib import Path
 
+from ops.spark.report_cells import BOOL, FLOAT, INT, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
 from ops.spark.replay_report import replay_section
 from ops.spark.report_tables import read_rows
@@ -32,20 +32,6 @@ TABLES = (
 )
 
 
-def _na(f: Callable[[object], str]) -> Callable[[object], str]:
-    return lambda v: "n/a" if v is None else f(v)
-
-
-US = _na(lambda v: f"{v / 1_000:,.2f}")
-INT = _na(lambda v: f"{v:,}")
-FLOAT = _na(lambda v: f"{v:,.2f}")
-RATIO = _na(lambda v: f"{v:.6f}")
-PCT = _na(lambda v: f"{100 * v:.2f}%")
-TEXT = _na(str)
-BOOL = _na(lambda v: "yes" if v else "no")
-LINE = lambda v: "all" if v is None else f"{v}"  # noqa: E731
-
-
 def regression_display(rows: list[dict]) -> list[dict]:
     """Regression rows as the page shows them: a latency metric (``p99_ns``) in µs like the
     rest of the page (``p99 µs``), the sustainable rate in x as it is."""
@@ -57,16 +43,6 @@ def regression_display(rows: list[dict]) -> list[dict]:
                  "baseline_value": None if r["baseline_value"] is None else r["baseline_value"] / 1_000}
         out.append(r)
     return out
-
-
-def _table(rows: list[dict], cols: list[tuple[str, str, Callable[[object], str]]], empty: str = "none") -> str:
-    if not rows:
-        return f"<p class='empty'>{html.escape(empty)}</p>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in cols)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(k)))}</td>" for k, _, fmt in cols) + "</tr>" for r in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _img(name: str, alt: str) -> str:
@@ -156,20 +132,20 @@ def render_report(reports_dir: Path, date: str) -> Path:
         f"<p>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC. Latencies in µs; "
         "a percentile with fewer than 10/(1-p) samples is n/a.</p>",
         verdict,
-        _table(flagged, reg_cols) if flagged else "",
+        html_table(flagged, reg_cols) if flagged else "",
         "<h2>Headline: latency from intended beside from fh_in</h2>",
         f"<p>{html.escape(HEADLINE_NOTE)}</p>",
-        _table(headline_rows(t["latency_breakdown"]),
+        html_table(headline_rows(t["latency_breakdown"]),
                [("run_id", "run", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT),
                 ("intended_p50_ns", "from intended p50 µs", US), ("intended_p99_ns", "from intended p99 µs", US),
                 ("fh_p50_ns", "from fh_in p50 µs", US), ("fh_p99_ns", "from fh_in p99 µs", US)], "no runs this night"),
         "<h2>Files skipped</h2>",
-        _table(skipped, [("job", "job", TEXT), ("path", "file", TEXT), ("action", "action", TEXT), ("error", "why", TEXT)]),
+        html_table(skipped, [("job", "job", TEXT), ("path", "file", TEXT), ("action", "action", TEXT), ("error", "why", TEXT)]),
         "<h2>Feeds</h2>",
-        _table(t["feeds_day"], day_cols, "no captures this night"),
+        html_table(t["feeds_day"], day_cols, "no captures this night"),
         _img("rate_profile.png", "rate profile"),
         "<h3>Rate profile</h3>",
-        _table(
+        html_table(
             t["feeds_rate_profile"],
             [("date", "capture date", TEXT), ("line", "line", LINE), ("window_ms", "window ms", INT),
              ("windows", "windows", INT),
@@ -178,37 +154,37 @@ def render_report(reports_dir: Path, date: str) -> Path:
         ),
         _img("messages_per_packet.png", "messages per packet"),
         "<h3>Category mix</h3>",
-        _table(t["feeds_category_mix"], [("date", "capture date", TEXT), ("category", "category", TEXT),
+        html_table(t["feeds_category_mix"], [("date", "capture date", TEXT), ("category", "category", TEXT),
                                          ("category_name", "name", TEXT), ("messages", "messages", INT),
                                          ("share", "share", PCT)]),
         "<h3>Top underlyings</h3>",
-        _table(t["feeds_top_underlyings"], [("date", "capture date", TEXT), ("rank", "rank", INT),
+        html_table(t["feeds_top_underlyings"], [("date", "capture date", TEXT), ("rank", "rank", INT),
                                             ("underlying", "underlying", TEXT), ("messages", "messages", INT),
                                             ("quotes", "quotes", INT),
                                             ("last_sales", "last sales", INT), ("share", "share", PCT)]),
         "<h3>Capture files</h3>",
-        _table(t["feeds_files"], [("date", "capture date", TEXT), ("path", "file", TEXT), ("line", "line", INT), ("copy", "copy", TEXT), ("part", "part", INT),
+        html_table(t["feeds_files"], [("date", "capture date", TEXT), ("path", "file", TEXT), ("line", "line", INT), ("copy", "copy", TEXT), ("part", "part", INT),
                                   ("bytes", "bytes", INT), ("packets", "packets", INT), ("messages", "messages", INT),
                                   ("bad_packets", "bad packets", INT), ("status", "status", TEXT)]),
         "<h2>Latency</h2>",
         _img("latency_breakdown.png", "latency breakdown"),
-        _table(t["latency_breakdown"], lat_cols, "no runs this night"),
+        html_table(t["latency_breakdown"], lat_cols, "no runs this night"),
         "<h3>Runs and sustainability</h3>",
         _img("sweeps.png", "sweeps"),
-        _table(t["latency_runs"], run_cols, "no runs this night"),
+        html_table(t["latency_runs"], run_cols, "no runs this night"),
         "<h3>Sweeps</h3>",
-        _table(t["latency_sweeps"], [("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
+        html_table(t["latency_sweeps"], [("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
                                      ("runs", "runs", INT), ("min_rate_x", "lowest x", FLOAT), ("max_rate_x", "highest x", FLOAT),
                                      ("first_unsustainable_rate_x", "first unsustainable x", FLOAT),
                                      ("max_sustainable_rate_x", "sustainable up to x", FLOAT)]),
         "<h3>Comparison with earlier nights</h3>",
-        _table(regressions, reg_cols, "no earlier night with runs to compare with"),
+        html_table(regressions, reg_cols, "no earlier night with runs to compare with"),
         "<h3>Ingest per line</h3>",
-        _table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", INT), ("packets_received", "packets", INT),
+        html_table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", INT), ("packets_received", "packets", INT),
                                      ("messages_received", "messages", INT), ("messages_missed", "missed", INT),
                                      ("packets_duplicate", "duplicates", INT), ("decode_errors", "decode errors", INT)]),
         "<h3>Signals</h3>",
-        _table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
+        html_table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
         replay_section(reports_dir),
         "</body></html>",
     ]
