@@ -1,8 +1,8 @@
 """The nightly run: the feeds job and the replay job over the captures the night covers
 (``replay_report.resolve_night``: the captures of the date named, or those its runs
-replayed), the latency job over its runs, then the report page in ``reports/<date>/``. The exit status is 1 when a regression was flagged or a live run
-disagrees with the replay, so a scheduler (cron, a systemd timer; docs/analytics.md) can
-alert on it.
+replayed), the latency job over its runs, then the report page in ``reports/<date>/``. The
+exit status is 1 when a regression was flagged or a live run disagrees with the replay, so a
+scheduler (cron, a systemd timer; docs/analytics.md) can alert on it.
 
 Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/nightly_job.py
 --date D``.
