@@ -1,7 +1,10 @@
 """Running a plan on this machine: check it, make the run directory, supervise it.
 
 ``run_plan`` is the one entry point; ``omdp run`` (ops/cli/run.py) builds the plan from a
-topology file and the registry and calls it.
+topology file and the registry and calls it. Before it starts, it removes the shared memory
+that runs killed on this host left behind (``shm_inventory.clean_dead``: only segments whose
+owner is dead): a run's own processes unlink everything when they end, even when a partition
+dies, but a SIGKILLed ``omdp run`` cannot unlink the stats segment it owns.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from omdp.runtime.machine import check_machine
 from omdp.runtime.rundir import DEFAULT_DATA_DIR, new_run_id, run_dir
 from omdp.runtime.supervisor import RunResult, Supervisor
 from omdp.topology.load import TopologyError
+from omdp.transport.shm_inventory import clean_dead
 from omdp.transport.shm_names import shm_name
 
 
@@ -32,4 +36,8 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
         shm_name(run_id, "c0")
     except ValueError as e:
         raise TopologyError(plan.source, [("--run-id", str(e))]) from None
+    stale = clean_dead()
+    if stale and echo is not None:
+        echo(f"removed {len(stale)} shared memory segment(s) left by runs that died: "
+             + ", ".join(seg.name for seg in stale))
     return Supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)

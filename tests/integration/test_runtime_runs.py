@@ -107,6 +107,51 @@ def test_small_graph_runs_to_the_end_with_every_record_accounted(tmp_path: Path)
     assert_nothing_left(run_dir)
 
 
+def _hold_stats(run: str, ready) -> None:
+    """A run's stats segment, held by this process until it is SIGKILLed (as a killed
+    ``omdp run`` leaves it)."""
+    from omdp.metrics.stats_segment import StatsWriter
+
+    held = StatsWriter.create(run)
+    ready.set()
+    time.sleep(60)
+    del held
+
+
+@pytest.mark.full  # a whole `omdp run` of four partitions
+def test_a_run_first_removes_what_killed_runs_left(tmp_path: Path) -> None:
+    """A SIGKILLed `omdp run` cannot unlink the stats segment it owns; the next run on the
+    host removes it (and only segments whose owner is dead) and says so."""
+    import multiprocessing as mp
+
+    from omdp.transport.shm_names import new_run_id
+
+    ctx = mp.get_context("fork")
+    dead, live = new_run_id(), new_run_id()
+    holders = []
+    for run in (dead, live):
+        ready = ctx.Event()
+        holder = ctx.Process(target=_hold_stats, args=(run, ready))
+        holder.start()
+        assert ready.wait(30)
+        holders.append(holder)
+    os.kill(holders[0].pid, signal.SIGKILL)
+    holders[0].join()
+    try:
+        assert Path(f"/dev/shm/omdp-{dead}-stats").exists()
+        proc = omdp_run(tmp_path)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert not Path(f"/dev/shm/omdp-{dead}-stats").exists()
+        assert "left by runs that died" in err and f"omdp-{dead}-stats" in err
+        assert Path(f"/dev/shm/omdp-{live}-stats").exists(), "a live owner's segment is left alone"
+    finally:
+        os.kill(holders[1].pid, signal.SIGKILL)
+        holders[1].join()
+        Path(f"/dev/shm/omdp-{dead}-stats").unlink(missing_ok=True)
+        Path(f"/dev/shm/omdp-{live}-stats").unlink(missing_ok=True)
+
+
 @pytest.mark.full  # a whole `omdp run` of four partitions
 def test_ctrl_c_stops_sources_drains_queues_and_cleans_up(tmp_path: Path) -> None:
     proc = omdp_run(tmp_path, *[a for s in UNBOUNDED for a in ("--set", s)])
