@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shm_holders_support import dead_and_live_holders, held_names
 
 TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "small_mixed.toml"
 CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]
@@ -107,49 +108,25 @@ def test_small_graph_runs_to_the_end_with_every_record_accounted(tmp_path: Path)
     assert_nothing_left(run_dir)
 
 
-def _hold_stats(run: str, ready) -> None:
-    """A run's stats segment, held by this process until it is SIGKILLed (as a killed
-    ``omdp run`` leaves it)."""
-    from omdp.metrics.stats_segment import StatsWriter
-
-    held = StatsWriter.create(run)
-    ready.set()
-    time.sleep(60)
-    del held
-
-
 @pytest.mark.full  # a whole `omdp run` of four partitions
 def test_a_run_first_removes_what_killed_runs_left(tmp_path: Path) -> None:
-    """A SIGKILLed `omdp run` cannot unlink the stats segment it owns; the next run on the
-    host removes it (and only segments whose owner is dead) and says so."""
-    import multiprocessing as mp
-
-    from omdp.transport.shm_names import new_run_id
-
-    ctx = mp.get_context("fork")
-    dead, live = new_run_id(), new_run_id()
-    holders = []
-    for run in (dead, live):
-        ready = ctx.Event()
-        holder = ctx.Process(target=_hold_stats, args=(run, ready))
-        holder.start()
-        assert ready.wait(30)
-        holders.append(holder)
-    os.kill(holders[0].pid, signal.SIGKILL)
-    holders[0].join()
+    """A SIGKILLed `omdp run` cannot unlink the stats segment it owns (nor a killed replay
+    service its own); the next run on the host removes them (and only segments whose owner is
+    dead) and says so."""
+    (dead, live), holders = dead_and_live_holders()
     try:
-        assert Path(f"/dev/shm/omdp-{dead}-stats").exists()
+        assert all(Path("/dev/shm", n).exists() for n in held_names(dead))
         proc = omdp_run(tmp_path)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        assert not Path(f"/dev/shm/omdp-{dead}-stats").exists()
-        assert "left by runs that died" in err and f"omdp-{dead}-stats" in err
-        assert Path(f"/dev/shm/omdp-{live}-stats").exists(), "a live owner's segment is left alone"
+        assert not any(Path("/dev/shm", n).exists() for n in held_names(dead))
+        assert "left by runs that died" in err and all(n in err for n in held_names(dead))
+        assert all(Path("/dev/shm", n).exists() for n in held_names(live)), "a live owner's segments are left alone"
     finally:
         os.kill(holders[1].pid, signal.SIGKILL)
         holders[1].join()
-        Path(f"/dev/shm/omdp-{dead}-stats").unlink(missing_ok=True)
-        Path(f"/dev/shm/omdp-{live}-stats").unlink(missing_ok=True)
+        for n in held_names(dead) + held_names(live):
+            Path("/dev/shm", n).unlink(missing_ok=True)
 
 
 @pytest.mark.full  # a whole `omdp run` of four partitions

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from click.testing import CliRunner
+from shm_holders_support import dead_and_live_holders, held_names, hold_segments
 
 from ops.cli.main import cli
 from omdp.transport.shm_names import new_run_id, read_stats, shm_name
@@ -55,34 +56,10 @@ def test_list_and_clean_only_touch_dead_vega_segments() -> None:
     assert not Path("/dev/shm", live.name).exists()
 
 
-def hold_replay_and_stats(run: str, ready: "mp.synchronize.Event") -> None:
-    """A replay service's and a run's segments, created by this process (then SIGKILLed)."""
-    from omdp.metrics.stats_segment import StatsWriter
-    from ops.replay.ctl_segment import CtlSegment
-    from ops.replay.intended_table import IntendedTable
-    from ops.replay.shm_segments import ctl_name, intended_name
-
-    held = (CtlSegment.create(ctl_name(run), n_senders=1, log_capacity=64, creator_pid=os.getpid()),
-            IntendedTable.create(intended_name(run), max_line=2, capacity=16, run_id=run, creator_pid=os.getpid()),
-            StatsWriter.create(run))
-    ready.set()
-    time.sleep(60)
-    del held
-
-
 def test_replay_and_stats_segments_listed_with_owner_and_cleaned_once_dead() -> None:
     runner = CliRunner()
-    dead_run, live_run = new_run_id(), new_run_id()
-    names = lambda r: [f"omdp-replay-{r}-ctl", f"omdp-replay-{r}-intended", f"omdp-{r}-stats"]  # noqa: E731
-    procs = []
-    for r in (dead_run, live_run):
-        ready = CTX.Event()
-        child = CTX.Process(target=hold_replay_and_stats, args=(r, ready))
-        child.start()
-        assert ready.wait(30)
-        procs.append(child)
-    os.kill(procs[0].pid, signal.SIGKILL)
-    procs[0].join()
+    (dead_run, live_run), procs = dead_and_live_holders()
+    names = held_names
     try:
         rows = [json.loads(line) for line in runner.invoke(cli, ["shm", "list", "--json"]).output.splitlines()]
         by_name = {row["name"]: row for row in rows}
@@ -116,7 +93,7 @@ def test_replay_segment_of_a_reused_pid_is_dead() -> None:
     run = new_run_id()
     name = ctl_name(run)[1:]
     ready = CTX.Event()
-    child = CTX.Process(target=hold_replay_and_stats, args=(run, ready))
+    child = CTX.Process(target=hold_segments, args=(run, ready))
     child.start()
     try:
         assert ready.wait(30)
