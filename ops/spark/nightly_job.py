@@ -25,7 +25,7 @@ from ops.spark.replay_job import ReplayOptions, ReplayResult, run_replay
 from ops.spark.replay_job import summary_lines as replay_summary
 from ops.spark.replay_report import NightDates, resolve_night, write_replay_tables
 from ops.spark.report_html import regression_display, render_report
-from ops.spark.report_tables import table_path
+from ops.spark.report_tables import write_arrow
 from ops.spark.session import build_session
 
 EXIT_REGRESSION = 1
@@ -79,10 +79,7 @@ def gather_feeds_tables(feeds: list[FeedsResult], reports_dir: Path) -> None:
     row carries its capture date): the night of the runs reports the captures they replayed."""
     reports_dir.mkdir(parents=True, exist_ok=True)
     for name in feeds[0].tables:
-        parts = [pq.read_table(f.tables[name]) for f in feeds]
-        tmp = table_path(reports_dir, f".{name}.gather")
-        pq.write_table(pa.concat_tables(parts), tmp)
-        tmp.replace(table_path(reports_dir, name))
+        write_arrow(pa.concat_tables([pq.read_table(f.tables[name]) for f in feeds]), reports_dir, name)
 
 
 def summary_lines(result: NightlyResult) -> list[str]:

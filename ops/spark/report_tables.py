@@ -37,7 +37,10 @@ def table_path(reports_dir: Path, name: str) -> Path:
     return reports_dir / f"{name}.parquet"
 
 
-def _write(table: pa.Table, path: Path) -> Path:
+def write_arrow(table: pa.Table, reports_dir: Path, name: str) -> Path:
+    """Write ``table`` as table ``name`` (under a temporary name, then renamed: a reader never
+    sees half a file); return the path."""
+    path = table_path(reports_dir, name)
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
@@ -47,12 +50,12 @@ def _write(table: pa.Table, path: Path) -> Path:
 def write_table(df: DataFrame, reports_dir: Path, name: str, schema: T.StructType) -> Path:
     """Collect ``df`` conformed to ``schema`` and write it as table ``name``; return the path."""
     table = conform(df, schema).toArrow()
-    return _write(table.cast(arrow_schema(schema)), table_path(reports_dir, name))
+    return write_arrow(table.cast(arrow_schema(schema)), reports_dir, name)
 
 
 def write_rows(rows: list[dict], reports_dir: Path, name: str, schema: T.StructType) -> Path:
     """Write rows computed on the driver as table ``name``; return the path."""
-    return _write(pa.Table.from_pylist(rows, schema=arrow_schema(schema)), table_path(reports_dir, name))
+    return write_arrow(pa.Table.from_pylist(rows, schema=arrow_schema(schema)), reports_dir, name)
 
 
 def read_rows(reports_dir: Path, name: str) -> list[dict]:

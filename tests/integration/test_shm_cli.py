@@ -2,21 +2,18 @@
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import signal
 import time
 from pathlib import Path
 
 from click.testing import CliRunner
-from shm_holders_support import dead_and_live_holders, held_names, hold_segments
+from shm_holders_support import CTX, dead_and_live_holders, held_names, hold_segments
 
 from ops.cli.main import cli
 from omdp.transport.shm_names import new_run_id, read_stats, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
-
-CTX = mp.get_context("fork")
 
 
 def hold_receiver(name: str) -> None:
