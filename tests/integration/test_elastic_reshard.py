@@ -1,19 +1,19 @@
 """The elastic engine partition (native/include/omdp/elastic.h) against a static engine on
-the same stream: with buckets moved between workers every few milliseconds and the level
-changed under load, every message comes out exactly once, in order per underlying, and the
+the same stream: with buckets moved between workers while messages flow (every 40 packets'
+worth, counted, not timed) and the level changed under load, every message comes out exactly once, in order per underlying, and the
 signals and final NBBOs equal the static engine's."""
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
 
 import numpy as np
 import pytest
 
 from decision_engines.elastic import ElasticConfig, ElasticEngine
-from decision_engines.engine import DecisionEngine
+from decision_engines.engine import DecisionEngine, EngineOutput, split_output
 from decision_engines.engine_config import EngineConfig
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.bench.model_market import model_market, quote_stream
 
 AS_OF = dt.date(2008, 2, 4)
@@ -51,40 +51,82 @@ def signal_rows(signals: np.ndarray) -> list[tuple]:
     return sorted(tuple(row) for row in signals[SIGNAL_KEYS].tolist())
 
 
-def mover(el: ElasticEngine, stop: threading.Event, every_s: float, moved: list[int]) -> None:
-    """Move a random bucket to a random worker every ``every_s``, and now and then change the level."""
-    rng = np.random.default_rng(7)
-    n = 0
-    while not stop.is_set():
-        el.move(int(rng.integers(el.config.buckets)), int(rng.integers(el.config.workers)))
-        n += 1
-        if n % 10 == 0:
-            el.set_level(int(rng.integers(1, el.config.workers + 1)))
-        time.sleep(every_s)
-    moved.append(n)
+MOVE_EVERY = 40
+"""Batches dispatched between two hand-off requests (a batch is one packet's 14 messages)."""
+SETTLE_GUARD_S = 120.0
+"""Hang guard only: how long a requested hand-off may take before the test gives up."""
+
+
+def settle(el: ElasticEngine, out: np.ndarray, used: int, parts: list[EngineOutput]) -> int:
+    """Collect output (running worker 0's passes when it is inline) until every bucket is owned
+    by the worker asked for, so the next request is a real move. Returns ``out``'s new length."""
+    deadline = time.monotonic() + SETTLE_GUARD_S
+    while any(o != w for o, w in (el.owner(b) for b in range(el.config.buckets))):
+        el.dispatch(NO_MSGS)  # an inline worker 0 makes its pass here
+        used = collect(el, out, used, parts)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"hand-offs still pending after {SETTLE_GUARD_S} s")
+        if not el.config.inline_worker0:
+            time.sleep(0.0002)
+    return used
+
+
+def collect(el: ElasticEngine, out: np.ndarray, used: int, parts: list[EngineOutput]) -> int:
+    used = el.collect(out, used)
+    if len(out) - used < len(out) // 2:
+        parts.append(split_output(out, used))
+        used = 0
+    return used
+
+
+NO_MSGS = np.zeros(0, dtype=OPRA_MSG_DTYPE)
 
 
 @pytest.mark.parametrize("inline", [False, True], ids=["threads", "inline-worker0"])
-def test_moves_every_few_ms_keep_every_message_once_and_in_order(stream: np.ndarray, inline: bool) -> None:
+def test_moves_while_messages_flow_keep_every_message_once_and_in_order(stream: np.ndarray, inline: bool) -> None:
+    """Every MOVE_EVERY batches one bucket is asked to move to another worker while the
+    batches before it are still queued (every tenth request also changes the level); each
+    request waits for the previous hand-offs, so the count of moves is the test's, not the
+    machine's speed."""
     want_samples, want_signals = static_run(stream)
     assert len(want_samples) == len(stream) and len(want_signals) > 0
     el = ElasticEngine(ElasticConfig(engine=EngineConfig(max_series=1 << 13, max_groups=1 << 8, sample_every=1),
                                      workers=3, buckets=16, ring_msgs=256, level=2, inline_worker0=inline))
-    stop = threading.Event()
-    moved: list[int] = []
-    t = threading.Thread(target=mover, args=(el, stop, 0.002, moved))
-    t.start()
-    try:
-        got = el.process(stream, batch=14)  # one packet's worth of messages per dispatch
-    finally:
-        stop.set()
-        t.join()
+    rng = np.random.default_rng(7)
+    out = np.zeros(1 << 22, dtype=np.uint8)
+    parts: list[EngineOutput] = []
+    used = 0
+    requested = level_changes = 0
+    for i, start in enumerate(range(0, len(stream), 14)):  # one packet's worth of messages per dispatch
+        chunk = stream[start : start + 14]
+        done = 0
+        while done < len(chunk):
+            done += el.dispatch(chunk[done:])
+            used = collect(el, out, used, parts)
+        if i % MOVE_EVERY == MOVE_EVERY - 1:
+            used = settle(el, out, used, parts)
+            bucket = int(rng.integers(el.config.buckets))
+            owner = el.owner(bucket)[0]
+            active = el.counters()["level"]
+            to = (owner + 1 + int(rng.integers(active - 1))) % active if active > 1 else owner
+            if to != owner:
+                el.move(bucket, to)
+                requested += 1
+            if requested and requested % 10 == 0:
+                el.set_level(1 + (el.counters()["level"] % el.config.workers))
+                level_changes += 1
+    used = settle(el, out, used, parts)
+    used = el.drain(out, used)
+    parts.append(split_output(out, used))
     counters = el.counters()
     el.close()
-    assert moved[0] > 10 and counters["moves"] > 10, "the test must actually move buckets"
-    assert len(got.samples) == len(stream)
-    assert by_underlying(got.samples) == by_underlying(want_samples)
-    assert signal_rows(got.signals) == signal_rows(want_signals)
+    samples = np.concatenate([p.samples for p in parts])
+    signals = np.concatenate([p.signals for p in parts])
+    assert requested >= len(stream) // 14 // MOVE_EVERY // 2, "the test must actually move buckets"
+    assert counters["moves"] >= requested and counters["level_changes"] == level_changes >= 2
+    assert len(samples) == len(stream)
+    assert by_underlying(samples) == by_underlying(want_samples)
+    assert signal_rows(signals) == signal_rows(want_signals)
     assert counters["dispatched"] == counters["processed"] == len(stream)
     if inline:  # worker 0's buckets ran in place between hand-offs, the others through rings
         assert 0 < counters["inplace"] < len(stream)
