@@ -197,8 +197,11 @@ class RingDrain:
     """Reads every frame of a Vega ring in a thread (batch get/release), until its sender
     closes: the consumer side of a ``ring:NAME`` replay."""
 
-    def __init__(self, receiver: object) -> None:
+    def __init__(self, receiver: object, hold_until_full: bool = False) -> None:
         self.rx = receiver
+        # release nothing until every slot is taken: the sender must then wait for room, on
+        # any host, however fast this thread reads
+        self.hold_until_full = hold_until_full
         self.frames: list[tuple[np.ndarray, bytes]] = []
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -208,6 +211,7 @@ class RingDrain:
         from omdp.transport.api import PeerGoneError
         from ops.replay.native_layout import FRAME_DTYPE
 
+        held: list[object] = []
         while not self._stop.is_set():
             try:
                 batch = self.rx.get_batch(timeout=0.05)
@@ -224,6 +228,14 @@ class RingDrain:
                 raw = bytes(batch.payload(i))
                 head = np.frombuffer(raw[: FRAME_DTYPE.itemsize], dtype=FRAME_DTYPE)[0]
                 self.frames.append((head, raw[FRAME_DTYPE.itemsize : FRAME_DTYPE.itemsize + int(head["length"])]))
+            if self.hold_until_full:
+                held.append(batch)
+                if self.rx.held() < self.rx.spec.queue_size:
+                    continue
+                self.hold_until_full = False
+                for b in held:
+                    self.rx.release_batch(b)
+                continue
             self.rx.release_batch(batch)
 
     def __enter__(self) -> "RingDrain":
@@ -239,10 +251,11 @@ class RingDrain:
 
 
 def replay_into_ring(cap: Path, run_dir: Path, *, queue_size: int = 256, timeout: float = 20.0,
-                     **config: object) -> tuple[object, RingDrain]:
+                     hold_until_full: bool = False, **config: object) -> tuple[object, RingDrain]:
     """Replay ``cap`` into a fresh Vega ring drained by a ``RingDrain`` until the replay ends;
     returns the final status and the drain (its frames and error). ``config``: the other
-    ``ReplayConfig`` fields (``rate`` as a RateSpec, copies, realtime, ...)."""
+    ``ReplayConfig`` fields (``rate`` as a RateSpec, copies, realtime, ...); ``hold_until_full``:
+    see ``RingDrain``."""
     from omdp.transport.shm_names import new_run_id, shm_name
     from omdp.transport.spec import ChannelSpec
     from omdp.transport.vega import VegaReceiver
@@ -252,7 +265,7 @@ def replay_into_ring(cap: Path, run_dir: Path, *, queue_size: int = 256, timeout
     name = shm_name(new_run_id(), "replay")
     rx = VegaReceiver.create(ChannelSpec(queue_size=queue_size, max_message=2048, mutex=False), name)
     try:
-        with RingDrain(rx) as drain:
+        with RingDrain(rx, hold_until_full) as drain:
             svc = ReplayService(ReplayConfig(capture_dir=cap, target=f"ring:{name}", run_dir=run_dir, **config))
             svc.start()
             svc.wait(timeout)

@@ -26,18 +26,28 @@ def test_control_thread_publishes_level_rates_and_decisions() -> None:
         el.process(warm)
         el.process(req)
         # The thread publishes every 0.05 s; on a loaded host a period can come late, so wait
-        # (bounded) for the publication that has seen every message and three decisions.
-        deadline = time.monotonic() + 10.0
+        # for the publication that has seen every message and three decisions (the deadline
+        # only stops a hang).
+        deadline = time.monotonic() + 60.0
         while True:
             ops = {o["name"]: o for o in StatsReader(run_id).operators()}
-            main, peaks, decisions = ops["de"]["counters"], ops["de.peaks"]["counters"], ops["de.decisions"]["counters"]
-            done = main["processed"] == len(warm) + len(req) and sum(decisions.values()) >= 3
-            if done or time.monotonic() > deadline:
+            main, decisions = ops["de"]["counters"], ops["de.decisions"]["counters"]
+            if main["processed"] == len(warm) + len(req) and sum(decisions.values()) >= 3:
                 break
+            assert time.monotonic() < deadline, (main, decisions)
             time.sleep(0.05)
-        assert main["processed"] == len(warm) + len(req) and main["level"] in (1, 2)
-        assert peaks["peak_l1"] > 0 and set(peaks) == {"peak_l1", "peak_l2"}
-        assert sum(decisions.values()) >= 3 and "up" in decisions and "down_idle" in decisions
+        thread.stop()  # its last period ends with a publication: the segment holds what it decided
+        ops = {o["name"]: o for o in StatsReader(run_id).operators()}
+        main, peaks, decisions = ops["de"]["counters"], ops["de.peaks"]["counters"], ops["de.decisions"]["counters"]
+        counters = el.counters()
+        assert main["processed"] == counters["processed"] == len(warm) + len(req)
+        assert main["level"] == counters["level"] in (1, 2) and main["moves"] == counters["moves"]
+        assert main["level_changes"] == counters["level_changes"]
+        assert peaks == {f"peak_l{i + 1}": int(p or 0) for i, p in enumerate(ctl.controller.peak)}
+        assert peaks["peak_l1"] > 0, "level 1 ran, so it has a peak rate"
+        # which decisions a period takes depends on the rates this host measured; that each is
+        # published as the controller counted it does not
+        assert decisions == ctl.decisions and sum(decisions.values()) >= 3
         assert thread.history()["periods"] and thread.history()["counters"]["processed"] == main["processed"]
     finally:
         thread.stop()

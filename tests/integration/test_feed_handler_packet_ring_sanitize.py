@@ -24,6 +24,7 @@ from feed_handler_support import Keep
 from pipeline_support import line_packets, make_capture
 from replay_support import multicast_works, packet_socket_refused
 
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.plan import build_plan
 from omdp.registry import OperatorKind, Port
 from omdp.runtime.partition import Partition
@@ -78,6 +79,16 @@ def _raw_udp(dst: tuple[str, int], payload: bytes, udp_len: int) -> bytes:
     return mac + b"\x00" * 6 + b"\x08\x00" + ip + struct.pack("!HHHH", 40000, dst[1], udp_len, 0) + payload
 
 
+def _wait_delivered(part: Partition, records: int, guard_s: float = 60.0) -> None:
+    """Until the keepers took ``records`` messages (counted by the loop, readable from any thread);
+    ``guard_s`` only stops a hang."""
+    want = records * OPRA_MSG_DTYPE.itemsize
+    deadline = time.monotonic() + guard_s
+    while sum(st["bytes_in"] for name, st in part.op_stats().items() if name.startswith("keep[")) < want:
+        assert time.monotonic() < deadline, f"the keepers did not get {records} messages within {guard_s} s"
+        time.sleep(0.001)
+
+
 def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
     info = open_capture(capture)
     lines = line_packets(capture)
@@ -94,6 +105,10 @@ def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
         done: list[str] = []
         t = threading.Thread(target=lambda: done.append(part.run()))
         t.start()
+        # first, a UDP length past the IP datagram's end, and one of our ports on a group not
+        # ours: the one ring takes frames in order, so once the good ones are through, so are these
+        raw.send(_raw_udp(eps[l2.line]["A"], l2.payloads[0][:40], udp_len=8 + 400))
+        tx.sendto(l2.payloads[0], ("239.78.251.251", eps[l2.line]["A"][1]))
         # line 1: A loses packet 3 (B has it), both lose packet 7; line 2: A only
         for i in range(n):
             if i not in (3, 7):
@@ -102,10 +117,8 @@ def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
                 tx.sendto(l1.payloads[i], eps[l1.line]["B"])
         for p in l2.payloads[:n]:
             tx.sendto(p, eps[l2.line]["A"])
-        # a UDP length past the IP datagram's end, and one of our ports on a group not ours
-        raw.send(_raw_udp(eps[l2.line]["A"], l2.payloads[0][:40], udp_len=8 + 400))
-        tx.sendto(l2.payloads[0], ("239.78.251.251", eps[l2.line]["A"][1]))
-        time.sleep(0.05)
+        expected = int(l1.counts[:n].sum() - l1.counts[7] + l2.counts[:n].sum())
+        _wait_delivered(part, expected)
         part.request_stop()
         t.join(30)
         assert done and done[0] in ("ended", "stopped")
@@ -115,7 +128,6 @@ def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
         tx.close()
         raw.close()
         part.close()
-    expected = int(l1.counts[:n].sum() - l1.counts[7] + l2.counts[:n].sum())
     assert report["messages_received"] == expected == len(recs) == report["routed"]
     assert report["messages_missed"] == l1.counts[7]
     assert report["messages_duplicate"] == int(l1.counts[:n].sum() - l1.counts[7] - l1.counts[3])

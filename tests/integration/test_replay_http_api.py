@@ -49,8 +49,10 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "running" and r.json()["packets_total"] == 2000
     assert client.post(API_PREFIX + "/start", headers=auth).status_code == 409
-    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 1000})
-    assert r.status_code == 200 and r.json()["target_pps"] == 1000
+    # 50 packets/s: the 2,000 packets would take 40 s, so the stop below lands mid-replay
+    # however slowly this host answers
+    r = client.post(API_PREFIX + "/rate", headers={"X-Omdp-Token": TOKEN}, json={"pps": 50})
+    assert r.status_code == 200 and r.json()["target_pps"] == 50
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "10x"})
     assert r.status_code == 409 and "fixed pps" in r.json()["detail"]
     r = client.post(API_PREFIX + "/rate", headers=auth, json={"rate": "ten"})
@@ -59,8 +61,9 @@ def test_start_rate_stop_with_the_token(client_and_service) -> None:
         r = client.post(API_PREFIX + "/rate", headers=auth, json=body)
         assert r.status_code == 422 and "at most" in r.json()["detail"], (body, r.text)
     assert client.get(API_PREFIX).json()["state"] == "running", "a rejected rate leaves the replay running"
-    deadline = time.monotonic() + 10
-    while client.get(API_PREFIX).json()["packets_sent"] == 0 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30  # a hang guard: the first packet is due within 20 ms
+    while client.get(API_PREFIX).json()["packets_sent"] == 0:
+        assert time.monotonic() < deadline, "the replay sent nothing"
         time.sleep(0.01)
     r = client.post(API_PREFIX + "/stop", headers=auth)
     assert r.status_code == 200 and r.json()["state"] == "stopped"

@@ -157,32 +157,32 @@ def test_two_senders_split_the_lines(tmp_path: Path) -> None:
 def test_rate_change_reanchors_the_schedule(tmp_path: Path) -> None:
     d = make_line(1, 400)
     write_capture(tmp_path / "cap", [d])
-    cfg = ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=200), copies="A", run_dir=tmp_path / "run")
+    cfg = ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=50), copies="A", run_dir=tmp_path / "run")
     svc = ReplayService(cfg)
     svc.start()
-    # 5 ms apart before the change: 270 packets (1.35 s) of slack for a loaded host between
-    # seeing 30 sent and the change, and still >= 100 packets after it
+    # 20 ms apart before the change: 279 packets (5.6 s) of slack for a loaded host between
+    # seeing 21 sent and the change, and still >= 100 packets after it
     deadline = time.monotonic() + 30
-    while svc.status().packets_sent < 30:
+    while svc.status().packets_sent < 21:
         assert time.monotonic() < deadline, "the replay did not start"
         time.sleep(0.005)
     t_change = time.time_ns()
     svc.set_rate(RateSpec.parse(pps=50000))
     t_changed = time.time_ns()  # the service re-anchors at a time in [t_change, t_changed]
-    assert svc.wait(10.0)
+    assert svc.wait(60.0)  # a hang guard: the rest is due within 8 ms
     st = svc.status()
     assert st.state == "finished" and st.packets_sent == 400 and st.rate == "50000 pps"
     intended = _intended(tmp_path)["intended_ns"].to_numpy()
     gaps = np.diff(intended)
-    slow = np.abs(gaps - 5_000_000) <= 1
+    slow = np.abs(gaps - 20_000_000) <= 1
     fast = np.abs(gaps - 20_000) <= 1
-    k = int(np.argmin(slow))  # the gap across the change: 5 ms apart before it, 20 us after
-    assert k >= 20 and slow[:k].all(), "5 ms apart before the change"
+    k = int(np.argmin(slow))  # the gap across the change: 20 ms apart before it, 20 us after
+    assert k >= 20 and slow[:k].all(), "20 ms apart before the change"
     assert fast[k + 1 :].all() and len(gaps) - k - 1 >= 100, "20 us apart after it"
     # Re-anchored at the change, however long set_rate took on a loaded host: the last packet
     # of the old map was due by the anchor (plus at most one old gap the sender had in hand),
     # the first of the new one after it.
-    assert intended[k] <= t_changed + 5_000_000 and intended[k + 1] >= t_change, "re-anchored at the change"
+    assert intended[k] <= t_changed + 20_000_000 and intended[k + 1] >= t_change, "re-anchored at the change"
     assert np.all(gaps >= 0), "re-anchored where it was: never back in time"
 
 
@@ -195,7 +195,10 @@ def test_intended_table_answers_while_running(tmp_path: Path) -> None:
         st = svc.start()
         name = st.intended_table
         assert name and Path("/dev/shm" + name).stat().st_mode & 0o777 == 0o600
-        time.sleep(0.1)
+        deadline = time.monotonic() + 30  # a hang guard: at 3,000 packets/s the 51st is due in 17 ms
+        while len(rx.received) <= 50:
+            assert time.monotonic() < deadline, "fewer than 51 packets arrived"
+            time.sleep(0.005)
         with IntendedTable.open(name) as table:
             assert table.run_id == st.run_id
             got = [r.data for r in rx.received]

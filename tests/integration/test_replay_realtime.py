@@ -194,7 +194,9 @@ def test_realtime_loop_flat_out_keeps_its_rest_budget(tmp_path: Path) -> None:
         consumer.close()
     assert st.state == "finished" and st.realtime, st.error
     s = st.senders[0]
-    assert s.forced_rests >= 10, s.forced_rests
+    # how many rests the debt takes depends on how the host interrupted the loop (one long stall
+    # is one long rest); the invariant below is the promise
+    assert s.forced_rests >= 1, s.forced_rests
     # The budget's invariant: rest >= awake / DIV - CREDIT - FORCE (one forced rest's threshold).
     # The run's elapsed_s also counts the sender's start and stop around its loop, which the
     # budget never sees (a 0.1 ms shortfall against it was seen once): 5 ms of it allowed.

@@ -51,12 +51,12 @@ def test_ring_too_small_for_a_packet_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_consumer_that_falls_behind_is_reported(tmp_path: Path) -> None:
-    """A 16-slot ring drained by Python cannot take 1 M packets/s: the sender waits for room
-    (back-pressure), counts the waits and their time, warns, and still delivers everything."""
+    """A 16-slot ring whose consumer holds every slot before it releases any: the sender waits
+    for room (back-pressure), counts the waits and their time, warns, and still delivers everything."""
     data = [make_line(4, 3000, seed=3)]
     write_capture(tmp_path / "cap", data)
-    st, drain = replay_into_ring(tmp_path / "cap", tmp_path / "run", queue_size=16, timeout=30.0,
-                                 rate=RateSpec.parse(pps=1_000_000))
+    st, drain = replay_into_ring(tmp_path / "cap", tmp_path / "run", queue_size=16, timeout=60.0,
+                                 hold_until_full=True, rate=RateSpec.parse(pps=1_000_000))
     assert st.state == "finished" and len(drain.frames) == 3000, st.error
     assert [p for _, p in drain.frames] == data[0].packets
     s = st.senders[0]

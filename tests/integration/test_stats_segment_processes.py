@@ -75,8 +75,11 @@ def test_reader_in_another_process_never_sees_torn_snapshots(run_id: str) -> Non
         assert ready.wait(20), "writer did not start"
         r = StatsReader(run_id)
         seen = {"latency": set(), "ops": set(), "lines": set(), "run": set(), "signals": 0}
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
+        # read until many distinct versions of every block were seen while the writer changed
+        # them (the count drives the test; the deadline only stops a hang)
+        deadline = time.monotonic() + 120.0
+        while not (all(len(seen[k]) > 20 for k in ("latency", "ops", "lines", "run")) and seen["signals"] > 100):
+            assert time.monotonic() < deadline, {k: v if isinstance(v, int) else len(v) for k, v in seen.items()}
             hists = r.latency_histograms(None)  # raises if a copy is not self-consistent
             counts = {hists[k].count for k in HOP_KEYS}
             assert len(counts) == 1, counts
@@ -109,11 +112,7 @@ def test_reader_in_another_process_never_sees_torn_snapshots(run_id: str) -> Non
         stop.set()
         proc.join(20)
         owner.close()
-    assert proc.exitcode == 0
-    # The reads raced real updates: many distinct versions of every block were observed.
-    for k in ("latency", "ops", "lines", "run"):
-        assert len(seen[k]) > 20, (k, len(seen[k]))
-    assert seen["signals"] > 100
+    assert proc.exitcode == 0  # the reads raced real updates, and none was torn
 
 
 def _own_and_wait(run_id: str, ready: mp.Event) -> None:

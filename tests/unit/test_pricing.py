@@ -121,9 +121,15 @@ def test_background_refresh_thread() -> None:
     stream = quote_stream(m, 5000, seed=10)
     r.start()
     try:
-        for i in range(0, len(stream), 100):
+        # the hot path goes on taking quotes until it has taken a publication of the thread's
+        # (the deadline only stops a hang: a loaded host may run the thread late)
+        deadline = time.monotonic() + 60
+        i = 0
+        while e.counters()["refs_published"] == 0 and r.failures == 0:
+            assert time.monotonic() < deadline, f"no publication taken ({r.published} published)"
             e.process(stream[i : i + 100])
-            time.sleep(0.005)
+            i = (i + 100) % len(stream)
+            time.sleep(0.001)
     finally:
         r.stop()
     assert r.published >= 1 and r.failures == 0

@@ -43,7 +43,7 @@ def test_tsc_stamps_agree_with_intended_times_within_the_stated_error() -> None:
     assert use_stamp_clock("tsc", interval_ns=20_000_000) == "tsc"
     check_stamp_clock()
     err = int(stamp_clock_info()["stated_error_ns"])
-    assert 0 < err < 100_000
+    assert err > 0  # its size is the host's scheduling of the calibration: `omdp bench clock` reports it
     assert _between_realtime_reads(2000) <= err
 
 
@@ -71,16 +71,24 @@ def test_drift_checks_are_counted_and_small() -> None:
 
 @needs_tsc
 def test_the_checks_bound_the_error_from_what_they_saw() -> None:
+    # each check (and the calibration, the first point) happens between two reads of the
+    # monotonic clock, so the longest gap the clock reports lies between the longest of the
+    # gaps' lower and upper brackets, however late a loaded host ran each step
+    before, after = [time.monotonic_ns()], []
     use_stamp_clock("auto", interval_ns=20_000_000)
+    after.append(time.monotonic_ns())
     info = stamp_clock_info()
     assert info["checked_error_ns"] == info["pair_error_ns"] and info["max_check_gap_ns"] == 0  # no check yet
-    gaps = (0.002, 0.03, 0.01)
-    for gap in gaps:
+    for gap in (0.002, 0.03, 0.01):
         time.sleep(gap)
+        before.append(time.monotonic_ns())
         check_stamp_clock()
+        after.append(time.monotonic_ns())
     info = stamp_clock_info()
     assert int(info["checked_error_ns"]) >= int(info["max_abs_drift_ns"])
-    assert 0.03e9 <= int(info["max_check_gap_ns"]) < 0.03e9 + 50_000_000   # the longest of the gaps
+    lowest = max(before[i] - after[i - 1] for i in range(1, len(before)))
+    highest = max(after[i] - before[i - 1] for i in range(1, len(before)))
+    assert lowest >= 0.03e9 and lowest <= int(info["max_check_gap_ns"]) <= highest  # the longest of the gaps
     allowance = float(info["rate_error_ppm"]) * 1e-6 * int(info["max_check_gap_ns"])
     assert int(info["checked_bound_ns"]) == int(info["checked_error_ns"]) + math.ceil(allowance)
     # a stamp and CLOCK_REALTIME read together agree within the bound the checks give
