@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
+
 from ops.pipeline.run_report import stamp_clock_line
-from ops.spark.report_html import HEADLINE_NOTE, headline_rows
+from ops.spark.report_html import headline_rows, render_report
+from ops.spark.report_tables import write_arrow
 
 INDEX = Path(__file__).resolve().parents[2] / "ops" / "dashboard" / "static" / "index.html"
 
@@ -20,15 +23,23 @@ def test_dashboard_first_card_is_latency_from_intended_with_the_note() -> None:
     assert "queueing before the feed handler" in note[:400]
 
 
-def test_nightly_headline_rows_put_intended_beside_fh_in() -> None:
+def test_nightly_page_leads_with_latency_from_intended_beside_fh_in(tmp_path: Path) -> None:
     rows = [
-        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "e2e_fh", "p50_ns": 7_000, "p99_ns": 20_000},
-        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "e2e_intended", "p50_ns": 50_000, "p99_ns": 900_000},
-        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "fh", "p50_ns": 3_000, "p99_ns": 9_000},
+        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "e2e_fh", "p50_ns": 7_000, "p99_ns": 20_000, "mean_ns": 8_000},
+        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "e2e_intended", "p50_ns": 50_000, "p99_ns": 900_000,
+         "mean_ns": 90_000},
+        {"run_id": "r1", "config": "c", "rate_x": 10.0, "hop": "fh", "p50_ns": 3_000, "p99_ns": 9_000, "mean_ns": 4_000},
     ]
     assert headline_rows(rows) == [{"run_id": "r1", "config": "c", "rate_x": 10.0, "intended_p50_ns": 50_000,
                                     "intended_p99_ns": 900_000, "fh_p50_ns": 7_000, "fh_p99_ns": 20_000}]
-    assert "queueing before the feed handler" in HEADLINE_NOTE
+    write_arrow(pa.Table.from_pylist(rows), tmp_path, "latency_breakdown")
+    page = render_report(tmp_path, "2026-12-01").read_text()
+    section = page[page.index("<h2>Headline"):page.index("<h2>Files skipped")]
+    assert "queueing before the feed handler" in section
+    heads = re.findall(r"<th>([^<]*)</th>", section)
+    assert heads[3:] == ["from intended p50 µs", "from intended p99 µs", "from fh_in p50 µs", "from fh_in p99 µs"]
+    cells = re.findall(r"<td>([^<]*)</td>", section)
+    assert [c.replace(",", "") for c in cells[3:]] == ["50.00", "900.00", "7.00", "20.00"], cells
 
 
 def test_stamp_clock_line_names_the_clock_and_the_drift() -> None:
