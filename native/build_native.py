@@ -19,6 +19,7 @@ Environment knobs (documented in the README):
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -27,6 +28,15 @@ from cffi import FFI
 NATIVE = Path(__file__).resolve().parent
 INCLUDE = NATIVE / "include"
 SRC = NATIVE / "src"
+
+
+def _header_cdef(headers: list[Path]) -> str:
+    """header_cdef.py's declarations of the headers' marked blocks (loaded by path: setuptools
+    runs this file without native/ on the import path)."""
+    spec = importlib.util.spec_from_file_location("omdp_header_cdef", NATIVE / "header_cdef.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.header_cdef(headers)
 
 
 def _have_verbs() -> bool:
@@ -68,10 +78,10 @@ def _link_args() -> list[str]:
 def make_ffibuilder() -> FFI:
     """Collect every component's cdef, header and sources into one cffi builder."""
     ffibuilder = FFI()
-    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
-    ffibuilder.cdef("\n".join(p.read_text() for p in cdefs))
     headers = sorted((INCLUDE / "omdp").glob("*.h"))
     headers = [h for h in headers if not h.stem.endswith("_ib") or _have_verbs()]
+    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
+    ffibuilder.cdef(_header_cdef(headers) + "\n".join(p.read_text() for p in cdefs))
     includes = "\n".join(f'#include "omdp/{h.name}"' for h in headers)
     sources = [str(p.relative_to(NATIVE.parent)) for p in _sources()]
     ffibuilder.set_source(

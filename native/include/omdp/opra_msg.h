@@ -19,11 +19,14 @@
 #include <stdint.h>
 #include "omdp/record.h"
 
+/* cdef: begin */
 #define OMDP_PRICE_SCALE 1000000000LL   /* int64 prices: 1e-9 units, as DBN */
 #define OMDP_NO_UNDERLYING 0xFFFFFFFFu  /* underlying_id before routing */
 #define OMDP_OPRA_MSG_SIZE 256
+/* cdef: end */
 #define OMDP_OPRA_ROOT_MAX 6
 
+/* cdef: begin */
 typedef struct omdp_opra_msg {
     omdp_record_header_t hdr;  /*   0 type OMDP_RT_OPRA_MSG, length 256 */
     uint64_t block_seq;        /*  56 the packet's block sequence (0 if not all digits) */
@@ -98,5 +101,6 @@ typedef struct omdp_opra_y_entry {
     uint8_t decimals;          /* 27 slot 46 (type 'F'/'C') */
     uint8_t reserved[4];       /* 28 */
 } omdp_opra_y_entry_t;
+/* cdef: end */
 
 #endif /* OMDP_OPRA_MSG_H */

@@ -34,6 +34,12 @@
 
 #include "omdp/vega_ring.h"
 
+/* Python holds the two ends by pointer only (their fields are vega_ring.h's, for C). */
+/* cdef: begin */
+typedef struct omdp_vega_sender omdp_vega_sender_t;
+typedef struct omdp_vega_receiver omdp_vega_receiver_t;
+/* cdef: end */
+
 /* ---- channels (native/src/transport/vega_shm.c) ---- */
 
 /* Rings in memory the caller owns (zeroed, 128-byte aligned, omdp_vega_region_size bytes):

@@ -50,12 +50,17 @@
 #define OMDP_VEGA_VERSION 1u
 #define OMDP_VEGA_SPAN 128
 #define OMDP_VEGA_SLOT_ALIGN 64
+/* cdef: begin */
 #define OMDP_VEGA_SLOT_HEADER 8
+/* cdef: end */
 #define OMDP_VEGA_SLOT_FOOTER 8
+/* cdef: begin */
 #define OMDP_VEGA_NAME_MAX 200
+/* cdef: end */
 #define OMDP_VEGA_PREFETCH_LINES 3 /* lines of a waited-for slot the receiver asks for together (more lines helped p50 of 256-512 B messages but hurt p99 on the test VM) */
 
 /* Status codes. */
+/* cdef: begin */
 #define OMDP_VEGA_OK 0
 #define OMDP_VEGA_FULL 1      /* no credit: would block (or, with on_full=drop, dropped) */
 #define OMDP_VEGA_EMPTY 2     /* nothing complete to read */
@@ -80,10 +85,12 @@
 #define OMDP_VEGA_PEER_ATTACHED 1
 #define OMDP_VEGA_PEER_CLOSED 2
 #define OMDP_VEGA_PEER_DEAD 3
+/* cdef: end */
 
 #define OMDP_VEGA_CLOSED_TX 1u
 #define OMDP_VEGA_CLOSED_RX 2u
 
+/* cdef: begin */
 typedef struct omdp_vega_layout {
     uint64_t magic; /* stored last (release) by the creator: the region is ready */
     uint32_t version;
@@ -99,6 +106,7 @@ typedef struct omdp_vega_layout {
     uint64_t total_size;
     int64_t created_ns;
 } omdp_vega_layout_t;
+/* cdef: end */
 
 typedef struct omdp_vega_side {
     _Atomic int64_t pid;
@@ -141,6 +149,7 @@ typedef struct omdp_vega_ctl {
 
 /* The one remote-write primitive: copy `len` bytes at `offset` of the local region into
  * the same offset of the peer's copy, in call order. NULL over shared memory. */
+/* cdef: begin */
 typedef void (*omdp_vega_mirror_fn)(void *ctx, uint64_t offset, const void *src, uint32_t len);
 
 /* One received message: the slot to release and a view of the payload. */
@@ -161,6 +170,7 @@ typedef struct omdp_vega_stats {
     int64_t created_ns;
     uint64_t total_size;
 } omdp_vega_stats_t;
+/* cdef: end */
 
 typedef struct omdp_vega_sender {
     uint8_t *base;
