@@ -107,7 +107,7 @@ static inline int64_t omdp_vega_put_batch(omdp_vega_sender_t *tx, const uint8_t 
             rc = omdp_vega_put_full(tx, buf, sizes[done], timeout_ns);
             if (rc != OMDP_VEGA_OK) {
                 if (rc == OMDP_VEGA_FULL && tx->on_full == OMDP_VEGA_ON_FULL_DROP)
-                    omdp_vega_relaxed_add(&tx->ctl->tx_count.drops, n - done - 1);
+                    omdp_counter_add(&tx->ctl->tx_count.drops, n - done - 1);
                 omdp_vega_leave(tx);
                 return (done > 0 || rc > 0) ? (int64_t)done : rc;
             }

@@ -6,8 +6,9 @@
  *
  *   slot:  [begin word: lap tag << 32 | size][payload: size bytes, padded to 8][end word]
  *
- * Sender: waits for a credit, stores the begin word (release), copies the payload, stores
- * the end word (release) right after the payload. The receiver polls only its own memory:
+ * Sender: waits for a credit, copies the payload into the slot, then seals it
+ * (omdp_vega_seal): stores the begin word (release), then the end word (release) right
+ * after the payload. The receiver polls only its own memory:
  * the begin word tells it the size, the end word that the payload is complete. Tags change
  * every lap, so bytes left from an earlier lap never read as new; the one place stale
  * payload could match (the word where this message's end word goes) is checked and
@@ -44,6 +45,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "omdp/relaxed_counter.h"
 #include "omdp/vega_defaults.h"
 
 #define OMDP_VEGA_MAGIC 0x31414745564d444fULL /* "ODMVEGA1" little-endian */
@@ -270,12 +272,6 @@ static inline void omdp_vega_publish(omdp_vega_mirror_fn mirror, void *ctx, cons
         mirror(ctx, offset, base + offset, len);
 }
 
-static inline void omdp_vega_relaxed_add(_Atomic uint64_t *c, uint64_t v)
-{
-    /* single writer: a load and a store, no locked instruction */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
-}
-
 /* Wake every thread asleep on a wake word (the side that announced it sleeps, spin-block
  * only). The two wakes are calls, never inlined into the put and release paths that test
  * for a sleeper (each file that uses one has its own copy). */
@@ -385,8 +381,8 @@ static inline void omdp_vega_seal(omdp_vega_sender_t *tx, uint8_t *slot, uint32_
 
 static inline void omdp_vega_after_put(omdp_vega_sender_t *tx, uint64_t n, uint64_t bytes)
 {
-    omdp_vega_relaxed_add(&tx->ctl->tx_count.messages, n);
-    omdp_vega_relaxed_add(&tx->ctl->tx_count.bytes, bytes);
+    omdp_counter_add(&tx->ctl->tx_count.messages, n);
+    omdp_counter_add(&tx->ctl->tx_count.bytes, bytes);
     if (tx->wait == OMDP_VEGA_WAIT_SPIN_BLOCK) {
         atomic_thread_fence(memory_order_seq_cst);
         if (atomic_load_explicit(&tx->ctl->data_wake.waiting, memory_order_relaxed))
@@ -504,10 +500,10 @@ static inline int omdp_vega_try_get(omdp_vega_receiver_t *rx, omdp_vega_msg_t *m
     int rc = omdp_vega_peek(rx, rx->read_seq, msg);
     if (rc == OMDP_VEGA_OK) {
         rx->read_seq++;
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, 1);
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, msg->size);
+        omdp_counter_add(&rx->ctl->rx_count.messages, 1);
+        omdp_counter_add(&rx->ctl->rx_count.bytes, msg->size);
     } else if (rc == OMDP_VEGA_E_CORRUPT) {
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+        omdp_counter_add(&rx->ctl->rx_count.errors, 1);
     }
     return rc;
 }
@@ -524,7 +520,7 @@ static inline int64_t omdp_vega_get_batch(omdp_vega_receiver_t *rx, omdp_vega_ms
         int rc = omdp_vega_peek(rx, rx->read_seq, &msgs[n]);
         if (rc != OMDP_VEGA_OK) {
             if (rc == OMDP_VEGA_E_CORRUPT) {
-                omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+                omdp_counter_add(&rx->ctl->rx_count.errors, 1);
                 if (n == 0)
                     return rc;
             }
@@ -534,8 +530,8 @@ static inline int64_t omdp_vega_get_batch(omdp_vega_receiver_t *rx, omdp_vega_ms
         rx->read_seq++;
         n++;
     }
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, n);
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, bytes);
+    omdp_counter_add(&rx->ctl->rx_count.messages, n);
+    omdp_counter_add(&rx->ctl->rx_count.bytes, bytes);
     return n;
 }
 
@@ -558,7 +554,7 @@ static inline int64_t omdp_vega_get_run(omdp_vega_receiver_t *rx, uint32_t *size
         int rc = omdp_vega_peek(rx, rx->read_seq, &m);
         if (rc != OMDP_VEGA_OK) {
             if (rc == OMDP_VEGA_E_CORRUPT) {
-                omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+                omdp_counter_add(&rx->ctl->rx_count.errors, 1);
                 if (n == 0)
                     return rc;
             }
@@ -568,8 +564,8 @@ static inline int64_t omdp_vega_get_run(omdp_vega_receiver_t *rx, uint32_t *size
         bytes += m.size;
         rx->read_seq++;
     }
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, n);
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, bytes);
+    omdp_counter_add(&rx->ctl->rx_count.messages, n);
+    omdp_counter_add(&rx->ctl->rx_count.bytes, bytes);
     return n;
 }
 
@@ -610,7 +606,7 @@ static inline int omdp_vega_release(omdp_vega_receiver_t *rx, uint32_t slot_id)
 {
     int rc = omdp_vega_mark_released(rx, slot_id);
     if (rc < 0) {
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+        omdp_counter_add(&rx->ctl->rx_count.errors, 1);
         return rc;
     }
     if (rc)
@@ -625,7 +621,7 @@ static inline int omdp_vega_release_batch(omdp_vega_receiver_t *rx, uint32_t fir
     for (uint32_t i = 0; i < n; i++) {
         int rc = omdp_vega_mark_released(rx, (first_slot + i) & rx->mask);
         if (rc < 0) {
-            omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+            omdp_counter_add(&rx->ctl->rx_count.errors, 1);
             if (moved)
                 omdp_vega_send_credit(rx);
             return rc;
