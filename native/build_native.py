@@ -2,9 +2,12 @@
 
 Every C component contributes three things, and nothing here names a component:
 ``native/include/omdp/<name>.h`` (its ABI contract), optional sources
-``native/src/<folder>/<name>*.c`` (its code, grouped by component: codec/, transport/,
-runtime/, metrics/, replay/, feed_handler/, engine/; see native/README.md) and
-``native/cdef/<NN>_<name>.cdef`` (the declarations Python may call, in cffi's C subset).
+``native/src/<folder>/<name>*.c`` (its code, grouped by component: runtime/, captures/,
+codec/, transport/, metrics/, replay/, reshard/, feed_handler/, engine/, elastic/; see
+native/README.md) and ``native/cdef/<NN>_<name>.cdef`` (the functions Python may call, in
+cffi's C subset). The types and constants Python shares with C are not repeated there: they
+sit in ``/* cdef: begin */`` ... ``/* cdef: end */`` blocks of the headers, which
+``header_cdef.py`` hands to cffi ahead of the cdef files.
 Sources are collected from every folder under ``native/src``; a component's private
 headers sit next to its sources and are included by plain name. Adding a component is
 adding files.
