@@ -1,5 +1,5 @@
 """numpy dtypes of the engine's exchange structs with pricing (engine.h): series snapshots,
-groups and the per-series limits the hot path reads. Pinned by tests/unit/test_engine_layout.py."""
+groups and the per-series limits the hot path reads, built from the compiled C structs."""
 from __future__ import annotations
 
 import numpy as np

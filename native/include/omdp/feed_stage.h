@@ -8,9 +8,9 @@
  * line's two tables are built while packing (omdp_fh_stage_tables_t) and written once at
  * the end of the line. The day x bucket engine tasks map every line's part and tables,
  * merge the parts in time order and expand them back to full records in one pass. Packing
- * takes an optional gather order, so splitting by bucket costs no extra pass. The numpy
- * twins are ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE (a layout test
- * pins them). */
+ * takes an optional gather order, so splitting by bucket costs no extra pass. Python reads
+ * them as ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE, built from these
+ * structs (omdp.c_layout). */
 #ifndef OMDP_FEED_STAGE_H
 #define OMDP_FEED_STAGE_H
 

@@ -1,7 +1,7 @@
 /* The OPRA message record: one decoded OPRA FAST V2 message, 256 bytes.
  *
- * Owned by feedhandlers (its numpy twin is feedhandlers.opra_record.OPRA_MSG_DTYPE; a
- * layout test pins the two). It starts with the omdp record header, holds every field
+ * Owned by feedhandlers (Python reads it as feedhandlers.opra_record.OPRA_MSG_DTYPE, built
+ * from this struct). It starts with the omdp record header, holds every field
  * of the wire format as decoded (raw values and character codes, so the encoder can
  * write the packet back byte for byte) and the normalized values a consumer needs
  * (expiry date, put/call, prices as int64 with OMDP_PRICE_SCALE units).

@@ -1,7 +1,7 @@
 /* The signal record: one anomaly a decision engine found, 152 bytes.
  *
- * Owned by decision_engines (its numpy twin is decision_engines.signal_record.SIGNAL_DTYPE;
- * a layout test pins the two). It starts with the omdp record header (type OMDP_RT_SIGNAL,
+ * Owned by decision_engines (Python reads it as decision_engines.signal_record.SIGNAL_DTYPE,
+ * built from this struct). It starts with the omdp record header (type OMDP_RT_SIGNAL,
  * flags OMDP_RF_SIGNAL) whose stamp block is copied from the message that raised the
  * signal, de_out set when the signal leaves the engine - so a signal's latency is measured
  * like a sampled message's. The body names the series, says what was checked against what
