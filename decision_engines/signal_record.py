@@ -1,14 +1,12 @@
-"""The signal record as a numpy dtype: the twin of ``native/include/omdp/signal.h``.
+"""The signal record as a numpy dtype, read from ``native/include/omdp/signal.h``.
 
 An engine appends one signal record per anomaly to its output, beside the sampled messages;
 the latency collector stamps it like a sample and writes it to ``signals.parquet``.
-tests/unit/test_engine_layout.py pins every offset against the C struct.
+The dtype is built from the compiled C struct (omdp.c_layout).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from omdp.record import RECORD_HEADER_DTYPE
+from omdp.c_layout import c_dtype
 
 SIG_CROSSED = 1
 SIG_LOCKED = 2
@@ -33,31 +31,5 @@ def signal_kind_name(kind: int) -> str:
     return f"custom{kind - SIG_CUSTOM}" if kind >= SIG_CUSTOM else f"unknown{kind}"
 
 
-SIGNAL_DTYPE = np.dtype(
-    [
-        ("hdr", RECORD_HEADER_DTYPE),
-        ("block_seq", "<u8"),
-        ("msg_seq", "<u8"),
-        ("strike_px", "<i8"),
-        ("bid_px", "<i8"),
-        ("offer_px", "<i8"),
-        ("ref_lo", "<i8"),
-        ("ref_hi", "<i8"),
-        ("value", "<f8"),
-        ("time", "<u4"),
-        ("expiry", "<u4"),
-        ("underlying_id", "<u4"),
-        ("line", "<u2"),
-        ("engine", "<u2"),
-        ("kind", "u1"),
-        ("put_call", "u1"),
-        ("participant", "u1"),
-        ("root_len", "u1"),
-        ("root", "S6"),
-        ("bid_part", "u1"),
-        ("offer_part", "u1"),
-        ("reserved", "u1", (4,)),
-    ],
-    align=True,
-)
+SIGNAL_DTYPE = c_dtype("omdp_signal_t")
 SIGNAL_SIZE = SIGNAL_DTYPE.itemsize

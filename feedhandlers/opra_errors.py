@@ -2,15 +2,11 @@
 that carry their context (which packet, which byte offset, which message, which slot)."""
 from __future__ import annotations
 
-import numpy as np
-
+from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
 
-OPRA_ERROR_DTYPE = np.dtype(
-    [("packet_index", "<u8"), ("code", "<i4"), ("offset", "<u4"), ("message_index", "<i4"), ("slot", "<i4")],
-    align=True,
-)
-"""Twin of ``omdp_opra_error_t`` (opra_fast.h): a batch's error list as an array."""
+OPRA_ERROR_DTYPE = c_dtype("omdp_opra_error_t")
+"""``omdp_opra_error_t`` (opra_fast.h): a batch's error list as an array."""
 
 CODES: dict[int, str] = {
     -c: ffi.string(lib.omdp_opra_error_name(-c)).decode() for c in range(1, lib.OMDP_OPRA_ERROR_CODES)

@@ -2,9 +2,12 @@
 
 Every C component contributes three things, and nothing here names a component:
 ``native/include/omdp/<name>.h`` (its ABI contract), optional sources
-``native/src/<folder>/<name>*.c`` (its code, grouped by component: codec/, transport/,
-runtime/, metrics/, replay/, feed_handler/, engine/; see native/README.md) and
-``native/cdef/<NN>_<name>.cdef`` (the declarations Python may call, in cffi's C subset).
+``native/src/<folder>/<name>*.c`` (its code, grouped by component: runtime/, captures/,
+codec/, transport/, metrics/, replay/, reshard/, feed_handler/, engine/, elastic/; see
+native/README.md) and ``native/cdef/<NN>_<name>.cdef`` (the functions Python may call, in
+cffi's C subset). The types and constants Python shares with C are not repeated there: they
+sit in ``/* cdef: begin */`` ... ``/* cdef: end */`` blocks of the headers, which
+``header_cdef.py`` hands to cffi ahead of the cdef files.
 Sources are collected from every folder under ``native/src``; a component's private
 headers sit next to its sources and are included by plain name. Adding a component is
 adding files.
@@ -19,6 +22,7 @@ Environment knobs (documented in the README):
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -27,6 +31,15 @@ from cffi import FFI
 NATIVE = Path(__file__).resolve().parent
 INCLUDE = NATIVE / "include"
 SRC = NATIVE / "src"
+
+
+def _header_cdef(headers: list[Path]) -> str:
+    """header_cdef.py's declarations of the headers' marked blocks (loaded by path: setuptools
+    runs this file without native/ on the import path)."""
+    spec = importlib.util.spec_from_file_location("omdp_header_cdef", NATIVE / "header_cdef.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.header_cdef(headers)
 
 
 def _have_verbs() -> bool:
@@ -68,10 +81,10 @@ def _link_args() -> list[str]:
 def make_ffibuilder() -> FFI:
     """Collect every component's cdef, header and sources into one cffi builder."""
     ffibuilder = FFI()
-    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
-    ffibuilder.cdef("\n".join(p.read_text() for p in cdefs))
     headers = sorted((INCLUDE / "omdp").glob("*.h"))
     headers = [h for h in headers if not h.stem.endswith("_ib") or _have_verbs()]
+    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
+    ffibuilder.cdef(_header_cdef(headers) + "\n".join(p.read_text() for p in cdefs))
     includes = "\n".join(f'#include "omdp/{h.name}"' for h in headers)
     sources = [str(p.relative_to(NATIVE.parent)) for p in _sources()]
     ffibuilder.set_source(

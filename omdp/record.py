@@ -1,26 +1,27 @@
 """The record header every omdp record starts with, as a numpy dtype.
 
-Twin of ``native/include/omdp/record.h``; tests/unit/test_record_layout.py pins the two.
+Read from ``native/include/omdp/record.h`` through the compiled module (omdp.c_layout).
 """
 from __future__ import annotations
 
 import numpy as np
 
-HOPS: tuple[str, ...] = ("intended", "fh_in", "fh_out", "de_in", "de_out", "mc_in")
+from omdp.c_layout import c_dtype
+from omdp.native import lib
+
+STAMPS_DTYPE = c_dtype("omdp_stamps_t")
+
+HOPS: tuple[str, ...] = STAMPS_DTYPE.names
 """The six stamps, in the order of the stamp block."""
 
-STAMPS_DTYPE = np.dtype([(h, "<i8") for h in HOPS])
-
-RECORD_HEADER_DTYPE = np.dtype(
-    [("type", "<u2"), ("length", "<u2"), ("flags", "<u4"), ("stamps", STAMPS_DTYPE)], align=True
-)
+RECORD_HEADER_DTYPE = c_dtype("omdp_record_header_t")
 RECORD_HEADER_SIZE = RECORD_HEADER_DTYPE.itemsize
 
-RT_OPRA_MSG = 1
-RT_SIGNAL = 2
-RT_BENCH = 3
-RT_SEQ = 4
-RT_RESHARD = 5  # a re-sharding marker (omdp.runtime.reshard)
+RT_OPRA_MSG = int(lib.OMDP_RT_OPRA_MSG)
+RT_SIGNAL = int(lib.OMDP_RT_SIGNAL)
+RT_BENCH = int(lib.OMDP_RT_BENCH)
+RT_SEQ = int(lib.OMDP_RT_SEQ)
+RT_RESHARD = int(lib.OMDP_RT_RESHARD)  # a re-sharding marker (omdp.runtime.reshard)
 
 def copy_records(dst: np.ndarray, src: np.ndarray) -> None:
     """dst[:] = src for structured records of one dtype, as bytes when both are contiguous:
@@ -41,6 +42,6 @@ def copy_rows(dst: np.ndarray, src: np.ndarray, rows: np.ndarray) -> None:
     dst.view(raw)[rows] = src.view(raw)[rows]
 
 
-RF_SAMPLED = 0x1
-RF_SIGNAL = 0x2
-RF_LAST_IN_PACKET = 0x4
+RF_SAMPLED = int(lib.OMDP_RF_SAMPLED)
+RF_SIGNAL = int(lib.OMDP_RF_SIGNAL)
+RF_LAST_IN_PACKET = int(lib.OMDP_RF_LAST_IN_PACKET)

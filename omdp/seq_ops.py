@@ -8,24 +8,29 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
 from omdp.operator import Operator, OperatorContext, PollResult, SourceOperator
-from omdp.record import RECORD_HEADER_DTYPE, RT_SEQ
+from omdp.record import RT_SEQ
 from omdp.registry import OperatorKind, Port, RecordType, Registry
 
-SEQ_RECORD_MIN = 80
+SEQ_RECORD_MIN = int(lib.OMDP_SEQ_RECORD_MIN)
 SEQ = RecordType("seq", RT_SEQ)
 """Numbered records: variable length (>= 80 bytes), so Python operators see raw bytes."""
 
 
 def seq_record_dtype(record_size: int) -> np.dtype:
-    """The layout of one seq record of ``record_size`` bytes (seq_ops.h)."""
-    fields = [("hdr", RECORD_HEADER_DTYPE), ("source", "<u4"), ("reserved", "<u4"), ("seq", "<u8"), ("check", "<u8")]
+    """The layout of one seq record of ``record_size`` bytes: ``omdp_seq_record_t`` (seq_ops.h),
+    then the fill up to the record's size."""
+    base = c_dtype("omdp_seq_record_t")
     fill = (record_size - SEQ_RECORD_MIN) // 8
-    if fill:
-        fields.append(("fill", "<u8", (fill,)))
-    return np.dtype(fields)
+    if not fill:
+        return base
+    names = [*base.names, "fill"]
+    return np.dtype({"names": names, "formats": [*(base.fields[n][0] for n in base.names), np.dtype(("<u8", (fill,)))],
+                     "offsets": [*(base.fields[n][1] for n in base.names), base.itemsize],
+                     "itemsize": base.itemsize + 8 * fill})
 
 
 def seq_check(source: np.ndarray, seq: np.ndarray) -> np.ndarray:

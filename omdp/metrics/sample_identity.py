@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from omdp.c_layout import c_dtype
+
 IDENTITY_COLUMNS: dict[str, int] = {
     "line": 2,
     "block_seq": 8,
@@ -22,11 +24,8 @@ IDENTITY_COLUMNS: dict[str, int] = {
 }
 """Identity column -> the widest field (bytes) its samples.parquet column holds."""
 
-SAMPLE_ID_DTYPE = np.dtype(
-    [("block_seq", "<u8"), ("msg_seq", "<u8"), ("key", "<u4"), ("line", "<u2"), ("engine", "<u2"),
-     ("category", "u1"), ("reserved", "u1", (7,))]
-)
-"""Twin of ``omdp_sample_id_t`` (pinned by tests/unit/test_metrics_layout.py): identities
+SAMPLE_ID_DTYPE = c_dtype("omdp_sample_id_t")
+"""``omdp_sample_id_t`` (collector.h): identities
 handed in with pre-extracted rows."""
 
 

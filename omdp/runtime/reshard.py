@@ -17,16 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from omdp.c_layout import c_dtype
 from omdp.clock import now_ns
 from omdp.native import ffi, lib
-from omdp.record import RECORD_HEADER_DTYPE
 from omdp.transport.shm_names import shm_name
 
-RESHARD_MARKER_DTYPE = np.dtype([
-    ("hdr", RECORD_HEADER_DTYPE), ("move_id", "<u8"), ("fh_packets", "<u8"), ("fh_messages", "<u8"),
-    ("bucket", "<u4"), ("buckets", "<u4"), ("from", "<u2"), ("to", "<u2"), ("fh", "<u2"), ("n_fh", "<u2"),
-], align=True)
-"""Twin of omdp_reshard_marker_t (tests/unit/test_reshard_layout.py pins the two)."""
+RESHARD_MARKER_DTYPE = c_dtype("omdp_reshard_marker_t")
+"""``omdp_reshard_marker_t`` (record.h numbers its type, reshard.h lays it out)."""
 
 MAX_BUCKETS = int(lib.OMDP_RESHARD_MAX_BUCKETS)
 SERIES_BYTES = int(lib.OMDP_RESHARD_SERIES_SIZE)

@@ -19,7 +19,8 @@ from typing import Any
 
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 from ops.pipeline.scaled_layout import CORES_PER_SENDER, scaled_layout, scaled_topology_toml
-from ops.pipeline.sweep import Config, Sweep, SweepPoint, hop_figure, run_sweep
+from ops.pipeline.sweep import Config, hop_figure, run_sweep
+from ops.pipeline.sweep_points import Sweep, SweepPoint
 
 P99_BOUND_REASON = "p99 latency from intended"
 """How a verdict's reason for the p99 bound begins (ops.pipeline.run_report.verdict)."""

@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from omdp.topology.load import load_topology
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
+from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.pipeline.sweep_targets import hop_figure, judge, markdown_lines
 from ops.replay.rates import RateSpec
 
@@ -79,48 +80,13 @@ def _fh_group(topo: Any) -> str:
     return next(n for n, op in topo.operators.items() if op.kind == "feed_handler")
 
 
-@dataclass
-class SweepPoint:
-    """One run of the sweep (or a skipped one)."""
-
-    config: str
-    rate: str
-    target_pps: float
-    input: str = "ring"
-    fused_partition: str | None = None
-    """The partition holding both the feed handler and the engines, if the plan has one (the
-    fused layouts): the one whose cost per packet the hot path's targets speak of."""
-    copies: str | None = None
-    """The multicast copies the feed handler joins ("A", "A,B")."""
-    skipped: bool = False
-    run: dict[str, Any] | None = None
-    sustainable: bool = False
-    error: str | None = None
-    load: tuple[float, float] | None = None
-    """The machine's 1-minute load average before and after the run (other work on a shared
-    machine shows there)."""
-
-
-@dataclass
-class Sweep:
-    """All points of a sweep and each configuration's sustainable rate."""
-
-    sweep_id: str
-    seconds: float
-    capture_date: str
-    points: list[SweepPoint] = field(default_factory=list)
-
-    def sustainable_rate(self, config: str) -> str | None:
-        """The highest sustainable rate of ``config``, or None."""
-        ok = [p for p in self.points if p.config == config and p.sustainable]
-        return max(ok, key=lambda p: p.target_pps).rate if ok else None
-
-    def to_dict(self) -> dict[str, Any]:
-        configs = list(dict.fromkeys(p.config for p in self.points))
-        return {"sweep_id": self.sweep_id, "seconds": self.seconds, "capture_date": self.capture_date,
-                "sustainable": {c: self.sustainable_rate(c) for c in configs},
-                "targets": [v.as_dict() for v in judge(self)],
-                "points": [p.__dict__ for p in self.points]}
+def sweep_dict(sweep: Sweep) -> dict[str, Any]:
+    """The sweep as JSON: each configuration's sustainable rate, the targets' verdicts, the points."""
+    configs = list(dict.fromkeys(p.config for p in sweep.points))
+    return {"sweep_id": sweep.sweep_id, "seconds": sweep.seconds, "capture_date": sweep.capture_date,
+            "sustainable": {c: sweep.sustainable_rate(c) for c in configs},
+            "targets": [v.as_dict() for v in judge(sweep)],
+            "points": [p.__dict__ for p in sweep.points]}
 
 
 def fused_partition(plan: Plan) -> str | None:

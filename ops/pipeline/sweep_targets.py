@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US, SUSTAINED_FRACTION
+from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.replay.rates import RateSpec
-
-if TYPE_CHECKING:
-    from ops.pipeline.sweep import Sweep, SweepPoint
 
 WORK_NS_PER_PACKET = 1_000.0
 """Fused partition: CPU time spent working (idle polls left out) per packet, at WORK_RATE."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
 from ops.spark.replay_stage import BucketSizes, BucketWriter
 
@@ -30,8 +31,7 @@ _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 the structured dtype goes field by field."""
 
 
-PKT_DTYPE = np.dtype([("off", "<u8"), ("len", "<u4"), ("src", "<u2"), ("line", "u1"), ("copy", "u1"),
-                      ("ts_ns", "<i8")])
+PKT_DTYPE = c_dtype("omdp_fh_offline_pkt_t")
 """``omdp_fh_offline_pkt_t`` (feed_offline.h), 24 bytes."""
 
 COUNT_NAMES: tuple[str, ...] = tuple(name for name, _ in ffi.typeof("omdp_fh_offline_counts_t").fields)
@@ -57,8 +57,7 @@ class Routes:
     root_engines: tuple[int, ...]
 
 
-ROUTE_DTYPE = np.dtype([("root", f"S{int(lib.OMDP_FH_ROOT_KEY)}"), ("underlying_id", "<u4"), ("engine", "<u2"),
-                        ("reserved", "<u2")])
+ROUTE_DTYPE = c_dtype("omdp_fh_route_t")
 """``omdp_fh_route_t`` (feed_handler.h), 16 bytes."""
 
 

@@ -30,24 +30,18 @@ from pathlib import Path
 import numpy as np
 
 from feedhandlers.opra_record import NO_UNDERLYING, OPRA_MSG_DTYPE
+from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
 
 STAGE_DIR = "_stage"
 
-STAGE_DTYPE = np.dtype(
-    [("ts_ns", "<i8"), ("msg_seq", "<u8"), ("block_seq", "<u8"), ("bid_px", "<i8"), ("offer_px", "<i8"),
-     ("series", "<u4"), ("bid_size", "<u4"), ("offer_size", "<u4"), ("time", "<u4"), ("extra", "<u4"),
-     ("category", "u1"), ("participant", "u1"), ("bbo_ind", "u1"), ("flags", "u1")]
-)
+STAGE_DTYPE = c_dtype("omdp_fh_staged_t")
 """``omdp_fh_staged_t`` (feed_stage.h), 64 bytes."""
 
-SERIES_DTYPE = np.dtype([("strike_px", "<i8"), ("expiry", "<u4"), ("underlying_id", "<u4"), ("root", "S6"),
-                         ("root_len", "u1"), ("put_call", "u1")])
+SERIES_DTYPE = c_dtype("omdp_fh_stage_series_t")
 """``omdp_fh_stage_series_t``, 24 bytes: a line's series table entry."""
 
-EXTRA_DTYPE = np.dtype([("best_bid_px", "<i8"), ("best_offer_px", "<i8"), ("best_bid_size", "<u4"),
-                        ("best_offer_size", "<u4"), ("best_bid_part", "u1"), ("best_offer_part", "u1"),
-                        ("reserved", "u1", (6,))])
+EXTRA_DTYPE = c_dtype("omdp_fh_stage_extra_t")
 """``omdp_fh_stage_extra_t``, 32 bytes: a line's appendage table entry."""
 
 NO_EXTRA = int(lib.OMDP_FH_STAGE_NO_EXTRA)

@@ -1,37 +1,15 @@
-"""Pins the decision engine's C structs to their numpy twins, and C defaults to Python's."""
+"""The decision engine's C constants and defaults against Python's, the counters and the signals table."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from decision_engines.engine import COUNTER_NAMES
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY
-from decision_engines.engine_records import (GROUP_INFO_DTYPE, GROUP_REF_DTYPE, NBBO_CHANGE_DTYPE, NO_SLOT,
-                                             SERIES_INFO_DTYPE, SERIES_REF_DTYPE)
+from decision_engines.engine_records import NO_SLOT
 from decision_engines.signal_record import (SIG_CROSSED, SIG_CUSTOM, SIG_LOCKED, SIG_OFF_SMILE, SIG_PARITY,
                                             SIGNAL_DTYPE, SIGNAL_SIZE)
 from omdp.native import ffi, lib
 from omdp.record import RT_SIGNAL
-
-PAIRS = [
-    ("omdp_signal_t", SIGNAL_DTYPE),
-    ("omdp_engine_series_info_t", SERIES_INFO_DTYPE),
-    ("omdp_engine_group_info_t", GROUP_INFO_DTYPE),
-    ("omdp_series_ref_t", SERIES_REF_DTYPE),
-    ("omdp_group_ref_t", GROUP_REF_DTYPE),
-    ("omdp_engine_nbbo_t", NBBO_CHANGE_DTYPE),
-]
-
-
-@pytest.mark.parametrize("ctype,dtype", PAIRS, ids=[p[0] for p in PAIRS])
-def test_size_and_offsets_match(ctype: str, dtype: np.dtype) -> None:
-    fields = dict(ffi.typeof(ctype).fields)
-    assert ffi.sizeof(ctype) == dtype.itemsize
-    assert list(fields) == list(dtype.names)
-    for name in dtype.names:
-        assert ffi.offsetof(ctype, name) == dtype.fields[name][1], name
-        assert ffi.sizeof(fields[name].type) == dtype.fields[name][0].itemsize, name
-
 
 def test_signal_constants() -> None:
     assert SIGNAL_SIZE == lib.OMDP_SIGNAL_SIZE == 152 and SIGNAL_SIZE % 8 == 0

@@ -18,12 +18,6 @@ def test_hop_keys_follow_the_c_indexes() -> None:
     assert lib.OMDP_LAT_HOPS == lib.OMDP_STATS_HOPS == len(HOP_KEYS)
 
 
-def test_sample_id_dtype_matches_c() -> None:
-    assert ffi.sizeof("omdp_sample_id_t") == SAMPLE_ID_DTYPE.itemsize
-    for name in SAMPLE_ID_DTYPE.names:
-        assert ffi.offsetof("omdp_sample_id_t", name) == SAMPLE_ID_DTYPE.fields[name][1], name
-
-
 @pytest.mark.parametrize("column", sorted(IDENTITY_COLUMNS))
 def test_identity_column_widths_match_c(column: str) -> None:
     assert IDENTITY_COLUMNS[column] == SAMPLE_ID_DTYPE.fields[column][0].itemsize

@@ -1,35 +1,13 @@
-"""Pins the replay structs of native/include/omdp/replay.h to their numpy twins, and the C
-helpers (histogram buckets, drop hash) to their documented formulas."""
+"""The replay's constants of native/include/omdp/replay.h against Python's, and the C helpers
+(histogram buckets, drop hash) against their documented formulas."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from replay_support import drop_hash
 
 from omdp.native import ffi, lib
 from ops.replay import native_layout as L
 from ops.replay.config import MAX_LINE
-
-PAIRS = [
-    ("omdp_replay_pkt_t", L.PKT_DTYPE),
-    ("omdp_replay_control_t", L.CONTROL_DTYPE),
-    ("omdp_replay_sender_status_t", L.SENDER_STATUS_DTYPE),
-    ("omdp_replay_line_stats_t", L.LINE_STATS_DTYPE),
-    ("omdp_replay_sent_t", L.SENT_DTYPE),
-    ("omdp_replay_intended_header_t", L.INTENDED_HEADER_DTYPE),
-    ("omdp_replay_intended_entry_t", L.INTENDED_ENTRY_DTYPE),
-    ("omdp_replay_frame_t", L.FRAME_DTYPE),
-]
-
-
-@pytest.mark.parametrize("ctype,dtype", PAIRS, ids=[p[0] for p in PAIRS])
-def test_struct_matches_dtype(ctype: str, dtype: np.dtype) -> None:
-    assert ffi.sizeof(ctype) == dtype.itemsize
-    fields = dict(ffi.typeof(ctype).fields)
-    assert list(fields) == list(dtype.names)
-    for name in dtype.names:
-        assert ffi.offsetof(ctype, name) == dtype.fields[name][1], name
-        assert ffi.sizeof(fields[name].type) == dtype.fields[name][0].itemsize, name
 
 
 def test_constants_agree() -> None:

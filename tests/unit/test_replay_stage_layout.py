@@ -1,5 +1,5 @@
-"""The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy twins
-pin the C structs (record 64 bytes, series 24, appendage 32); packing and expanding keep
+"""The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy dtypes
+are the C structs (tests/unit/test_c_layout.py pins them); packing and expanding keep
 every field the engine stage reads (the series and the appendage through the line's
 tables), zero the rest; the series table holds each series once; packing gathers by an
 order and refuses one that points outside the input or flags that do not fit; a line's
@@ -17,7 +17,7 @@ import pytest
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi
 from omdp.record import RT_OPRA_MSG
-from ops.spark.replay_stage import (EXTRA_DTYPE, NO_EXTRA, NO_ROUTE, SERIES_DTYPE, STAGE_DTYPE, BucketSizes,
+from ops.spark.replay_stage import (NO_EXTRA, NO_ROUTE, SERIES_DTYPE, STAGE_DTYPE, BucketSizes,
                                     BucketWriter, StagedBucket, StagedPart, StageTables, pack, read_bucket, stage_path,
                                     table_path)
 
@@ -26,15 +26,6 @@ KEPT = ["msg_seq", "block_seq", "bid_px", "offer_px", "bid_size", "offer_size", 
         "best_offer_px", "best_bid_size", "best_offer_size", "best_bid_part", "best_offer_part"]
 ZEROED = ["fields", "underlying_raw", "premium_px", "strike", "volume", "open_interest", "bid", "offer", "var_off",
           "var_len", "index", "y_count", "msg_type", "retrans", "session", "premium_den"]
-
-
-@pytest.mark.parametrize("dtype, ctype, size", [(STAGE_DTYPE, "omdp_fh_staged_t", 64),
-                                                (SERIES_DTYPE, "omdp_fh_stage_series_t", 24),
-                                                (EXTRA_DTYPE, "omdp_fh_stage_extra_t", 32)])
-def test_stage_dtypes_match_the_c_structs(dtype: np.dtype, ctype: str, size: int) -> None:
-    assert dtype.itemsize == ffi.sizeof(ctype) == size
-    for name in dtype.names:
-        assert dtype.fields[name][1] == ffi.offsetof(ctype, name), name
 
 
 def _records(n: int, seed: int = 1, series: int = 40) -> np.ndarray:
@@ -141,11 +132,8 @@ def test_a_failed_line_leaves_no_part(tmp_path: Path) -> None:
 def test_route_array_is_the_c_route_table() -> None:
     """replay_feed.route_array builds omdp_fh_route_t entries in numpy: the same bytes as a
     cffi array filled entry by entry; a root that cannot be one is refused by name."""
-    from ops.spark.replay_feed import ROUTE_DTYPE, Routes, route_array
+    from ops.spark.replay_feed import Routes, route_array
 
-    assert ROUTE_DTYPE.itemsize == ffi.sizeof("omdp_fh_route_t") == 16
-    for name in ROUTE_DTYPE.names:
-        assert ROUTE_DTYPE.fields[name][1] == ffi.offsetof("omdp_fh_route_t", name), name
     routes = Routes(3, ("IBM", "A", "QQQQQ", "SPXW12"), (0, 7, 70_000, 2**32 - 2), (2, 0, 1, 2))
     want = ffi.new("omdp_fh_route_t[]", 4)
     for i, (root, uid, eng) in enumerate(zip(routes.roots, routes.underlying_ids, routes.root_engines)):

@@ -18,7 +18,7 @@ from ops.pipeline.assemble import sender_shares
 from ops.pipeline.capture_info import CaptureInfo
 from ops.pipeline.registry import build_registry
 from ops.pipeline.scaled_layout import scaled_layout, scaled_topology_toml
-from ops.pipeline.sweep import SweepPoint
+from ops.pipeline.sweep_points import SweepPoint
 
 
 @pytest.mark.parametrize(("cores", "per_sender", "roles"), [

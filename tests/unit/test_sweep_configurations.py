@@ -2,7 +2,8 @@
 input, the sustainable rate, and the table for docs/benchmarks.md."""
 from __future__ import annotations
 
-from ops.pipeline.sweep import Sweep, SweepPoint, configurations, markdown
+from ops.pipeline.sweep import configurations, markdown, sweep_dict
+from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.topologies import topology_path
 
 FUSED, SPLIT = str(topology_path("opra_fused")), str(topology_path("opra_split_vega"))
@@ -39,4 +40,4 @@ def test_sustainable_rate_is_the_highest_sustained_and_the_table_says_so() -> No
     assert "| c | 5x | 120,000 | 1,680,000 | 14.00 | 0.0000% | 8.0 (8.0 / 16.0) |" in text
     assert "| c | 20x | skipped |" in text and "| d | 1x | failed |" in text
     assert "- c: sustainable up to 5x" in text and "- d: sustainable up to none of the rates swept" in text
-    assert s.to_dict()["sustainable"] == {"c": "5x", "d": None}
+    assert sweep_dict(s)["sustainable"] == {"c": "5x", "d": None}

@@ -7,7 +7,8 @@ import pytest
 from omdp.plan import build_plan
 from omdp.topology.load import load_topology
 from ops.pipeline.registry import build_registry
-from ops.pipeline.sweep import Sweep, SweepPoint, fused_partition, handler_copies, markdown
+from ops.pipeline.sweep import fused_partition, handler_copies, markdown, sweep_dict
+from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.pipeline.sweep_targets import judge
 from ops.topologies import topology_path
 
@@ -82,7 +83,7 @@ def test_the_table_carries_the_verdicts_and_the_work_per_packet() -> None:
     assert "| 1,250 (app) |" in text
     assert "| fused partition CPU per packet | <= 1,000 ns of work per packet at 20x | opra-fused ring |" in text
     assert "**not met**" in text and "not judged" in text
-    assert s.to_dict()["targets"][0]["met"] is False
+    assert sweep_dict(s)["targets"][0]["met"] is False
 
 
 @pytest.mark.parametrize("name, fused_in, copies", [("opra_fused", "app", "A,B"), ("opra_split_vega", None, "A,B")])

@@ -40,6 +40,7 @@
 #include "omdp/record.h"
 #include "omdp/stats.h"
 
+/* cdef: begin */
 #define OMDP_LAT_FH 0
 #define OMDP_LAT_TO_DE 1
 #define OMDP_LAT_DE 2
@@ -126,6 +127,7 @@ typedef struct omdp_sample_columns {
 } omdp_sample_columns_t;
 
 typedef struct omdp_latency_collector omdp_latency_collector_t;
+/* cdef: end */
 
 /* Validate cfg (selection, N >= 1, identity widths) and allocate; NULL on a bad config. */
 omdp_latency_collector_t *omdp_latency_collector_new(const omdp_latency_config_t *cfg);

@@ -32,6 +32,7 @@
 #include "omdp/engine.h"
 #include "omdp/opra_msg.h"
 
+/* cdef: begin */
 #define OMDP_ELASTIC_MAX_WORKERS 64
 #define OMDP_ELASTIC_MAX_BUCKETS 1024
 #define OMDP_ELASTIC_MAX_RING (1u << 20)   /* messages per bucket input ring */
@@ -81,6 +82,7 @@ typedef struct omdp_elastic_worker_stats {
 } omdp_elastic_worker_stats_t;
 
 typedef struct omdp_elastic omdp_elastic_t;
+/* cdef: end */
 
 /* Create the partition and start its workers (buckets spread round-robin over the first
  * `level` workers); NULL on error with *err set (OMDP_ELASTIC_*). */

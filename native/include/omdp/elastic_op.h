@@ -17,6 +17,7 @@
 #include "omdp/elastic.h"
 #include "omdp/operator.h"
 
+/* cdef: begin */
 #define OMDP_ELASTIC_OP_PORT_SAMPLES 0
 #define OMDP_ELASTIC_OP_PORT_SIGNALS 1
 
@@ -25,6 +26,7 @@ typedef struct omdp_elastic_op_params {
     uint32_t out_bytes;      /* collect buffer: >= OMDP_ENGINE_MAX_OUT_PER_MSG, multiple of 8 */
     uint32_t reserved;       /* zero */
 } omdp_elastic_op_params_t;
+/* cdef: end */
 
 const omdp_operator_vtable_t *omdp_elastic_op_vtable(void);
 

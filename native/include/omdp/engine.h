@@ -28,6 +28,7 @@
 #include "omdp/record.h"
 #include "omdp/signal.h"
 
+/* cdef: begin */
 #define OMDP_ENGINE_EXCHANGES 6                /* A B C I P X, in this order */
 #define OMDP_ENGINE_DEFAULT_SAMPLE_EVERY 1600  /* the paper's 1 in 1,600 */
 #define OMDP_ENGINE_NO_SLOT 0xFFFFFFFFu
@@ -144,6 +145,7 @@ typedef struct omdp_group_ref {
 } omdp_group_ref_t;
 
 typedef struct omdp_engine omdp_engine_t;
+/* cdef: end */
 
 /* Create an engine; NULL on error with *err set (OMDP_ENGINE_EINVAL, OMDP_ENGINE_ENOMEM).
  * Memory is allocated here, never on the hot path, as fresh zero mappings whose pages are

@@ -15,6 +15,7 @@
 #include "omdp/engine.h"
 
 /* One NBBO change, 80 bytes. A missing side has price 0, size 0, exchange 0. */
+/* cdef: begin */
 typedef struct omdp_engine_nbbo {
     int64_t ts_ns;          /*  0 the quote's hdr.stamps.fh_in (capture time offline) */
     int64_t bid_px;         /*  8 NBBO bid after the quote, OMDP_PRICE_SCALE units */
@@ -35,6 +36,7 @@ typedef struct omdp_engine_nbbo {
     char root[6];           /* 67 as in the record */
     uint8_t reserved[7];    /* 73 zero */
 } omdp_engine_nbbo_t;
+/* cdef: end */
 
 /* Log NBBO changes into buf[0..cap) from now on (buf NULL: stop logging); the count and the
  * dropped count start at 0. OMDP_ENGINE_EINVAL for a NULL engine or buf with cap 0. */

@@ -24,6 +24,7 @@
 
 #include "omdp/engine_nbbo.h"
 
+/* cdef: begin */
 typedef struct omdp_nbbo_arrow_cols {
     int64_t *ts_ns;
     int32_t *line;
@@ -45,6 +46,7 @@ typedef struct omdp_nbbo_arrow_cols {
     uint8_t *bid_valid;
     uint8_t *offer_valid;
 } omdp_nbbo_arrow_cols_t;
+/* cdef: end */
 
 /* Write changes[0 .. n) into cols (every pointer set, each buffer sized for n rows).
  * Returns 0, or OMDP_ENGINE_EINVAL for a NULL argument (nothing written). */

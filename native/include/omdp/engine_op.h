@@ -16,6 +16,7 @@
 #include "omdp/operator.h"
 #include "omdp/reshard.h"
 
+/* cdef: begin */
 #define OMDP_ENGINE_OP_PORT_SAMPLES 0
 #define OMDP_ENGINE_OP_PORT_SIGNALS 1
 #define OMDP_ENGINE_OP_DEFAULT_OUT_BYTES 65536
@@ -28,6 +29,7 @@ typedef struct omdp_engine_op_params {
     omdp_reshard_seg_t *reshard; /* the run's reshard segment (borrowed), NULL: buckets never move;
                                   * this engine is the replica index's (engine_reshard.h) */
 } omdp_engine_op_params_t;
+/* cdef: end */
 
 const omdp_operator_vtable_t *omdp_engine_op_vtable(void);
 

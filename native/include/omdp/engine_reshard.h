@@ -32,7 +32,9 @@
 #include "omdp/engine_op.h"
 #include "omdp/reshard.h"
 
+/* cdef: begin */
 #define OMDP_ENGINE_RESHARD_MAX_HELD (1u << 22) /* messages held back at most (beyond: run unheld, counted) */
+/* cdef: end */
 
 /* Export bucket `bucket` of `buckets` (a power of two) into area[0, cap): the handover
  * header is left to the caller (its bytes are reserved at the front). Returns the bytes
@@ -56,7 +58,9 @@ int omdp_engine_carry_refs(omdp_engine_t *engine, const uint32_t *slots, const o
  * not yet taken is another). Hot-path thread only. */
 uint32_t omdp_engine_refs_in_use(const omdp_engine_t *engine);
 
+/* cdef: begin */
 typedef struct omdp_engine_reshard omdp_engine_reshard_t;
+/* cdef: end */
 
 /* The state machine of engine `engine_index` (its port number at the feed handlers) over
  * the run's segment; both borrowed, outliving it. NULL with err set on a bad argument. */

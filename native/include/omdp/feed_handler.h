@@ -69,10 +69,13 @@
 #include "omdp/stats.h"
 #include "omdp/vega.h"
 
+/* cdef: begin */
 #define OMDP_FH_MAX_ENGINES 64   /* output ports of the operator */
 #define OMDP_FH_MAX_LINE 99      /* OPRA lines 1..99 */
 #define OMDP_FH_MAX_BATCH 64     /* packets per receive call */
+/* cdef: end */
 #define OMDP_FH_COALESCE_MSGS 2048 /* messages held before a batch across packets leaves */
+/* cdef: begin */
 #define OMDP_FH_COPIES 2         /* copy 0 = A, 1 = B */
 #define OMDP_FH_TABLE_NAME 128   /* bytes of an intended table's shm name, NUL included */
 #define OMDP_FH_ROOT_KEY 8       /* root bytes in a route entry (6 used, NUL padded) */
@@ -87,10 +90,12 @@
                                          polling their status words (no syscall per datagram); the
                                          lines' UDP sockets only hold the IGMP joins (a drop-all
                                          filter discards their own copies). Needs CAP_NET_RAW. */
+/* cdef: end */
 
 /* ---- arbitration and gaps (one line) ------------------------------------------------ */
 
 /* omdp_fh_arb_message() results */
+/* cdef: begin */
 #define OMDP_FH_ACCEPT 0     /* new message: process it */
 #define OMDP_FH_DUPLICATE 1  /* already seen (the other copy won, or a stale copy): skip */
 #define OMDP_FH_RESET 2      /* a sequence reset, honoured: process it (a control message) */
@@ -107,6 +112,7 @@ typedef struct omdp_fh_arb {
     uint32_t epoch;                       /* sequence resets honoured */
     uint32_t copy_epoch[OMDP_FH_COPIES];  /* sequence resets seen on each copy */
     uint32_t blocks;                      /* OMDP_FH_BLOCKS_* */
+    uint32_t reserved;
     uint64_t accepted;                    /* messages accepted (resets included) */
     uint64_t duplicates;                  /* messages skipped as already seen */
     uint64_t missed;                      /* sequence numbers skipped over (gaps) */
@@ -115,6 +121,7 @@ typedef struct omdp_fh_arb {
                                              closes (the replayer's, 0: unknown); a tail short
                                              of it is counted in missed */
 } omdp_fh_arb_t;
+/* cdef: end */
 
 void omdp_fh_arb_init(omdp_fh_arb_t *a);
 /* 1 when a packet of `count` messages with block sequence `block_seq` on `copy` holds only
@@ -129,6 +136,7 @@ int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int i
 /* ---- routing by root ---------------------------------------------------------------- */
 
 /* One route: an option root (NUL padded) -> its underlying and the engine that owns it. */
+/* cdef: begin */
 typedef struct omdp_fh_route {
     char root[OMDP_FH_ROOT_KEY];
     uint32_t underlying_id;
@@ -137,6 +145,7 @@ typedef struct omdp_fh_route {
 } omdp_fh_route_t; /* 16 bytes */
 
 typedef struct omdp_fh_routes omdp_fh_routes_t;
+/* cdef: end */
 
 /* Build the lookup table. NULL with `err` set when an entry is bad (empty root, root longer
  * than OMDP_OPRA_ROOT_MAX, engine >= n_engines, a root given twice) or memory is short. */
@@ -152,6 +161,7 @@ int omdp_fh_routes_lookup(const omdp_fh_routes_t *t, const char *root, uint32_t 
 
 /* ---- the operator -------------------------------------------------------------------- */
 
+/* cdef: begin */
 typedef struct omdp_fh_line_params {
     uint32_t line;                        /* 1..OMDP_FH_MAX_LINE */
     int32_t fd[OMDP_FH_COPIES];           /* multicast: non-blocking sockets of A and B, -1 = none */
@@ -177,6 +187,7 @@ typedef struct omdp_fh_params {
     uint32_t rx_iface_addr;               /* packet ring: IPv4 address of the interface (network order) */
     uint32_t rx_ring_bytes;               /* packet ring: bytes of the RX ring (a multiple of 4 MiB) */
 } omdp_fh_params_t;
+/* cdef: end */
 
 /* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */
 const omdp_operator_vtable_t *omdp_feed_handler_vtable(void);

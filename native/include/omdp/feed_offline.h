@@ -26,6 +26,7 @@
 #include "omdp/feed_stage.h"
 #include "omdp/opra_msg.h"
 
+/* cdef: begin */
 #define OMDP_FH_OFFLINE_ALL 0xFFFFFFFFu /* want_engine: keep every engine's messages */
 
 typedef struct omdp_fh_offline_counts {
@@ -44,6 +45,7 @@ typedef struct omdp_fh_offline_counts {
 } omdp_fh_offline_counts_t;
 
 typedef struct omdp_fh_offline omdp_fh_offline_t;
+/* cdef: end */
 
 /* NULL with err set when the routes are bad (omdp_fh_routes_new's rules), default_engine
  * >= n_engines, or memory is short. */
@@ -52,6 +54,7 @@ omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n
 void omdp_fh_offline_free(omdp_fh_offline_t *h);
 
 /* A source buffer: one capture file's bytes. */
+/* cdef: begin */
 typedef struct omdp_fh_offline_src {
     const uint8_t *buf;
     uint64_t len;
@@ -66,6 +69,7 @@ typedef struct omdp_fh_offline_pkt {
     uint8_t copy;      /* 0 = A, 1 = B */
     int64_t ts_ns;
 } omdp_fh_offline_pkt_t;
+/* cdef: end */
 
 /* Packets pkts[0 .. n_packets) in arrival order. Appends to out/engines from *n_out while
  * room for a whole packet (OMDP_OPRA_MAX_MESSAGES) is left below cap. Returns the packets
@@ -77,6 +81,7 @@ int64_t omdp_fh_offline_run(omdp_fh_offline_t *h, const omdp_fh_offline_src_t *s
                             omdp_opra_msg_t *out, uint16_t *engines, uint64_t cap, uint64_t *n_out);
 
 /* One bucket's output region for omdp_fh_offline_stage: out[0 .. cap), n records in it. */
+/* cdef: begin */
 typedef struct omdp_fh_stage_region {
     omdp_fh_staged_t *out;
     uint64_t cap;
@@ -89,6 +94,7 @@ typedef struct omdp_fh_offline_stage {
     omdp_fh_stage_region_t *regions;
     uint32_t n_regions;                 /* at least the routes' n_engines */
 } omdp_fh_offline_stage_t;
+/* cdef: end */
 
 /* omdp_fh_offline_run's rules over every engine's messages, each accepted message packed
  * straight into its engine's region in the staged form (no full record is written): the

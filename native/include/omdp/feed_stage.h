@@ -8,9 +8,9 @@
  * line's two tables are built while packing (omdp_fh_stage_tables_t) and written once at
  * the end of the line. The day x bucket engine tasks map every line's part and tables,
  * merge the parts in time order and expand them back to full records in one pass. Packing
- * takes an optional gather order, so splitting by bucket costs no extra pass. The numpy
- * twins are ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE (a layout test
- * pins them). */
+ * takes an optional gather order, so splitting by bucket costs no extra pass. Python reads
+ * them as ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE, built from these
+ * structs (omdp.c_layout). */
 #ifndef OMDP_FEED_STAGE_H
 #define OMDP_FEED_STAGE_H
 
@@ -18,6 +18,7 @@
 
 #include "omdp/opra_msg.h"
 
+/* cdef: begin */
 #define OMDP_FH_STAGE_NO_EXTRA 0xFFFFFFFFu /* staged extra: the record has no appendage */
 #define OMDP_FH_STAGE_NO_ROUTE 0xFFFFFFFFu /* a series' route: entered by omdp_fh_stage_pack, not routed */
 
@@ -63,6 +64,7 @@ typedef struct omdp_fh_stage_extra {
 
 /* A line's series table (a hash of the series seen so far) and appendage table. */
 typedef struct omdp_fh_stage_tables omdp_fh_stage_tables_t;
+/* cdef: end */
 
 omdp_fh_stage_tables_t *omdp_fh_stage_tables_new(void); /* NULL: out of memory */
 void omdp_fh_stage_tables_free(omdp_fh_stage_tables_t *t);
@@ -84,6 +86,7 @@ int64_t omdp_fh_stage_pack(omdp_fh_stage_tables_t *t, const omdp_opra_msg_t *in,
 /* ---- the engine task's side ---- */
 
 /* One line's part of a bucket, with the line's tables (all mapped read-only). */
+/* cdef: begin */
 typedef struct omdp_fh_stage_part {
     const omdp_fh_staged_t *recs;
     uint64_t n;
@@ -93,6 +96,7 @@ typedef struct omdp_fh_stage_part {
     uint64_t n_extras;
     uint32_t line;
 } omdp_fh_stage_part_t;
+/* cdef: end */
 
 /* *m = the full record of p->recs[i], as the offline feed handler wrote it: type
  * OMDP_RT_OPRA_MSG, length 256, fh_in = intended = ts_ns, line = p->line, every field not
@@ -116,6 +120,7 @@ int64_t omdp_fh_stage_merge(const omdp_fh_stage_part_t *parts, uint32_t n_parts,
 /* Per-underlying counts (omdp_fh_stage_underlying_counts' table): messages, quotes
  * (category 'k'), first and last ts_ns in slot underlying_id, OMDP_NO_UNDERLYING in the
  * last slot (n_slots - 1); the caller starts the slots at 0, 0, INT64_MAX, INT64_MIN. */
+/* cdef: begin */
 typedef struct omdp_fh_stage_counts {
     uint64_t n_slots;
     int64_t *messages;
@@ -123,6 +128,7 @@ typedef struct omdp_fh_stage_counts {
     int64_t *first_ns;
     int64_t *last_ns;
 } omdp_fh_stage_counts_t;
+/* cdef: end */
 
 /* omdp_fh_stage_merge, each record written also counted into `counts` (NULL: not counted),
  * so a bucket's per-underlying table costs no second pass over its records. Returns as the

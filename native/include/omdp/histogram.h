@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* cdef: begin */
 #define OMDP_HIST_SUB_BITS 7
 #define OMDP_HIST_SUB_COUNT 128
 #define OMDP_HIST_MAX_BITS 36
@@ -44,6 +45,7 @@ typedef struct omdp_hist {
     uint64_t reserved[2];  /* zero */
     uint64_t buckets[OMDP_HIST_BUCKETS];
 } omdp_hist_t;
+/* cdef: end */
 
 /* Bucket of a value already clamped to [0, OMDP_HIST_MAX_VALUE]. */
 static inline uint32_t omdp_hist_index(int64_t v)

@@ -15,9 +15,11 @@
 #include "omdp/collector.h"
 #include "omdp/operator.h"
 
+/* cdef: begin */
 typedef struct omdp_latency_op_params {
     omdp_latency_collector_t *collector; /* borrowed; outlives the operator */
 } omdp_latency_op_params_t;
+/* cdef: end */
 
 /* kind "latency_collector": 1 input, 0 outputs. */
 const omdp_operator_vtable_t *omdp_latency_collector_vtable(void);

@@ -24,6 +24,7 @@
 
 #include "omdp/record.h"
 
+/* cdef: begin */
 #define OMDP_OPERATOR_ABI 1
 
 /* poll() results (non-negative) */
@@ -46,6 +47,7 @@
 
 /* Where emitted batches go; opaque to operators, owned by the runtime. */
 typedef struct omdp_emitter omdp_emitter_t;
+/* cdef: end */
 
 /* Hand `nbytes` of records to output port `port`. Returns OMDP_OK or a negative error,
  * which the operator returns from process_batch/poll as is. A port with no consumer
@@ -56,6 +58,7 @@ int omdp_emit(const omdp_emitter_t *emitter, uint32_t port, const uint8_t *recor
 const char *omdp_strerror(int code);
 
 /* One named counter; `name` points at static storage of the operator. */
+/* cdef: begin */
 typedef struct omdp_counter {
     const char *name;
     uint64_t value;
@@ -73,11 +76,13 @@ typedef struct omdp_op_init {
     char *err;         /* init writes a one-line reason here on failure */
     uint32_t err_size;
 } omdp_op_init_t;
+/* cdef: end */
 
 /* For an operator's init: the one-line reason (printf format) written into init->err when
  * it has room, and OMDP_ERR_PARAMS returned, so every operator refuses parameters alike. */
 int omdp_op_init_fail(const omdp_op_init_t *init, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* cdef: begin */
 typedef struct omdp_operator_vtable {
     uint32_t abi;       /* OMDP_OPERATOR_ABI */
     const char *kind;   /* registry name, e.g. "seq_source" */
@@ -97,6 +102,7 @@ typedef struct omdp_operator_vtable {
     /* Free the state. */
     void (*close)(void *state);
 } omdp_operator_vtable_t;
+/* cdef: end */
 
 /* Walk a batch, bounds-checked. Start with *offset = 0. Returns 1 and sets *record to the
  * record at *offset (advancing *offset past it), 0 at the end of the batch, or

@@ -37,6 +37,7 @@
 
 #include "omdp/opra_fast.h"
 
+/* cdef: begin */
 #define OMDP_ARROW_CHAR_COLS 4      /* category, msg_type, participant, put_call */
 #define OMDP_ARROW_CHAR_BYTES 2     /* data bytes per row a char column may need */
 #define OMDP_ARROW_ROOT_BYTES 18    /* data bytes per row the root column may need (6 x 3) */
@@ -104,6 +105,7 @@ typedef struct omdp_opra_arrow_result {
     uint64_t roots;         /* distinct roots among them (root_first_row[0 .. roots)) */
     uint64_t errors;        /* packet errors seen (errs holds the first err_cap of them) */
 } omdp_opra_arrow_result_t;
+/* cdef: end */
 
 /* The rows omdp_opra_decode_arrow can write for these packets at most: the sum of the
  * message counts their headers claim (bytes 12..14, three ASCII digits; a good packet holds

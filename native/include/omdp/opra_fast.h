@@ -21,12 +21,14 @@
 #include "omdp/opra_msg.h"
 
 /* ---- limits of the format ---------------------------------------------------------- */
+/* cdef: begin */
 #define OMDP_OPRA_HEADER_SIZE 15     /* SOH, version, block sequence(10), count(3) */
 #define OMDP_OPRA_MAX_MESSAGES 999   /* three count digits */
 #define OMDP_OPRA_MAX_PACKET 1456    /* one Ethernet MTU of UDP payload */
 #define OMDP_OPRA_TEXT_MAX 450       /* slots 48 and 49 */
 #define OMDP_OPRA_Y_MAX 99           /* slots 39/40: two digits */
 #define OMDP_OPRA_SLOTS 50
+/* cdef: end */
 #define OMDP_OPRA_VERSION 2
 
 /* ---- the packet header, read without decoding -------------------------------------- */
@@ -53,7 +55,9 @@ static inline void omdp_opra_header_peek(const uint8_t *pkt, size_t len, uint64_
     *count = len >= OMDP_OPRA_HEADER_SIZE ? (uint32_t)omdp_opra_header_digits(pkt + 12, 3) : 0;
 }
 /* Normalized price of a field whose denominator code is not 'A'..'I'. */
+/* cdef: begin */
 #define OMDP_UNDEF_PRICE INT64_MAX
+/* cdef: end */
 
 /* ---- error codes ------------------------------------------------------------------- */
 /* Packet errors (decoding). counters.errors[-code] counts each. */
@@ -83,6 +87,7 @@ static inline void omdp_opra_header_peek(const uint8_t *pkt, size_t len, uint64_
 #define OMDP_OPRA_E_VAR_OUTSIDE -23     /* var_off/var_len outside the side buffer */
 #define OMDP_OPRA_E_MSG_TOO_BIG -24     /* one message alone exceeds max_packet_bytes */
 /* Caller buffers. Not a packet error: nothing is counted. */
+/* cdef: begin */
 #define OMDP_OPRA_E_CAPACITY -25
 /* Both ways: a packet longer than OMDP_OPRA_MAX_PACKET (decode: a packet error, counted;
  * encode: the records would make one, or encode_stream's max_packet_bytes is above it). */
@@ -120,6 +125,7 @@ typedef struct omdp_opra_stream_result {
     uint64_t messages_done; /* records encoded (all of them unless out/max_pkts ran out) */
     uint64_t bytes_used;    /* bytes of out written */
 } omdp_opra_stream_result_t;
+/* cdef: end */
 
 /* Decode one packet into out[0 .. count). A packet longer than OMDP_OPRA_MAX_PACKET is
  * OMDP_OPRA_E_PACKET_TOO_BIG (in a batch: skipped and counted, like every packet error). Variable parts go to side starting at
@@ -176,8 +182,10 @@ int64_t omdp_opra_encode_stream(const omdp_opra_msg_t *msgs, uint64_t n,
 int64_t omdp_opra_render_ascii(const omdp_opra_msg_t *msg, const uint8_t *side, uint64_t side_len,
                                char *out, uint64_t cap);
 
+/* cdef: begin */
 #define OMDP_OPRA_RENDER_ASCII 0     /* spec section 7 */
 #define OMDP_OPRA_RENDER_TABLE 1     /* readable columns (omdp decode without --ascii) */
+/* cdef: end */
 /* A line per record, each ended by '\n'; line_end[i] (may be NULL) is the offset after
  * record i's newline. Returns the bytes written or a negative code. */
 int64_t omdp_opra_render_batch(const omdp_opra_msg_t *msgs, uint64_t n,

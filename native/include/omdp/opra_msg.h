@@ -1,7 +1,7 @@
 /* The OPRA message record: one decoded OPRA FAST V2 message, 256 bytes.
  *
- * Owned by feedhandlers (its numpy twin is feedhandlers.opra_record.OPRA_MSG_DTYPE; a
- * layout test pins the two). It starts with the omdp record header, holds every field
+ * Owned by feedhandlers (Python reads it as feedhandlers.opra_record.OPRA_MSG_DTYPE, built
+ * from this struct). It starts with the omdp record header, holds every field
  * of the wire format as decoded (raw values and character codes, so the encoder can
  * write the packet back byte for byte) and the normalized values a consumer needs
  * (expiry date, put/call, prices as int64 with OMDP_PRICE_SCALE units).
@@ -19,11 +19,14 @@
 #include <stdint.h>
 #include "omdp/record.h"
 
+/* cdef: begin */
 #define OMDP_PRICE_SCALE 1000000000LL   /* int64 prices: 1e-9 units, as DBN */
 #define OMDP_NO_UNDERLYING 0xFFFFFFFFu  /* underlying_id before routing */
 #define OMDP_OPRA_MSG_SIZE 256
+/* cdef: end */
 #define OMDP_OPRA_ROOT_MAX 6
 
+/* cdef: begin */
 typedef struct omdp_opra_msg {
     omdp_record_header_t hdr;  /*   0 type OMDP_RT_OPRA_MSG, length 256 */
     uint64_t block_seq;        /*  56 the packet's block sequence (0 if not all digits) */
@@ -98,5 +101,6 @@ typedef struct omdp_opra_y_entry {
     uint8_t decimals;          /* 27 slot 46 (type 'F'/'C') */
     uint8_t reserved[4];       /* 28 */
 } omdp_opra_y_entry_t;
+/* cdef: end */
 
 #endif /* OMDP_OPRA_MSG_H */

@@ -28,6 +28,7 @@
 
 #include "omdp/operator.h"
 
+/* cdef: begin */
 typedef struct omdp_frame_header {
     uint32_t route; /* stream within the channel; OMDP_ROUTE_NONE on control frames */
     uint32_t flags; /* OMDP_FRAME_* */
@@ -75,6 +76,7 @@ typedef struct omdp_partition_stats {
     uint64_t busy_ns;      /* stamp-clock time of the iterations that did work (idle polls and waits left out) */
     int64_t last_progress_ns; /* omdp clock at the last batch polled or received */
     uint32_t state;        /* OMDP_PSTATE_* */
+    uint32_t reserved;
 } omdp_partition_stats_t;
 
 #define OMDP_PSTATE_SETUP 0
@@ -98,7 +100,9 @@ typedef struct omdp_chan_stats {
     uint64_t too_big;    /* outputs: records larger than max_message, skipped */
     uint64_t bad_frames; /* inputs: frames too short, of unknown route or not tiled by records */
     uint32_t ended;      /* EOS sent / received */
+    uint32_t reserved;
 } omdp_chan_stats_t;
+/* cdef: end */
 
 /* Setup (before run), all return OMDP_OK or a negative error with omdp_partition_error. */
 omdp_partition_t *omdp_partition_new(uint32_t n_ops, uint32_t n_inputs, uint32_t n_outputs, int wait);

@@ -17,7 +17,9 @@
 #include "omdp/tcp_channel.h"
 #include "omdp/vega.h"
 
+/* cdef: begin */
 typedef struct omdp_chan_tcp_out omdp_chan_tcp_out_t;
+/* cdef: end */
 
 const omdp_chan_in_ops_t *omdp_chan_vega_in_ops(void);
 const omdp_chan_out_ops_t *omdp_chan_vega_out_ops(void);

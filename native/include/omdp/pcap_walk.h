@@ -23,6 +23,7 @@ int64_t omdp_pcap_walk(const uint8_t *buf, uint64_t size, int big_endian, int64_
 /* The UDP payloads of a pcap's Ethernet frames, found while walking the chain (pcap_udp.c):
  * the walk and feedhandlers.captures.framing.parse_frames' checks in one pass, where the
  * numpy form took a replay decode task two thirds of its pcap reading. */
+/* cdef: begin */
 typedef struct omdp_pcap_udp {
     int64_t *pay_off;          /* the payload's offset in the buffer */
     uint32_t *pay_len;         /* its length (the UDP length less its 8-byte header) */
@@ -34,6 +35,7 @@ typedef struct omdp_pcap_udp {
     uint64_t records;          /* out: whole records walked (n_udp of them UDP, the rest skipped) */
     uint64_t end;              /* out: where the chain stops, as omdp_pcap_walk's *end */
 } omdp_pcap_udp_t;
+/* cdef: end */
 
 /* Walks the records of the `size` bytes at `buf` as omdp_pcap_walk does and, for each
  * whole record whose captured frame is Ethernet (one 802.1Q tag or none), unfragmented

@@ -12,11 +12,13 @@
 #include <stdint.h>
 
 /* Record types. Owned here so every room agrees on the numbers. */
+/* cdef: begin */
 #define OMDP_RT_INVALID 0
 #define OMDP_RT_OPRA_MSG 1   /* feedhandlers: one decoded OPRA message (opra_msg.h) */
 #define OMDP_RT_SIGNAL 2     /* decision_engines: a signal raised by an engine */
 #define OMDP_RT_BENCH 3      /* transports' microbenchmarks: opaque payload */
 #define OMDP_RT_SEQ 4        /* omdp runtime tests/benchmarks: numbered, checksummed (seq_ops.h) */
+#define OMDP_RT_RESHARD 5    /* omdp runtime: a re-sharding marker (reshard.h) */
 
 /* Record flags. */
 #define OMDP_RF_SAMPLED 0x1u        /* forwarded to the latency collector as a sample */
@@ -40,6 +42,7 @@ typedef struct omdp_record_header {
 } omdp_record_header_t;
 
 #define OMDP_RECORD_HEADER_SIZE 56
+/* cdef: end */
 #define OMDP_HOP_COUNT 6
 
 #endif /* OMDP_RECORD_H */

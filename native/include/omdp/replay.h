@@ -53,6 +53,7 @@
  * double, lock-free), so the struct's layout stays what cffi and numpy see. */
 #define OMDP_REPLAY_ATOMIC(p) ((_Atomic __typeof__(*(p)) *)(p))
 
+/* cdef: begin */
 #define OMDP_REPLAY_MAX_LINE 99        /* OPRA lines 1..99 */
 #define OMDP_REPLAY_COPIES 2           /* copy 0 = A, copy 1 = B */
 #define OMDP_REPLAY_BATCH_MAX 64       /* datagrams per sendmmsg */
@@ -264,6 +265,7 @@ typedef struct omdp_replay_udp_sink {
     uint32_t pkt_ring_frames; /* of OMDP_REPLAY_TX_FRAME bytes */
     uint32_t pkt_ring_next;   /* the next frame to fill */
 } omdp_replay_udp_sink_t;
+/* cdef: end */
 
 #define OMDP_REPLAY_PKT_FRAME 1536 /* Ethernet + IPv4 + UDP headers (42 bytes) + an OPRA packet */
 #define OMDP_REPLAY_TX_FRAME 2048  /* a TX ring frame: its 32-byte header + OMDP_REPLAY_PKT_FRAME */
@@ -272,6 +274,7 @@ typedef struct omdp_replay_udp_sink {
 /* Ring sink: frames go into a Vega ring (vega.h) the replay attached to as its sender. A full
  * ring waits (on_full=block: back-pressure, seen as pacing error) or counts a send error
  * (on_full=drop); a receiver that is gone ends the run. */
+/* cdef: begin */
 typedef struct omdp_replay_ring_sink {
     void *tx;                   /* omdp_vega_sender_t * */
     const uint32_t *command;    /* the control block's command: a stop ends a wait for room */
@@ -304,6 +307,7 @@ typedef struct omdp_replay_run_args {
     int64_t spin_ns;            /* spin (rather than sleep) this close to a deadline */
     int64_t service_pid;        /* stop when this process is no longer our parent; 0: never */
 } omdp_replay_run_args_t;
+/* cdef: end */
 
 /* ---- the pacing loop ---------------------------------------------------------------- */
 
@@ -333,11 +337,13 @@ int omdp_replay_run(const omdp_replay_run_args_t *args);
  * rest is short (what is owed, plus the wake-up): on a schedule without gaps to sleep in (one
  * evenly spaced tighter than the spin window, a flat-out run), about 1/9 of the time goes
  * to rests of some 50-100 us each, and the packets due in them are that late. */
+/* cdef: begin */
 #define OMDP_REPLAY_RT_PRIORITY 40
 #define OMDP_REPLAY_RT_REST_DIV 8
 #define OMDP_REPLAY_RT_CREDIT_NS 2000000LL
 #define OMDP_REPLAY_RT_FORCE_NS 50000LL
 #define OMDP_REPLAY_RT_OWING_SPIN_NS 50000LL
+/* cdef: end */
 
 /* Locks the process's memory and makes the calling thread SCHED_FIFO at `priority` (1-99),
  * recording in `status` what took effect and why anything was refused. Returns 1 when the

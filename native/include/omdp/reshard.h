@@ -32,7 +32,7 @@
 
 #include "omdp/record.h"
 
-#define OMDP_RT_RESHARD 5               /* record type of a marker (record.h numbers 1..4) */
+/* cdef: begin */
 #define OMDP_RESHARD_MAX_BUCKETS 4096
 #define OMDP_RESHARD_MAX_ENGINES 64     /* = OMDP_FH_MAX_ENGINES */
 #define OMDP_RESHARD_MAX_FH 64          /* feed handlers: a marker's fh is a bit of a 64-bit mask */
@@ -122,6 +122,7 @@ typedef struct omdp_reshard_totals {
 } omdp_reshard_totals_t;
 
 typedef struct omdp_reshard_seg omdp_reshard_seg_t;
+/* cdef: end */
 
 /* Create the segment `name` (mode 0600; an existing one is replaced) for `buckets` (a power
  * of two <= OMDP_RESHARD_MAX_BUCKETS) over n_engines engines and n_fh feed handlers, with

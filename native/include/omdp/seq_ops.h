@@ -16,6 +16,7 @@
 
 #include "omdp/operator.h"
 
+/* cdef: begin */
 typedef struct omdp_seq_record {
     omdp_record_header_t hdr; /* type OMDP_RT_SEQ; stamps.intended = planned emission time */
     uint32_t source;          /* source id */
@@ -28,6 +29,7 @@ typedef struct omdp_seq_record {
 #define OMDP_SEQ_RECORD_MIN 80
 #define OMDP_SEQ_MAX_BATCH 4096
 #define OMDP_SEQ_MAX_SOURCES 65536
+/* cdef: end */
 
 static inline uint64_t omdp_seq_check(uint32_t source, uint64_t seq)
 {
@@ -37,6 +39,7 @@ static inline uint64_t omdp_seq_check(uint32_t source, uint64_t seq)
     return z ^ (z >> 31);
 }
 
+/* cdef: begin */
 typedef struct omdp_seq_source_params {
     uint64_t count;       /* records to emit, then done; 0 = until stopped */
     double rate;          /* records per second; 0 = as fast as the partition allows */
@@ -50,6 +53,7 @@ typedef struct omdp_seq_sink_params {
     uint32_t max_sources; /* source ids 0 .. max_sources-1 are tracked; others counted bad */
     uint32_t verify_fill; /* 1: check every fill word too */
 } omdp_seq_sink_params_t;
+/* cdef: end */
 
 const omdp_operator_vtable_t *omdp_seq_source_vtable(void);
 const omdp_operator_vtable_t *omdp_relay_vtable(void);

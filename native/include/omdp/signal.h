@@ -1,7 +1,7 @@
 /* The signal record: one anomaly a decision engine found, 152 bytes.
  *
- * Owned by decision_engines (its numpy twin is decision_engines.signal_record.SIGNAL_DTYPE;
- * a layout test pins the two). It starts with the omdp record header (type OMDP_RT_SIGNAL,
+ * Owned by decision_engines (Python reads it as decision_engines.signal_record.SIGNAL_DTYPE,
+ * built from this struct). It starts with the omdp record header (type OMDP_RT_SIGNAL,
  * flags OMDP_RF_SIGNAL) whose stamp block is copied from the message that raised the
  * signal, de_out set when the signal leaves the engine - so a signal's latency is measured
  * like a sampled message's. The body names the series, says what was checked against what
@@ -14,6 +14,7 @@
 #include "omdp/record.h"
 
 /* Signal kinds. Built-in engines use 1..4; custom engines use OMDP_SIG_CUSTOM and up. */
+/* cdef: begin */
 #define OMDP_SIG_CROSSED 1    /* NBBO bid > NBBO offer (was neither crossed nor locked) */
 #define OMDP_SIG_LOCKED 2     /* NBBO bid == NBBO offer (was neither crossed nor locked) */
 #define OMDP_SIG_OFF_SMILE 3  /* a quote outside its series' price band from the smile */
@@ -46,6 +47,7 @@ typedef struct omdp_signal {
     uint8_t offer_part;       /* 147 crossed/locked: exchange of the NBBO offer, else 0 */
     uint8_t reserved[4];      /* 148 zero */
 } omdp_signal_t;
+/* cdef: end */
 
 /* What bid_px/offer_px and ref_lo/ref_hi hold, per kind:
  *   CROSSED, LOCKED: the NBBO bid and offer after the quote; refs 0; value bid - offer.

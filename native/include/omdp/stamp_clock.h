@@ -32,12 +32,15 @@
 #include "omdp/clock.h"
 #include "omdp/tsc_clock.h"
 
+/* cdef: begin */
 #define OMDP_STAMP_REALTIME 0
 #define OMDP_STAMP_TSC 1
+/* cdef: end */
 
 extern _Atomic int omdp_stamp_mode;     /* OMDP_STAMP_*; published after omdp_stamp_tsc */
 extern omdp_tsc_clock_t omdp_stamp_tsc; /* written once, before the mode says TSC */
 
+/* cdef: begin */
 typedef struct omdp_stamp_clock_info {
     int32_t mode;             /* OMDP_STAMP_* */
     int32_t reserved;
@@ -54,6 +57,7 @@ typedef struct omdp_stamp_clock_info {
                                * checks (the calibration's pairing error before any) */
     int64_t max_check_gap_ns; /* longest time between two checks, calibration to the first included */
 } omdp_stamp_clock_info_t;
+/* cdef: end */
 
 /* The clock of every hop stamp. */
 static inline int64_t omdp_stamp_ns(void)

@@ -45,6 +45,7 @@
 
 #include "omdp/histogram.h"
 
+/* cdef: begin */
 #define OMDP_STATS_MAGIC 0x5441545350444D4FULL /* "OMDPSTAT" little-endian */
 #define OMDP_STATS_VERSION 1
 #define OMDP_STATS_HOPS 6
@@ -62,9 +63,11 @@
 #define OMDP_STATS_PATH_LEN 256
 #define OMDP_STATS_KNOBS_LEN 4096
 #define OMDP_STATS_SHM_NAME_LEN 96
+/* cdef: end */
 #define OMDP_STATS_WAIT_NS 200000000LL /* how long a reader or writer waits on one block */
 
 /* Entry states of the line and operator tables. */
+/* cdef: begin */
 #define OMDP_STATS_FREE 0
 #define OMDP_STATS_CLAIMED 1
 #define OMDP_STATS_LIVE 2
@@ -158,6 +161,7 @@ typedef struct omdp_stats_signal {
     char kind[OMDP_STATS_KIND_LEN];
     char series[OMDP_STATS_SERIES_LEN];
 } omdp_stats_signal_t;
+/* cdef: end */
 
 /* ---- the shared layout (C only; Python reaches it through the functions below) ---- */
 
@@ -234,7 +238,9 @@ typedef struct omdp_stats_segment {
 } omdp_stats_segment_t;
 
 /* An open segment: the mapping and how it was opened. */
+/* cdef: begin */
 typedef struct omdp_stats omdp_stats_t;
+/* cdef: end */
 
 /* ---- lifecycle ---- */
 
@@ -256,6 +262,7 @@ int omdp_stats_heartbeat(omdp_stats_t *s, int64_t now_ns);
 /* ---- run info ---- */
 
 /* Fields of omdp_stats_run_info_update's mask. */
+/* cdef: begin */
 #define OMDP_RUN_TARGET_PPS 0x01u
 #define OMDP_RUN_ACHIEVED_PPS 0x02u
 #define OMDP_RUN_SAMPLE_EVERY 0x04u
@@ -265,6 +272,7 @@ int omdp_stats_heartbeat(omdp_stats_t *s, int64_t now_ns);
 #define OMDP_RUN_DIR 0x40u
 #define OMDP_RUN_KNOBS 0x80u
 #define OMDP_RUN_ALL 0xFFu
+/* cdef: end */
 
 /* Copy the fields of info that mask names into the run block, as one update (several
  * processes may each own some fields: the supervisor its topology, the replayer its rate);

@@ -22,13 +22,16 @@
 #define OMDP_TCP_VERSION 1u
 #define OMDP_TCP_GOODBYE 0xffffffffu
 
+/* cdef: begin */
 typedef struct omdp_tcp_sender omdp_tcp_sender_t;
 typedef struct omdp_tcp_receiver omdp_tcp_receiver_t;
 
 typedef struct omdp_tcp_stats {
     uint64_t messages, bytes, full_events, spins, drops, errors;
     int32_t peer_state; /* OMDP_VEGA_PEER_* as this side last saw it */
+    uint32_t reserved;
 } omdp_tcp_stats_t;
+/* cdef: end */
 
 /* Bytes per receiver slot: max_message rounded up to a cache line. */
 static inline uint32_t omdp_tcp_slot_size(uint32_t max_message)

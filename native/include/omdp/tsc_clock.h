@@ -28,6 +28,7 @@
 
 #define OMDP_TSC_PAIR_TRIES 64
 
+/* cdef: begin */
 typedef struct omdp_tsc_clock {
     uint64_t tsc0;        /* TSC at the first pair */
     int64_t ns0;          /* CLOCK_REALTIME ns at the first pair */
@@ -36,6 +37,7 @@ typedef struct omdp_tsc_clock {
     int64_t pair_error_ns; /* half the tightest pair's window, first pair */
     double rate_error;    /* relative: (both pairs' windows) / interval */
 } omdp_tsc_clock_t;
+/* cdef: end */
 
 /* 1: `cpuinfo` (NULL: /proc/cpuinfo) lists constant_tsc and nonstop_tsc; 0: not (why says
  * which flag is missing); -1: unreadable (why says so). */

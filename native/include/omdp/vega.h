@@ -34,6 +34,12 @@
 
 #include "omdp/vega_ring.h"
 
+/* Python holds the two ends by pointer only (their fields are vega_ring.h's, for C). */
+/* cdef: begin */
+typedef struct omdp_vega_sender omdp_vega_sender_t;
+typedef struct omdp_vega_receiver omdp_vega_receiver_t;
+/* cdef: end */
+
 /* ---- channels (native/src/transport/vega_shm.c) ---- */
 
 /* Rings in memory the caller owns (zeroed, 128-byte aligned, omdp_vega_region_size bytes):
@@ -101,7 +107,7 @@ static inline int64_t omdp_vega_put_batch(omdp_vega_sender_t *tx, const uint8_t 
             rc = omdp_vega_put_full(tx, buf, sizes[done], timeout_ns);
             if (rc != OMDP_VEGA_OK) {
                 if (rc == OMDP_VEGA_FULL && tx->on_full == OMDP_VEGA_ON_FULL_DROP)
-                    omdp_vega_relaxed_add(&tx->ctl->tx_count.drops, n - done - 1);
+                    omdp_counter_add(&tx->ctl->tx_count.drops, n - done - 1);
                 omdp_vega_leave(tx);
                 return (done > 0 || rc > 0) ? (int64_t)done : rc;
             }

@@ -8,6 +8,7 @@
 #define OMDP_VEGA_DEFAULTS_H
 
 /* Wait strategies (spec.py WaitStrategy), in the order of the Literal. */
+/* cdef: begin */
 #define OMDP_VEGA_WAIT_SPIN 0       /* busy poll with a pause instruction */
 #define OMDP_VEGA_WAIT_SPIN_YIELD 1 /* poll, then sched_yield between rounds */
 #define OMDP_VEGA_WAIT_SPIN_BLOCK 2 /* poll, then sleep on a futex until woken */
@@ -28,5 +29,6 @@
 #define OMDP_VEGA_MAX_QUEUE_SIZE (1u << 20)
 #define OMDP_VEGA_MIN_MESSAGE 8
 #define OMDP_VEGA_MAX_MESSAGE_LIMIT (1u << 26)
+/* cdef: end */
 
 #endif /* OMDP_VEGA_DEFAULTS_H */

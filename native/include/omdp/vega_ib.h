@@ -37,8 +37,11 @@
 #include "omdp/vega.h"
 #include "omdp/vega_mirror.h"
 
+/* cdef: begin */
 #define OMDP_VIB_GOODBYE 0x5a
+/* cdef: end */
 #define OMDP_VIB_LINGER_NS 1000000000LL
+/* cdef: begin */
 #define OMDP_VIB_ERR_LEN 256
 
 typedef struct omdp_vib omdp_vib_t;
@@ -54,6 +57,7 @@ typedef struct omdp_vib_remote {
     uint32_t rkey;
     uint64_t addr;     /* address of the peer's copy of the region */
     uint32_t mtu;      /* enum ibv_mtu to use on the path (the smaller port's) */
+    uint32_t reserved;
 } omdp_vib_remote_t;
 
 typedef struct omdp_vib_stats {
@@ -61,6 +65,7 @@ typedef struct omdp_vib_stats {
     uint32_t peer_state; /* OMDP_VEGA_PEER_* */
     uint32_t broken;     /* 1 after a completion or post error */
 } omdp_vib_stats_t;
+/* cdef: end */
 
 /* Make the QP (RC) and CQ on pyverbs' ibv_context / ibv_pd (their addresses), and bind one
  * side of the ring in `base` (already registered by pyverbs with `lkey`):

@@ -26,6 +26,7 @@
 #include "omdp/vega.h"
 
 /* Roles of a side of a mirrored ring. */
+/* cdef: begin */
 #define OMDP_VEGA_MIRROR_SENDER 0
 #define OMDP_VEGA_MIRROR_RECEIVER 1
 
@@ -33,6 +34,7 @@
 #define OMDP_VEGA_MIRROR_OK 0
 #define OMDP_VEGA_MIRROR_E_WINDOW (-1) /* outside what the peer may write */
 #define OMDP_VEGA_MIRROR_E_ALIGN (-2)  /* offset or length not a multiple of 8, or empty */
+/* cdef: end */
 
 /* The window [lo, hi) of `base` the peer of a side with `role` may write. */
 void omdp_vega_mirror_window(const void *base, int role, uint64_t *lo, uint64_t *hi);

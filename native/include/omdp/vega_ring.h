@@ -6,8 +6,9 @@
  *
  *   slot:  [begin word: lap tag << 32 | size][payload: size bytes, padded to 8][end word]
  *
- * Sender: waits for a credit, stores the begin word (release), copies the payload, stores
- * the end word (release) right after the payload. The receiver polls only its own memory:
+ * Sender: waits for a credit, copies the payload into the slot, then seals it
+ * (omdp_vega_seal): stores the begin word (release), then the end word (release) right
+ * after the payload. The receiver polls only its own memory:
  * the begin word tells it the size, the end word that the payload is complete. Tags change
  * every lap, so bytes left from an earlier lap never read as new; the one place stale
  * payload could match (the word where this message's end word goes) is checked and
@@ -44,18 +45,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "omdp/relaxed_counter.h"
 #include "omdp/vega_defaults.h"
 
 #define OMDP_VEGA_MAGIC 0x31414745564d444fULL /* "ODMVEGA1" little-endian */
 #define OMDP_VEGA_VERSION 1u
 #define OMDP_VEGA_SPAN 128
 #define OMDP_VEGA_SLOT_ALIGN 64
+/* cdef: begin */
 #define OMDP_VEGA_SLOT_HEADER 8
+/* cdef: end */
 #define OMDP_VEGA_SLOT_FOOTER 8
+/* cdef: begin */
 #define OMDP_VEGA_NAME_MAX 200
+/* cdef: end */
 #define OMDP_VEGA_PREFETCH_LINES 3 /* lines of a waited-for slot the receiver asks for together (more lines helped p50 of 256-512 B messages but hurt p99 on the test VM) */
 
 /* Status codes. */
+/* cdef: begin */
 #define OMDP_VEGA_OK 0
 #define OMDP_VEGA_FULL 1      /* no credit: would block (or, with on_full=drop, dropped) */
 #define OMDP_VEGA_EMPTY 2     /* nothing complete to read */
@@ -80,10 +87,12 @@
 #define OMDP_VEGA_PEER_ATTACHED 1
 #define OMDP_VEGA_PEER_CLOSED 2
 #define OMDP_VEGA_PEER_DEAD 3
+/* cdef: end */
 
 #define OMDP_VEGA_CLOSED_TX 1u
 #define OMDP_VEGA_CLOSED_RX 2u
 
+/* cdef: begin */
 typedef struct omdp_vega_layout {
     uint64_t magic; /* stored last (release) by the creator: the region is ready */
     uint32_t version;
@@ -99,6 +108,7 @@ typedef struct omdp_vega_layout {
     uint64_t total_size;
     int64_t created_ns;
 } omdp_vega_layout_t;
+/* cdef: end */
 
 typedef struct omdp_vega_side {
     _Atomic int64_t pid;
@@ -141,6 +151,7 @@ typedef struct omdp_vega_ctl {
 
 /* The one remote-write primitive: copy `len` bytes at `offset` of the local region into
  * the same offset of the peer's copy, in call order. NULL over shared memory. */
+/* cdef: begin */
 typedef void (*omdp_vega_mirror_fn)(void *ctx, uint64_t offset, const void *src, uint32_t len);
 
 /* One received message: the slot to release and a view of the payload. */
@@ -161,6 +172,7 @@ typedef struct omdp_vega_stats {
     int64_t created_ns;
     uint64_t total_size;
 } omdp_vega_stats_t;
+/* cdef: end */
 
 typedef struct omdp_vega_sender {
     uint8_t *base;
@@ -258,12 +270,6 @@ static inline void omdp_vega_publish(omdp_vega_mirror_fn mirror, void *ctx, cons
 {
     if (mirror)
         mirror(ctx, offset, base + offset, len);
-}
-
-static inline void omdp_vega_relaxed_add(_Atomic uint64_t *c, uint64_t v)
-{
-    /* single writer: a load and a store, no locked instruction */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
 }
 
 /* Wake every thread asleep on a wake word (the side that announced it sleeps, spin-block
@@ -375,8 +381,8 @@ static inline void omdp_vega_seal(omdp_vega_sender_t *tx, uint8_t *slot, uint32_
 
 static inline void omdp_vega_after_put(omdp_vega_sender_t *tx, uint64_t n, uint64_t bytes)
 {
-    omdp_vega_relaxed_add(&tx->ctl->tx_count.messages, n);
-    omdp_vega_relaxed_add(&tx->ctl->tx_count.bytes, bytes);
+    omdp_counter_add(&tx->ctl->tx_count.messages, n);
+    omdp_counter_add(&tx->ctl->tx_count.bytes, bytes);
     if (tx->wait == OMDP_VEGA_WAIT_SPIN_BLOCK) {
         atomic_thread_fence(memory_order_seq_cst);
         if (atomic_load_explicit(&tx->ctl->data_wake.waiting, memory_order_relaxed))
@@ -494,10 +500,10 @@ static inline int omdp_vega_try_get(omdp_vega_receiver_t *rx, omdp_vega_msg_t *m
     int rc = omdp_vega_peek(rx, rx->read_seq, msg);
     if (rc == OMDP_VEGA_OK) {
         rx->read_seq++;
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, 1);
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, msg->size);
+        omdp_counter_add(&rx->ctl->rx_count.messages, 1);
+        omdp_counter_add(&rx->ctl->rx_count.bytes, msg->size);
     } else if (rc == OMDP_VEGA_E_CORRUPT) {
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+        omdp_counter_add(&rx->ctl->rx_count.errors, 1);
     }
     return rc;
 }
@@ -514,7 +520,7 @@ static inline int64_t omdp_vega_get_batch(omdp_vega_receiver_t *rx, omdp_vega_ms
         int rc = omdp_vega_peek(rx, rx->read_seq, &msgs[n]);
         if (rc != OMDP_VEGA_OK) {
             if (rc == OMDP_VEGA_E_CORRUPT) {
-                omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+                omdp_counter_add(&rx->ctl->rx_count.errors, 1);
                 if (n == 0)
                     return rc;
             }
@@ -524,8 +530,8 @@ static inline int64_t omdp_vega_get_batch(omdp_vega_receiver_t *rx, omdp_vega_ms
         rx->read_seq++;
         n++;
     }
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, n);
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, bytes);
+    omdp_counter_add(&rx->ctl->rx_count.messages, n);
+    omdp_counter_add(&rx->ctl->rx_count.bytes, bytes);
     return n;
 }
 
@@ -548,7 +554,7 @@ static inline int64_t omdp_vega_get_run(omdp_vega_receiver_t *rx, uint32_t *size
         int rc = omdp_vega_peek(rx, rx->read_seq, &m);
         if (rc != OMDP_VEGA_OK) {
             if (rc == OMDP_VEGA_E_CORRUPT) {
-                omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+                omdp_counter_add(&rx->ctl->rx_count.errors, 1);
                 if (n == 0)
                     return rc;
             }
@@ -558,8 +564,8 @@ static inline int64_t omdp_vega_get_run(omdp_vega_receiver_t *rx, uint32_t *size
         bytes += m.size;
         rx->read_seq++;
     }
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.messages, n);
-    omdp_vega_relaxed_add(&rx->ctl->rx_count.bytes, bytes);
+    omdp_counter_add(&rx->ctl->rx_count.messages, n);
+    omdp_counter_add(&rx->ctl->rx_count.bytes, bytes);
     return n;
 }
 
@@ -600,7 +606,7 @@ static inline int omdp_vega_release(omdp_vega_receiver_t *rx, uint32_t slot_id)
 {
     int rc = omdp_vega_mark_released(rx, slot_id);
     if (rc < 0) {
-        omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+        omdp_counter_add(&rx->ctl->rx_count.errors, 1);
         return rc;
     }
     if (rc)
@@ -615,7 +621,7 @@ static inline int omdp_vega_release_batch(omdp_vega_receiver_t *rx, uint32_t fir
     for (uint32_t i = 0; i < n; i++) {
         int rc = omdp_vega_mark_released(rx, (first_slot + i) & rx->mask);
         if (rc < 0) {
-            omdp_vega_relaxed_add(&rx->ctl->rx_count.errors, 1);
+            omdp_counter_add(&rx->ctl->rx_count.errors, 1);
             if (moved)
                 omdp_vega_send_credit(rx);
             return rc;

@@ -37,10 +37,13 @@
 
 #define OMDP_VTCP_MAGIC 0x4354564fu /* "OVTC" */
 #define OMDP_VTCP_VERSION 1u
+/* cdef: begin */
 #define OMDP_VTCP_OP_WRITE 1u
 #define OMDP_VTCP_OP_GOODBYE 2u
+/* cdef: end */
 #define OMDP_VTCP_LINGER_NS 1000000000LL
 
+/* cdef: begin */
 typedef struct omdp_vtcp omdp_vtcp_t;
 
 typedef struct omdp_vtcp_record_header {
@@ -57,6 +60,7 @@ typedef struct omdp_vtcp_stats {
     uint32_t peer_state;             /* OMDP_VEGA_PEER_* */
     int32_t connected;               /* 1 once the handshake succeeded */
 } omdp_vtcp_stats_t;
+/* cdef: end */
 
 /* Receiver: make the ring in `base` and listen on host:port. */
 int omdp_vtcp_receiver_listen(const char *host, uint16_t port, void *base, uint64_t size, uint32_t queue_size,

@@ -51,11 +51,11 @@ int32_t omdp_elastic_dispatch(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, u
         }
     }
     publish(el, n_touched);
-    el_add(&el->dispatched, i - bad);
+    omdp_counter_add(&el->dispatched, i - bad);
     if (bad)
-        el_add(&el->bad_record, bad);
+        omdp_counter_add(&el->bad_record, bad);
     if (full)
-        el_add(&el->ring_full, 1u);
+        omdp_counter_add(&el->ring_full, 1u);
     return (int32_t)i;
 }
 
@@ -111,7 +111,7 @@ uint32_t omdp_elastic_collect(omdp_elastic_t *el, uint8_t *out, uint32_t out_cap
     if (room)
         el->collect_next = (b0 + 1u) % nb;
     *out_len = pos;
-    el_add(&el->collected, pos - start);
+    omdp_counter_add(&el->collected, pos - start);
     return pos - start;
 }
 

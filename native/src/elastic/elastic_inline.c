@@ -77,9 +77,9 @@ static void run_inplace(omdp_elastic_t *el, uint32_t b, const omdp_opra_msg_t *m
     if ((uint32_t)got < n)
         atomic_store_explicit(&k->in_head, el->d_head[b], memory_order_release);
     if (got) {
-        el_add(&w->processed, (uint64_t)got);
-        el_add(&el->inplace, (uint64_t)got);
-        el_add(&w->runs, 1u);
+        omdp_counter_add(&w->processed, (uint64_t)got);
+        omdp_counter_add(&el->inplace, (uint64_t)got);
+        omdp_counter_add(&w->runs, 1u);
     }
 }
 
@@ -162,11 +162,11 @@ int32_t el_dispatch_inline(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, uint
         uint32_t c = n - done < OMDP_ELASTIC_INLINE_CHUNK ? n - done : OMDP_ELASTIC_INLINE_CHUNK;
         done += dispatch_chunk(el, msgs + done, c, &bad, &full);
     }
-    el_add(&el->dispatched, done - bad);
+    omdp_counter_add(&el->dispatched, done - bad);
     if (bad)
-        el_add(&el->bad_record, bad);
+        omdp_counter_add(&el->bad_record, bad);
     if (full)
-        el_add(&el->ring_full, 1u);
-    el_add(&el->workers[0].busy_ns, (uint64_t)(omdp_now_ns() - t0));
+        omdp_counter_add(&el->ring_full, 1u);
+    omdp_counter_add(&el->workers[0].busy_ns, (uint64_t)(omdp_now_ns() - t0));
     return (int32_t)done;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "omdp/elastic.h"
+#include "omdp/relaxed_counter.h"
 
 #define EL_NO_WORKER 0xFFFFFFFFu
 #define OMDP_ELASTIC_INLINE_CHUNK 1024u /* records the inline dispatch groups at a time */
@@ -86,11 +87,5 @@ uint64_t el_worker_pass(el_worker_t *w, uint32_t *owned, uint32_t *handed);
 
 /* elastic_inline.c: dispatch with worker 0 inline (arguments checked by the caller) */
 int32_t el_dispatch_inline(omdp_elastic_t *el, const omdp_opra_msg_t *msgs, uint32_t n);
-
-/* Add to a counter only its one writer updates (a plain move on x86, no locked add). */
-static inline void el_add(_Atomic uint64_t *c, uint64_t by)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by, memory_order_relaxed);
-}
 
 #endif /* OMDP_ELASTIC_INTERNAL_H */

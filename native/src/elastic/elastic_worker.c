@@ -63,7 +63,7 @@ static uint32_t run_bucket(el_worker_t *w, el_bucket_t *k)
         atomic_store_explicit(&k->out_head, ohead + len, memory_order_release);
     }
     atomic_store_explicit(&k->in_tail, tail + (uint64_t)got, memory_order_release);
-    el_add(&w->runs, 1u);
+    omdp_counter_add(&w->runs, 1u);
     return (uint32_t)got;
 }
 
@@ -111,7 +111,7 @@ static void hand_over(el_worker_t *w, el_bucket_t *k, uint32_t to)
 {
     omdp_elastic_t *el = w->el;
     atomic_store_explicit(&k->owner, to, memory_order_seq_cst);
-    el_add(&w->handoffs, 1u);
+    omdp_counter_add(&w->handoffs, 1u);
     atomic_fetch_add_explicit(&el->moves, 1u, memory_order_relaxed);
     if (atomic_load_explicit(&el->asleep, memory_order_seq_cst)) {
         pthread_mutex_lock(&el->lock);
@@ -147,9 +147,9 @@ uint64_t el_worker_pass(el_worker_t *w, uint32_t *owned_out, uint32_t *handed_ou
     }
     atomic_store_explicit(&w->owned, owned, memory_order_relaxed);
     if (did)
-        el_add(&w->processed, did);
+        omdp_counter_add(&w->processed, did);
     if (t0)
-        el_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
+        omdp_counter_add(&w->busy_ns, (uint64_t)(omdp_now_ns() - t0));
     *owned_out = owned;
     *handed_out = handed;
     return did;

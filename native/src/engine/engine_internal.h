@@ -23,6 +23,7 @@
 
 #include "omdp/engine.h"
 #include "omdp/engine_nbbo.h"
+#include "omdp/relaxed_counter.h"
 
 #define ENG_NONE_BID INT64_MIN /* no bid on this exchange / in the NBBO */
 #define ENG_NONE_ASK INT64_MAX
@@ -204,8 +205,7 @@ void eng_nbbo_append(struct omdp_engine *e, const omdp_opra_msg_t *m, uint32_t s
 
 static inline void eng_count(struct omdp_engine *e, int which, uint64_t by)
 {
-    uint64_t v = atomic_load_explicit(&e->counters[which], memory_order_relaxed);
-    atomic_store_explicit(&e->counters[which], v + by, memory_order_relaxed);
+    omdp_counter_add(&e->counters[which], by);
 }
 
 /* The engine's arrays (engine_mem.c): from 2 MiB on, fresh zero mappings (2 MiB aligned, huge

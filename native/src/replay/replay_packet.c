@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -131,7 +132,10 @@ int omdp_replay_udp_use_packet_socket(omdp_replay_udp_sink_t *sink, const char *
 
 void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink)
 {
-    omdp_replay_packet_ring_close(sink); /* before its socket */
+    if (sink->pkt_ring) /* the TX ring replay_packet_ring.c mapped, before its socket */
+        munmap(sink->pkt_ring, sink->pkt_ring_bytes);
+    sink->pkt_ring = NULL;
+    sink->pkt_ring_bytes = 0;
     if (sink->pkt_fd >= 0)
         close(sink->pkt_fd);
     sink->pkt_fd = -1;

@@ -66,14 +66,6 @@ int omdp_replay_udp_use_packet_ring(omdp_replay_udp_sink_t *sink, const char *if
     return 0;
 }
 
-void omdp_replay_packet_ring_close(omdp_replay_udp_sink_t *sink)
-{
-    if (sink->pkt_ring)
-        munmap(sink->pkt_ring, sink->pkt_ring_bytes);
-    sink->pkt_ring = NULL;
-    sink->pkt_ring_bytes = 0;
-}
-
 static inline struct tpacket2_hdr *frame_at(const omdp_replay_udp_sink_t *sink, uint32_t i)
 {
     return (struct tpacket2_hdr *)(void *)(sink->pkt_ring + (size_t)i * OMDP_REPLAY_TX_FRAME);

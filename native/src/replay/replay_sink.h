@@ -29,6 +29,8 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
 /* The packet-socket path of the UDP sink (replay_packet.c): same contract as
  * omdp_replay_udp_send. */
 int omdp_replay_packet_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err, size_t errlen);
+/* Close the packet socket and its TX ring, if mapped (replay_packet_ring.c builds on this file,
+ * never the other way). */
 void omdp_replay_packet_close(omdp_replay_udp_sink_t *sink);
 /* Headers and payload of one datagram into frame f (room for OMDP_REPLAY_PKT_FRAME bytes);
  * its length (replay_packet.c). */
@@ -37,7 +39,6 @@ uint32_t omdp_replay_packet_build(omdp_replay_udp_sink_t *sink, uint8_t *f, uint
 /* The packet-socket path through the mapped TX ring (replay_packet_ring.c): same contract. */
 int omdp_replay_packet_ring_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, int n, char *err,
                                  size_t errlen);
-void omdp_replay_packet_ring_close(omdp_replay_udp_sink_t *sink);
 
 struct mmsghdr;
 /* Send msgs[0, m) on fd (replay_sendmmsg.c); msgs[k] carries out[map[k]], marked ok once

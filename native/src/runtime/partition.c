@@ -9,11 +9,11 @@
 #include <time.h>
 
 #include "omdp/clock.h"
+#include "omdp/relaxed_counter.h"
 #include "omdp/stamp_clock.h"
 
 /* Counters written by the loop thread only and read by others: relaxed atomics without a
  * read-modify-write instruction (single writer). */
-#define BUMP(field, n) atomic_store_explicit(&(field), atomic_load_explicit(&(field), memory_order_relaxed) + (n), memory_order_relaxed)
 #define READ(field) atomic_load_explicit(&(field), memory_order_relaxed)
 
 enum { TO_OP = 0, TO_CHANNEL = 1 };
@@ -353,8 +353,8 @@ int omdp_partition_set_order(omdp_partition_t *p, const uint32_t *order, uint32_
 static int deliver(omdp_partition_t *p, uint32_t op, uint32_t port, const uint8_t *records, uint32_t nbytes)
 {
     op_slot_t *o = &p->ops[op];
-    BUMP(o->batches_in, 1);
-    BUMP(o->bytes_in, nbytes);
+    omdp_counter_add(&o->batches_in, 1);
+    omdp_counter_add(&o->bytes_in, nbytes);
     return o->vt->process_batch(o->state, port, records, nbytes, &o->em);
 }
 
@@ -370,12 +370,12 @@ static int put_frame(omdp_partition_t *p, out_chan_t *o, uint32_t route, uint32_
         if (r < 0)
             return r;
         if (may_drop && o->drop_when_full) {
-            BUMP(o->drops, 1);
+            omdp_counter_add(&o->drops, 1);
             return OMDP_OK;
         }
         if (atomic_load_explicit(&p->stop, memory_order_acquire) >= OMDP_STOP_NOW)
             return OMDP_ERR_STOPPED;
-        BUMP(o->full_waits, 1);
+        omdp_counter_add(&o->full_waits, 1);
         idle_wait(p, &spins, 0);
     }
 }
@@ -384,9 +384,9 @@ static int send_chunk(omdp_partition_t *p, out_chan_t *o, uint32_t route, const 
 {
     int r = put_frame(p, o, route, 0, body, len, 1);
     if (r == OMDP_OK) {
-        BUMP(o->frames, 1);
-        BUMP(o->bytes, len);
-        BUMP(p->frames_out, 1);
+        omdp_counter_add(&o->frames, 1);
+        omdp_counter_add(&o->bytes, len);
+        omdp_counter_add(&p->frames_out, 1);
     }
     return r;
 }
@@ -411,7 +411,7 @@ static int send_batch(omdp_partition_t *p, uint32_t out, uint32_t route, const u
         if (cur - prev > cap) {
             if (prev > chunk && (r = send_chunk(p, o, route, records + chunk, prev - chunk)) < 0)
                 return r;
-            BUMP(o->too_big, 1);
+            omdp_counter_add(&o->too_big, 1);
             chunk = cur;
             continue;
         }
@@ -422,7 +422,7 @@ static int send_batch(omdp_partition_t *p, uint32_t out, uint32_t route, const u
         }
     }
     if (r < 0)
-        BUMP(o->bad_batches, 1);
+        omdp_counter_add(&o->bad_batches, 1);
     if (prev > chunk)
         return send_chunk(p, o, route, records + chunk, prev - chunk);
     return OMDP_OK;
@@ -438,11 +438,11 @@ int omdp_emit(const omdp_emitter_t *em, uint32_t port, const uint8_t *records, u
         return OMDP_ERR_PORT;
     if (nbytes == 0)
         return OMDP_OK;
-    BUMP(src->batches_out, 1);
-    BUMP(src->bytes_out, nbytes);
+    omdp_counter_add(&src->batches_out, 1);
+    omdp_counter_add(&src->bytes_out, nbytes);
     const target_list_t *l = &src->out[port];
     if (l->n == 0) {
-        BUMP(p->discarded, 1);
+        omdp_counter_add(&p->discarded, 1);
         return OMDP_OK;
     }
     for (uint32_t i = 0; i < l->n; i++) {
@@ -469,7 +469,7 @@ static int pump_input(omdp_partition_t *p, uint32_t i)
     int rc = OMDP_OK;
     omdp_frame_header_t h;
     if (len < OMDP_FRAME_HEADER_SIZE || !data) {
-        BUMP(c->bad_frames, 1);
+        omdp_counter_add(&c->bad_frames, 1);
     } else {
         memcpy(&h, data, sizeof h);
         const uint8_t *body = data + OMDP_FRAME_HEADER_SIZE;
@@ -477,13 +477,13 @@ static int pump_input(omdp_partition_t *p, uint32_t i)
         if (h.flags & OMDP_FRAME_EOS) {
             c->ended = 1;
             atomic_store_explicit(&c->ended_seen, 1, memory_order_relaxed);
-            BUMP(p->inputs_ended, 1);
+            omdp_counter_add(&p->inputs_ended, 1);
         } else if (h.route >= c->n_routes || c->routes[h.route].n == 0 || omdp_batch_count(body, blen) < 0) {
-            BUMP(c->bad_frames, 1);
+            omdp_counter_add(&c->bad_frames, 1);
         } else {
-            BUMP(c->frames, 1);
-            BUMP(c->bytes, blen);
-            BUMP(p->frames_in, 1);
+            omdp_counter_add(&c->frames, 1);
+            omdp_counter_add(&c->bytes, blen);
+            omdp_counter_add(&p->frames_in, 1);
             const target_list_t *l = &c->routes[h.route];
             for (uint32_t k = 0; k < l->n && rc == OMDP_OK; k++)
                 rc = deliver(p, l->t[k].index, l->t[k].port, body, blen);
@@ -566,7 +566,7 @@ int omdp_partition_run(omdp_partition_t *p)
             if (r == OMDP_POLL_DONE) {
                 o->source_done = 1;
                 n_done++;
-                BUMP(p->sources_done, 1);
+                omdp_counter_add(&p->sources_done, 1);
             } else if (r == OMDP_POLL_PRODUCED) {
                 progressed = 1;
             }
@@ -584,11 +584,11 @@ int omdp_partition_run(omdp_partition_t *p)
             }
             progressed |= r;
         }
-        BUMP(p->loops, 1);
+        omdp_counter_add(&p->loops, 1);
         if (progressed) {
             spins = 0;
             int64_t now = omdp_stamp_ns();
-            BUMP(p->busy_ns, (uint64_t)(now > t_iter ? now - t_iter : 0));
+            omdp_counter_add(&p->busy_ns, (uint64_t)(now > t_iter ? now - t_iter : 0));
             t_iter = now;
             atomic_store_explicit(&p->last_progress_ns, now, memory_order_relaxed);
             continue;
@@ -597,7 +597,7 @@ int omdp_partition_run(omdp_partition_t *p)
             rc = finish(p);
             break;
         }
-        BUMP(p->idle_loops, 1);
+        omdp_counter_add(&p->idle_loops, 1);
         idle_wait(p, &spins, 1);
         t_iter = omdp_stamp_ns();
     }

@@ -81,9 +81,9 @@ static int receiver_gone(omdp_vega_sender_t *tx)
 
 int omdp_vega_put_full(omdp_vega_sender_t *tx, const void *data, uint32_t size, int64_t timeout_ns)
 {
-    omdp_vega_relaxed_add(&tx->ctl->tx_count.full_events, 1);
+    omdp_counter_add(&tx->ctl->tx_count.full_events, 1);
     if (tx->on_full == OMDP_VEGA_ON_FULL_DROP) {
-        omdp_vega_relaxed_add(&tx->ctl->tx_count.drops, 1);
+        omdp_counter_add(&tx->ctl->tx_count.drops, 1);
         /* a dropping sender never waits, so it looks at its peer here */
         int gone = receiver_gone(tx);
         return gone ? gone : OMDP_VEGA_FULL;
@@ -96,7 +96,7 @@ int omdp_vega_put_full(omdp_vega_sender_t *tx, const void *data, uint32_t size, 
     uint64_t polls = 0;
     for (;;) {
         if (omdp_vega_room(tx) > 0) {
-            omdp_vega_relaxed_add(&tx->ctl->tx_count.spins, polls);
+            omdp_counter_add(&tx->ctl->tx_count.spins, polls);
             uint8_t *slot = omdp_vega_tx_slot(tx);
             memcpy(slot + OMDP_VEGA_SLOT_HEADER, data, size);
             omdp_vega_seal(tx, slot, size);
@@ -110,13 +110,13 @@ int omdp_vega_put_full(omdp_vega_sender_t *tx, const void *data, uint32_t size, 
             if (now >= next_peer_check) {
                 int gone = receiver_gone(tx);
                 if (gone) {
-                    omdp_vega_relaxed_add(&tx->ctl->tx_count.spins, polls);
+                    omdp_counter_add(&tx->ctl->tx_count.spins, polls);
                     return gone;
                 }
                 next_peer_check = now + PEER_CHECK_NS;
             }
             if (now >= deadline) {
-                omdp_vega_relaxed_add(&tx->ctl->tx_count.spins, polls);
+                omdp_counter_add(&tx->ctl->tx_count.spins, polls);
                 return OMDP_VEGA_TIMEOUT;
             }
         }
@@ -163,7 +163,7 @@ int omdp_vega_wait_data(omdp_vega_receiver_t *rx, int64_t timeout_ns)
     uint64_t polls = 0;
     for (;;) {
         if (omdp_vega_available(rx)) {
-            omdp_vega_relaxed_add(&rx->ctl->rx_count.spins, polls);
+            omdp_counter_add(&rx->ctl->rx_count.spins, polls);
             return OMDP_VEGA_OK;
         }
         polls++;
@@ -174,7 +174,7 @@ int omdp_vega_wait_data(omdp_vega_receiver_t *rx, int64_t timeout_ns)
                 int peer = omdp_vega_receiver_peer(rx);
                 if (peer == OMDP_VEGA_PEER_CLOSED || peer == OMDP_VEGA_PEER_DEAD) {
                     /* whatever the sender published before it went is still to be read */
-                    omdp_vega_relaxed_add(&rx->ctl->rx_count.spins, polls);
+                    omdp_counter_add(&rx->ctl->rx_count.spins, polls);
                     if (omdp_vega_available(rx))
                         return OMDP_VEGA_OK;
                     return peer == OMDP_VEGA_PEER_CLOSED ? OMDP_VEGA_E_PEER_CLOSED : OMDP_VEGA_E_PEER_DEAD;
@@ -182,7 +182,7 @@ int omdp_vega_wait_data(omdp_vega_receiver_t *rx, int64_t timeout_ns)
                 next_peer_check = now + PEER_CHECK_NS;
             }
             if (now >= deadline) {
-                omdp_vega_relaxed_add(&rx->ctl->rx_count.spins, polls);
+                omdp_counter_add(&rx->ctl->rx_count.spins, polls);
                 return OMDP_VEGA_TIMEOUT;
             }
         }

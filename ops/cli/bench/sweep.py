@@ -36,7 +36,7 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
     breakdown, missed ratio, achieved rate and the sustainable rate per configuration."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
-    from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep
+    from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep, sweep_dict
 
     knob_sets = [k.strip() for k in knobs.split(",") if k.strip()]
     bad = [k for k in knob_sets if k not in KNOB_SETS]
@@ -57,4 +57,4 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
     except (TopologyError, CaptureInputError) as e:
         click.echo(str(e), err=True)
         sys.exit(2)
-    emit_sweep("sweep", sweep.to_dict(), lambda command, machine: markdown(sweep, command, machine), json_out, md_out)
+    emit_sweep("sweep", sweep_dict(sweep), lambda command, machine: markdown(sweep, command, machine), json_out, md_out)
