@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omdp.atomic_files import write_text_atomic
+
 MANIFEST_FILE = "manifest.json"
 
 
@@ -114,9 +116,7 @@ class Manifest(_Strict):
 
 def write_manifest(manifest: Manifest, directory: Path) -> Path:
     """Write ``manifest.json`` into ``directory``."""
-    path = Path(directory) / MANIFEST_FILE
-    path.write_text(manifest.model_dump_json(indent=1))
-    return path
+    return write_text_atomic(Path(directory) / MANIFEST_FILE, manifest.model_dump_json(indent=1))
 
 
 def load_manifest(path: str | Path) -> Manifest:
