@@ -21,7 +21,7 @@ from omdp.runtime.rundir import (DEFAULT_DATA_DIR, RunIdError, check_run_id, cla
 from omdp.runtime.shm_room import shm_shortfall
 from omdp.runtime.supervisor import RunResult, Supervisor
 from omdp.topology.load import TopologyError
-from omdp.transport.shm_inventory import clean_dead
+from omdp.transport.shm_inventory import NOT_A_SEGMENT, clean_dead, list_owned_segments
 
 
 def preflight(plan: Plan, data_dir: Path, run_id: str, shm_extra: dict[str, int] | None = None) -> None:
@@ -63,9 +63,13 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
             raise TopologyError(plan.source, [("--run-id", str(e))]) from None
     try:
         stale = clean_dead()
-        if stale and echo is not None:
-            echo(f"removed {len(stale)} shared memory segment(s) left by runs that died: "
-                 + ", ".join(seg.name for seg in stale))
+        if echo is not None:
+            if stale:
+                echo(f"removed {len(stale)} shared memory segment(s) left by runs that died: "
+                     + ", ".join(seg.name for seg in stale))
+            for seg in list_owned_segments():
+                if seg.kind == NOT_A_SEGMENT:
+                    echo(f"skipped /dev/shm/{seg.name}: {seg.detail}")
         return Supervisor(plan, rdir, run_id, echo).run(duration)
     except BaseException:
         discard_unstarted(rdir)

@@ -20,6 +20,7 @@ def omdp(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.full  # two runs
 def test_a_reused_run_id_is_refused_and_the_finished_run_kept(tmp_path: Path) -> None:
     first = omdp("run", str(TOPOLOGIES / "seq_fused.toml"), "--data", str(tmp_path), "--run-id", "r1", *SMALL)
     assert first.returncode == 0, first.stderr
