@@ -131,14 +131,11 @@ def _summary(st: object) -> str:
 
 
 def _serve(service: object, token: str | None, port: int) -> object:
-    from fastapi import FastAPI
-
-    from ops.replay.http_api import new_token, replay_router
+    from ops.replay.http_api import new_token, replay_app
     from ops.replay.http_server import ThreadedServer
 
     token = token or new_token()
-    app = FastAPI(title="omdp replay")
-    app.include_router(replay_router(service, token))  # type: ignore[arg-type]
+    app = replay_app(service, token)  # type: ignore[arg-type]
     try:
         server = ThreadedServer(app, port=port)
         server.start()

@@ -28,6 +28,7 @@ from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory,
 from ops.dashboard.prometheus import metrics_registry
 from ops.dashboard.source import DashboardSource, SourceUnavailable
 from ops.dashboard.window import WindowError, parse_window
+from ops.http_validation import cap_validation_echo
 
 API = "/api/v1"
 
@@ -70,6 +71,7 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None, 
     replay_control = replay_router is not None
     if read_token is not None:
         app.middleware("http")(read_token_middleware(read_token))
+    cap_validation_echo(app)
 
     @app.exception_handler(SourceUnavailable)
     @app.exception_handler(StatsSegmentError)
