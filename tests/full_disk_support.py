@@ -14,7 +14,7 @@ import pytest
 SIZE = "1m"
 
 
-def _fill(folder: Path) -> None:
+def fill_up(folder: Path) -> None:
     """Write into ``folder`` until the file system says it is full."""
     chunk = b"\0" * 65536
     with open(folder / "filler", "wb", buffering=0) as f:
@@ -30,9 +30,9 @@ def _fill(folder: Path) -> None:
 
 
 @pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A folder (with a ``data`` folder in it) on a tmpfs with no byte left."""
-    mnt = tmp_path / "full"
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A folder (with a ``data`` folder in it) on a 1 MiB tmpfs; ``fill_up`` fills it."""
+    mnt = tmp_path / "small"
     mnt.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs (a disk to fill) needs root")
@@ -42,10 +42,16 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
     try:
         (mnt / "data").mkdir()
-        _fill(mnt)
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def full_disk(small_disk: Path) -> Path:
+    """``small_disk`` with no byte left."""
+    fill_up(small_disk)
+    return small_disk
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -92,6 +92,13 @@ class GroundTruthInfo(_Strict):
     kinds: dict[str, int]
 
 
+class FileCheck(_Strict):
+    """Size and CRC-32 of one file of the capture (``ops.capture.checksums``)."""
+
+    bytes: int = Field(ge=0)
+    crc32: int = Field(ge=0, lt=1 << 32)
+
+
 class Manifest(_Strict):
     """Everything a reader of the capture needs besides the pcaps."""
 
@@ -112,6 +119,8 @@ class Manifest(_Strict):
     underlyings: list[UnderlyingInfo]
     ground_truth: GroundTruthInfo
     nbbo_rule: str
+    checksums: dict[str, FileCheck] = Field(default_factory=dict,
+                                            description="file name -> size and CRC-32; readers check them")
 
 
 def write_manifest(manifest: Manifest, directory: Path) -> Path:

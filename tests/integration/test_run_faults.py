@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from full_disk_support import full_disk, leftovers  # noqa: F401  (fixture)
+from full_disk_support import full_disk, leftovers, small_disk  # noqa: F401  (fixtures)
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
 CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from full_disk_support import full_disk, leftovers  # noqa: F401  (fixture)
+from full_disk_support import full_disk, leftovers, small_disk  # noqa: F401  (fixtures)
 
 from omdp.atomic_files import ArtifactWriteError, atomic_path, write_parquet_atomic, write_text_atomic
 from omdp.metrics.run_files import write_ingest
