@@ -38,6 +38,7 @@ from omdp.topology.load import TopologyError, load_topology
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
 from ops.pipeline.capture_info import capture_dir, open_capture
 from ops.pipeline.feed_sender import replay_run_id
+from ops.pipeline.multicast_lock import MulticastBusy, MulticastLock
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_report import (
     Accounting,
@@ -199,10 +200,15 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     asm, plan = pp.assembly, pp.plan
     run_id = run_id or new_run_id()
     preflight(plan, Path(data_dir), run_id, shm_needs(pp))
+    mlock = _multicast_lock(pp, run_id)
     try:
         rdir = claim_run_dir(Path(data_dir), run_id)
     except (RunIdError, FileExistsError) as e:
+        if mlock is not None:
+            mlock.release()
         raise TopologyError(pp.source, [("--run-id", str(e))]) from None
+    if mlock is not None and mlock.taken_over and echo is not None:
+        echo("took over the multicast lock(s) a run that died left: " + "; ".join(mlock.taken_over))
     fs = asm.groups.feed_senders
     senders = asm.groups.replicas[fs] if fs else 0
     fs_params = asm.topology.operators[fs].params if fs else {}
@@ -212,6 +218,8 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         stats = StatsWriter.create(run_id)
     except BaseException:
         discard_unstarted(rdir)
+        if mlock is not None:
+            mlock.release()
         raise
     stop_dashboard: Callable[[], None] | None = None
     schedule: ReshardSchedule | None = None
@@ -259,6 +267,22 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         stats.close()
         _remove_replay_segments(run_id, senders)
         discard_unstarted(rdir)
+        if mlock is not None:
+            mlock.release()
+
+
+def _multicast_lock(pp: PipelinePlan, run_id: str) -> MulticastLock | None:
+    """With multicast input, this run's lock on its lines' groups and ports (None with ring
+    input); TopologyError naming the holder when another run has one of them."""
+    asm = pp.assembly
+    fh = asm.groups.feed_handler
+    if asm.topology.operators[fh].params.get("input", "ring") != "multicast":
+        return None
+    endpoints = [(ep.group, ep.port) for ln in asm.lines for ep in (ln.a, ln.b) if ep is not None]
+    try:
+        return MulticastLock.acquire(run_id, endpoints)
+    except MulticastBusy as e:
+        raise TopologyError(pp.source, [(f"operators.{fh}.params.input", str(e))]) from None
 
 
 def shm_needs(pp: PipelinePlan) -> dict[str, int]:
