@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from ops.cli.options import check_positive, positive_seconds
+from ops.cli.options import check_positive, positive_seconds, topology_argument
 
 
 DEFAULT_PIPELINE_SECONDS = 30.0
@@ -174,7 +174,7 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 
 
 @click.command("run")
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", callback=topology_argument)
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")
 @click.option("--duration", type=float, default=None, hidden=True,

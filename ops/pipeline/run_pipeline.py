@@ -10,7 +10,8 @@ replay ends (``run.stop_after``) or Ctrl-C, and the run directory gets intended.
 segment a killed sender left are removed however the run ends. A run that re-shards
 (``RunOptions.reshard_buckets``) also gets the reshard segment ``omdp-<run_id>-reshard``
 before it starts, the move schedule while it runs (``reshard_every_ms``) and ``reshard.json``
-(every move, and their summary) at the end.
+(every move, and their summary) at the end. ``report.json`` holds the report (the
+sustainability verdict with its reasons), which ``omdp runs list`` reads.
 """
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ from ops.pipeline.run_report import (
 )
 from ops.replay.rates import RateSpec
 from ops.replay.shm_segments import ctl_name, intended_name
+
+REPORT_FILE = "report.json"
+"""The run's report as ``omdp run --json`` gives it (verdict included), in its directory."""
 
 START_ALLOWANCE_S = 120.0
 """A run is stopped (drained) at most this long after its ``seconds``, should the replay
@@ -254,6 +258,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
             run.reshard = write_reshard_record(rdir, reshard, schedule)
         if run.replay.achieved_pps:  # known now: the live page's last snapshots draw it
             stats.set_run_info(achieved_pps=run.replay.achieved_pps)
+        write_text_atomic(rdir / REPORT_FILE, json.dumps(run.to_dict(), indent=1, default=str))
         return run
     finally:
         if schedule is not None:
