@@ -59,7 +59,7 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
         preflight(plan, data_dir, run_id)
         try:
             rdir = claim_run_dir(data_dir, run_id)
-        except (RunIdError, FileExistsError) as e:
+        except RunIdError as e:
             raise TopologyError(plan.source, [("--run-id", str(e))]) from None
     try:
         stale = clean_dead()

@@ -16,21 +16,10 @@ from pathlib import Path
 from omdp.transport.shm_names import new_run_id, shm_name
 
 __all__ = ["DEFAULT_DATA_DIR", "RunIdError", "check_run_id", "claim_run_dir", "discard_unstarted", "find_run_dir",
-           "log_name", "new_run_id", "run_dir"]
+           "log_name", "new_run_id"]
 
 DEFAULT_DATA_DIR = Path("omdp-data")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def run_dir(data_dir: Path, run_id: str, now: dt.datetime | None = None, fresh: bool = False) -> Path:
-    """``<data>/runs/<YYYY-MM-DD>/<run_id>``, created with its ``logs`` folder (``fresh``:
-    FileExistsError when the run's directory exists already)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    d = Path(data_dir) / "runs" / f"{now:%Y-%m-%d}" / run_id
-    d.parent.mkdir(parents=True, exist_ok=True)
-    d.mkdir(exist_ok=not fresh)
-    (d / "logs").mkdir(exist_ok=True)
-    return d
 
 
 class RunIdError(ValueError):
@@ -64,7 +53,14 @@ def claim_run_dir(data_dir: Path, run_id: str, now: dt.datetime | None = None) -
     if taken is not None:
         raise RunIdError(f"--run-id {run_id}: already used by the run in {taken} (a run id names one run; "
                          "give another, or leave --run-id out for a fresh one)")
-    d = run_dir(data_dir, run_id, now, fresh=True)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    d = Path(data_dir) / "runs" / f"{now:%Y-%m-%d}" / run_id
+    d.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir()
+    except FileExistsError:
+        raise RunIdError(f"--run-id {run_id}: already used by the run in {d}") from None
+    (d / "logs").mkdir()
     return d
 
 

@@ -207,7 +207,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     mlock = _multicast_lock(pp, run_id)
     try:
         rdir = claim_run_dir(Path(data_dir), run_id)
-    except (RunIdError, FileExistsError) as e:
+    except RunIdError as e:
         if mlock is not None:
             mlock.release()
         raise TopologyError(pp.source, [("--run-id", str(e))]) from None
