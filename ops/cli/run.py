@@ -4,8 +4,9 @@ A pipeline topology (one with a ``feed_handler``) runs with a capture: ``--captu
 picks ``<data>/captures/<date>/``, ``--rate``/``--seconds`` (and ``--no-loop``, ``--drop``)
 set the replay, and the run prints the latency breakdown (the paper's Figure 6) with the
 feed's rate, ingest and accounting, then writes ``runs/<date>/<run_id>/`` (plan.json,
-meta, samples, ingest, intended and signals Parquet, run.json, logs). The run ends when
-the replay does.
+meta, samples, ingest, intended and signals Parquet, run.json, report.json, logs). The run
+ends when the replay does. TOPOLOGY is a file or the name of a shipped topology
+(``omdp plan --list``); a ``--run-id`` names one run (a used one is refused).
 
 Any other topology runs until its sources end, ``--seconds`` pass or Ctrl-C (once:
 sources stop and queues drain; twice: stop now) and prints its operators' counters.
