@@ -35,7 +35,7 @@ def dashboard(run_ref: str | None, live_ref: str | None, data_dir: Path, address
     if (run_ref is None) == (live_ref is None):
         raise click.UsageError("give exactly one of --run RUN (a finished run) or --live RUN (a running one)")
     run_dir = run_dir_of(run_ref, data_dir, "--run") if run_ref is not None else None
-    run_id = run_id_of(live_ref, "--live") if live_ref is not None else None
+    run_id = run_id_of(live_ref) if live_ref is not None else None
     try:
         host, port = parse_address(address)
     except ValueError as e:

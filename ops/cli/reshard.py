@@ -37,7 +37,7 @@ def reshard(run: str, bucket: int | None, to: int | None, wait_s: float, json_ou
     from omdp.runtime.reshard import ReshardError, ReshardSegment, summarize_moves
     from ops.cli.run_ref import run_id_of
 
-    run_id = run_id_of(run, "RUN")
+    run_id = run_id_of(run)
     if (bucket is None) != (to is None):
         raise click.UsageError("--bucket and --to go together (neither: show the buckets and moves)")
     try:

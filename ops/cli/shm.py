@@ -47,7 +47,7 @@ def clean_cmd(run: str | None, dry_run: bool) -> None:
     from ops.cli.run_ref import run_id_of
 
     if run is not None:
-        run = run_id_of(run, "--run")
+        run = run_id_of(run)
 
     gone = clean_dead(run, dry_run=dry_run)
     for seg in gone:
