@@ -34,7 +34,7 @@ API = "/api/v1"
 
 WindowQuery = Annotated[str | None, Query(description="seconds of the sliding window: '10s', '10', '1m', or 'all' "
                                                       "(the whole run); default 10 s, or all a shorter run has",
-                                          examples=["10s"])]
+                                          examples=["10s"], max_length=32)]
 DEFAULT_WINDOW_S = 10
 AtQuery = Annotated[int | None, Query(ge=1, description="end of the window, ns since the epoch (default: now; for "
                                                         "a finished run, its end)")]
