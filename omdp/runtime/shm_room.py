@@ -42,8 +42,12 @@ def shm_free_bytes(shm_dir: Path = SHM_DIR) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def _mb(n: int) -> str:
-    return f"{n / 2**20:,.1f} MiB"
+def _size(n: int) -> str:
+    """Bytes for people: 4.0 MiB, 25.3 GiB, 64.0 TiB."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n / 2**10:,.1f} KiB"
 
 
 def shm_shortfall(plan: Plan, extra: dict[str, int] | None = None, shm_dir: Path = SHM_DIR) -> str | None:
@@ -55,7 +59,7 @@ def shm_shortfall(plan: Plan, extra: dict[str, int] | None = None, shm_dir: Path
     free = shm_free_bytes(shm_dir)
     if total <= free:
         return None
-    parts = ", ".join(f"{k} {_mb(v)}" for k, v in needs.items() if v)
-    return (f"the run needs {_mb(total)} of shared memory ({parts}) but {shm_dir} has {_mb(free)} free: "
+    parts = ", ".join(f"{k} {_size(v)}" for k, v in needs.items() if v)
+    return (f"the run needs {_size(total)} of shared memory ({parts}) but {shm_dir} has {_size(free)} free: "
             "make the rings smaller (queue_size, max_message), remove dead runs' segments (omdp shm clean) "
             f"or give {shm_dir} more room")
