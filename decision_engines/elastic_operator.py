@@ -26,6 +26,7 @@ from decision_engines.elastic import ElasticConfig, ElasticControl, ElasticEngin
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, EngineConfig, PricingConfig
 from decision_engines.pricing.refresher import PricingRefresher, pricing_counters
 from decision_engines.operator import OPRA_MSG, SIGNAL
+from omdp.atomic_files import write_text_atomic
 from omdp.metrics.stats_segment import OperatorCounters, StatsSegmentError, StatsWriter
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
@@ -196,7 +197,7 @@ class ElasticNativeOperator(NativeOperator):
             if self.run_dir is not None:
                 path = Path(self.run_dir) / f"elastic-{self.control.name.replace('[', '-').replace(']', '')}.json"
                 try:
-                    path.write_text(json.dumps(self.control.history(), indent=1))
+                    write_text_atomic(path, json.dumps(self.control.history(), indent=1))
                 except OSError as e:
                     log.error("%s: cannot write %s: %s", self.control.name, path, e)
         if self.engine is not None:

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from omdp.atomic_files import ArtifactWriteError
 from omdp.clock import now_ns
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_summary import HOP_KEYS, HopSummary, summarize_hops
@@ -249,17 +250,32 @@ class LatencyCollector:
     def _write_rows(self, table: pa.Table) -> int:
         if self._spill_dir is None:
             raise ValueError("spilling needs a collector made with spill_dir")
-        if self._writer is None:
-            self._spill_dir.mkdir(parents=True, exist_ok=True)
-            self._spill_tmp = self._spill_dir / f".samples.parquet.{os.getpid()}.{id(self)}.tmp"
-            # store_schema=False: the file's key-value metadata (added at the end) is then what
-            # readers see as the schema metadata; the columns' types all map back exactly.
-            self._writer = pq.ParquetWriter(self._spill_tmp, table.schema.remove_metadata(), store_schema=False)
         n = table.num_rows
-        if n:
-            self._writer.write_table(table.replace_schema_metadata(None))
-            self._spilled += n
+        try:
+            if self._writer is None:
+                self._spill_dir.mkdir(parents=True, exist_ok=True)
+                self._spill_tmp = self._spill_dir / f".samples.parquet.{os.getpid()}.{id(self)}.tmp"
+                # store_schema=False: the file's key-value metadata (added at the end) is then what
+                # readers see as the schema metadata; the columns' types all map back exactly.
+                self._writer = pq.ParquetWriter(self._spill_tmp, table.schema.remove_metadata(), store_schema=False)
+            if n:
+                self._writer.write_table(table.replace_schema_metadata(None))
+        except OSError as e:
+            self._discard_spill()
+            raise ArtifactWriteError(self._spill_dir / "samples.parquet", e) from e
+        self._spilled += n
         return n
+
+    def _discard_spill(self) -> None:
+        """A spill that cannot be finished (the disk is full): close and remove its file."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except OSError:
+                pass
+            self._writer = None
+        if self._spill_tmp is not None:
+            self._spill_tmp.unlink(missing_ok=True)
 
     @property
     def held_rows(self) -> int:
@@ -355,12 +371,16 @@ class LatencyCollector:
             return write_samples(run_dir, self.samples_table(), self.samples_metadata())
         self.spill()
         assert self._writer is not None and self._spill_tmp is not None
-        self._writer.add_key_value_metadata(self.samples_metadata())
-        self._writer.close()
-        self._writer = None
         path = Path(run_dir) / "samples.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self._spill_tmp, path)
+        try:
+            self._writer.add_key_value_metadata(self.samples_metadata())
+            self._writer.close()
+            self._writer = None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self._spill_tmp, path)
+        except OSError as e:
+            self._discard_spill()
+            raise ArtifactWriteError(path, e) from e
         self._spill_dir = None  # written: later rows (if any) go by the in-memory path
         return path
 

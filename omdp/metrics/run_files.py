@@ -3,13 +3,12 @@
 Every writer takes columns in any usual shape (a pyarrow Table, a dict of arrays, a numpy
 structured array, a list of row dicts), insists on exactly the columns of the schema in
 ``run_records`` (an error names what is missing or extra), casts safely (an overflow or a
-wrong type is an error naming the column), and writes atomically (temporary file, then
-rename), so a Spark job never reads half a file. Readers refuse a file whose columns differ
+wrong type is an error naming the column), and writes atomically (``omdp.atomic_files``:
+temporary file, then rename), so a Spark job never reads half a file. Readers refuse a file whose columns differ
 from the schema. Schema-level metadata (key/value pairs) is kept and ignored by the check.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from omdp.atomic_files import write_parquet_atomic
 from omdp.metrics.run_records import RUN_FILES
 
 ColumnData = pa.Table | pa.RecordBatch | Mapping[str, Any] | np.ndarray | Sequence[Mapping[str, Any]]
@@ -78,11 +78,7 @@ def write_run_file(run_dir: str | Path, file: str, data: ColumnData, metadata: M
     table = to_table(file, data, metadata)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / file
-    tmp = run_dir / f".{file}.{os.getpid()}.tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return path
+    return write_parquet_atomic(table, run_dir / file)
 
 
 def write_meta(run_dir: str | Path, meta: Mapping[str, Any]) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from omdp.metrics.stats_segment import StatsReader, StatsSegmentError, stats_segment_name
 from omdp.native import lib
+from omdp.transport.shm_names import not_a_segment
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "omdp-"
@@ -76,7 +77,8 @@ def list_stats_segments(shm_dir: Path = SHM_DIR) -> list[StatsSegmentStatus]:
     """Every ``omdp-*-stats`` segment in shared memory, with its staleness."""
     if not shm_dir.is_dir():
         return []
-    names = sorted(p.name for p in shm_dir.iterdir() if p.name.startswith(PREFIX) and p.name.endswith(SUFFIX))
+    names = sorted(p.name for p in shm_dir.iterdir() if p.name.startswith(PREFIX) and p.name.endswith(SUFFIX)
+                   and not not_a_segment(p))
     return [_status(n) for n in names if len(n) > len(PREFIX) + len(SUFFIX)]
 
 

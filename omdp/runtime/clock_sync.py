@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from omdp.atomic_files import write_text_atomic
 from omdp.plan import Plan
 
 CLOCKS_FILE = "clocks.json"
@@ -136,8 +137,7 @@ def clocks_json(reference: str, clocks: dict[str, HostClock]) -> dict[str, Any]:
 def write_clocks(run_dir: Path, reference: str, clocks: dict[str, HostClock]) -> Path:
     """Write clocks.json into the run directory."""
     path = Path(run_dir) / CLOCKS_FILE
-    path.write_text(json.dumps(clocks_json(reference, clocks), indent=2))
-    return path
+    return write_text_atomic(path, json.dumps(clocks_json(reference, clocks), indent=2))
 
 
 def run_clock_error_ns(run_dir: Path) -> int:

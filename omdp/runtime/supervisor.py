@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from omdp.atomic_files import write_text_atomic
 from omdp.native import lib
 from omdp.plan import Plan, PlanPartition
 from omdp.runtime.channels import cleanup_run
@@ -210,11 +211,11 @@ class Supervisor:
             child = _Child(p, proc, log_path, LineReader(proc.stdout.fileno()), LineWriter(proc.stdin))
             self.children.append(child)
             self._sel.register(proc.stdout.fileno(), selectors.EVENT_READ, child)
-        (self.run_dir / "processes.json").write_text(json.dumps({
+        write_text_atomic(self.run_dir / "processes.json", json.dumps({
             c.spec.name: {"pid": c.proc.pid, "host": c.spec.host, "cpus": c.spec.cpus, "log": str(c.log_path)}
             for c in self.children}, indent=2))
         if self.hosts.keepers:
-            (self.run_dir / "hosts.json").write_text(json.dumps(self.hosts.describe(), indent=2))
+            write_text_atomic(self.run_dir / "hosts.json", json.dumps(self.hosts.describe(), indent=2))
 
     def _send(self, child: _Child, **msg: Any) -> None:
         if child.alive:
@@ -333,7 +334,7 @@ class Supervisor:
         """Run the plan to its end (or ``duration`` seconds, or a stop signal)."""
         started = time.time()
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "plan.json").write_text(self.plan.model_dump_json(indent=2))
+        write_text_atomic(self.run_dir / "plan.json", self.plan.model_dump_json(indent=2))
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         status, failure = "failed", None
         affinity = ExitStack()
@@ -376,7 +377,7 @@ class Supervisor:
                                       "log": str(c.log_path)} for c in self.children},
             started_at=started, ended_at=time.time(), clocks=self.clocks,
         )
-        (self.run_dir / "run.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
+        write_text_atomic(self.run_dir / "run.json", json.dumps(result.to_json(), indent=2, default=str))
         return result
 
     # ---- clocks -------------------------------------------------------------------------

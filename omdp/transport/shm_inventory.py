@@ -11,6 +11,10 @@ type                      name                                  owner record
 ``stats``                 ``omdp-<run>-stats``                  creator pid, closed time
 ========================  ====================================  =====================================
 
+An ``omdp-*`` entry that is not a regular file (a FIFO, a symbolic link: nothing omdp makes)
+is listed as ``not-a-segment`` and never opened - opening a FIFO would hang the scan - nor
+removed.
+
 A segment is removable (``omdp shm clean``) once its owner is dead: no live side of a Vega
 ring; the replay service that created a replay segment is gone (a pid whose start time
 differs from the recorded one is a reused pid, not the owner); the stats owner is gone or
@@ -30,6 +34,8 @@ from omdp.transport import shm_names
 SHM_DIR = shm_names.SHM_DIR
 REPLAY_PREFIX = "omdp-replay-"
 REPLAY_KINDS = {"-ctl": "replay-ctl", "-intended": "replay-intended"}
+NOT_A_SEGMENT = "not-a-segment"
+"""The type of an ``omdp-*`` entry that is no segment (a FIFO, a link): listed, never opened."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class OwnedSegment:
     """One ``omdp-*`` segment: type, run, size, owner pid and state, and whether it may go."""
 
     name: str
-    kind: str             # vega-ring | replay-ctl | replay-intended | stats | unknown
+    kind: str             # vega-ring | replay-ctl | replay-intended | stats | not-a-segment | unknown
     run: str
     size: int
     owner_pid: int | None
@@ -126,6 +132,11 @@ def list_owned_segments(shm_dir: Path = SHM_DIR) -> list[OwnedSegment]:
     stats_status = {s.name: s for s in list_stats_segments(shm_dir)} if shm_dir == SHM_DIR else {}
     found = []
     for path in sorted(shm_dir.glob(f"{shm_names.PREFIX}*")):
+        odd = shm_names.not_a_segment(path)
+        if odd:
+            found.append(OwnedSegment(path.name, NOT_A_SEGMENT, "", 0, None, "unknown", False,
+                                      f"{odd}, not a shared memory segment (left alone)"))
+            continue
         try:
             size = path.stat().st_size
         except FileNotFoundError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,23 @@ SHM_DIR = Path("/dev/shm")
 _RUN = re.compile(r"[A-Za-z0-9_.]{1,64}")
 _CHANNEL = re.compile(r"[A-Za-z0-9_.-]{1,120}")
 _NAME = re.compile(r"omdp-([A-Za-z0-9_.]{1,64})-([A-Za-z0-9_.-]{1,120})")
+
+
+_ODD_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+              (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def not_a_segment(path: Path) -> str | None:
+    """What ``path`` is when it is no shared memory segment - a FIFO, a link, a folder someone
+    left under an omdp name - else None (a regular file, or gone). Looks without opening it:
+    opening a FIFO would block the scan."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _ODD_KINDS if test(mode)), "not a regular file")
 
 
 def new_run_id() -> str:
@@ -99,6 +117,8 @@ def list_segments(shm_dir: Path = SHM_DIR) -> list[Segment]:
     found = []
     now = time.time()
     for path in sorted(shm_dir.glob(f"{PREFIX}*")):
+        if not_a_segment(path):
+            continue
         try:
             st = path.stat()
         except FileNotFoundError:

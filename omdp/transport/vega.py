@@ -13,8 +13,10 @@ The module-level functions are the paper's five calls by name::
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from abc import ABC, abstractmethod
 import time
 from dataclasses import dataclass
@@ -57,8 +59,10 @@ def _check_matches(spec: ChannelSpec, st: dict[str, int | str], name: str) -> No
 
 
 def _map_shm(name: str, size: int, writable: bool) -> mmap.mmap:
-    fd = os.open(SHM_DIR / name, os.O_RDWR if writable else os.O_RDONLY)
+    fd = os.open(SHM_DIR / name, (os.O_RDWR if writable else os.O_RDONLY) | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{SHM_DIR / name}: not a shared memory segment (not a regular file)")
         return mmap.mmap(fd, size, access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
     finally:
         os.close(fd)

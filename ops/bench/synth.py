@@ -19,7 +19,8 @@ def measure_synth(data: Path, seconds: float, rate: float, seed: int, num_lines:
     from ops.synth.generator import SynthConfig, synthesize
 
     w0, c0 = time.perf_counter(), time.process_time()
-    res = synthesize(SynthConfig(data=data, seconds=seconds, rate=rate, seed=seed, num_lines=num_lines, progress=False))
+    res = synthesize(SynthConfig(data=data, seconds=seconds, rate=rate, seed=seed, num_lines=num_lines, progress=False,
+                                 force=True))
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     r = res.manifest.rate
     return {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import check_positive
+from ops.cli.options import check_positive, topology_argument
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 
 
@@ -23,7 +23,7 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 
 
 @click.command("capacity")
-@click.argument("topology", type=click.Path(exists=True, dir_okay=False))
+@click.argument("topology", callback=topology_argument)
 @click.option("--for-rate", "rate_x", required=True, callback=check_for_rate, help="the rate to plan for, Nx")
 @click.option("--peak-window", type=click.Choice(["10ms", "100ms"]), default="10ms", show_default=True,
               help="absorb the capture's peak rate over this window")

@@ -1,5 +1,6 @@
-"""``omdp dashboard``: serve the latency dashboard of a finished run (``--run RUN_DIR``) or
-of a run live on this host (``--live RUN_ID``) until Ctrl-C or SIGTERM.
+"""``omdp dashboard``: serve the latency dashboard of a finished run (``--run RUN``) or
+of a run live on this host (``--live RUN``) until Ctrl-C or SIGTERM; RUN is the run's id or
+its directory (``ops.cli.run_ref``).
 
 ``omdp run ... --dashboard HOST:PORT`` and ``omdp demo`` start the same dashboard inside
 the run's own process (``ops.dashboard.serve.start_dashboard``).
@@ -11,24 +12,30 @@ from pathlib import Path
 
 import click
 
+from ops.cli.run_ref import DATA_HELP, run_dir_of, run_id_of
 from ops.cli.stop_signals import stop_on_signals
 
 
 @click.command("dashboard")
-@click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="a finished run directory (runs/<date>/<run_id>/)")
-@click.option("--live", "run_id", default=None, help="the id of a run live on this host (reads its stats segment)")
+@click.option("--run", "run_ref", default=None, metavar="RUN",
+              help="a finished run: its id or its directory (runs/<date>/<run_id>/)")
+@click.option("--live", "live_ref", default=None, metavar="RUN",
+              help="a run live on this host, by id or directory (reads its stats segment)")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+              show_default=True, help=DATA_HELP)
 @click.option("--address", default="127.0.0.1:8000", show_default=True,
               help="HOST:PORT to listen on (port 0: any free one)")
 @click.option("--read-token", envvar="OMDP_DASHBOARD_TOKEN", default=None,
               help="every figure (API, stream, /metrics) needs this token; env OMDP_DASHBOARD_TOKEN")
-def dashboard(run_dir: Path | None, run_id: str | None, address: str, read_token: str | None) -> None:
+def dashboard(run_ref: str | None, live_ref: str | None, data_dir: Path, address: str, read_token: str | None) -> None:
     """Serve the latency dashboard (page, JSON API, /metrics) of one run until Ctrl-C."""
     from omdp.metrics.run_files import RunRecordError
     from ops.dashboard.serve import parse_address, start_dashboard
 
-    if (run_dir is None) == (run_id is None):
-        raise click.UsageError("give exactly one of --run RUN_DIR (a finished run) or --live RUN_ID (a running one)")
+    if (run_ref is None) == (live_ref is None):
+        raise click.UsageError("give exactly one of --run RUN (a finished run) or --live RUN (a running one)")
+    run_dir = run_dir_of(run_ref, data_dir, "--run") if run_ref is not None else None
+    run_id = run_id_of(live_ref) if live_ref is not None else None
     try:
         host, port = parse_address(address)
     except ValueError as e:
@@ -66,5 +73,5 @@ def _check_live(run_id: str) -> None:
         raise click.BadParameter(str(e), param_hint="--live") from None
     except (StatsSegmentError, OSError) as e:
         raise click.BadParameter(f"no live run {run_id!r} on this host (/dev/shm/{name}: {e}); is it running? "
-                                 "A finished run: --run RUN_DIR", param_hint="--live") from None
+                                 "A finished run: --run RUN", param_hint="--live") from None
     reader.close()

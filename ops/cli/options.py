@@ -4,6 +4,7 @@
   takes ``A`` or ``B``); ``capture stats --copy a|b`` is a hidden, deprecated alias.
 - rates: always ``Nx`` (N x 24,000 packets/s), parsed by ``ops.replay.rates.RateSpec``.
 - lengths of time: ``--seconds`` (positive); ``run --duration`` is a hidden alias.
+- topologies: a TOPOLOGY argument is a file or the name of a shipped one (``opra_fused``).
 
 Every error names the option (``--seconds must be positive``) and never shows a traceback.
 """
@@ -66,3 +67,15 @@ def seconds_bar_format() -> str:
     from ops.progress import SECONDS_BAR_FORMAT
 
     return SECONDS_BAR_FORMAT
+
+
+def topology_argument(ctx: Any, param: Any, value: str | None) -> str | None:
+    """Click callback: TOPOLOGY is a file or the name of a shipped one (``opra_fused``)."""
+    if value is None:
+        return value
+    from ops.topologies import resolve
+
+    try:
+        return resolve(value)
+    except FileNotFoundError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import positive_seconds, topology_argument
 from ops.cli.run import check_rate
 
 
 @click.command("plan")
-@click.argument("topology", type=click.Path(dir_okay=False), required=False)
+@click.argument("topology", required=False, callback=topology_argument)
+@click.option("--list", "list_shipped", is_flag=True, help="list the topologies shipped with omdp (run them by name)")
 @click.option("--json", "as_json", is_flag=True, help="print the plan as JSON (what plan.json holds)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
@@ -32,9 +33,10 @@ from ops.cli.run import check_rate
 @click.option("--capture-date", default=None, help="assemble a pipeline with <data>/captures/<date>")
 @click.option("--rate", default="1x", show_default=True, callback=check_rate, help="replay rate written into the plan (pipelines)")
 @click.option("--seconds", type=float, callback=positive_seconds, default=30.0, show_default=True, help="replay length written into the plan")
-def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...], schema: bool, data_dir: Path,
+def plan_command(topology: str | None, list_shipped: bool, as_json: bool, overrides: tuple[str, ...], schema: bool, data_dir: Path,
                  capture_date: str | None, rate: str, seconds: float) -> None:
-    """Plan TOPOLOGY: partitions, operators, inserted transports, CPUs (and a pipeline's routing)."""
+    """Plan TOPOLOGY (a file, or the name of a shipped one): partitions, operators, inserted
+    transports, CPUs (and a pipeline's routing)."""
     from omdp.plan import build_plan
     from omdp.plan_text import format_plan
     from omdp.topology.load import TopologyError, load_topology
@@ -45,11 +47,17 @@ def plan_command(topology: str | None, as_json: bool, overrides: tuple[str, ...]
     from ops.pipeline.registry import build_registry
     from ops.pipeline.run_pipeline import plan_pipeline
 
+    if list_shipped:
+        from ops.topologies import shipped
+
+        for name, description in shipped():
+            click.echo(f"{name:24} {description}")
+        return
     if schema:
         click.echo(json.dumps(Topology.model_json_schema(by_alias=True), indent=2))
         return
     if topology is None:
-        raise click.UsageError("TOPOLOGY is required (or --schema)")
+        raise click.UsageError("TOPOLOGY is required (or --list, --schema)")
     try:
         topo = load_topology(topology, overrides)
         is_pipeline = any(op.kind == "feed_handler" for op in topo.operators.values())

@@ -89,6 +89,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         service.configure(config)
     except (CaptureInputError, ReplayConfigError) as e:
         raise click.ClickException(f"nothing sent: {e}") from None
+    mlock = _multicast_lock(service)
 
     server = _serve(service, token, http_port) if not no_http else None
     started = False
@@ -115,6 +116,8 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         final = service.stop()
         if server is not None:
             server.stop()
+        if mlock is not None:
+            mlock.release()
     if started or final.state != "idle":
         click.echo(_summary(final))
         if json_out is not None:
@@ -124,6 +127,22 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         sys.exit(1)
 
 
+def _multicast_lock(service: object) -> object:
+    """Multicast: this replay's lock on the groups and ports it sends to (another run or
+    replay on them would mix the feeds; ``ops.pipeline.multicast_lock``); None into a ring."""
+    import os
+
+    from ops.pipeline.multicast_lock import MulticastBusy, MulticastLock
+
+    endpoints = service.multicast_endpoints()  # type: ignore[attr-defined]
+    if not endpoints:
+        return None
+    try:
+        return MulticastLock.acquire(f"replay{os.getpid()}", endpoints)
+    except MulticastBusy as e:
+        raise click.ClickException(f"nothing sent: {e}") from None
+
+
 def _summary(st: object) -> str:
     from ops.replay.report import summary
 
@@ -131,14 +150,11 @@ def _summary(st: object) -> str:
 
 
 def _serve(service: object, token: str | None, port: int) -> object:
-    from fastapi import FastAPI
-
-    from ops.replay.http_api import new_token, replay_router
+    from ops.replay.http_api import new_token, replay_app
     from ops.replay.http_server import ThreadedServer
 
     token = token or new_token()
-    app = FastAPI(title="omdp replay")
-    app.include_router(replay_router(service, token))  # type: ignore[arg-type]
+    app = replay_app(service, token)  # type: ignore[arg-type]
     try:
         server = ThreadedServer(app, port=port)
         server.start()

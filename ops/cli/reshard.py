@@ -25,16 +25,19 @@ def parse_engine(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 @click.command("reshard")
-@click.argument("run_id")
+@click.argument("run")
 @click.option("--bucket", type=click.IntRange(min=0), default=None, help="the bucket (underlying % buckets) to move")
 @click.option("--to", "to", default=None, callback=parse_engine, metavar="de[J]", help="the engine to move it to")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0.0), default=5.0, show_default=True,
               help="seconds to wait for the move to be installed (0: do not wait)")
 @click.option("--json", "json_out", is_flag=True, help="print the result as JSON")
-def reshard(run_id: str, bucket: int | None, to: int | None, wait_s: float, json_out: bool) -> None:
-    """Move BUCKET of the live run RUN_ID to engine de[J] (the run was started with --reshard-buckets)."""
+def reshard(run: str, bucket: int | None, to: int | None, wait_s: float, json_out: bool) -> None:
+    """Move BUCKET of the live run RUN (its id or its directory) to engine de[J] (the run
+    was started with --reshard-buckets)."""
     from omdp.runtime.reshard import ReshardError, ReshardSegment, summarize_moves
+    from ops.cli.run_ref import run_id_of
 
+    run_id = run_id_of(run)
     if (bucket is None) != (to is None):
         raise click.UsageError("--bucket and --to go together (neither: show the buckets and moves)")
     try:

@@ -4,8 +4,9 @@ A pipeline topology (one with a ``feed_handler``) runs with a capture: ``--captu
 picks ``<data>/captures/<date>/``, ``--rate``/``--seconds`` (and ``--no-loop``, ``--drop``)
 set the replay, and the run prints the latency breakdown (the paper's Figure 6) with the
 feed's rate, ingest and accounting, then writes ``runs/<date>/<run_id>/`` (plan.json,
-meta, samples, ingest, intended and signals Parquet, run.json, logs). The run ends when
-the replay does.
+meta, samples, ingest, intended and signals Parquet, run.json, report.json, logs). The run
+ends when the replay does. TOPOLOGY is a file or the name of a shipped topology
+(``omdp plan --list``); a ``--run-id`` names one run (a used one is refused).
 
 Any other topology runs until its sources end, ``--seconds`` pass or Ctrl-C (once:
 sources stop and queues drain; twice: stop now) and prints its operators' counters.
@@ -26,7 +27,7 @@ from typing import Any
 
 import click
 
-from ops.cli.options import check_positive, positive_seconds
+from ops.cli.options import check_positive, positive_seconds, topology_argument
 
 
 DEFAULT_PIPELINE_SECONDS = 30.0
@@ -174,7 +175,7 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 
 
 @click.command("run")
-@click.argument("topology", type=click.Path(dir_okay=False))
+@click.argument("topology", callback=topology_argument)
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")
 @click.option("--duration", type=float, default=None, hidden=True,

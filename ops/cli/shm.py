@@ -39,11 +39,15 @@ def list_cmd(as_json: bool) -> None:
 
 
 @shm.command("clean")
-@click.option("--run", default=None, help="only segments of this run id")
+@click.option("--run", default=None, metavar="RUN", help="only segments of this run (its id or its directory)")
 @click.option("--dry-run", is_flag=True, help="say what would go, remove nothing")
 def clean_cmd(run: str | None, dry_run: bool) -> None:
     """Remove every omdp segment whose owner is dead (never one with a live owner)."""
     from omdp.transport.shm_inventory import clean_dead
+    from ops.cli.run_ref import run_id_of
+
+    if run is not None:
+        run = run_id_of(run)
 
     gone = clean_dead(run, dry_run=dry_run)
     for seg in gone:

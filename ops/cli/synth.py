@@ -41,22 +41,31 @@ def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("--anomaly-rate", "anomaly", multiple=True, metavar="KIND=N",
               help="Anomaly events per second at 1x (locked, crossed, off_smile, parity); repeatable.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Replace the capture already at DATA/captures/<date>/ (once the new one is whole).")
 def synth(data: Path, date: dt.datetime, seconds: float, rate_text: str, seed: int, num_lines: int, universe: Path | None,
-          b_copy: bool, start: str, messages_per_packet: float, anomaly: tuple[str, ...], quiet: bool) -> None:
-    """Synthesize a capture: one pcap per OPRA line, manifest.json and the ground truth."""
+          b_copy: bool, start: str, messages_per_packet: float, anomaly: tuple[str, ...], quiet: bool,
+          force: bool) -> None:
+    """Synthesize a capture: one pcap per OPRA line, manifest.json and the ground truth.
+
+    The capture is written beside its place and moved there when whole, so a failure (a
+    full disk) leaves no half capture; a capture already there is replaced only with
+    --force. The manifest records every file's size and CRC-32, which replay checks."""
     from ops.synth.calendar import parse_clock
     from ops.cli.options import parse_rate_x
-    from ops.synth.generator import SynthConfig, synthesize
+    from ops.synth.generator import CaptureExistsError, SynthConfig, synthesize
 
     rate = parse_rate_x(rate_text)
     try:
         cfg = SynthConfig(data=data, date=date.date(), seconds=seconds, rate=rate, seed=seed, num_lines=num_lines,
                           universe=universe, b_copy=b_copy, start=parse_clock(start),
                           messages_per_packet=messages_per_packet, anomalies_per_second=_anomaly_rates(anomaly),
-                          progress=not quiet)
+                          progress=not quiet, force=force)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    res = synthesize(cfg)
+    try:
+        res = synthesize(cfg)
+    except CaptureExistsError as exc:
+        raise click.ClickException(str(exc)) from None
     m = res.manifest
     r = m.rate
     click.echo(f"wrote {res.directory} ({len(m.lines)} lines{', A and B copies' if b_copy else ''})")

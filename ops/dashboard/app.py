@@ -28,12 +28,13 @@ from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory,
 from ops.dashboard.prometheus import metrics_registry
 from ops.dashboard.source import DashboardSource, SourceUnavailable
 from ops.dashboard.window import WindowError, parse_window
+from ops.http_validation import cap_validation_echo
 
 API = "/api/v1"
 
 WindowQuery = Annotated[str | None, Query(description="seconds of the sliding window: '10s', '10', '1m', or 'all' "
                                                       "(the whole run); default 10 s, or all a shorter run has",
-                                          examples=["10s"])]
+                                          examples=["10s"], max_length=32)]
 DEFAULT_WINDOW_S = 10
 AtQuery = Annotated[int | None, Query(ge=1, description="end of the window, ns since the epoch (default: now; for "
                                                         "a finished run, its end)")]
@@ -70,6 +71,7 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None, 
     replay_control = replay_router is not None
     if read_token is not None:
         app.middleware("http")(read_token_middleware(read_token))
+    cap_validation_echo(app)
 
     @app.exception_handler(SourceUnavailable)
     @app.exception_handler(StatsSegmentError)

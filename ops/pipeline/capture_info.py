@@ -50,10 +50,11 @@ class CaptureInfo:
         return [p for ln in self.lines for p in self.files[ln]]
 
 
-def open_capture(directory: str | Path) -> CaptureInfo:
+def open_capture(directory: str | Path, check_sizes: bool = True) -> CaptureInfo:
     """Check a capture directory and read what the pipeline needs from its manifest.
-    Raises CaptureInputError naming the file and the problem."""
-    cs = CaptureSet.open(Path(directory))
+    Raises CaptureInputError naming the file and the problem. ``check_sizes``: the files'
+    sizes against the manifest's checksums (off for a reader that judges each file itself)."""
+    cs = CaptureSet.open(Path(directory), check_sizes=check_sizes)
     m = cs.manifest
     where = cs.capture_dir / "manifest.json"
     try:

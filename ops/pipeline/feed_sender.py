@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedhandlers.feed_handler import FeedLine, feed_ring_name
+from omdp.atomic_files import write_text_atomic
 from omdp.operator import OperatorContext, PollResult, SourceOperator
 from ops.replay.config import ReplayConfig
 from ops.replay.rate_schedule import RateSchedule, parse_rate_schedule
@@ -176,7 +177,7 @@ class FeedSender(SourceOperator):
         status = self.service.stop() if self.started else self.service.status()
         if self.out_dir is not None and self.started:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            (self.out_dir / "status.json").write_text(status.model_dump_json(indent=1))
+            write_text_atomic(self.out_dir / "status.json", status.model_dump_json(indent=1))
         if status.state == "failed":
             raise RuntimeError(f"{self.ctx.name}: the replay failed: {status.error}")
 

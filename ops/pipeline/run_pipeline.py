@@ -10,7 +10,8 @@ replay ends (``run.stop_after``) or Ctrl-C, and the run directory gets intended.
 segment a killed sender left are removed however the run ends. A run that re-shards
 (``RunOptions.reshard_buckets``) also gets the reshard segment ``omdp-<run_id>-reshard``
 before it starts, the move schedule while it runs (``reshard_every_ms``) and ``reshard.json``
-(every move, and their summary) at the end.
+(every move, and their summary) at the end. ``report.json`` holds the report (the
+sustainability verdict with its reasons), which ``omdp runs list`` reads.
 """
 from __future__ import annotations
 
@@ -22,19 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from decision_engines.engine_config import DEFAULT_MAX_SERIES
+from feedhandlers.feed_handler import FeedHandlerParams
+from omdp.atomic_files import write_text_atomic
 from omdp.metrics.breakdown import Breakdown, format_breakdown
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
 from omdp.plan import Plan, build_plan
 from omdp.runtime.reshard import (LIVE_COUNTERS, SERIES_BYTES, ReshardLive, ReshardSchedule, ReshardSegment,
                                   bucket_homes, summarize_moves)
-from omdp.runtime.rundir import new_run_id, run_dir
-from omdp.runtime.run import run_plan
+from omdp.runtime.run import preflight, run_plan
+from omdp.runtime.rundir import RunIdError, claim_run_dir, discard_unstarted, new_run_id
+from omdp.runtime.shm_room import ring_bytes
 from omdp.runtime.supervisor import RunResult
-from omdp.topology.load import load_topology
+from omdp.topology.load import TopologyError, load_topology
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
 from ops.pipeline.capture_info import capture_dir, open_capture
 from ops.pipeline.feed_sender import replay_run_id
+from ops.pipeline.multicast_lock import MulticastBusy, MulticastLock
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_report import (
     Accounting,
@@ -61,6 +66,9 @@ from ops.pipeline.run_report import (
 )
 from ops.replay.rates import RateSpec
 from ops.replay.shm_segments import ctl_name, intended_name
+
+REPORT_FILE = "report.json"
+"""The run's report as ``omdp run --json`` gives it (verdict included), in its directory."""
 
 START_ALLOWANCE_S = 120.0
 """A run is stopped (drained) at most this long after its ``seconds``, should the replay
@@ -195,18 +203,34 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     """Run an assembled pipeline to its end and report (see the module doc)."""
     asm, plan = pp.assembly, pp.plan
     run_id = run_id or new_run_id()
-    rdir = run_dir(Path(data_dir), run_id)
+    preflight(plan, Path(data_dir), run_id, shm_needs(pp))
+    mlock = _multicast_lock(pp, run_id)
+    try:
+        rdir = claim_run_dir(Path(data_dir), run_id)
+    except RunIdError as e:
+        if mlock is not None:
+            mlock.release()
+        raise TopologyError(pp.source, [("--run-id", str(e))]) from None
+    if mlock is not None and mlock.taken_over and echo is not None:
+        echo("took over the multicast lock(s) a run that died left: " + "; ".join(mlock.taken_over))
     fs = asm.groups.feed_senders
     senders = asm.groups.replicas[fs] if fs else 0
     fs_params = asm.topology.operators[fs].params if fs else {}
     knobs = {"channel": plan.channels[0].spec.model_dump() if plan.channels else None,
              "fh_input": asm.topology.operators[asm.groups.feed_handler].params.get("input", "ring")}
-    stats = StatsWriter.create(run_id)
+    try:
+        stats = StatsWriter.create(run_id)
+    except BaseException:
+        discard_unstarted(rdir)
+        if mlock is not None:
+            mlock.release()
+        raise
     stop_dashboard: Callable[[], None] | None = None
-    reshard = _reshard_segment(pp, run_id)
     schedule: ReshardSchedule | None = None
     live: ReshardLive | None = None
+    reshard: ReshardSegment | None = None
     try:
+        reshard = _reshard_segment(pp, run_id)
         stats.set_run_info(state="starting", topology=plan.topology, config=config or plan.topology,
                            run_dir=str(rdir), knobs=knobs,
                            sample_every=int(asm.topology.operators[asm.groups.engines].params.get("sample_every", 1600)),
@@ -223,7 +247,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
         if reshard is not None and pp.options is not None and pp.options.reshard_every_ms > 0:
             schedule = ReshardSchedule(reshard, pp.options.reshard_every_ms / 1e3, asm.routing.engines)
             schedule.start()
-        result = run_plan(plan, Path(data_dir), duration, run_id, echo)
+        result = run_plan(plan, Path(data_dir), duration, run_id, echo, rdir=rdir)
         if schedule is not None:
             schedule.stop()
         if live is not None:
@@ -234,6 +258,7 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
             run.reshard = write_reshard_record(rdir, reshard, schedule)
         if run.replay.achieved_pps:  # known now: the live page's last snapshots draw it
             stats.set_run_info(achieved_pps=run.replay.achieved_pps)
+        write_text_atomic(rdir / REPORT_FILE, json.dumps(run.to_dict(), indent=1, default=str))
         return run
     finally:
         if schedule is not None:
@@ -246,6 +271,39 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
             stop_dashboard()
         stats.close()
         _remove_replay_segments(run_id, senders)
+        discard_unstarted(rdir)
+        if mlock is not None:
+            mlock.release()
+
+
+def _multicast_lock(pp: PipelinePlan, run_id: str) -> MulticastLock | None:
+    """With multicast input, this run's lock on its lines' groups and ports (None with ring
+    input); TopologyError naming the holder when another run has one of them."""
+    asm = pp.assembly
+    fh = asm.groups.feed_handler
+    if asm.topology.operators[fh].params.get("input", "ring") != "multicast":
+        return None
+    endpoints = [(ep.group, ep.port) for ln in asm.lines for ep in (ln.a, ln.b) if ep is not None]
+    try:
+        return MulticastLock.acquire(run_id, endpoints)
+    except MulticastBusy as e:
+        raise TopologyError(pp.source, [(f"operators.{fh}.params.input", str(e))]) from None
+
+
+def shm_needs(pp: PipelinePlan) -> dict[str, int]:
+    """Shared memory a pipeline run creates besides its plan's rings (name -> bytes): the
+    stats segment, the feed handlers' input rings, the reshard segment."""
+    asm = pp.assembly
+    fh = FeedHandlerParams.model_validate(asm.topology.operators[asm.groups.feed_handler].params)
+    needs = {"stats segment": int(lib.omdp_stats_layout_size())}
+    if fh.input == "ring":
+        needs["feed rings"] = asm.groups.replicas[asm.groups.feed_handler] * ring_bytes(fh.ring_queue_size,
+                                                                                         fh.ring_max_message)
+    opts = pp.options
+    if opts is not None and opts.reshard_buckets:
+        max_series = int(asm.topology.operators[asm.groups.engines].params.get("max_series", DEFAULT_MAX_SERIES))
+        needs["reshard segment"] = 64 + max_series * SERIES_BYTES
+    return needs
 
 
 def _reshard_segment(pp: PipelinePlan, run_id: str) -> ReshardSegment | None:
@@ -269,7 +327,7 @@ def write_reshard_record(rdir: Path, seg: ReshardSegment, schedule: ReshardSched
     summary = {**summarize_moves(moves), "totals": seg.totals(),
                "schedule": None if schedule is None else {"period_ms": schedule.period_s * 1e3,
                                                           "issued": schedule.issued, "busy": schedule.busy}}
-    (rdir / "reshard.json").write_text(json.dumps({"summary": summary, "moves": moves}, indent=1))
+    write_text_atomic(rdir / "reshard.json", json.dumps({"summary": summary, "moves": moves}, indent=1))
     return summary
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from omdp.atomic_files import atomic_path
 from omdp.metrics.breakdown import BASE_PPS, Breakdown
 from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
@@ -365,13 +366,11 @@ def merge_intended(run_dir: Path, senders: int) -> Path | None:
     if len(parts) == 1:
         os.replace(parts[0], out)
         return out
-    tmp = out.with_name(f".intended.parquet.{os.getpid()}.tmp")
-    with pq.ParquetWriter(tmp, RUN_INTENDED_SCHEMA) as w:
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, RUN_INTENDED_SCHEMA) as w:
         for p in parts:
             f = pq.ParquetFile(p)
             for i in range(f.num_row_groups):
                 w.write_table(f.read_row_group(i).cast(RUN_INTENDED_SCHEMA))
-    os.replace(tmp, out)
     for p in parts:
         p.unlink()
     return out

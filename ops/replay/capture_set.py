@@ -4,7 +4,8 @@ their packets from the files it names, or ``line<NN>.pcap`` and its rotated file
 
 Everything that can be wrong with the input is found here, before anything is sent: a
 missing directory, manifest or pcap, a corrupt or cut-short pcap, a line the manifest does
-not list. Each error says which file or line and why.
+not list, a file whose size (checked on opening) or CRC-32 (checked before its packets are
+read) differs from the manifest's ``checksums``. Each error says which file or line and why.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
+from ops.capture.checksums import ChecksumMismatch, check_file, check_size
 from ops.replay.config import MAX_LINE, line_ranges
 
 
@@ -84,9 +86,11 @@ class CaptureSet:
     files: dict[int, list[Path]]
 
     @classmethod
-    def open(cls, capture_dir: Path, lines: tuple[int, ...] | None = None, copies: tuple[str, ...] = ()) -> "CaptureSet":
-        """Check the manifest, the lines asked for, their endpoints for ``copies`` and that
-        their files exist. Cheap: no packet is read."""
+    def open(cls, capture_dir: Path, lines: tuple[int, ...] | None = None, copies: tuple[str, ...] = (),
+             check_sizes: bool = True) -> "CaptureSet":
+        """Check the manifest, the lines asked for, their endpoints for ``copies``, that
+        their files exist and (``check_sizes``) have the sizes the manifest records. Cheap:
+        no packet is read."""
         capture_dir = Path(capture_dir)
         manifest, endpoints = load_manifest(capture_dir)
         wanted = tuple(sorted(endpoints)) if lines is None else lines
@@ -108,6 +112,13 @@ class CaptureSet:
             if not found:
                 raise CaptureInputError(f"{line_file(capture_dir, ln)}: missing (line {ln} is in the manifest)")
             files[ln] = found
+        checks = (manifest.get("checksums") or {}) if check_sizes else {}
+        for path in (p for ln in wanted for p in files[ln]):
+            if path.name in checks:
+                try:
+                    check_size(path, checks[path.name])
+                except ChecksumMismatch as e:
+                    raise CaptureInputError(str(e)) from None
         return cls(capture_dir=capture_dir, manifest=manifest, endpoints={ln: endpoints[ln] for ln in wanted}, files=files)
 
     @property
@@ -118,11 +129,16 @@ class CaptureSet:
         """Map every file and locate its packets; a corrupt or cut-short pcap is an error."""
         out: dict[int, list[Capture]] = {}
         total = 0
+        checks = self.manifest.get("checksums") or {}
         for ln in self.lines:
             caps = []
             for path in self.files[ln]:
                 try:
+                    if path.name in checks:
+                        check_file(path, checks[path.name])
                     cap = read_pcap(path)
+                except ChecksumMismatch as e:
+                    raise CaptureInputError(str(e)) from None
                 except PcapError as e:
                     raise CaptureInputError(f"corrupt pcap: {e}") from None
                 except OSError as e:

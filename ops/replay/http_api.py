@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import secrets
 
-from fastapi import APIRouter, Depends, Header, HTTPException, status
-from pydantic import BaseModel, ConfigDict
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, status
+from pydantic import BaseModel, ConfigDict, Field
 
+from ops.http_validation import cap_validation_echo
 from ops.replay.capture_set import CaptureInputError
 from ops.replay.config import ReplayConfigError
 from ops.replay.rates import RateError, RateSpec
@@ -18,6 +19,9 @@ from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateErro
 from ops.replay.status import ReplayStatus
 
 API_PREFIX = "/api/v1/replay"
+RATE_TEXT_MAX = 64
+"""A rate is a few characters ('10x'); a longer one is refused before it is parsed (and the
+422 repeats only the start of it: ``ops.http_validation``)."""
 
 
 class RateRequest(BaseModel):
@@ -25,7 +29,7 @@ class RateRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rate: str | None = None
+    rate: str | None = Field(None, max_length=RATE_TEXT_MAX)
     speed: float | None = None
     pps: float | None = None
 
@@ -38,7 +42,7 @@ class StartRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rate: str | None = None
+    rate: str | None = Field(None, max_length=RATE_TEXT_MAX)
     speed: float | None = None
     pps: float | None = None
 
@@ -107,3 +111,12 @@ def replay_router(service: ReplayService, token: str) -> APIRouter:
             raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from None
 
     return router
+
+
+def replay_app(service: ReplayService, token: str) -> FastAPI:
+    """The app ``omdp replay --http-port`` serves: the router, and 422 answers that repeat
+    only the start of a rejected input (``ops.http_validation``)."""
+    app = FastAPI(title="omdp replay")
+    cap_validation_echo(app)
+    app.include_router(replay_router(service, token))
+    return app

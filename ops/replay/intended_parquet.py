@@ -3,7 +3,8 @@ actual send times (omdp.metrics.run_records.RUN_INTENDED_SCHEMA), for offline jo
 the collectors' samples (latency from ``intended`` is coordinated-omission safe).
 
 Fed with the entries the service drains from the senders' logs; rows are buffered into
-row groups of about a million.
+row groups of about a million. The file grows under a temporary name and is renamed into
+place when closed (``omdp.atomic_files``); a write that fails (a full disk) removes it.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from omdp.atomic_files import ArtifactWriteError, temporary_name
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
 from ops.replay.native_layout import COPIES
 
@@ -45,6 +47,7 @@ class IntendedParquetWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._tmp = temporary_name(self.path)
         self.rows_written = 0
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
@@ -79,11 +82,15 @@ class IntendedParquetWriter:
     def _flush(self) -> None:
         if not self._pending:
             return
-        if self._writer is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self.path, RUN_INTENDED_SCHEMA, **INTENDED_WRITE_OPTIONS)
         table = pa.concat_tables(self._pending)
-        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        try:
+            if self._writer is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._writer = pq.ParquetWriter(self._tmp, RUN_INTENDED_SCHEMA, **INTENDED_WRITE_OPTIONS)
+            self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        except OSError as e:
+            self._discard()
+            raise ArtifactWriteError(self.path, e) from e
         self.rows_written += table.num_rows
         self._pending = []
         self._pending_rows = 0
@@ -91,9 +98,24 @@ class IntendedParquetWriter:
     def close(self) -> None:
         """Write what is buffered and close; an empty run still gets a file with the schema."""
         self._flush()
-        if self._writer is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(RUN_INTENDED_SCHEMA.empty_table(), self.path)
-        else:
-            self._writer.close()
+        try:
+            if self._writer is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(RUN_INTENDED_SCHEMA.empty_table(), self._tmp)
+            else:
+                self._writer.close()
+                self._writer = None
+            self._tmp.replace(self.path)
+        except OSError as e:
+            self._discard()
+            raise ArtifactWriteError(self.path, e) from e
+
+    def _discard(self) -> None:
+        """Drop the unfinished file (its writer first)."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except OSError:
+                pass
             self._writer = None
+        self._tmp.unlink(missing_ok=True)

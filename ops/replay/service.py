@@ -159,6 +159,13 @@ class ReplayService:
     def config(self) -> ReplayConfig | None:
         return self._config
 
+    def multicast_endpoints(self) -> list[tuple[str, int]]:
+        """The (group, port) pairs the configured replay sends to; empty into a ring."""
+        cfg, captures = self._config, self._captures
+        if cfg is None or captures is None or cfg.ring_name:
+            return []
+        return [ep.groups[c] for ep in captures.endpoints.values() for c in cfg.copies_sent if c in ep.groups]
+
     @property
     def running(self) -> bool:
         """True from ``start`` until every sender has ended."""

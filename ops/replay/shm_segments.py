@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from omdp.native import ffi, lib
+from omdp.transport.shm_names import not_a_segment
 
 SHM_PREFIX = "omdp-replay-"
 _DEV_SHM = Path("/dev/shm")
@@ -84,6 +85,8 @@ def reap_stale_segments() -> list[str]:
     if not _DEV_SHM.is_dir():
         return reaped
     for path in _DEV_SHM.glob(f"{SHM_PREFIX}*"):
+        if not_a_segment(path):
+            continue  # a FIFO or link under our prefix: not ours to open or remove
         if replay_owner_alive(path.name) is False:
             name = "/" + path.name
             lib.omdp_replay_shm_unlink(name.encode())

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from omdp.atomic_files import write_parquet_atomic
 from ops.spark.data_layout import DataLayout
 from ops.spark.replay_job import REPLAY_CONFIGS_SCHEMA, ReplayResult
 from ops.spark.replay_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
@@ -75,22 +76,23 @@ def write_replay_tables(reports_dir: Path, night: NightDates, result: ReplayResu
     """``night_dates`` and, when the replay ran, ``replay_configs``, ``replay_reconciliation``
     and ``replay_mismatches`` (copied from ``replay/date=*/``)."""
     reports_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([{
+    write_parquet_atomic(pa.Table.from_pylist([{
         "date": night.date, "read_as": night.read_as, "capture_dates": ",".join(night.capture_dates),
         "runs_made": night.runs_made, "runs_of_captures": json.dumps(night.runs_of_captures, sort_keys=True)}],
         schema=NIGHT_DATES_SCHEMA), reports_dir / "night_dates.parquet")
     if result is None:
         return
-    pq.write_table(pa.Table.from_pylist(result.configs, schema=REPLAY_CONFIGS_SCHEMA),
-                   reports_dir / "replay_configs.parquet")
-    pq.write_table(pa.Table.from_pylist(result.reconciliation, schema=RECONCILE_SCHEMA),
-                   reports_dir / "replay_reconciliation.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(result.configs, schema=REPLAY_CONFIGS_SCHEMA),
+                         reports_dir / "replay_configs.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(result.reconciliation, schema=RECONCILE_SCHEMA),
+                         reports_dir / "replay_reconciliation.parquet")
     bad = []
     for date in result.dates:
         path = reports_dir.parent.parent / "replay" / f"date={date}" / "reconciliation_mismatches"
         if path.is_dir():
             bad += pq.read_table(path).to_pylist()
-    pq.write_table(pa.Table.from_pylist(bad, schema=RECONCILE_MISMATCH_SCHEMA), reports_dir / "replay_mismatches.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(bad, schema=RECONCILE_MISMATCH_SCHEMA),
+                         reports_dir / "replay_mismatches.parquet")
 
 
 def _rows(reports_dir: Path, name: str) -> list[dict]:

@@ -8,6 +8,7 @@ import datetime as dt
 import html
 from pathlib import Path
 
+from omdp.atomic_files import write_text_atomic
 from ops.spark.report_cells import BOOL, FLOAT, INT, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
 from ops.spark.replay_report import replay_section
@@ -189,5 +190,5 @@ def render_report(reports_dir: Path, date: str) -> Path:
         "</body></html>",
     ]
     page = reports_dir / "index.html"
-    page.write_text("\n".join(parts))
+    write_text_atomic(page, "\n".join(parts))
     return page

@@ -6,7 +6,6 @@ Writing a table replaces that table of that date only; other dates and tables st
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from omdp.atomic_files import write_parquet_atomic
 from ops.spark.data_layout import DataLayout
 from ops.spark.file_problems import FileProblem
 from ops.spark.report_schemas import conform
@@ -40,11 +40,7 @@ def table_path(reports_dir: Path, name: str) -> Path:
 def write_arrow(table: pa.Table, reports_dir: Path, name: str) -> Path:
     """Write ``table`` as table ``name`` (under a temporary name, then renamed: a reader never
     sees half a file); return the path."""
-    path = table_path(reports_dir, name)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return path
+    return write_parquet_atomic(table, table_path(reports_dir, name))
 
 
 def write_table(df: DataFrame, reports_dir: Path, name: str, schema: T.StructType) -> Path:

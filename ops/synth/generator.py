@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
+import shutil
 import time as wallclock
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from omdp.atomic_files import ArtifactWriteError
+from ops.capture.checksums import file_check
 from ops.progress import SECONDS_BAR_FORMAT
 from ops.synth.activity import RateController, messages_per_tick, tick_rates
 from ops.synth.anomalies import DEFAULT_RATES, KINDS
@@ -74,6 +78,13 @@ class SynthConfig:
     """Size of the built-in universe (ignored with ``universe``)."""
     rotate_bytes: int = ROTATE_BYTES
     progress: bool = True
+    force: bool = False
+    """Replace a capture already at the date's directory (otherwise: CaptureExistsError)."""
+
+    @property
+    def directory(self) -> Path:
+        """Where the capture goes: ``<data>/captures/<date>``."""
+        return Path(self.data) / "captures" / self.date.isoformat()
 
     def __post_init__(self) -> None:
         if self.seconds <= 0:
@@ -87,6 +98,10 @@ class SynthConfig:
         unknown = set(self.anomalies_per_second) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown anomaly kinds {sorted(unknown)} (known: {', '.join(KINDS)})")
+
+
+class CaptureExistsError(FileExistsError):
+    """The date's capture directory holds a capture and ``force`` was not given."""
 
 
 @dataclass
@@ -189,8 +204,24 @@ class Generator:
         cfg = self.cfg
         t_run = wallclock.perf_counter()
         cpu_run = wallclock.process_time()
-        out_dir = Path(cfg.data) / "captures" / cfg.date.isoformat()
-        out_dir.mkdir(parents=True, exist_ok=True)
+        final = cfg.directory
+        out_dir = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        try:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            out_dir.mkdir(parents=True)
+            manifest = self._write(out_dir)
+            _move_into_place(out_dir, final)
+        except BaseException as exc:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
+                raise ArtifactWriteError(final, exc) from exc
+            raise
+        return SynthResult(final, manifest, wallclock.perf_counter() - t_run, self.setup_s,
+                           wallclock.process_time() - cpu_run, self.timer.report())
+
+    def _write(self, out_dir: Path) -> Manifest:
+        """Every file of the capture into ``out_dir``, the manifest last; returns it."""
+        cfg = self.cfg
         writers = [LineWriter(ln, out_dir, self.clock, self.first_seq(ln), cfg.messages_per_packet,
                               np.random.default_rng(self.line_seeds[ln - 1]), cfg.b_copy, cfg.rotate_bytes)
                    for ln in range(1, cfg.num_lines + 1)]
@@ -210,10 +241,10 @@ class Generator:
         with self.timer.stage("finish"):
             files = [w.close() for w in writers]
             gt_rows = self.truth.write(out_dir / GROUND_TRUTH_FILE, self.uni, self.table)
-            manifest = self._manifest(writers, files, gt_rows)
+            checksums = {p.name: file_check(p) for p in sorted(out_dir.iterdir()) if p.is_file()}
+            manifest = self._manifest(writers, files, gt_rows, checksums)
             write_manifest(manifest, out_dir)
-        return SynthResult(out_dir, manifest, wallclock.perf_counter() - t_run, self.setup_s,
-                           wallclock.process_time() - cpu_run, self.timer.report())
+        return manifest
 
     def _quote_chunk(self, t0: int, t1: int, anomaly_rates: dict[str, float]) -> tuple[Messages, list[Messages]]:
         """The chunk's quotes (grouped by line) and last sales."""
@@ -244,7 +275,8 @@ class Generator:
             others = extras.take(np.flatnonzero(extras.line == w.line)) if len(extras) else Messages.empty()
             w.feed(mine, others, cut, self.truth, self.timer)
 
-    def _manifest(self, writers: list[LineWriter], files: list[dict[str, list[str]]], gt_rows: int) -> Manifest:
+    def _manifest(self, writers: list[LineWriter], files: list[dict[str, list[str]]], gt_rows: int,
+                  checksums: dict[str, dict[str, int]]) -> Manifest:
         cfg, c = self.cfg, self.clock
         roots_by_line: dict[int, list[str]] = {}
         for r, ln in zip(self.uni.roots, self.root_line.tolist()):
@@ -294,10 +326,31 @@ class Generator:
                                         series=int(counts[u.id])) for u in self.uni.underlyings],
             ground_truth=GroundTruthInfo(file=GROUND_TRUTH_FILE, rows=gt_rows, events=events, kinds=kinds),
             nbbo_rule=NBBO_RULE,
+            checksums=checksums,
         )
 
 
+def _move_into_place(new: Path, final: Path) -> None:
+    """Make the finished capture ``new`` the date's capture; an old one there goes only
+    after the new one is in place (two renames; a reader sees one or the other)."""
+    old = final.with_name(f".{final.name}.{os.getpid()}.old")
+    if final.exists():
+        os.rename(final, old)
+    os.rename(new, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def check_target(cfg: SynthConfig) -> None:
+    """CaptureExistsError when the date already has a capture and ``cfg.force`` is off."""
+    d = cfg.directory
+    if not cfg.force and d.is_dir() and any(d.iterdir()):
+        raise CaptureExistsError(f"{d}: a capture is already there; give --force to replace it "
+                                 "(or --date/--data for another place)")
+
+
 def synthesize(cfg: SynthConfig) -> SynthResult:
-    """Generate the capture ``cfg`` describes."""
+    """Generate the capture ``cfg`` describes into a temporary directory beside its place,
+    moved into place when whole (a failure leaves the old capture, if any, as it was)."""
+    check_target(cfg)
     return Generator(cfg).run()
 

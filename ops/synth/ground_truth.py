@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from omdp.atomic_files import write_parquet_atomic
 from ops.synth.anomalies import KINDS
 from ops.synth.market import ChunkQuotes
 from ops.synth.nbbo import bid_of, offer_of
@@ -131,6 +131,6 @@ class GroundTruth:
     def write(self, path: Path, uni: Universe, series_table: SeriesTable) -> int:
         """Write the Parquet file; returns the number of rows."""
         table = self.table(uni, series_table)
-        pq.write_table(table, path)
+        write_parquet_atomic(table, path)
         return table.num_rows
 

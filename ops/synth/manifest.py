@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omdp.atomic_files import write_text_atomic
+
 MANIFEST_FILE = "manifest.json"
 
 
@@ -90,6 +92,13 @@ class GroundTruthInfo(_Strict):
     kinds: dict[str, int]
 
 
+class FileCheck(_Strict):
+    """Size and CRC-32 of one file of the capture (``ops.capture.checksums``)."""
+
+    bytes: int = Field(ge=0)
+    crc32: int = Field(ge=0, lt=1 << 32)
+
+
 class Manifest(_Strict):
     """Everything a reader of the capture needs besides the pcaps."""
 
@@ -110,13 +119,13 @@ class Manifest(_Strict):
     underlyings: list[UnderlyingInfo]
     ground_truth: GroundTruthInfo
     nbbo_rule: str
+    checksums: dict[str, FileCheck] = Field(default_factory=dict,
+                                            description="file name -> size and CRC-32; readers check them")
 
 
 def write_manifest(manifest: Manifest, directory: Path) -> Path:
     """Write ``manifest.json`` into ``directory``."""
-    path = Path(directory) / MANIFEST_FILE
-    path.write_text(manifest.model_dump_json(indent=1))
-    return path
+    return write_text_atomic(Path(directory) / MANIFEST_FILE, manifest.model_dump_json(indent=1))
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -168,6 +168,14 @@ def test_windows_longer_than_the_run_are_refused(client: TestClient) -> None:
     assert r.status_code == 422 and "this run keeps 1 to" in r.json()["detail"]
 
 
+def test_a_huge_parameter_is_not_echoed_back(client: TestClient) -> None:
+    huge = "7" * 50_000 + "s"  # as long as a URL may be here (the HTTP client refuses longer)
+    for path, params in (("/api/v1/latency", {"window": huge}), ("/api/v1/latency/history", {"seconds": huge})):
+        r = client.get(path, params=params)
+        assert r.status_code == 422, r.text[:300]
+        assert len(r.content) < 2_000 and "50,001 characters" in r.text, (path, len(r.content))
+
+
 def test_defaults_answer_for_a_short_run(client: TestClient) -> None:
     """The run is 3 s: the default history (60 s) and window (10 s) would be refused; they
     are what the run has."""

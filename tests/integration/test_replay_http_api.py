@@ -5,12 +5,11 @@ import time
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from replay_support import make_line, write_capture
 
 from ops.replay.config import ReplayConfig
-from ops.replay.http_api import API_PREFIX, replay_router
+from ops.replay.http_api import API_PREFIX, replay_app
 from ops.replay.rates import RateSpec
 from ops.replay.service import ReplayService
 
@@ -22,9 +21,7 @@ def client_and_service(tmp_path: Path):
     write_capture(tmp_path / "cap", [make_line(1, 2000)])
     svc = ReplayService(ReplayConfig(capture_dir=tmp_path / "cap", rate=RateSpec.parse(pps=500), copies="A",
                                      run_dir=tmp_path / "run"))
-    app = FastAPI()
-    app.include_router(replay_router(svc, TOKEN))
-    with TestClient(app) as client:
+    with TestClient(replay_app(svc, TOKEN)) as client:
         yield client, svc
     svc.close()
 
@@ -78,9 +75,7 @@ def test_served_over_tcp_on_loopback(client_and_service) -> None:
     from ops.replay.http_server import ThreadedServer
 
     _, svc = client_and_service
-    app = FastAPI()
-    app.include_router(replay_router(svc, TOKEN))
-    server = ThreadedServer(app)
+    server = ThreadedServer(replay_app(svc, TOKEN))
     server.start()
     try:
         assert server.url.startswith("http://127.0.0.1:")
@@ -93,4 +88,16 @@ def test_served_over_tcp_on_loopback(client_and_service) -> None:
 
 def test_router_refuses_an_empty_token(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        replay_router(ReplayService(), "")
+        replay_app(ReplayService(), "")
+
+
+def test_a_huge_parameter_is_not_echoed_back(client_and_service) -> None:
+    client, svc = client_and_service
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    huge = "9" * 5_000_000 + "x"
+    for body in ({"rate": huge}, {"speed": huge}):
+        r = client.post(API_PREFIX + "/rate", headers=auth, json=body)
+        assert r.status_code == 422, r.text[:300]
+        assert len(r.content) < 2_000, len(r.content)
+        assert "5,000,001 characters" in r.text
+    assert not svc.running

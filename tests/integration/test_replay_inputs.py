@@ -116,3 +116,15 @@ def test_cli_replays_and_reports(tmp_path: Path) -> None:
     assert len(runs) == 1, "the run directory sits under <data>/runs/<date>/<run_id>"
     assert '"state": "finished"' in out.read_text()
     shutil.rmtree(tmp_path / "runs")
+
+
+def test_cli_refuses_groups_another_run_multicasts_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ops.pipeline.multicast_lock import LOCK_DIR_ENV, MulticastLock
+
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    cap, eps = _capture(tmp_path)
+    with MulticastLock.acquire("busyrun", [eps[2]["A"]]):
+        res = CliRunner().invoke(cli, ["replay", str(cap), "--rate", "2x", "--no-http"])
+    assert res.exit_code == 1
+    assert "nothing sent: multicast" in res.output and "in use by run busyrun" in res.output
+    assert not (tmp_path / "runs").exists()

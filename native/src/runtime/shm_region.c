@@ -48,14 +48,20 @@ int omdp_shm_map(const char *path, int writable, int populate, uint64_t min_size
         *step = OMDP_SHM_STEP_NONE;
     if (!path || !base || !size)
         return -EINVAL;
-    int fd = shm_open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+    /* O_NONBLOCK: a FIFO someone left under an omdp name must not hang the opener; it is
+     * then refused as not a regular file (shm_open adds O_NOFOLLOW: no symlinks either). */
+    int fd = shm_open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0);
     if (fd < 0)
-        return fail(step, OMDP_SHM_STEP_OPEN, errno);
+        return fail(step, OMDP_SHM_STEP_OPEN, errno == ELOOP ? EINVAL : errno);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return fail(step, OMDP_SHM_STEP_SIZE, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(step, OMDP_SHM_STEP_OPEN, EINVAL);
     }
     if (st.st_size <= 0 || (uint64_t)st.st_size < min_size) {
         close(fd);
