@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds
 from ops.cli.stop_signals import stop_on_signals
 
 
@@ -46,10 +46,12 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--realtime", is_flag=True,
               help="senders lock their memory and run SCHED_FIFO (needs root, CAP_SYS_NICE or RLIMIT_RTPRIO; "
                    "refused: a warning, and the replay runs on)")
-@click.option("--data", "data_dir", type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
 @click.option("--run-dir", type=click.Path(path_type=Path), help="run directory (default: DATA/runs/<date>/<run_id>)")
 @click.option("--no-intended", is_flag=True, help="do not write intended.parquet")
-@click.option("--http-port", type=int, default=0, show_default=True, help="HTTP API port on 127.0.0.1 (0: any free one)")
+@click.option("--address", default=None, metavar="HOST:PORT",
+              help="HTTP API address (default 127.0.0.1:0; PORT alone: on 127.0.0.1; port 0: any free one)")
+@click.option("--http-port", type=int, default=None, hidden=True, help="old spelling of --address PORT")
 @click.option("--no-http", is_flag=True, help="no HTTP API")
 @click.option("--token", envvar="OMDP_REPLAY_TOKEN", help="token of the HTTP actions (default: a random one, printed)")
 @click.option("--paused", is_flag=True, help="do not start until POST /api/v1/replay/start (implies --hold)")
@@ -59,16 +61,22 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
            drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
            no_intended: bool,
-           http_port: int, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
+           address: str | None, http_port: int | None, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError
 
     from omdp.runtime.machine import keep_thread_off
+    from ops.dashboard.serve import parse_address
     from ops.replay.capture_set import CaptureInputError
     from ops.replay.config import ReplayConfig, ReplayConfigError
     from ops.replay.rates import RateError, RateSpec
     from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError
 
+    address = one_address(address, None if http_port is None else str(http_port), "--http-port") or "127.0.0.1:0"
+    try:
+        parse_address(address)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--address") from None
     try:
         spec = RateSpec.parse(rate=rate, speed=speed, pps=pps)
         config = ReplayConfig(
@@ -90,7 +98,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     except (CaptureInputError, ReplayConfigError) as e:
         raise click.ClickException(f"nothing sent: {e}") from None
 
-    server = _serve(service, token, http_port) if not no_http else None
+    server = _serve(service, token, address) if not no_http else None
     started = False
     try:
         with stop_on_signals():
@@ -130,7 +138,7 @@ def _summary(st: object) -> str:
     return summary(st)  # type: ignore[arg-type]
 
 
-def _serve(service: object, token: str | None, port: int) -> object:
+def _serve(service: object, token: str | None, address: str) -> object:
     from fastapi import FastAPI
 
     from ops.replay.http_api import new_token, replay_router
@@ -139,11 +147,14 @@ def _serve(service: object, token: str | None, port: int) -> object:
     token = token or new_token()
     app = FastAPI(title="omdp replay")
     app.include_router(replay_router(service, token))  # type: ignore[arg-type]
+    from ops.dashboard.serve import parse_address
+
+    host, port = parse_address(address)
     try:
-        server = ThreadedServer(app, port=port)
+        server = ThreadedServer(app, host=host, port=port)
         server.start()
     except (OSError, RuntimeError) as e:
-        raise click.ClickException(f"HTTP API on 127.0.0.1:{port}: {e}") from None
+        raise click.ClickException(f"HTTP API on {host}:{port}: {e}") from None
     click.echo(f"HTTP API: {server.url}/api/v1/replay (actions need: Authorization: Bearer {token})", err=True)
     return server
 
