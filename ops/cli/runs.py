@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ops.cli.table_output import chosen_output, csv_text, output_option
+
 
 @click.group("runs")
 def runs() -> None:
@@ -14,9 +16,11 @@ def runs() -> None:
 
 @runs.command("show")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the breakdown as JSON instead of a table.")
-def show(run_dir: Path, as_json: bool) -> None:
-    """Print the latency breakdown of the run in RUN_DIR, rebuilt from its records."""
+@click.option("--json", "as_json", is_flag=True, help="Print the breakdown as JSON instead of a table (--output json).")
+@output_option
+def show(run_dir: Path, as_json: bool, output: str) -> None:
+    """Print the latency breakdown of the run in RUN_DIR, rebuilt from its records
+    (``--output csv``: one row per hop, latencies in us)."""
     from omdp.metrics.breakdown import Breakdown, format_breakdown
     from omdp.metrics.run_files import RunRecordError
 
@@ -24,4 +28,10 @@ def show(run_dir: Path, as_json: bool) -> None:
         b = Breakdown.from_run_dir(run_dir)
     except RunRecordError as e:
         raise click.ClickException(str(e)) from e
-    click.echo(json.dumps(b.to_dict(), indent=2) if as_json else format_breakdown(b))
+    output = chosen_output(output, as_json)
+    if output == "json":
+        click.echo(json.dumps(b.to_dict(), indent=2))
+    elif output == "csv":
+        click.echo(csv_text({"hop": hop, **summary} for hop, summary in b.hops.items()))
+    else:
+        click.echo(format_breakdown(b))

@@ -3,6 +3,8 @@ tails, missed ratio and rates, rebuilt from a run directory exactly as the live 
 reported them."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 
@@ -115,6 +117,13 @@ def test_runs_show_cli(tmp_path) -> None:
     res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "end to end (from intended)" in res.output
+    as_json = json.loads(runner.invoke(cli, ["runs", "show", str(tmp_path), "--output", "json"]).output)
+    assert as_json == json.loads(runner.invoke(cli, ["runs", "show", str(tmp_path), "--json"]).output)
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(cli, ["runs", "show", str(tmp_path), "-o", "csv"]).output)))
+    assert [r["hop"] for r in rows] == list(as_json["hops"])
+    assert float(rows[-1]["p50_us"]) == pytest.approx(as_json["hops"][rows[-1]["hop"]]["p50_us"])
+    both = runner.invoke(cli, ["runs", "show", str(tmp_path), "--json", "-o", "csv"])
+    assert both.exit_code == 2 and "--json is --output json" in both.output
     res = runner.invoke(cli, ["runs", "show", "--json", str(tmp_path)])
     d = json.loads(res.output)
     assert d["hops"]["e2e"]["count"] == 2_000 and d["missed_ratio"] == 0
