@@ -139,13 +139,12 @@ def _summary(st: object) -> str:
 
 
 def _serve(service: object, token: str | None, address: str) -> object:
-    from fastapi import FastAPI
-
+    from ops.dashboard.api_docs import offline_docs_app
     from ops.replay.http_api import new_token, replay_router
     from ops.replay.http_server import ThreadedServer
 
     token = token or new_token()
-    app = FastAPI(title="omdp replay")
+    app = offline_docs_app("omdp replay")
     app.include_router(replay_router(service, token))  # type: ignore[arg-type]
     from ops.dashboard.serve import parse_address
 
