@@ -16,7 +16,7 @@ def runs() -> None:
 
 @runs.command("show")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the breakdown as JSON instead of a table (--output json).")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
 @output_option
 def show(run_dir: Path, as_json: bool, output: str) -> None:
     """Print the latency breakdown of the run in RUN_DIR, rebuilt from its records

@@ -15,7 +15,7 @@ def shm() -> None:
 
 
 @shm.command("list")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per segment (--output json)")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
 @output_option
 def list_cmd(as_json: bool, output: str) -> None:
     """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats), run, size,
