@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import cli
@@ -77,3 +78,12 @@ def test_one_spelling_of_where_a_server_listens(tmp_path: Path) -> None:
     for res in (old, new):
         assert res.exit_code != 0 and "Traceback" not in res.output
     assert "--address" in new.output and "port 70000 is not 0..65535" in new.output
+
+
+def test_the_old_spelling_alone_is_the_address() -> None:
+    from ops.cli.options import one_address
+
+    assert one_address(None, "127.0.0.1:8123", "--dashboard") == "127.0.0.1:8123"
+    assert one_address("0.0.0.0:9", None, "--dashboard") == "0.0.0.0:9" and one_address(None, None, "--http-port") is None
+    with pytest.raises(click.UsageError, match="--http-port is the old spelling of --address"):
+        one_address(":1", "2", "--http-port")
