@@ -57,11 +57,13 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--paused", is_flag=True, help="do not start until POST /api/v1/replay/start (implies --hold)")
 @click.option("--hold", is_flag=True, help="keep the HTTP API up after the replay ends, until Ctrl-C")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the final status as JSON here")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar or status lines (the summary still prints)")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
            drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
            no_intended: bool,
-           address: str | None, http_port: int | None, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
+           address: str | None, http_port: int | None, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None,
+           quiet: bool) -> None:
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError
 
@@ -112,7 +114,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
                            f"copies {','.join(st.copies)}; run directory {st.run_dir}", err=True)
                 if st.intended_table:
                     click.echo(f"intended-time table (shared memory): {st.intended_table}", err=True)
-                _follow(service)
+                _follow(service, quiet)
             if server is not None and (hold or paused):
                 click.echo("holding the HTTP API; Ctrl-C to quit", err=True)
                 while True:
@@ -158,8 +160,9 @@ def _serve(service: object, token: str | None, address: str) -> object:
     return server
 
 
-def _follow(service: object) -> None:
-    """Until the replay ends: a tqdm bar in a terminal, a status line every 10 s otherwise."""
+def _follow(service: object, quiet: bool = False) -> None:
+    """Until the replay ends: a tqdm bar in a terminal, a status line every 10 s otherwise;
+    neither with ``quiet``."""
     from tqdm import tqdm
 
     from ops.cli.options import seconds_bar_format
@@ -171,7 +174,7 @@ def _follow(service: object) -> None:
     total = cfg.seconds if by_time else st.packets_total
     tty = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
     bar = tqdm(total=total, unit="s" if by_time else "pkt", unit_scale=not by_time, dynamic_ncols=True,
-               disable=not tty, file=sys.stderr, bar_format=seconds_bar_format() if by_time else None)
+               disable=quiet or not tty, file=sys.stderr, bar_format=seconds_bar_format() if by_time else None)
     last_plain = time.monotonic()
     try:
         while service.running:  # type: ignore[attr-defined]
@@ -180,7 +183,7 @@ def _follow(service: object) -> None:
             bar.n = round(st.elapsed_s, 1) if by_time else st.packets_sent
             bar.set_postfix_str(postfix(st), refresh=False)
             bar.refresh()
-            if not tty and time.monotonic() - last_plain >= PLAIN_STATUS_EVERY_S:
+            if not tty and not quiet and time.monotonic() - last_plain >= PLAIN_STATUS_EVERY_S:
                 last_plain = time.monotonic()
                 click.echo(f"{st.packets_sent:,} packets, {postfix(st)}", err=True)
     finally:

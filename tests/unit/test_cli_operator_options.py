@@ -46,7 +46,7 @@ def test_omdp_data_is_the_directory_used(tmp_path: Path) -> None:
 
 
 def test_quiet_where_a_command_shows_progress() -> None:
-    for path in (("run",), ("demo",), ("synth",), ("analytics", "feeds"), ("analytics", "latency"),
+    for path in (("run",), ("demo",), ("synth",), ("replay",), ("analytics", "feeds"), ("analytics", "latency"),
                  ("analytics", "nightly"), ("analytics", "replay")):
         assert option(commands()[path], "--quiet") is not None, path
 
