@@ -1,6 +1,7 @@
 """The latency breakdown of a run as text: the paper's Figure 6, hop by hop.
 
-Per hop: sample count, mean, p50, p90, p99, p99.9, p99.99 and max in microseconds (n/a
+Per hop: sample count, mean, p50, p90, p99, p99.9, p99.99 and max, each in the unit that
+reads best (``omdp.units``: 12.3 us, 4.31 s; n/a
 where a tail has fewer than 10 / (1 - p) samples), the share of each hop in the summed
 mean, then the missed-message ratio and the achieved vs target rate. ``omdp run`` and
 ``omdp demo`` print it from the live collector; ``omdp runs show`` rebuilds it from a run
@@ -29,6 +30,7 @@ from omdp.metrics.latency_summary import (
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
 from omdp.native import ffi, lib
 from omdp.record import HOPS
+from omdp.units import fmt_ns, fmt_us
 
 BASE_PPS = 24_000.0
 """1x: the February 2008 OPRA rate in packets/s over all lines (docs/architecture.md)."""
@@ -145,12 +147,6 @@ def hop_histograms_from_table(samples: pa.Table, start: int = 0, end: int | None
     return {k: LatencyHistogram(hists + i) for i, k in enumerate(HOP_KEYS)}
 
 
-def _us(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v:,.3f}" if v < 1000 else f"{v:,.1f}"
-
-
 def _share_bars(hops: Mapping[str, HopSummary], width: int) -> dict[str, str]:
     means = {k: hops[k]["mean_us"] for k in COMPONENT_HOPS}
     total = sum(v for v in means.values() if v)
@@ -168,8 +164,8 @@ def headline(b: Breakdown) -> list[str]:
     coordinated-omission-safe, a stalled pipeline cannot hide its queue) beside end to end
     from ``fh_in``, and what the difference between them is."""
     hi, hf = b.hops["e2e_intended"], b.hops["e2e"]
-    return [f"latency end to end, from intended: p50 {_us(hi['p50_us'])} us, p99 {_us(hi['p99_us'])} us"
-            f" | from fh_in: p50 {_us(hf['p50_us'])} us, p99 {_us(hf['p99_us'])} us",
+    return [f"latency end to end, from intended: p50 {fmt_us(hi['p50_us'])}, p99 {fmt_us(hi['p99_us'])}"
+            f" | from fh_in: p50 {fmt_us(hf['p50_us'])}, p99 {fmt_us(hf['p99_us'])}",
             "  (from intended counts from the planned send time, so it is safe from coordinated omission; "
             "the difference is queueing before the feed handler: replayer lag, ring or socket queue)"]
 
@@ -181,7 +177,7 @@ def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
     sampling = f"1 in {b.sample_every:,} messages sampled" if b.sample_every else "sampling unknown"
     reported = b.hops["e2e"]["count"]
     method = "all samples" if b.method == "all" else "middle samples of the collection (the paper's method)"
-    head = f"Latency breakdown in us: {sampling}; {reported:,} samples reported, {method}"
+    head = f"Latency breakdown: {sampling}; {reported:,} samples reported, {method}"
     if b.samples_total is not None and b.samples_total != reported:
         head += f", of {b.samples_total:,} taken"
     if b.title:
@@ -194,9 +190,9 @@ def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
     bars = _share_bars(b.hops, bar_width)
     for k in HOP_KEYS:
         s = b.hops[k]
-        vals = [f"{s['count']:,}", _us(s["mean_us"])]
-        vals += [_us(s[percentile_field(n)]) for n, _ in PERCENTILES]  # type: ignore[literal-required]
-        vals.append(_us(s["max_us"]))
+        vals = [f"{s['count']:,}", fmt_us(s["mean_us"])]
+        vals += [fmt_us(s[percentile_field(n)]) for n, _ in PERCENTILES]  # type: ignore[literal-required]
+        vals.append(fmt_us(s["max_us"]))
         lines.append(f"{HOP_LABELS[k]:<{label_w}}  " + " ".join(f"{v:>10}" for v in vals) + f"  {bars.get(k, '')}".rstrip())
     lines.append("hops: " + "; ".join(f"{HOP_LABELS[k]} = {HOP_DEFINITIONS[k]}" for k in HOP_KEYS[:4])
                  + ". n/a: fewer than 10/(1-p) samples for percentile p.")
@@ -207,7 +203,7 @@ def format_breakdown(b: Breakdown, bar_width: int = 20) -> str:
     lines.append(_rate_line(b))
     if b.clock_offset_error_ns:
         lines.append(f"clocks: hosts' stamps corrected to the collector's host; a cross-host hop carries up to "
-                     f"+-{b.clock_offset_error_ns / 1000:,.1f} us of clock offset error (estimated, see clocks.json)")
+                     f"+-{fmt_ns(b.clock_offset_error_ns)} of clock offset error (estimated, see clocks.json)")
     elif b.clock_offset_error_ns == 0:
         lines.append("clocks: every stamp from one clock (no cross-host error)")
     return "\n".join(lines)

@@ -37,7 +37,7 @@ from omdp.transport.vega import VegaReceiver
 from ops.replay.config import ReplayConfig
 from ops.replay.pacing_floor import FLOOR_MARGIN_FRACTION, FLOOR_MARGIN_NS, floor_percentiles, run_intended_ns, within_floor
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
-from ops.replay.report import fmt_ns
+from omdp.units import fmt_ns
 from ops.replay.schedule import Schedule
 from ops.replay.service import ReplayService
 from ops.replay.status import SUSTAINED_FRACTION, ReplayStatus

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omdp.units import fmt_us
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 from ops.pipeline.scaled_layout import CORES_PER_SENDER, scaled_layout, scaled_topology_toml
 from ops.pipeline.sweep import Config, hop_figure, run_sweep
@@ -172,11 +173,8 @@ def _ns(v: float | None) -> str:
 
 def markdown(result: ScalingResult, command: str, machine: str) -> str:
     """The table for docs/benchmarks.md."""
-    def us(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:,.1f}"
-
-    rows = ["| cores | rate | packets/s target | schedule kept | missed | from intended p50 / p99 us "
-            "| from `fh_in` p50 / p99 us | senders' pacing p99 us | work ns/packet: handlers / engines | busiest loop working | kept up "
+    rows = ["| cores | rate | packets/s target | schedule kept | missed | from intended p50 / p99 "
+            "| from `fh_in` p50 / p99 | senders' pacing p99 | work ns/packet: handlers / engines | busiest loop working | kept up "
             "| sustainable |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in result.points:
@@ -188,14 +186,14 @@ def markdown(result: ScalingResult, command: str, machine: str) -> str:
             f"| {p.cores} | {p.rate} | {p.target_pps:,.0f} | "
             f"{'n/a' if p.achieved_fraction is None else f'{p.achieved_fraction:.3%}'} | "
             f"{'n/a' if p.missed_ratio is None else f'{p.missed_ratio:.4%}'} | "
-            f"{us(p.intended_p50_us)} / {us(p.intended_p99_us)} | {us(p.fh_in_p50_us)} / {us(p.fh_in_p99_us)} | "
-            f"{us(p.pacing_p99_us)} | "
+            f"{fmt_us(p.intended_p50_us)} / {fmt_us(p.intended_p99_us)} | {fmt_us(p.fh_in_p50_us)} / {fmt_us(p.fh_in_p99_us)} | "
+            f"{fmt_us(p.pacing_p99_us)} | "
             f"{_ns(p.handler_ns_per_packet)} / {_ns(p.engine_ns_per_packet)} | "
             f"{'n/a' if p.busiest_work_share is None else f'{p.busiest_work_share:.0%}'} | "
             f"{'yes' if p.kept_up else 'no'} | {'yes' if p.sustainable else 'no'} |")
     summary = result.summary()
     lines = [f"- {n} cores ({result.layouts[n].split(': ', 1)[-1]}): sustainable (p99 from intended <= "
-             f"{result.bound_us:,.0f} us) up to {s['sustainable'] or 'none of the rates run'}; kept up to "
+             f"{fmt_us(result.bound_us)}) up to {s['sustainable'] or 'none of the rates run'}; kept up to "
              f"{s['kept_up'] or 'none of the rates run'}" for n, s in summary.items()]
     errors = [f"- {p.cores} cores at {p.rate}: {p.error}" for p in result.points if p.error]
     return "\n".join([f"Machine: {machine}", "", f"Command: `{command}` (sweep {result.sweep_id}, {result.seconds:g} s "

@@ -28,6 +28,7 @@ from omdp.runtime import machine
 from omdp.transport import mpqueue
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
+from omdp.units import fmt_ns
 from ops.bench import transport_workers as w
 
 CTX = mp.get_context("fork")
@@ -300,8 +301,8 @@ def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], 
                    **percentiles(got["lat"] - offset), "raw_p50_ns": percentiles(got["lat"])["p50_ns"],
                    "clock_offset_ns": offsets, "floor_p50_ns": floor}
             report.latency.append(row)
-            say(f"latency {medium:24} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  p99 {row['p99_ns'] or float('nan'):>10.0f} ns"
-                f"  (ping-pong floor in this run {floor:.0f} ns)")
+            say(f"latency {medium:24} {size:>5} B: p50 {fmt_ns(row['p50_ns']):>10}  p99 {fmt_ns(row['p99_ns']):>10}"
+                f"  (ping-pong floor in this run {fmt_ns(floor)})")
 
     for size in plan.tput_sizes:
         n = plan.tput_n["c"]

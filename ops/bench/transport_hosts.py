@@ -38,6 +38,7 @@ from omdp.native import ffi, lib
 from omdp.transport import open_receiver, open_sender
 from omdp.transport.ib_verbs import ib_unavailable
 from omdp.transport.spec import ChannelSpec
+from omdp.units import fmt_ns
 from ops.bench import transport_workers as w
 from ops.bench.transport import (
     BenchError,
@@ -197,8 +198,8 @@ def measure_hosts(plan: HostPlan, say: Callable[[str], None] = print) -> dict[st
                 for size in plan.lat_sizes:
                     row = _latency(medium, how, size, plan, placement, recv_ns, send_ns, address)
                     report["latency"].append(row)
-                    say(f"latency {medium:16} {placement:8} {size:>5} B: p50 {row['p50_ns']:>10.0f} ns  "
-                        f"p99 {row['p99_ns'] or float('nan'):>10.0f} ns")
+                    say(f"latency {medium:16} {placement:8} {size:>5} B: p50 {fmt_ns(row['p50_ns']):>10}  "
+                        f"p99 {fmt_ns(row['p99_ns']):>10}")
                 for size in plan.tput_sizes:
                     row = _throughput(medium, how, size, plan, placement, recv_ns, send_ns, address)
                     report["throughput"].append(row)
@@ -251,12 +252,6 @@ def _throughput(medium: str, how: dict[str, Any], size: int, plan: HostPlan, pla
             "bytes_per_s": rate * size, "settings": _settings(knobs)}
 
 
-def _ns(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v / 1000:.1f} us" if v >= 10_000 else f"{v:.0f} ns"
-
-
 def markdown_hosts(rep: dict[str, Any], command: str) -> str:
     """The report as markdown tables (docs/benchmarks.md takes them as is)."""
     m = rep["machine"]
@@ -278,7 +273,7 @@ def markdown_hosts(rep: dict[str, Any], command: str) -> str:
         for medium, placement in rows:
             cells = {r["size"]: r for r in rep["latency"] if r["medium"] == medium and r["placement"] == placement}
             lines.append(f"| {medium} | {placement} | " +
-                         " | ".join(_ns(cells[s][key]) if s in cells else "-" for s in lat_sizes) + " |")
+                         " | ".join(fmt_ns(cells[s][key]) if s in cells else "-" for s in lat_sizes) + " |")
         lines.append("")
     lines += ["Throughput, messages/s (GB/s):", "", "| medium | placement | " +
               " | ".join(f"{s} B" for s in tput_sizes) + " |", "|" + "---|" * (len(tput_sizes) + 2)]

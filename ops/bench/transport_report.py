@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from omdp.units import fmt_ns
+
 
 SETTINGS = {
     "fused": "one process, a direct call",
@@ -16,14 +18,6 @@ SETTINGS = {
     "memcpy (one CPU)": "size-byte copies into 128 slots of the ring's stride, best of 5 passes",
 }
 """What each row is, printed beside it (the JSON rows carry the exact knobs)."""
-
-
-def _ns(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if v >= 1_000_000:
-        return f"{v / 1e6:.1f} ms"
-    return f"{v / 1000:.1f} us" if v >= 10_000 else f"{v:.0f} ns"
 
 
 def _rate(v: float | None) -> str:
@@ -67,7 +61,7 @@ def markdown(rep: dict[str, Any], command: str) -> str:
         f"Command: `{command}`",
         "",
         f"Floor: cache-line ping-pong between the two CPUs, one-way (half the round trip): "
-        f"p50 {_ns(rep['pingpong']['one_way']['p50_ns'])}, p99 {_ns(rep['pingpong']['one_way']['p99_ns'])} "
+        f"p50 {fmt_ns(rep['pingpong']['one_way']['p50_ns'])}, p99 {fmt_ns(rep['pingpong']['one_way']['p99_ns'])} "
         f"(n = {rep['pingpong']['one_way']['n']}). The two CPUs' clocks can disagree on a VM: every "
         f"cross-process latency run measures the offset (receiver CPU clock minus sender CPU clock) by "
         f"a ping-pong in the same two processes before and after its samples and subtracts the mean; "
@@ -76,14 +70,14 @@ def markdown(rep: dict[str, Any], command: str) -> str:
     ]
     lines += ["Cache-line ping-pong one-way p50 measured by each vega-shm latency run's own two processes "
               "(the vCPUs' placement on the host changes over time; this is the floor that run had):", ""]
-    lines += _grid(rep["latency"], lat_sizes, lambda r: _ns(r.get("floor_p50_ns")) if r else "-",
+    lines += _grid(rep["latency"], lat_sizes, lambda r: fmt_ns(r.get("floor_p50_ns")) if r else "-",
                    ["vega-shm C", "vega-shm Python"])
     lines.append("")
     for key, title in (("p50_ns", "p50"), ("p99_ns", "p99"), ("p99.9_ns", "p99.9"), ("max_ns", "max")):
         lines += [f"One-way latency, {title} (samples per cell: C paths and fused "
                   f"{rep['plan']['lat_n']['c']}, vega Python {rep['plan']['lat_n']['py']}, tcp/zmq/mpqueue "
                   f"{rep['plan']['lat_n']['slow']}; the first tenth dropped as warm-up):", ""]
-        lines += _grid(rep["latency"], lat_sizes, lambda r, k=key: _ns(r[k]) if r else "-", media)
+        lines += _grid(rep["latency"], lat_sizes, lambda r, k=key: fmt_ns(r[k]) if r else "-", media)
         lines.append("")
     lines += ["Throughput, messages/s (first to last arrival at the receiver):", ""]
     lines += _grid(rep["throughput"], tput_sizes, lambda r: _rate(r["messages_per_s"]) if r else "-", media)
@@ -99,7 +93,7 @@ def markdown(rep: dict[str, Any], command: str) -> str:
         if v is None:
             shown = "n/a"
         elif "ns" in t["goal"]:
-            shown = _ns(v)
+            shown = fmt_ns(v)
         elif "msg/s" in t["goal"]:
             shown = f"{v / 1e6:.2f} M msg/s"
         else:

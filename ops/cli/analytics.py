@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
+from ops.cli.options import DATA_ENVVAR
+
+
+T = TypeVar("T")
 
 _DEFAULT_MASTER = "local[*]"
 _DEFAULT_DATA = "./omdp-data"
@@ -21,10 +26,34 @@ def _check_date(ctx: click.Context, param: click.Parameter, value: str) -> str:
         raise click.BadParameter(str(exc)) from exc
 
 
+def _parse_conf(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """``--conf k=v`` (repeatable) -> {k: v}, each a Spark setting passed through."""
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{v!r}: give KEY=VALUE, e.g. spark.driver.memory=4g", ctx=ctx, param=param)
+        out[key.strip()] = value
+    return out
+
+
+def _spark_opts(f: Callable) -> Callable:
+    """How Spark runs and how much it says: every analytics command takes these."""
+    from ops.spark.session import DEFAULT_LOG_LEVEL, LOG_LEVELS
+
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")(f)
+    f = click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", callback=_parse_conf,
+                     help="A Spark setting passed through, e.g. spark.driver.memory=4g (repeatable).")(f)
+    f = click.option("--spark-log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=DEFAULT_LOG_LEVEL,
+                     show_default=True, help="Spark's log level (WARN shows its start-up and task warnings).")(f)
+    return f
+
+
 def _common(f: Callable) -> Callable:
+    f = _spark_opts(f)
     f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
     f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
-    f = click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
+    f = click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
                      help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
     return f
@@ -47,10 +76,18 @@ def _latency_opts(f: Callable) -> Callable:
     return f
 
 
-def _session(name: str, master: str, ui: bool):
+def _run_job(name: str, master: str, ui: bool, spark: dict, job: Callable[[Any], T]) -> T:
+    """Start the session (``spark``: the ``_spark_opts`` values), run ``job`` on it under a
+    bar of its tasks (stderr; off with --quiet or off a terminal), stop the session."""
+    from ops.progress import SparkTasksBar
     from ops.spark.session import build_session
 
-    return build_session(name, master, ui=ui)
+    session = build_session(name, master, ui=ui, log_level=spark["spark_log_level"], spark_conf=spark["spark_conf"])
+    try:
+        with SparkTasksBar(session.sparkContext.statusTracker(), desc=name, quiet=spark["quiet"]):
+            return job(session)
+    finally:
+        session.stop()
 
 
 def _feeds_options(copies: str, chunk_packets: int, top_underlyings: int):
@@ -84,16 +121,14 @@ def analytics() -> None:
 @analytics.command("feeds")
 @_common
 @_feeds_opts
-def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int) -> None:
+def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
+          **spark: Any) -> None:
     """Decode the day's captures into the tick table and profile the feed."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
 
-    spark = _session("omdp-feeds", master, ui)
-    try:
-        r = run_feeds(spark, DataLayout(data), date, _feeds_options(copies, chunk_packets, top_underlyings))
-    finally:
-        spark.stop()
+    r = _run_job("omdp-feeds", master, ui, spark, lambda s: run_feeds(
+        s, DataLayout(data), date, _feeds_options(copies, chunk_packets, top_underlyings)))
     click.echo(f"feeds {r.date}: {r.files} files ({r.files_skipped} skipped), {r.packets:,} packets, {r.messages:,} messages")
     for p in r.problems:
         click.echo(f"  {p.action}: {p.path}: {p.error}", err=True)
@@ -104,17 +139,14 @@ def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packe
 @_common
 @_latency_opts
 def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: float, regression_min_delta_ns: float,
-            lookback_nights: int) -> None:
+            lookback_nights: int, **spark: Any) -> None:
     """Latency breakdowns, sustainability and regressions of the day's runs (exit 1 on a
     flagged regression)."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.latency_job import run_latency
 
-    spark = _session("omdp-latency", master, ui)
-    try:
-        r = run_latency(spark, DataLayout(data), date, _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights))
-    finally:
-        spark.stop()
+    r = _run_job("omdp-latency", master, ui, spark, lambda s: run_latency(
+        s, DataLayout(data), date, _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights)))
     click.echo(f"latency {r.date}: {r.runs} runs, {r.sample_rows:,} samples; {len(r.flagged)} regressions flagged")
     for p in r.problems:
         click.echo(f"  {p.action}: {p.path}: {p.error}", err=True)
@@ -129,25 +161,22 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
 @click.option("--replay/--no-replay", default=True, show_default=True,
               help="Replay the night's captures through the engines and reconcile the live runs.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
-            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool) -> None:
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool,
+            **spark: Any) -> None:
     """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
     flagged regression or a live run that disagrees with the replay). DATE may be the date
     runs were made or a capture's date: the report says which it used."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.nightly_job import run_nightly, summary_lines
 
-    spark = _session("omdp-nightly", master, ui)
-    try:
-        r = run_nightly(
-            spark,
-            DataLayout(data),
-            date,
-            _feeds_options(copies, chunk_packets, top_underlyings),
-            _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
-            _replay_options() if replay else None,
-        )
-    finally:
-        spark.stop()
+    r = _run_job("omdp-nightly", master, ui, spark, lambda s: run_nightly(
+        s,
+        DataLayout(data),
+        date,
+        _feeds_options(copies, chunk_packets, top_underlyings),
+        _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
+        _replay_options() if replay else None,
+    ))
     click.echo("\n".join(summary_lines(r)))
     if r.exit_status:
         raise SystemExit(r.exit_status)
@@ -156,7 +185,7 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
 @analytics.command("replay")
 @click.option("--date", required=True, callback=_check_date, help="First capture date to replay, YYYY-MM-DD.")
 @click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
-@click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Data root: captures/, runs/, replay/.")
 @click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")
 @click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
@@ -167,8 +196,9 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
               help="Reconcile with the capture's live --no-loop runs (exit 1 on a mismatch).")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the job's result (per day, configuration and run) as JSON here.")
+@_spark_opts
 def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
-           buckets: int | None, reconcile: bool, json_out: Path | None) -> None:
+           buckets: int | None, reconcile: bool, json_out: Path | None, **spark: Any) -> None:
     """Replay captures through the decision engines on Spark: signals, per-underlying
     statistics and smiles under DATA/replay/date=D/config=NAME/, reconciled with live runs."""
     import json
@@ -189,11 +219,8 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         loaded = tuple(load_configs([str(c) for c in configs]))
     except ReplayConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
-    spark = _session("omdp-replay", master, ui)
-    try:
-        r = run_replay(spark, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile))
-    finally:
-        spark.stop()
+    r = _run_job("omdp-replay", master, ui, spark, lambda s: run_replay(
+        s, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile)))
     click.echo("\n".join(summary_lines(r)))
     if json_out is not None:
         doc = {"dates": r.dates, "messages": r.messages, "files": r.files, "seconds": r.seconds,

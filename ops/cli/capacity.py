@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import check_positive, topology_argument
+from ops.cli.options import DATA_ENVVAR, check_positive, topology_argument
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 
 
@@ -27,7 +27,7 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 @click.option("--for-rate", "rate_x", required=True, callback=check_for_rate, help="the rate to plan for, Nx")
 @click.option("--peak-window", type=click.Choice(["10ms", "100ms"]), default="10ms", show_default=True,
               help="absorb the capture's peak rate over this window")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory: runs/ (measured costs) and captures/")
 @click.option("--capture-date", default=None, help="the capture whose bursts to absorb (default: the newest)")
 @click.option("--utilization", type=float, default=0.7, show_default=True, help="planned busy fraction of a core")

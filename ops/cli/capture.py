@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ops.cli.table_output import csv_text, output_option
+
 
 @click.group("capture")
 def capture() -> None:
@@ -20,7 +22,8 @@ def capture() -> None:
               help="deprecated alias of --copies (docs/cli.md \"Option spellings\")")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the statistics as JSON.")
-def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path | None) -> None:
+@output_option
+def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path | None, output: str) -> None:
     """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),
     messages and bytes per packet, and the category mix (decoded in C)."""
     from feedhandlers.captures import PcapError
@@ -39,7 +42,14 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
-    click.echo(format_stats(st))
+    output = output.lower()
+    if output == "json":
+        click.echo(json.dumps(st.to_dict(), indent=1))
+    elif output == "csv":
+        d = st.to_dict()
+        click.echo(csv_text([*({"line": k, **v} for k, v in d["lines"].items()), {"line": "total", **d["total"]}]))
+    else:
+        click.echo(format_stats(st))
     if json_out is not None:
         json_out.write_text(json.dumps(st.to_dict(), indent=1))
     if st.total.truncated_packets:

@@ -5,6 +5,11 @@
 - rates: always ``Nx`` (N x 24,000 packets/s), parsed by ``ops.replay.rates.RateSpec``.
 - lengths of time: ``--seconds`` (positive); ``run --duration`` is a hidden alias.
 - topologies: a TOPOLOGY argument is a file or the name of a shipped one (``opra_fused``).
+- where a server listens: ``--address HOST:PORT`` (``PORT`` alone: on 127.0.0.1) on
+  ``dashboard``, ``run``, ``demo`` and ``replay``; ``run``/``demo --dashboard`` and
+  ``replay --http-port`` are hidden aliases.
+- the data directory: ``--data DIR``, or ``OMDP_DATA`` in the environment, on every command
+  that takes one.
 
 Every error names the option (``--seconds must be positive``) and never shows a traceback.
 """
@@ -14,6 +19,9 @@ import math
 from typing import Any
 
 import click
+
+DATA_ENVVAR = "OMDP_DATA"
+"""The environment variable every ``--data`` option reads when the option is not given."""
 
 
 def parse_copies_option(text: str, *, option: str = "--copies", one: bool = False) -> tuple[str, ...]:
@@ -59,6 +67,15 @@ def positive_seconds(ctx: Any, param: Any, value: float | None) -> float | None:
     except click.UsageError as e:
         e.ctx = ctx
         raise
+
+
+def one_address(address: str | None, old: str | None, old_flag: str) -> str | None:
+    """``--address`` or its hidden old spelling (``--dashboard``, ``--http-port``), not both."""
+    if old is None:
+        return address
+    if address is not None:
+        raise click.UsageError(f"{old_flag} is the old spelling of --address: give only --address")
+    return old
 
 
 def seconds_bar_format() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds, topology_argument
+from ops.cli.options import DATA_ENVVAR, positive_seconds, topology_argument
 from ops.cli.run import check_rate
 
 
@@ -28,7 +28,7 @@ from ops.cli.run import check_rate
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--schema", is_flag=True, help="print the topology file's JSON schema (fields, defaults) and exit")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory holding captures/ (pipeline topologies)")
 @click.option("--capture-date", default=None, help="assemble a pipeline with <data>/captures/<date>")
 @click.option("--rate", default="1x", show_default=True, callback=check_rate, help="replay rate written into the plan (pipelines)")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds
 from ops.cli.stop_signals import stop_on_signals
 
 
@@ -46,29 +46,39 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--realtime", is_flag=True,
               help="senders lock their memory and run SCHED_FIFO (needs root, CAP_SYS_NICE or RLIMIT_RTPRIO; "
                    "refused: a warning, and the replay runs on)")
-@click.option("--data", "data_dir", type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
 @click.option("--run-dir", type=click.Path(path_type=Path), help="run directory (default: DATA/runs/<date>/<run_id>)")
 @click.option("--no-intended", is_flag=True, help="do not write intended.parquet")
-@click.option("--http-port", type=int, default=0, show_default=True, help="HTTP API port on 127.0.0.1 (0: any free one)")
+@click.option("--address", default=None, metavar="HOST:PORT",
+              help="HTTP API address (default 127.0.0.1:0; PORT alone: on 127.0.0.1; port 0: any free one)")
+@click.option("--http-port", type=int, default=None, hidden=True, help="old spelling of --address PORT")
 @click.option("--no-http", is_flag=True, help="no HTTP API")
 @click.option("--token", envvar="OMDP_REPLAY_TOKEN", help="token of the HTTP actions (default: a random one, printed)")
 @click.option("--paused", is_flag=True, help="do not start until POST /api/v1/replay/start (implies --hold)")
 @click.option("--hold", is_flag=True, help="keep the HTTP API up after the replay ends, until Ctrl-C")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the final status as JSON here")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar or status lines (the summary still prints)")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
            drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
            no_intended: bool,
-           http_port: int, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None) -> None:
+           address: str | None, http_port: int | None, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None,
+           quiet: bool) -> None:
     """Replay the captures in CAPTURE_DIR (captures/<date> of omdp synth) at a rate."""
     from pydantic import ValidationError
 
     from omdp.runtime.machine import keep_thread_off
+    from ops.dashboard.serve import parse_address
     from ops.replay.capture_set import CaptureInputError
     from ops.replay.config import ReplayConfig, ReplayConfigError
     from ops.replay.rates import RateError, RateSpec
     from ops.replay.service import ReplaySenderError, ReplayService, ReplayStateError
 
+    address = one_address(address, None if http_port is None else str(http_port), "--http-port") or "127.0.0.1:0"
+    try:
+        parse_address(address)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--address") from None
     try:
         spec = RateSpec.parse(rate=rate, speed=speed, pps=pps)
         config = ReplayConfig(
@@ -91,7 +101,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         raise click.ClickException(f"nothing sent: {e}") from None
     mlock = _multicast_lock(service)
 
-    server = _serve(service, token, http_port) if not no_http else None
+    server = _serve(service, token, address) if not no_http else None
     started = False
     try:
         with stop_on_signals():
@@ -105,7 +115,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
                            f"copies {','.join(st.copies)}; run directory {st.run_dir}", err=True)
                 if st.intended_table:
                     click.echo(f"intended-time table (shared memory): {st.intended_table}", err=True)
-                _follow(service)
+                _follow(service, quiet)
             if server is not None and (hold or paused):
                 click.echo("holding the HTTP API; Ctrl-C to quit", err=True)
                 while True:
@@ -149,23 +159,26 @@ def _summary(st: object) -> str:
     return summary(st)  # type: ignore[arg-type]
 
 
-def _serve(service: object, token: str | None, port: int) -> object:
+def _serve(service: object, token: str | None, address: str) -> object:
+    from ops.dashboard.serve import parse_address
     from ops.replay.http_api import new_token, replay_app
     from ops.replay.http_server import ThreadedServer
 
     token = token or new_token()
     app = replay_app(service, token)  # type: ignore[arg-type]
+    host, port = parse_address(address)
     try:
-        server = ThreadedServer(app, port=port)
+        server = ThreadedServer(app, host=host, port=port)
         server.start()
     except (OSError, RuntimeError) as e:
-        raise click.ClickException(f"HTTP API on 127.0.0.1:{port}: {e}") from None
+        raise click.ClickException(f"HTTP API on {host}:{port}: {e}") from None
     click.echo(f"HTTP API: {server.url}/api/v1/replay (actions need: Authorization: Bearer {token})", err=True)
     return server
 
 
-def _follow(service: object) -> None:
-    """Until the replay ends: a tqdm bar in a terminal, a status line every 10 s otherwise."""
+def _follow(service: object, quiet: bool = False) -> None:
+    """Until the replay ends: a tqdm bar in a terminal, a status line every 10 s otherwise;
+    neither with ``quiet``."""
     from tqdm import tqdm
 
     from ops.cli.options import seconds_bar_format
@@ -177,7 +190,7 @@ def _follow(service: object) -> None:
     total = cfg.seconds if by_time else st.packets_total
     tty = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
     bar = tqdm(total=total, unit="s" if by_time else "pkt", unit_scale=not by_time, dynamic_ncols=True,
-               disable=not tty, file=sys.stderr, bar_format=seconds_bar_format() if by_time else None)
+               disable=quiet or not tty, file=sys.stderr, bar_format=seconds_bar_format() if by_time else None)
     last_plain = time.monotonic()
     try:
         while service.running:  # type: ignore[attr-defined]
@@ -186,7 +199,7 @@ def _follow(service: object) -> None:
             bar.n = round(st.elapsed_s, 1) if by_time else st.packets_sent
             bar.set_postfix_str(postfix(st), refresh=False)
             bar.refresh()
-            if not tty and time.monotonic() - last_plain >= PLAIN_STATUS_EVERY_S:
+            if not tty and not quiet and time.monotonic() - last_plain >= PLAIN_STATUS_EVERY_S:
                 last_plain = time.monotonic()
                 click.echo(f"{st.packets_sent:,} packets, {postfix(st)}", err=True)
     finally:

@@ -11,6 +11,8 @@ import time
 
 import click
 
+from omdp.units import fmt_ns
+
 _ENGINE = re.compile(r"(?:de\[(\d+)\]|(\d+))")
 
 
@@ -76,7 +78,7 @@ def reshard(run: str, bucket: int | None, to: int | None, wait_s: float, json_ou
             click.echo(json.dumps(m, indent=1))
         elif m is not None and m["installed"]:
             click.echo(f"move {move_id}: bucket {bucket} de[{m['from']}] -> de[{to}] installed in "
-                       f"{(m['installed_ns'] - m['requested_ns']) / 1e3:,.0f} us; {m['n_series']:,} series "
+                       f"{fmt_ns(m['installed_ns'] - m['requested_ns'])}; {m['n_series']:,} series "
                        f"({m['state_bytes']:,} bytes) handed over, {m['held']:,} messages held back")
         else:
             click.echo(f"move {move_id}: bucket {bucket} -> de[{to}] requested"

@@ -27,7 +27,8 @@ from typing import Any
 
 import click
 
-from ops.cli.options import check_positive, positive_seconds, topology_argument
+from ops.cli.options import DATA_ENVVAR, check_positive, one_address, positive_seconds, topology_argument
+from ops.progress import RunCountdown
 
 
 DEFAULT_PIPELINE_SECONDS = 30.0
@@ -53,18 +54,18 @@ def _write_json(out: str, data: Any) -> None:
 
 
 def dashboard_hook(address: str) -> Any:
-    """The hook ``--dashboard HOST:PORT`` gives a pipeline run: once the run's stats segment
+    """The hook ``--address HOST:PORT`` gives a pipeline run: once the run's stats segment
     exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
     dashboard's own component) from this process; the hook returns the server's stop."""
     try:
         from ops.dashboard.access import READ_TOKEN_ENV
         from ops.dashboard.serve import parse_address, start_dashboard
     except ImportError:
-        raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard)") from None
+        raise click.UsageError("--address: this installation has no dashboard (ops.dashboard)") from None
     try:
         host, port = parse_address(address)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--dashboard") from None
+        raise click.BadParameter(str(e), param_hint="--address") from None
 
     read_token = os.environ.get(READ_TOKEN_ENV) or None
 
@@ -125,7 +126,10 @@ def pipeline_options(f: Any) -> Any:
                      help="clock of the hop stamps: tsc (calibrated rdtsc; refused where the TSC is not invariant), "
                           "realtime, or auto (the topology's [run] clock, default: tsc where invariant)"),
         click.option("--config", "config_label", default="", help="label of this configuration in meta.parquet"),
-        click.option("--dashboard", default=None, metavar="HOST:PORT", help="serve the live dashboard there"),
+        click.option("--address", "dashboard", default=None, metavar="HOST:PORT",
+                     help="serve the live dashboard on HOST:PORT (port 0: any free one)"),
+        click.option("--dashboard", "dashboard_old", default=None, hidden=True, help="old spelling of --address"),
+        click.option("--quiet", "-q", is_flag=True, help="no progress bar or progress messages (the report still prints)"),
     ]):
         f = opt(f)
     return f
@@ -136,8 +140,9 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
                          run_id: str | None = None, sweep_id: str = "",
                          max_p99_from_intended: float | None = 1000.0, rate_schedule: str = "",
-                         reshard_buckets: int = 0, reshard_every_ms: float = 0.0) -> int:
-    """Assemble, run and report a pipeline; returns the exit status."""
+                         reshard_buckets: int = 0, reshard_every_ms: float = 0.0, quiet: bool = False) -> int:
+    """Assemble, run and report a pipeline; returns the exit status. A countdown of the
+    replay's seconds runs on stderr meanwhile (``ops.progress.RunCountdown``)."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.assemble import RunOptions
     from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
@@ -153,9 +158,11 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
                          rate_schedule=rate_schedule, reshard_buckets=reshard_buckets,
                          reshard_every_ms=reshard_every_ms)
     try:
-        pp = plan_pipeline(topology, data_dir, date, options, overrides)
-        run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
-                           echo=lambda line: click.echo(line, err=True))
+        with RunCountdown(None if no_loop else seconds, quiet=quiet) as progress:
+            pp = plan_pipeline(topology, data_dir, date, options, overrides)
+            progress.start()
+            run = run_pipeline(pp, data_dir, config=config_label, sweep_id=sweep_id, run_id=run_id, dashboard=hook,
+                               echo=progress.write)
     except (TopologyError, CaptureInputError) as e:
         click.echo(str(e), err=True)
         return 2
@@ -176,7 +183,7 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 
 @click.command("run")
 @click.argument("topology", callback=topology_argument)
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/<date>/<run_id>/)")
 @click.option("--duration", type=float, default=None, hidden=True,
               help="deprecated alias of --seconds (docs/cli.md \"Option spellings\")")
@@ -198,8 +205,10 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
                 json_out: str | None, rate_schedule: str | None, reshard_buckets: int, reshard_every_ms: float,
                 capture_date: str | None, rate: str,
                 seconds: float | None, no_loop: bool, drops: str, seed: int, sample_every: int | None,
-                config_label: str, dashboard: str | None, max_p99_from_intended: float, clock: str | None) -> None:
+                config_label: str, dashboard: str | None, max_p99_from_intended: float, clock: str | None,
+                quiet: bool, dashboard_old: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
+    dashboard = one_address(dashboard, dashboard_old, "--dashboard")
     overrides = overrides + clock_override(clock)
     if duration is not None:
         if seconds is not None:
@@ -240,10 +249,12 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
                                       sample_every, config_label, dashboard, json_out, run_id,
                                       max_p99_from_intended=max_p99_from_intended or None,
                                       rate_schedule=rate_schedule or "", reshard_buckets=reshard_buckets,
-                                      reshard_every_ms=reshard_every_ms))
+                                      reshard_every_ms=reshard_every_ms, quiet=quiet))
     try:
         plan = build_plan(load_topology(topology, overrides), build_registry(), topology)
-        result = run_plan(plan, data_dir, seconds, run_id, echo=lambda line: click.echo(line, err=True))
+        with RunCountdown(seconds, quiet=quiet) as progress:
+            progress.start()
+            result = run_plan(plan, data_dir, seconds, run_id, echo=progress.write)
     except TopologyError as e:
         click.echo(str(e), err=True)
         sys.exit(2)

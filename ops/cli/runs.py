@@ -10,9 +10,12 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import DATA_ENVVAR
 from ops.cli.run_ref import DATA_HELP, run_dir_of
+from ops.cli.table_output import chosen_output, csv_text, output_option
 
-_DATA = click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+_DATA = click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True,
+                     type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
                      show_default=True, help=DATA_HELP)
 
 
@@ -46,9 +49,11 @@ def list_cmd(data_dir: Path, as_json: bool) -> None:
 @runs.command("show")
 @click.argument("run")
 @_DATA
-@click.option("--json", "as_json", is_flag=True, help="Print the breakdown as JSON instead of a table.")
-def show(run: str, data_dir: Path, as_json: bool) -> None:
-    """Print the latency breakdown of RUN (its id or its directory), rebuilt from its records."""
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
+@output_option
+def show(run: str, data_dir: Path, as_json: bool, output: str) -> None:
+    """Print the latency breakdown of RUN (its id or its directory), rebuilt from its records
+    (``--output csv``: one row per hop, latencies in us)."""
     from omdp.metrics.breakdown import Breakdown, format_breakdown
     from omdp.metrics.run_files import RunRecordError
 
@@ -57,4 +62,10 @@ def show(run: str, data_dir: Path, as_json: bool) -> None:
         b = Breakdown.from_run_dir(run_dir)
     except RunRecordError as e:
         raise click.ClickException(str(e)) from e
-    click.echo(json.dumps(b.to_dict(), indent=2) if as_json else format_breakdown(b))
+    output = chosen_output(output, as_json)
+    if output == "json":
+        click.echo(json.dumps(b.to_dict(), indent=2))
+    elif output == "csv":
+        click.echo(csv_text({"hop": hop, **summary} for hop, summary in b.hops.items()))
+    else:
+        click.echo(format_breakdown(b))

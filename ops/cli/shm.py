@@ -6,6 +6,8 @@ import json
 
 import click
 
+from ops.cli.table_output import chosen_output, csv_text, output_option
+
 
 @click.group("shm")
 def shm() -> None:
@@ -13,14 +15,19 @@ def shm() -> None:
 
 
 @shm.command("list")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per segment")
-def list_cmd(as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
+@output_option
+def list_cmd(as_json: bool, output: str) -> None:
     """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats), run, size,
     owner pid and state (alive / dead / closed), and whether ``shm clean`` would remove it."""
     from omdp.transport.shm_inventory import list_owned_segments
 
     segments = list_owned_segments()
-    if as_json:
+    output = chosen_output(output, as_json)
+    if output == "csv":
+        click.echo(csv_text(seg.as_dict() for seg in segments))
+        return
+    if output == "json":
         for seg in segments:
             click.echo(json.dumps(seg.as_dict()))
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds
 
 
 def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
@@ -24,7 +24,7 @@ def _anomaly_rates(values: tuple[str, ...]) -> dict[str, float]:
 
 
 @click.command("synth")
-@click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="Data directory; the capture goes to DATA/captures/<date>/.")
 @click.option("--date", "date", type=click.DateTime(formats=["%Y-%m-%d"]), default="2008-02-04", show_default=True,
               help="Trade date (expirations and the session follow it).")

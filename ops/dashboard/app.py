@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from omdp.metrics.stats_segment import SIGNALS, StatsSegmentError
 from ops.dashboard import figures
 from ops.dashboard.access import read_token_middleware
+from ops.dashboard.api_docs import offline_docs_app
 from ops.dashboard.assets import STATIC_PACKAGE, plotly_js, static_dir
 from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory, Operators, RunStatus, Signals, Snapshot
 from ops.dashboard.prometheus import metrics_registry
@@ -60,7 +61,7 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None, 
     """The app serving ``source``; mounts ``replay_router`` (the replay service's routes,
     guarded by its token) when given; with ``read_token`` every figure needs it
     (``ops.dashboard.access``). The caller owns the source (starts and closes it)."""
-    app = FastAPI(
+    app = offline_docs_app(
         title="omdp dashboard",
         version="1",
         description="Live per-hop latency, ingest, operators and signals of one omdp run.",

@@ -34,9 +34,9 @@ def parse_address(text: str) -> tuple[str, int]:
     try:
         number = int(port)
     except ValueError:
-        raise ValueError(f"dashboard address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000") from None
+        raise ValueError(f"address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8000") from None
     if not 0 <= number <= 65535:
-        raise ValueError(f"dashboard address {text!r}: port {number} is not 0..65535")
+        raise ValueError(f"address {text!r}: port {number} is not 0..65535")
     return (host.strip("[]") or DEFAULT_HOST), number
 
 

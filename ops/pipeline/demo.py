@@ -51,8 +51,10 @@ def machine_overrides() -> tuple[str, ...]:
 
 
 def run_demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed: int,
-             say: Callable[[str], None], dashboard: DashboardHook | None = None) -> PipelineRun:
-    """Capture, plan and run the demo; returns the run (its ``text()`` is the report)."""
+             say: Callable[[str], None], dashboard: DashboardHook | None = None,
+             running: Callable[[], None] | None = None) -> PipelineRun:
+    """Capture, plan and run the demo; returns the run (its ``text()`` is the report).
+    ``running`` is called as the pipeline starts (the command's countdown starts there)."""
     ensure_capture(data_dir, capture_seconds, seed, say)
     topo = topology_path("opra_fused")
     pp = plan_pipeline(topo, data_dir, DEMO_DATE, RunOptions(rate=rate, seconds=seconds), machine_overrides())
@@ -61,4 +63,6 @@ def run_demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, 
         f"{r.engines} decision engines (routing imbalance {r.imbalance() or 1:.3f}), replay on CPU "
         f"{pp.plan.partition('replay').cpus}, pipeline on CPU {pp.plan.partition('app').cpus}")
     say(f"3/3 running for {seconds:g} s at {rate} ...")
+    if running is not None:
+        running()
     return run_pipeline(pp, data_dir, config="demo fused ring", dashboard=dashboard, echo=say)

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from omdp.units import fmt_ns
 from ops.capture.stats import LinePackets
 from ops.pipeline.assemble import deal_blocks
 from ops.replay.rates import PAPER_1X_PPS
@@ -173,15 +174,15 @@ class LatencyOutlook:
     def text(self) -> str:
         """The lines the command prints."""
         def proj(p: Projection) -> str:
-            return (f"{p.handlers} feed handler partition(s) at {p.rate_x:g}x: p50 {p.p50_ns / 1e3:,.1f} us, "
-                    f"p99 {p.p99_ns / 1e3:,.1f} us, max {p.max_ns / 1e3:,.1f} us")
+            return (f"{p.handlers} feed handler partition(s) at {p.rate_x:g}x: p50 {fmt_ns(p.p50_ns)}, "
+                    f"p99 {fmt_ns(p.p99_ns)}, max {fmt_ns(p.max_ns)}")
         m = self.measured
         return "\n".join([
             f"  latency from intended, queueing model on the capture's packets ({m.ns_per_packet:,.0f} ns of work "
             f"per packet; ops/pipeline/latency_model.py):",
             f"    measured layout, {proj(m)}",
             f"    proposed layout, {proj(self.proposed)}",
-            f"    p99 <= {self.bound_ns / 1e3:,.0f} us with the measured layout: at {m.rate_x:g}x needs <= "
+            f"    p99 <= {fmt_ns(self.bound_ns)} with the measured layout: at {m.rate_x:g}x needs <= "
             f"{self.max_ns_per_packet:,.0f} ns per packet; at {m.ns_per_packet:,.0f} ns holds up to "
             f"{self.max_rate_x:.1f}x"])
 

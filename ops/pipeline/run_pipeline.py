@@ -36,6 +36,7 @@ from omdp.runtime.rundir import RunIdError, claim_run_dir, discard_unstarted, ne
 from omdp.runtime.shm_room import ring_bytes
 from omdp.runtime.supervisor import RunResult
 from omdp.topology.load import TopologyError, load_topology
+from omdp.units import fmt_ns, fmt_us
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
 from ops.pipeline.capture_info import capture_dir, open_capture
 from ops.pipeline.feed_sender import replay_run_id
@@ -138,7 +139,7 @@ class PipelineRun:
                          f"target {r.target_pps:,.0f} packets/s; replayer on schedule "
                          + ("n/a" if r.achieved_fraction is None else f"{r.achieved_fraction:.3%}")
                          + ("" if r.pacing_p99_ns is None else
-                            f", packets left p99 {r.pacing_p99_ns / 1000:,.1f} us after their intended time "
+                            f", packets left p99 {fmt_ns(r.pacing_p99_ns)} after their intended time "
                             "(replayer lag, part of the latency from intended)")
                          + f"; {r.laps} lap(s) of the capture" + sender_scheduling(r))
         lines.append(f"ingest: {a.packets_received:,} packets and {a.messages_received:,} messages received, "
@@ -175,14 +176,14 @@ class PipelineRun:
             lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
                          "(the replayer waited for the pipeline)")
         if self.growth.growing is not None:
-            lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
-                         f"last third {self.growth.last_us:,.1f} us")
+            lines.append(f"latency from intended, median: first third {fmt_us(self.growth.first_us)}, "
+                         f"last third {fmt_us(self.growth.last_us)}")
         lines.append("sustainable: " + ("yes" if self.verdict.sustainable else "no (" + "; ".join(self.verdict.reasons) + ")"))
         if (rs := self.reshard) is not None:
             lat = rs["latency_us"]
             lines.append(f"re-sharding: {rs['completed']:,} of {rs['requested']:,} moves completed"
-                         + (f"; request -> installed p50 {lat['p50']:,.0f} us, p99 {lat['p99']:,.0f} us, "
-                            f"max {lat['max']:,.0f} us" if lat else "")
+                         + (f"; request -> installed p50 {fmt_us(lat['p50'])}, p99 {fmt_us(lat['p99'])}, "
+                            f"max {fmt_us(lat['max'])}" if lat else "")
                          + f"; {rs['held_total']:,} messages held back; {rs['state_bytes']:,} state bytes handed over")
         lines += [f"warning: {w}" for w in r.warnings]
         lines.append(f"run {self.result.run_id}: {self.result.status}; {self.run_dir}")

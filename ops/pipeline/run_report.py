@@ -37,6 +37,7 @@ from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
 from omdp.runtime.machine import cpu_model
 from omdp.runtime.supervisor import RunResult
+from omdp.units import fmt_us
 from ops.pipeline.assemble import Assembly
 from ops.pipeline.feed_sender import read_replay_status, replay_dir
 from ops.replay.status import SUSTAINED_FRACTION
@@ -281,7 +282,7 @@ def pricing_line(a: Accounting) -> str:
     each priced again, how many were skipped or failed."""
     n = a.pricing_published
     line = (f"pricing: {n:,} refreshes published"
-            + (f" (mean {a.pricing_us / n / 1000:,.1f} ms, {a.pricing_cpu_us / n / 1000:,.1f} ms of CPU; {a.pricing_repriced / max(a.pricing_series, 1):.1%} of the "
+            + (f" (mean {fmt_us(a.pricing_us / n)}, {fmt_us(a.pricing_cpu_us / n)} of CPU; {a.pricing_repriced / max(a.pricing_series, 1):.1%} of the "
                "series priced again, the others unchanged since the last refresh)" if n else "")
             + f", {a.pricing_busy:,} skipped (the hot path had not taken the last), {a.pricing_failures:,} failed")
     return line + (f" (last: {a.pricing_last_error})" if a.pricing_failures and a.pricing_last_error else "")
@@ -424,8 +425,8 @@ def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool,
     why = []
     if max_p99_from_intended_us is not None and p99_from_intended_us is not None \
             and p99_from_intended_us > max_p99_from_intended_us:
-        why.append(f"p99 latency from intended {p99_from_intended_us:,.1f} us is above the bound "
-                   f"{max_p99_from_intended_us:,.1f} us")
+        why.append(f"p99 latency from intended {fmt_us(p99_from_intended_us)} is above the bound "
+                   f"{fmt_us(max_p99_from_intended_us)}")
     if not run_ok:
         why.append("the run failed")
     if replay.achieved_fraction is None or replay.achieved_fraction < SUSTAINED_FRACTION:
@@ -437,7 +438,7 @@ def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool,
     if growth.growing is None:
         why.append(f"too few samples ({growth.samples}) to judge latency growth")
     elif growth.growing:
-        why.append(f"latency from intended grew from {growth.first_us:,.1f} us to {growth.last_us:,.1f} us (median)")
+        why.append(f"latency from intended grew from {fmt_us(growth.first_us)} to {fmt_us(growth.last_us)} (median)")
     return Verdict(not why, why)
 
 

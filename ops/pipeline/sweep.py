@@ -24,6 +24,7 @@ from typing import Any
 
 from omdp.plan import Plan, build_plan
 from omdp.topology.load import load_topology
+from omdp.units import fmt_us
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
@@ -170,18 +171,17 @@ def point_line(p: SweepPoint) -> str:
     mpp = r.get("messages_per_packet") or 0.0
     miss = a.get("missed_ratio")
 
-    def us(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:,.1f}"
+    us = fmt_us
     return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
             f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(hop_figure(p.run, 'e2e', 'mean_us'))} "
-            f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))} us  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))} us  "
+            f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))}  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))}  "
             f"work {_work_text(p)} ns/packet  {'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
 
 
 def markdown(sweep: Sweep, command: str, machine: str) -> str:
     """The sweep as the table of docs/benchmarks.md."""
-    rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) us "
-            "| from intended mean (p99) us | FH / to DE / DE / to MC mean us | work per packet, ns (partition) "
+    rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) "
+            "| from intended mean (p99) | FH / to DE / DE / to MC mean | work per packet, ns (partition) "
             "| sustainable | load before / after |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in sweep.points:
@@ -193,8 +193,7 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
         miss = a.get("missed_ratio")
 
         def f(hop: str, key: str) -> str:
-            v = hop_figure(p.run, hop, key)  # type: ignore[arg-type]
-            return "n/a" if v is None else f"{v:,.1f}"
+            return fmt_us(hop_figure(p.run, hop, key))  # type: ignore[arg-type]
         rows.append(
             f"| {p.config} | {p.rate} | {r['achieved_pps']:,.0f} | {r['achieved_pps'] * mpp:,.0f} | {mpp:.2f} | "
             f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from omdp.units import fmt_us
 from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US, SUSTAINED_FRACTION
 from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.replay.rates import RateSpec
@@ -102,7 +103,7 @@ def _latency(p: SweepPoint) -> TargetVerdict:
     if p50 is None or p99 is None:
         return TargetVerdict(*LATENCY, p.config, "no latency samples", None, _run_id(p))
     met = p50 <= P50_FROM_INTENDED_US and p99 <= MAX_P99_FROM_INTENDED_US
-    return TargetVerdict(*LATENCY, p.config, f"p50 {p50:,.1f} us, p99 {p99:,.1f} us", met, _run_id(p))
+    return TargetVerdict(*LATENCY, p.config, f"p50 {fmt_us(p50)}, p99 {fmt_us(p99)}", met, _run_id(p))
 
 
 def _run_id(p: SweepPoint) -> str | None:
@@ -123,7 +124,7 @@ def _multicast(sweep: Sweep) -> list[TargetVerdict]:
         if at is not None:
             p99 = _intended(at, "p99_us")
             measured += (f"; at {MULTICAST_RATE}: {((at.run or {}).get('accounting') or {}).get('messages_missed', 0):,} "
-                         f"missed, p99 from intended {'n/a' if p99 is None else f'{p99:,.1f} us'}")
+                         f"missed, p99 from intended {fmt_us(p99)}")
         out.append(TargetVerdict(*MULTICAST, c, measured, best is not None and _x(best) >= _x(MULTICAST_RATE),
                                  _run_id(at) if at is not None else None))
     return out or [TargetVerdict(*MULTICAST, None, "no multicast configuration receiving copy A only", None)]

@@ -114,9 +114,11 @@ def replay_router(service: ReplayService, token: str) -> APIRouter:
 
 
 def replay_app(service: ReplayService, token: str) -> FastAPI:
-    """The app ``omdp replay --http-port`` serves: the router, and 422 answers that repeat
-    only the start of a rejected input (``ops.http_validation``)."""
-    app = FastAPI(title="omdp replay")
+    """The app ``omdp replay --address`` serves: the router, ``/docs`` served offline, and 422
+    answers that repeat only the start of a rejected input (``ops.http_validation``)."""
+    from ops.dashboard.api_docs import offline_docs_app
+
+    app = offline_docs_app("omdp replay")
     cap_validation_echo(app)
     app.include_router(replay_router(service, token))
     return app

@@ -2,22 +2,10 @@
 the summary printed when a replay ends."""
 from __future__ import annotations
 
+from omdp.units import fmt_ns
 from ops.replay.config import line_ranges
 from ops.replay.rates import PAPER_1X_PPS
 from ops.replay.status import PacingStatus, ReplayStatus
-
-
-def fmt_ns(v: float | None) -> str:
-    """A duration in ns as a short human string ('n/a' when None)."""
-    if v is None:
-        return "n/a"
-    if v < 1_000:
-        return f"{v:.0f} ns"
-    if v < 1_000_000:
-        return f"{v / 1e3:.1f} us"
-    if v < 1_000_000_000:
-        return f"{v / 1e6:.2f} ms"
-    return f"{v / 1e9:.2f} s"
 
 
 def pacing_line(p: PacingStatus) -> str:

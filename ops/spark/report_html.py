@@ -1,6 +1,8 @@
 """The night's report page: ``reports/<date>/index.html`` with the PNG figures beside it,
 rendered from the summary tables already written there (so a page can be re-rendered
-without Spark). Latencies show in microseconds; a null percentile shows as n/a.
+without Spark). Latencies show in the unit that reads best (``omdp.units``); a null
+percentile shows as n/a. The page fits 1,400 px: headings wrap and long names break; a
+figure with nothing to draw is left out, its table saying why.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import html
 from pathlib import Path
 
 from omdp.atomic_files import write_text_atomic
-from ops.spark.report_cells import BOOL, FLOAT, INT, LINE, PCT, RATIO, TEXT, US, html_table
+from ops.spark.report_cells import BOOL, FLOAT, INT, KEY, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
 from ops.spark.replay_report import replay_section
 from ops.spark.report_tables import read_rows
@@ -46,14 +48,18 @@ def regression_display(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _img(name: str, alt: str) -> str:
-    return f"<img src='{html.escape(name)}' alt='{html.escape(alt)}'>"
+def _img(path: Path | None, alt: str) -> str:
+    """The figure, or nothing when it had nothing to draw (no empty panel)."""
+    return "" if path is None else f"<img src='{html.escape(path.name)}' alt='{html.escape(alt)}'>"
 
 
 _STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }
+body { font-family: sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1400px; box-sizing: border-box; color: #222; }
+.table { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.8em; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: right; overflow-wrap: anywhere; }
+th { max-width: 9em; vertical-align: bottom; }
+td { max-width: 24em; }
 th { background: #f0f0f0; }
 td:first-child, th:first-child { text-align: left; }
 .flag { color: #b00; font-weight: bold; }
@@ -85,10 +91,10 @@ def headline_rows(breakdown: list[dict]) -> list[dict]:
 def render_report(reports_dir: Path, date: str) -> Path:
     """Draw the figures and write ``index.html`` in ``reports_dir``; return the page."""
     t = {name: read_rows(reports_dir, name) for name in TABLES}
-    plot_rate_profile(t["feeds_rate_per_second"], t["feeds_rate_profile"], reports_dir / "rate_profile.png")
-    plot_messages_per_packet(t["feeds_messages_per_packet"], reports_dir / "messages_per_packet.png")
-    plot_breakdown(t["latency_breakdown"], reports_dir / "latency_breakdown.png")
-    plot_sweeps(t["latency_runs"], reports_dir / "sweeps.png")
+    rate_png = plot_rate_profile(t["feeds_rate_per_second"], t["feeds_rate_profile"], reports_dir / "rate_profile.png")
+    mpp_png = plot_messages_per_packet(t["feeds_messages_per_packet"], reports_dir / "messages_per_packet.png")
+    breakdown_png = plot_breakdown(t["latency_breakdown"], reports_dir / "latency_breakdown.png")
+    sweeps_png = plot_sweeps(t["latency_runs"], reports_dir / "sweeps.png")
 
     regressions = regression_display(t["latency_regressions"])
     flagged = [r for r in regressions if r["flagged"]]
@@ -109,15 +115,15 @@ def render_report(reports_dir: Path, date: str) -> Path:
     ]
     lat_cols = [
         ("run_id", "run", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT), ("hop", "hop", TEXT),
-        ("count", "samples", INT), ("mean_ns", "mean µs", US), ("p50_ns", "p50 µs", US), ("p90_ns", "p90 µs", US),
-        ("p99_ns", "p99 µs", US), ("p999_ns", "p99.9 µs", US), ("p9999_ns", "p99.99 µs", US), ("max_ns", "max µs", US),
+        ("count", "samples", INT), ("mean_ns", "mean", US), ("p50_ns", "p50", US), ("p90_ns", "p90", US),
+        ("p99_ns", "p99", US), ("p999_ns", "p99.9", US), ("p9999_ns", "p99.99", US), ("max_ns", "max", US),
     ]
     run_cols = [
         ("run_id", "run", TEXT), ("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
         ("rate_x", "rate x", FLOAT), ("target_pps", "target packets/s", FLOAT), ("achieved_ratio", "achieved/target", RATIO),
         ("messages_per_packet", "messages/packet", FLOAT), ("missed_ratio", "missed", PCT), ("samples", "samples", INT),
-        ("e2e_intended_p50_ns", "p50 from intended µs", US), ("first_quarter_p50_ns", "first quarter p50 µs", US),
-        ("last_quarter_p50_ns", "last quarter p50 µs", US), ("latency_growing", "latency growing", BOOL),
+        ("e2e_intended_p50_ns", "p50 from intended", US), ("first_quarter_p50_ns", "first quarter p50", US),
+        ("last_quarter_p50_ns", "last quarter p50", US), ("latency_growing", "latency growing", BOOL),
         ("sustainable", "sustainable", BOOL),
     ]
     reg_cols = [
@@ -130,7 +136,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
         f"<!doctype html><html><head><meta charset='utf-8'><title>omdp nightly {html.escape(date)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>omdp nightly report {html.escape(date)}</h1>",
-        f"<p>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC. Latencies in µs; "
+        f"<p>Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC. Latencies in the unit that reads best; "
         "a percentile with fewer than 10/(1-p) samples is n/a.</p>",
         verdict,
         html_table(flagged, reg_cols) if flagged else "",
@@ -138,40 +144,40 @@ def render_report(reports_dir: Path, date: str) -> Path:
         f"<p>{html.escape(HEADLINE_NOTE)}</p>",
         html_table(headline_rows(t["latency_breakdown"]),
                [("run_id", "run", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT),
-                ("intended_p50_ns", "from intended p50 µs", US), ("intended_p99_ns", "from intended p99 µs", US),
-                ("fh_p50_ns", "from fh_in p50 µs", US), ("fh_p99_ns", "from fh_in p99 µs", US)], "no runs this night"),
+                ("intended_p50_ns", "from intended p50", US), ("intended_p99_ns", "from intended p99", US),
+                ("fh_p50_ns", "from fh_in p50", US), ("fh_p99_ns", "from fh_in p99", US)], "no runs this night"),
         "<h2>Files skipped</h2>",
         html_table(skipped, [("job", "job", TEXT), ("path", "file", TEXT), ("action", "action", TEXT), ("error", "why", TEXT)]),
         "<h2>Feeds</h2>",
         html_table(t["feeds_day"], day_cols, "no captures this night"),
-        _img("rate_profile.png", "rate profile"),
+        _img(rate_png, "rate profile"),
         "<h3>Rate profile</h3>",
         html_table(
             t["feeds_rate_profile"],
-            [("date", "capture date", TEXT), ("line", "line", LINE), ("window_ms", "window ms", INT),
+            [("date", "capture date", TEXT), ("line", "line", LINE), ("window_ms", "window ms", KEY),
              ("windows", "windows", INT),
              ("mean_pps", "mean packets/s", FLOAT), ("peak_pps", "peak packets/s", FLOAT),
              ("mean_mps", "mean messages/s", FLOAT), ("peak_mps", "peak messages/s", FLOAT)],
         ),
-        _img("messages_per_packet.png", "messages per packet"),
+        _img(mpp_png, "messages per packet"),
         "<h3>Category mix</h3>",
         html_table(t["feeds_category_mix"], [("date", "capture date", TEXT), ("category", "category", TEXT),
                                          ("category_name", "name", TEXT), ("messages", "messages", INT),
                                          ("share", "share", PCT)]),
         "<h3>Top underlyings</h3>",
-        html_table(t["feeds_top_underlyings"], [("date", "capture date", TEXT), ("rank", "rank", INT),
+        html_table(t["feeds_top_underlyings"], [("date", "capture date", TEXT), ("rank", "rank", KEY),
                                             ("underlying", "underlying", TEXT), ("messages", "messages", INT),
                                             ("quotes", "quotes", INT),
                                             ("last_sales", "last sales", INT), ("share", "share", PCT)]),
         "<h3>Capture files</h3>",
-        html_table(t["feeds_files"], [("date", "capture date", TEXT), ("path", "file", TEXT), ("line", "line", INT), ("copy", "copy", TEXT), ("part", "part", INT),
+        html_table(t["feeds_files"], [("date", "capture date", TEXT), ("path", "file", TEXT), ("line", "line", KEY), ("copy", "copy", TEXT), ("part", "part", KEY),
                                   ("bytes", "bytes", INT), ("packets", "packets", INT), ("messages", "messages", INT),
                                   ("bad_packets", "bad packets", INT), ("status", "status", TEXT)]),
         "<h2>Latency</h2>",
-        _img("latency_breakdown.png", "latency breakdown"),
+        _img(breakdown_png, "latency breakdown"),
         html_table(t["latency_breakdown"], lat_cols, "no runs this night"),
         "<h3>Runs and sustainability</h3>",
-        _img("sweeps.png", "sweeps"),
+        _img(sweeps_png, "sweeps"),
         html_table(t["latency_runs"], run_cols, "no runs this night"),
         "<h3>Sweeps</h3>",
         html_table(t["latency_sweeps"], [("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
@@ -181,7 +187,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
         "<h3>Comparison with earlier nights</h3>",
         html_table(regressions, reg_cols, "no earlier night with runs to compare with"),
         "<h3>Ingest per line</h3>",
-        html_table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", INT), ("packets_received", "packets", INT),
+        html_table(t["latency_ingest"], [("run_id", "run", TEXT), ("line", "line", KEY), ("packets_received", "packets", INT),
                                      ("messages_received", "messages", INT), ("messages_missed", "missed", INT),
                                      ("packets_duplicate", "duplicates", INT), ("decode_errors", "decode errors", INT)]),
         "<h3>Signals</h3>",

@@ -2,7 +2,9 @@
 stacked bars (the paper's Figure 6), latency against offered rate per sweep (Figures 5, 8),
 the day's rate profile and the messages-per-packet histogram.
 
-Each function takes rows as plain dicts (the report tables are small) and writes one PNG.
+Each function takes rows as plain dicts (the report tables are small) and writes one PNG,
+or none when it has nothing to draw (it returns None and the page shows no empty panel).
+Latency axes are logarithmic: one night holds hops of hundreds of ns and queues of seconds.
 """
 from __future__ import annotations
 
@@ -25,12 +27,10 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _empty(path: Path, title: str, why: str) -> Path:
-    fig, ax = plt.subplots(figsize=(7, 2.5))
-    ax.set_title(title)
-    ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes)
-    ax.set_axis_off()
-    return _save(fig, path)
+def _empty(path: Path, title: str, why: str) -> None:
+    """Nothing to draw (``title``: ``why``, which the page's tables say): no figure, and
+    none left from an earlier rendering of the night."""
+    path.unlink(missing_ok=True)
 
 
 def run_labels(rows: list[dict]) -> dict[str, str]:
@@ -39,10 +39,11 @@ def run_labels(rows: list[dict]) -> dict[str, str]:
     return {r["run_id"]: f"{r['config']} {r['rate_x']:g}x\n{r['run_id']}" for r in rows}
 
 
-def plot_breakdown(breakdown: list[dict], path: Path) -> Path:
-    """Stacked bars of the mean latency per pipeline hop, one bar per run. The hop means add
-    up to the mean end to end from ``fh_in`` (the hops telescope)."""
-    title = "Latency breakdown: mean per hop"
+def plot_breakdown(breakdown: list[dict], path: Path) -> Path | None:
+    """Bars of the mean latency per pipeline hop side by side, a group per run, on a log
+    scale (stacked bars would hide a 200 ns hop under a 4 s queue; the hop means still add
+    up to the mean end to end from ``fh_in``, in the tables)."""
+    title = "Latency breakdown: mean per hop (log scale)"
     means: dict[str, dict[str, float]] = {}
     for r in breakdown:
         means.setdefault(r["run_id"], {})[r["hop"]] = r["mean_ns"]
@@ -52,20 +53,20 @@ def plot_breakdown(breakdown: list[dict], path: Path) -> Path:
     if not runs:
         return _empty(path, title, "no runs with every hop stamped")
     runs.sort(key=lambda k: order[k])
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(runs) + 2), 5.0))
-    bottom = [0.0] * len(runs)
-    for hop in PIPELINE_HOPS:
-        heights = [means[k][hop.name] / 1_000 for k in runs]
-        ax.bar(range(len(runs)), heights, bottom=bottom, label=hop.label)
-        bottom = [b + h for b, h in zip(bottom, heights)]
+    fig, ax = plt.subplots(figsize=(min(12.5, max(6.0, 0.9 * len(runs) + 2)), 5.0))
+    width = 0.8 / len(PIPELINE_HOPS)
+    for i, hop in enumerate(PIPELINE_HOPS):
+        heights = [max(means[k][hop.name], 1.0) / 1_000 for k in runs]  # a log axis has no 0
+        ax.bar([x + (i - (len(PIPELINE_HOPS) - 1) / 2) * width for x in range(len(runs))], heights, width, label=hop.label)
+    ax.set_yscale("log")
     ax.set_xticks(range(len(runs)), [labels[k] for k in runs], fontsize=7, rotation=30, ha="right")
-    ax.set_ylabel("mean latency (µs)")
+    ax.set_ylabel("mean latency (µs, log scale)")
     ax.set_title(title)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
 
-def plot_sweeps(runs: list[dict], path: Path) -> Path:
+def plot_sweeps(runs: list[dict], path: Path) -> Path | None:
     """Per sweep: end-to-end latency (p50 and p99, from ``intended`` and from ``fh_in``)
     against the offered rate, unsustainable rates marked x; and achieved against offered."""
     title = "Sustainable-rate sweeps"
@@ -75,7 +76,7 @@ def plot_sweeps(runs: list[dict], path: Path) -> Path:
             sweeps.setdefault(r["sweep_id"], []).append(r)
     if not sweeps:
         return _empty(path, title, "no sweep runs this night")
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))  # 1,210 px at 110 dpi: within the page
     for sid, rows in sorted(sweeps.items()):
         rows.sort(key=lambda r: r["rate_x"])
         x = [r["rate_x"] for r in rows]
@@ -101,7 +102,7 @@ def plot_sweeps(runs: list[dict], path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -> Path:
+def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -> Path | None:
     """Messages/s and packets/s per second of each capture day (all lines), with the 100 ms
     and 10 ms peaks as dashed lines; a night covering several capture dates draws each from
     its own first packet, named by its date."""
@@ -134,7 +135,7 @@ def plot_rate_profile(per_second: list[dict], profile: list[dict], path: Path) -
     return _save(fig, path)
 
 
-def plot_messages_per_packet(histogram: list[dict], path: Path) -> Path:
+def plot_messages_per_packet(histogram: list[dict], path: Path) -> Path | None:
     """Packets by their message count (all lines, every capture date of the night)."""
     title = "Messages per packet (all lines)"
     packets: dict[int, int] = {}

@@ -155,4 +155,44 @@ def test_page_with_a_read_token_shows_the_figures(tmp_path: Path, finished: Dash
             return r.stdout
 
         assert 'data-snapshots="1"' in dom("?token=tok")
-        assert "data-snapshots" not in dom("")
+        without = dom("")
+        assert "data-snapshots" not in without
+        # the page says how to pass the token instead of staying on "connecting"
+        assert '<section class="token-note" id="token-note">' in without, without[:3000]
+        assert ">token needed<" in without and f"{guarded.url}?token=TOKEN" in without
+        assert ">wrong token<" in dom("?token=nope")
+
+
+def test_a_finished_run_is_not_live(page: object) -> None:
+    """Its pill says how it ended and the dot is not the green live one, whether the run is
+    read from its directory or from the stats segment of a run that just ended."""
+    live = "return [document.getElementById('live').className, document.querySelector('#live b').textContent]"
+    assert page.execute_script(live) == ["live ", "finished"]
+    assert page.execute_script("return document.getElementById('run-state').textContent") == "ended"
+    page.execute_script("""renderHeader({run_id: 'r', state: 'done', source: 'live', topology: 't', config: 'c',
+                                          uptime_s: 30, heartbeat_age_s: 0.5});""")
+    assert page.execute_script(live) == ["live ", "finished"]
+    page.execute_script("""renderHeader({run_id: 'r', state: 'running', source: 'live', topology: 't', config: 'c',
+                                          uptime_s: 30, heartbeat_age_s: 0.5});""")
+    assert page.execute_script(live) == ["live on", "live"]
+
+
+def test_operator_counters_show_rates_with_totals_beside(page: object) -> None:
+    page.execute_script("""renderOperators({operators: [
+        {name: 'fh', kind: 'feed_handler', state: 'running', cpu: 1, process_cpu_percent: null, occupancy: null,
+         full_events: 0, spins: 0, drops: 0, peer_state: null,
+         counters: [{name: 'messages', value: 1200000, per_s: 40000}, {name: 'gaps', value: 7, per_s: null}]}]});""")
+    cell = page.execute_script("return document.querySelector('#op-table tbody tr td:last-child').textContent")
+    assert "messages 40,000/s (1,200,000)" in cell and "gaps 7 total" in cell, cell
+    assert "per second" in page.execute_script("return document.querySelector('#op-table th:last-child').textContent")
+
+
+def test_api_docs_render_offline(page: object, finished: DashboardServer) -> None:
+    """Swagger UI comes from this server: the operations list draws with no network."""
+    page.get(finished.url + "docs")
+    deadline = time.monotonic() + 30
+    while not page.execute_script("return document.querySelectorAll('.opblock').length"):
+        assert time.monotonic() < deadline, "Swagger UI drew no operation"
+        time.sleep(0.2)
+    paths = page.execute_script("return [...document.querySelectorAll('.opblock-summary-path')].map(e => e.textContent)")
+    assert any("/api/v1/latency" in p for p in paths), paths

@@ -1,6 +1,8 @@
 """``omdp shm list`` / ``omdp shm clean`` on segments of live and killed processes."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
@@ -67,6 +69,9 @@ def test_replay_and_stats_segments_listed_with_owner_and_cleaned_once_dead() -> 
                 assert row["removable"] is (owner == "dead")
         table = runner.invoke(cli, ["shm", "list"]).output
         assert "not a Vega ring" not in table and "replay-intended" in table
+        as_csv = {r["name"]: r for r in csv.DictReader(io.StringIO(runner.invoke(cli, ["shm", "list", "-o", "csv"]).output))}
+        assert {n: (r["type"], r["owner"]) for n, r in as_csv.items() if n in by_name} == \
+            {n: (r["type"], r["owner"]) for n, r in by_name.items()}
         for r in (dead_run, live_run):
             runner.invoke(cli, ["shm", "clean", "--run", r])
         assert not any(Path("/dev/shm", n).exists() for n in names(dead_run))

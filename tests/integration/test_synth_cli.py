@@ -1,6 +1,8 @@
 """The commands: ``omdp synth``, ``omdp capture stats`` (table and JSON) and ``omdp demo``."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -24,6 +26,11 @@ def test_synth_then_stats(tmp_path: Path) -> None:
     st = json.loads(out.read_text())
     assert st["total"]["packets"] == m.rate.packets and st["total"]["messages"] == m.rate.messages
     assert set(st["lines"]) == {"1", "2", "3"} and "categories:" in res.output
+    as_csv = CliRunner().invoke(cli, ["capture", "stats", str(capture), "--output", "csv"])
+    rows = list(csv.DictReader(io.StringIO(as_csv.output)))
+    assert [r["line"] for r in rows] == ["1", "2", "3", "total"] and int(rows[-1]["packets"]) == m.rate.packets
+    as_json = CliRunner().invoke(cli, ["capture", "stats", str(capture), "-o", "json"])
+    assert json.loads(as_json.output) == st
 
 
 def test_bad_options_are_reported(tmp_path: Path) -> None:

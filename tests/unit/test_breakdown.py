@@ -3,7 +3,10 @@ tails, missed ratio and rates, rebuilt from a run directory exactly as the live 
 reported them."""
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from omdp.metrics.ingest_collector import IngestCollector
 from omdp.metrics.latency_collector import LatencyCollector
 from omdp.metrics.run_files import write_meta
 from omdp.record import STAMPS_DTYPE
+from omdp.units import fmt_us
 from ops.cli.main import cli
 
 META = {
@@ -58,11 +62,11 @@ def test_table_shows_every_hop_and_the_run_figures(tmp_path) -> None:
     for label in ("FH", "to DE", "DE", "to MC", "end to end (from fh_in)", "end to end (from intended)"):
         assert any(line.startswith(label + " ") for line in lines), label
     e2e = next(line for line in lines if line.startswith("end to end (from fh_in)"))
-    cells = e2e[len("end to end (from fh_in)"):].split()
+    cells = re.findall(r"n/a|[\d.,]+(?: (?:ns|us|ms|s)\b)?", e2e[len("end to end (from fh_in)"):])
     summary = c.summary()["e2e"]
-    assert cells[0] == "2,000" and float(cells[1]) == pytest.approx(summary["mean_us"], abs=5e-4)
+    assert cells[0] == "2,000" and cells[1] == fmt_us(summary["mean_us"])  # every latency in the unit that reads best
     assert cells[4] != "n/a" and cells[5:7] == ["n/a", "n/a"]  # p99 with 2,000; p99.9 and p99.99 too few
-    assert float(cells[7]) == pytest.approx(summary["max_us"], abs=5e-4)
+    assert cells[7] == fmt_us(summary["max_us"])
     assert "missed: 32 of 3,200,000 messages (0.0010%)" in text
     assert "target 240,000 packets/s (10.00x), achieved 239,999 packets/s (100.000% of the target's mean)" in text
     assert "1,247,995 messages/s at 5.20 messages/packet" in text
@@ -113,9 +117,32 @@ def test_runs_show_cli(tmp_path) -> None:
     res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "end to end (from intended)" in res.output
+    as_json = json.loads(runner.invoke(cli, ["runs", "show", str(tmp_path), "--output", "json"]).output)
+    assert as_json == json.loads(runner.invoke(cli, ["runs", "show", str(tmp_path), "--json"]).output)
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(cli, ["runs", "show", str(tmp_path), "-o", "csv"]).output)))
+    assert [r["hop"] for r in rows] == list(as_json["hops"])
+    assert float(rows[-1]["p50_us"]) == pytest.approx(as_json["hops"][rows[-1]["hop"]]["p50_us"])
+    both = runner.invoke(cli, ["runs", "show", str(tmp_path), "--json", "-o", "csv"])
+    assert both.exit_code == 2 and "--json is --output json" in both.output
     res = runner.invoke(cli, ["runs", "show", "--json", str(tmp_path)])
     d = json.loads(res.output)
     assert d["hops"]["e2e"]["count"] == 2_000 and d["missed_ratio"] == 0
     (tmp_path / "meta.parquet").unlink()
     res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
     assert res.exit_code != 0 and "meta.parquet: no such file" in res.output
+
+
+def test_a_seconds_long_latency_prints_in_seconds(tmp_path) -> None:
+    """A run whose messages waited 4.3 s behind their intended send time: the headline and
+    the table say seconds, not 4,311,744 us."""
+    s = stamps(2_000)
+    s["intended"] = s["fh_in"] - 4_311_744_000
+    c = LatencyCollector(method="all", collect=1_500, report=1_000)
+    c.collect_rows(s)
+    c.write_samples(tmp_path)
+    write_meta(tmp_path, META)
+    text = format_breakdown(Breakdown.from_run_dir(tmp_path))
+    headline = text.splitlines()[1]
+    assert re.search(r"from intended: p50 4\.3\d s, p99 4\.3\d s \| from fh_in: p50 [\d.]+ us", headline), headline
+    row = next(line for line in text.splitlines() if line.startswith("end to end (from intended)"))
+    assert "4,311" not in text and row.count(" s ") >= 4, row

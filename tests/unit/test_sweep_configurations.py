@@ -37,7 +37,7 @@ def test_sustainable_rate_is_the_highest_sustained_and_the_table_says_so() -> No
     ]
     assert s.sustainable_rate("c") == "5x" and s.sustainable_rate("d") is None
     text = markdown(s, "omdp bench sweep X", "machine M")
-    assert "| c | 5x | 120,000 | 1,680,000 | 14.00 | 0.0000% | 8.0 (8.0 / 16.0) |" in text
+    assert "| c | 5x | 120,000 | 1,680,000 | 14.00 | 0.0000% | 8.00 us (8.00 us / 16.0 us) |" in text
     assert "| c | 20x | skipped |" in text and "| d | 1x | failed |" in text
     assert "- c: sustainable up to 5x" in text and "- d: sustainable up to none of the rates swept" in text
     assert sweep_dict(s)["sustainable"] == {"c": "5x", "d": None}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds
 
 
 @click.command("analytics")
-@click.option("--data", "data", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Data directory to use (and fill if empty); default: a temporary one.")
 @click.option("--master", "masters", multiple=True, default=("local[1]", "local[2]"), show_default=True,
               help="Spark masters to compare; repeatable (spark://host:7077 for a standalone cluster).")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from omdp.units import fmt_us
+
 
 @click.command("collector")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
@@ -31,7 +33,7 @@ def collector(json_out: Path | None, batch_records: int, batches: int, record_by
         click.echo(f"{case:34} {r['ns_per_sample']['median']:9.1f} ns/sample  {r['ns_per_record']['median']:8.2f} "
                    f"ns/record  (median of {r['batches']} batches of {r['records_per_batch']} records)")
     for name, q in res["stats_reader_us"].items():
-        click.echo(f"reader {name:27} {q['median']:9.1f} us median  {q['p90']:9.1f} us p90")
+        click.echo(f"reader {name:27} {fmt_us(q['median']):>9} median  {fmt_us(q['p90']):>9} p90")
     if json_out:
         json_out.write_text(json.dumps(res, indent=2) + "\n")
         click.echo(f"wrote {json_out}")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from omdp.units import fmt_ns, fmt_us
+
 
 @click.command("engine")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write results here")
@@ -52,13 +54,13 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
     slower = max(sizes) if sizes else None
     click.echo(ENGINE.line(slower, "on the capture's own messages" if capture else "on the model market"))
     r["targets"] = [ENGINE.verdict(slower)]
-    click.echo(f"pricing every series (snapshot excluded): {r['pricing_refresh_s_median'] * 1e3:.1f} ms median")
+    click.echo(f"pricing every series (snapshot excluded): {fmt_ns(r['pricing_refresh_s_median'] * 1e9)} median")
     inc = r["pricing_refresh_incremental"]
     click.echo(f"pricing refresh after {inc['messages_between']:,} re-quotes, building on the last (all of it: "
-               f"snapshot, pricing, publish): {inc['s_median'] * 1e3:.1f} ms median, "
-               f"{inc['cpu_s_median'] * 1e3:.1f} ms of CPU, {inc['repriced_share_median']:.1%} of the series priced again")
+               f"snapshot, pricing, publish): {fmt_ns(inc['s_median'] * 1e9)} median, "
+               f"{fmt_ns(inc['cpu_s_median'] * 1e9)} of CPU, {inc['repriced_share_median']:.1%} of the series priced again")
     for c in r["custom_python_engine"].values():
-        click.echo(f"Python custom engine, batches of {c['batch']:>4}: {c['us_per_batch_median']:7.1f} us/batch "
+        click.echo(f"Python custom engine, batches of {c['batch']:>4}: {fmt_us(c['us_per_batch_median']):>9}/batch "
                    f"({c['ns_per_message_median']:.0f} ns/message)")
     if json_out:
         json_out.write_text(json.dumps(r, indent=2))

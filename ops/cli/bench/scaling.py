@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ops.cli.bench.sweep_output import emit_sweep
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds
 
 
 def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
@@ -27,7 +27,7 @@ def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
 @click.option("--rates", default="2x,5x,10x,15x,20x,30x", show_default=True, help="comma-separated rates, Nx")
 @click.option("--seconds", type=float, callback=positive_seconds, default=10.0, show_default=True,
               help="replay length of each run")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/)")
 @click.option("--capture-date", default=None, help="capture to replay (default: the newest)")
 @click.option("--cores-per-sender", type=click.IntRange(1), default=4, show_default=True,

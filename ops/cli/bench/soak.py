@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import parse_rate_x, positive_seconds
+from ops.cli.options import DATA_ENVVAR, parse_rate_x, positive_seconds
 
 
 @click.command("soak")
 @click.argument("topology", default="ops/topologies/opra_fused.toml")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="omdp data directory (captures/, runs/)")
 @click.option("--rate", default="5x", show_default=True, help="the replay's rate (Nx)")
 @click.option("--seconds", type=float, default=1800.0, show_default=True, callback=positive_seconds,

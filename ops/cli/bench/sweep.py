@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ops.cli.bench.sweep_output import emit_sweep
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds
 
 
 @click.command("sweep")
@@ -18,7 +18,7 @@ from ops.cli.options import positive_seconds
 @click.option("--knobs", default="tuned,default", show_default=True,
               help="Vega knob sets for topologies with channels: tuned (the file's), default (the paper's)")
 @click.option("--inputs", default="ring", show_default=True, help="feed handler inputs: ring, multicast or both")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/)")
 @click.option("--capture-date", default=None, help="capture to replay (default: the newest)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override every topology (repeatable)")

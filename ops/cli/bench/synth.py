@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds
 
 
 @click.command("synth")
@@ -16,7 +16,7 @@ from ops.cli.options import positive_seconds
 @click.option("--rate", "rate_text", default="1x", show_default=True, help="Nx = N x 24,000 packets/s.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--num-lines", type=click.IntRange(1, 99), default=24, show_default=True)
-@click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--data", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the capture here (default: a temporary directory, removed after).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the results as JSON.")

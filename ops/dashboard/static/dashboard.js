@@ -40,7 +40,9 @@ function renderHeader(run) {
   $("#uptime").textContent = `${run.source === "finished" ? "ran" : "up"} ${Math.floor(s / 3600)}h ${String(Math.floor(s / 60) % 60).padStart(2, "0")}m ${String(s % 60).padStart(2, "0")}s`;
   st.source = run.source;
   const stale = run.source === "live" && run.state === "running" && run.heartbeat_age_s != null && run.heartbeat_age_s > 5;
-  setLive(run.source === "finished" ? "finished" : stale ? "stale" : "live");
+  // a run that has ended is not live, whether read from its directory or its segment
+  const ended = run.source === "finished" || ["done", "failed", "ended", "stopped"].includes(run.state);
+  setLive(ended ? "finished" : stale ? "stale" : "live");
 }
 
 function setLive(what) {
@@ -287,11 +289,14 @@ function renderOperators(ops) {
     }));
     if (o.drops) tr.children[8].className = "bad";
     if (o.peer_state === "dead") tr.children[9].className = "bad";
+    // per second where the rate is known (a live run), the total beside it; a finished
+    // run has no rate: its totals, marked as such
     const rest = document.createElement("td");
     for (const c of o.counters.filter((c) => !shown.has(c.name))) {
       const b = document.createElement("b");
-      b.textContent = num(c.value);
-      rest.append(`${c.name} `, b, c.per_s == null ? "  " : ` (${perS(c.per_s)})  `);
+      b.textContent = c.per_s == null ? num(c.value) : `${perS(c.per_s)}/s`;
+      b.title = `total ${num(c.value)}`;
+      rest.append(`${c.name} `, b, c.per_s == null ? " total  " : ` (${num(c.value)})  `);
     }
     tr.append(rest);
     return tr;
@@ -345,9 +350,29 @@ function pickWindow(name) {
   st.window = name;
 }
 
+// Without the read token every figure answers 401: say how to pass it instead of waiting
+// on a stream that cannot open.
+function needToken(detail) {
+  const pill = $("#run-state");
+  pill.textContent = READ_TOKEN ? "wrong token" : "token needed";
+  pill.className = "pill failed";
+  setLive("no access");
+  const url = `${location.origin}${location.pathname}?token=TOKEN`;
+  $("#run-what").textContent = "";
+  const note = $("#token-note");
+  note.hidden = false;
+  $("#token-url", note).textContent = url;
+  $("#token-detail", note).textContent = detail || "";
+}
+
 async function loadHistory() {
-  const run = await (await read("/api/v1/run")).json();
-  if (!run.run_id) return;
+  const first = await read("/api/v1/run");
+  if (first.status === 401) {
+    needToken((await first.json()).detail);
+    return false;
+  }
+  const run = await first.json();
+  if (!run.run_id) return true;
   renderHeader(run);
   for (const b of document.querySelectorAll("#windows button")) {
     b.hidden = b.dataset.window !== "all" && parseInt(b.dataset.window, 10) > run.max_window_s;
@@ -362,6 +387,7 @@ async function loadHistory() {
   for (const p of rates.points || []) {
     st.rate.push({ t: new Date(Number(p.ts_ns) / 1e6), got: p.packets_per_s, target: run.target_pps, replay: null });
   }
+  return true;
 }
 
 async function refreshReplay() {
@@ -405,4 +431,4 @@ function wire() {
 }
 
 wire();
-loadHistory().catch(() => {}).finally(connect);
+loadHistory().catch(() => true).then((ok) => { if (ok) connect(); });
