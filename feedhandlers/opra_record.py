@@ -74,7 +74,8 @@ OPRA_MSG_DTYPE = np.dtype(
         ("put_call", "u1"),
         ("root_len", "u1"),
         ("root", "S6"),
-        ("reserved", "u1", (2,)),
+        ("wire", "u1"),
+        ("reserved", "u1"),
     ],
     align=True,
 )
