@@ -119,7 +119,7 @@ def decode_block(data: bytes | bytearray | memoryview, packet_index: int = 0, ke
 
 
 def encode_records(header: np.void | np.ndarray, records: np.ndarray, side: bytes | np.ndarray = b"") -> bytes:
-    """Encode 1..255 records as one block with ``header``'s block_seq, time, feed,
+    """Encode 0..255 records as one block with ``header``'s block_seq, time, feed,
     retransmission and session (an ``OBI_BLOCK_DTYPE`` row, see ``new_header``)."""
     if records.dtype != OPRA_MSG_DTYPE:
         raise TypeError(f"records must have OPRA_MSG_DTYPE, not {records.dtype}")

@@ -124,7 +124,7 @@ def _rec(**kw: object) -> np.ndarray:
 
 
 ENCODE_REFUSALS = [
-    ("no-records", new_records(0), "MSG_COUNT"),
+    ("too-many-records", np.concatenate([_rec(category=ord("H"))] * 256), "MSG_COUNT"),
     ("admin-not-alone", np.concatenate([_rec(category=ord("C")), _rec(category=ord("a"))]), "NOT_ALONE"),
     ("control-not-alone", np.concatenate([_rec(category=ord("a")), _rec(category=ord("H"))]), "NOT_ALONE"),
     ("default-message", _rec(category=ord("?")), "CATEGORY"),

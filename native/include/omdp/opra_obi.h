@@ -93,7 +93,7 @@ static inline void omdp_obi_header_peek(const uint8_t *blk, size_t len, uint64_t
 #define OMDP_OBI_E_TRAILING_BYTES -8    /* after the last message: more than one byte, or a pad byte not 0 */
 #define OMDP_OBI_E_TEXT_TOO_LONG -9     /* 'C' text length above 200 */
 /* Encoder input errors. */
-#define OMDP_OBI_E_MSG_COUNT -10        /* a block of 0 or more than 255 records */
+#define OMDP_OBI_E_MSG_COUNT -10        /* a block of more than 255 records */
 #define OMDP_OBI_E_NOT_ALONE -11        /* a 'C' or 'H' record in a block with others */
 #define OMDP_OBI_E_CATEGORY -12         /* a record whose category OBI lacks ('?', ...) */
 #define OMDP_OBI_E_SHORT_RANGE -13      /* a short-quote record whose values do not fit 'q' */
@@ -187,7 +187,7 @@ int omdp_obi_decode_batch(const uint8_t *buf, const uint64_t *offsets, const uin
                           omdp_obi_error_t *errs, uint32_t err_cap,
                           omdp_obi_counters_t *counters, omdp_obi_batch_result_t *res);
 
-/* Encode n records (1..255) as one block with the header values of *hdr (block_seq,
+/* Encode n records (0..255; 0 is an empty block, spec Q8) as one block with the header values of *hdr (block_seq,
  * ts_sec, ts_nsec, feed, retrans, session), the pad byte and the checksum. Returns the
  * block length or a negative code with *err naming the record (message_index). */
 int64_t omdp_obi_encode_block(const omdp_obi_block_t *hdr, const omdp_opra_msg_t *msgs, uint32_t n,

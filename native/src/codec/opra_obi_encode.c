@@ -206,7 +206,8 @@ int64_t omdp_obi_encode_block(const omdp_obi_block_t *hdr, const omdp_opra_msg_t
                               const uint8_t *side, uint64_t side_len,
                               uint8_t *out, uint64_t cap, omdp_obi_error_t *err)
 {
-    if (n == 0 || n > OMDP_OBI_MAX_MESSAGES)
+    /* no records is an empty block (spec Q8), which decoders accept */
+    if (n > OMDP_OBI_MAX_MESSAGES)
         return fail(err, OMDP_OBI_E_MSG_COUNT, -1, -1);
     uint32_t off = OMDP_OBI_HEADER_SIZE;
     for (uint32_t i = 0; i < n; i++) {
@@ -230,7 +231,7 @@ int64_t omdp_obi_encode_block(const omdp_obi_block_t *hdr, const omdp_opra_msg_t
     if (off & 1u) /* the pad byte: present exactly when 21 + the messages is odd */
         out[off++] = 0;
     if (off > OMDP_OBI_MAX_BLOCK)
-        return fail(err, OMDP_OBI_E_BLOCK_TOO_BIG, (int)n - 1, msgs[n - 1].category);
+        return fail(err, OMDP_OBI_E_BLOCK_TOO_BIG, (int)n - 1, n ? msgs[n - 1].category : -1);
     out[0] = OMDP_OBI_VERSION;
     obi_wr16(out + 1, off);
     out[3] = hdr->feed;
