@@ -12,19 +12,14 @@ CHUNK_PACKETS = 4096
 
 def _feed_of(cap: object, path: str) -> str:
     """'obi' or 'fast', from the bytes of the capture's first non-empty packet."""
-    from feedhandlers.opra_obi import is_obi
+    from feedhandlers.opra_obi import detect_feed
 
-    for i in range(min(len(cap), 64)):  # type: ignore[arg-type]
-        head = cap.payload(i)[:32]  # type: ignore[attr-defined]
-        if not head:
-            continue
-        if is_obi(head + bytes(32)) and head[0] == 6:
-            return "obi"
-        if head[:2] == b"\x01\x02":
-            return "fast"
-        break
-    raise click.ClickException(f"{path}: cannot tell the feed from its first packet (neither an OBI v6 block "
-                               f"nor a FAST V2 packet); say --feed fast or --feed obi")
+    first = next((cap.payload(i) for i in range(min(len(cap), 64)) if cap.lengths[i]), b"")  # type: ignore[attr-defined]
+    found = detect_feed(first)
+    if found is None:
+        raise click.ClickException(f"{path}: cannot tell the feed from its first packet (neither an OBI v6 block "
+                                   f"nor a FAST V2 packet); say --feed fast or --feed obi")
+    return found
 
 
 @click.command("decode")
