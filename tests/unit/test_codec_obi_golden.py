@@ -216,3 +216,11 @@ def test_time_field_matches_the_eastern_zone_database() -> None:
     for s in secs:
         t = dt.datetime.fromtimestamp(s, eastern)
         assert lib.omdp_obi_eastern_hhmmss(s) == t.hour * 10000 + t.minute * 100 + t.second, s
+
+
+def test_checksum_is_the_byte_sum_of_spec_4_2_at_every_length() -> None:
+    """The C sum (16 or 64 bytes at a time) against the definition, for every block length."""
+    data = np.random.default_rng(42).integers(0, 256, 1000, dtype=np.uint8).tobytes()
+    for n in range(0, 1001):
+        want = sum(b for i, b in enumerate(data[:n]) if i not in (19, 20)) & 0xFFFF
+        assert checksum(data[:n]) == want, n

@@ -16,10 +16,12 @@
 typedef struct obi_dec {
     uint8_t *side;
     uint32_t side_cap, side_pos;
-    uint32_t cached_sec;      /* the block time whose Eastern HHMMSS is cached below */
-    uint32_t cached_hhmmss000;
-    int cache_valid;
 } obi_dec_t;
+
+/* The Eastern HHMMSS x 1000 of the last block time seen by this thread: block times change
+ * once a second on a line, so the calendar arithmetic runs once a second, not per block. */
+static _Thread_local uint32_t cached_sec = UINT32_MAX;
+static _Thread_local uint32_t cached_hhmmss000 = UINT32_MAX;
 
 static int fail(omdp_obi_error_t *err, uint64_t packet_index, int code, size_t offset, int msg, int category)
 {
@@ -300,14 +302,13 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         info->status |= OMDP_OBI_BLK_EMPTY;
     if (UNLIKELY(count > out_cap))
         return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, 10, -1, -1);
-    if (!D->cache_valid || D->cached_sec != info->ts_sec) {
-        D->cached_sec = info->ts_sec;
-        D->cached_hhmmss000 = omdp_obi_eastern_hhmmss(info->ts_sec) * 1000u;
-        D->cache_valid = 1;
+    if (UNLIKELY(cached_sec != info->ts_sec || cached_hhmmss000 == UINT32_MAX)) {
+        cached_hhmmss000 = omdp_obi_eastern_hhmmss(info->ts_sec) * 1000u;
+        cached_sec = info->ts_sec;
     }
     /* FAST V2's time field, HHMMSSmmm Eastern, from the block time (milliseconds of a
      * nanosecond field outside 0..999,999,999 are kept as they come, never a fault) */
-    uint32_t time = D->cached_hhmmss000 + info->ts_nsec / 1000000u;
+    uint32_t time = cached_hhmmss000 + info->ts_nsec / 1000000u;
     /* Spec Q2: block_seq is the first message's MSN; message i is block_seq + i. */
     uint64_t seq = info->block_seq;
     uint32_t off = OMDP_OBI_HEADER_SIZE;
