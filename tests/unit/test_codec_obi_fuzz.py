@@ -11,7 +11,7 @@ from obi_strategies import block
 from feedhandlers.opra_obi import ObiDecodeError, checksum, decode_block, decode_blocks, encode_block, encode_records
 from feedhandlers.opra_obi_errors import CODE_BY_NAME
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

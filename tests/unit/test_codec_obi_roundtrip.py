@@ -22,7 +22,7 @@ from feedhandlers.opra_obi import (
     new_header,
 )
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 P = 1_000_000_000
 
 
@@ -149,3 +149,25 @@ def test_encoder_refuses_with_a_typed_error(name: str, records: np.ndarray, code
     with pytest.raises(ObiEncodeError) as exc:
         encode_records(new_header(), records, b"")
     assert exc.value.name == code and code in str(exc.value)
+
+
+def test_stream_encoder_cuts_blocks_as_opra_packs_a_line() -> None:
+    from feedhandlers.opra_obi import decode_blocks
+    from feedhandlers.opra_obi_stream import as_obi, encode_stream
+    from ops.bench.random_capture import random_records
+
+    recs = as_obi(random_records(3000, 9))
+    recs["msg_seq"][1500:] += 10  # a gap: the block before it ends there
+    ctl = new_records(1)
+    ctl["category"], ctl["participant"], ctl["msg_type"], ctl["wire"] = ord("H"), ord("O"), ord("N"), WIRE_OBI
+    ctl["msg_seq"] = recs["msg_seq"][-1] + 1
+    recs = np.concatenate([recs, ctl])
+    ts = 1_771_857_000 * 10**9 + np.arange(len(recs), dtype=np.int64) * 1000
+    buf, off, ln, first = encode_stream(recs, b"", [40], ts_ns=ts)
+    d = decode_blocks(buf, off, ln)
+    assert not d.errors and d.counters["messages"] == len(recs) and int(ln.max()) <= 1000
+    assert 1500 in first.tolist() and first[-1] == len(recs) - 1 and ln[-1] == 34  # the H alone
+    assert d.records["msg_seq"].tolist() == recs["msg_seq"].tolist()
+    last = np.append(first[1:], len(recs)) - 1
+    assert (d.blocks["ts_sec"].astype(np.int64) * 10**9 + d.blocks["ts_nsec"] == ts[last]).all()
+    assert (np.diff(first) <= 40).all()
