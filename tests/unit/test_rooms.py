@@ -39,7 +39,7 @@ HEADER_OWNER = {
     "clock": "runtime", "tsc_clock": "runtime", "stamp_clock": "runtime", "record": "runtime",
     "operator": "runtime", "partition": "runtime", "seq_ops": "runtime", "shm_region": "runtime",
     "relaxed_counter": "runtime", "pcap_walk": "captures", "opra_fast": "codec", "opra_msg": "codec",
-    "opra_bench": "codec", "opra_arrow": "codec", "vega": "transport", "vega_ring": "transport",
+    "opra_bench": "codec", "opra_arrow": "codec", "opra_obi": "codec", "vega": "transport", "vega_ring": "transport",
     "vega_defaults": "transport", "vega_mirror": "transport", "vega_tcp": "transport", "vega_ib": "transport",
     "tcp_channel": "transport", "partition_channels": "transport", "transport_bench": "transport",
     "histogram": "metrics", "collector": "metrics", "latency_operator": "metrics", "stats": "metrics",

@@ -1,4 +1,5 @@
-/* The OPRA message record: one decoded OPRA FAST V2 message, 256 bytes.
+/* The OPRA message record: one decoded OPRA message, 256 bytes, the same for both of OPRA's
+ * formats (FAST V2 here, the binary OBI feed as opra_obi.h maps it; `wire` tells them apart).
  *
  * Owned by feedhandlers (Python reads it as feedhandlers.opra_record.OPRA_MSG_DTYPE, built
  * from this struct). It starts with the omdp record header, holds every field
@@ -85,7 +86,8 @@ typedef struct omdp_opra_msg {
     uint8_t put_call;          /* 246 'C' or 'P' from the month code, 0 if none */
     uint8_t root_len;          /* 247 bytes of root used */
     char root[OMDP_OPRA_ROOT_MAX]; /* 248 slot 6 as received, NUL padded */
-    uint8_t reserved[2];       /* 254 zero */
+    uint8_t wire;              /* 254 the wire format: 0 FAST V2, else OMDP_OBI_WIRE_* bits (opra_obi.h) */
+    uint8_t reserved;          /* 255 zero */
 } omdp_opra_msg_t;
 
 /* One entry of a 'Y' group in the side buffer (32 bytes). String slots keep their bytes
