@@ -205,17 +205,7 @@ class Generator:
         t_run = wallclock.perf_counter()
         cpu_run = wallclock.process_time()
         final = cfg.directory
-        out_dir = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        try:
-            shutil.rmtree(out_dir, ignore_errors=True)
-            out_dir.mkdir(parents=True)
-            manifest = self._write(out_dir)
-            _move_into_place(out_dir, final)
-        except BaseException as exc:
-            shutil.rmtree(out_dir, ignore_errors=True)
-            if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
-                raise ArtifactWriteError(final, exc) from exc
-            raise
+        manifest = write_staged(final, self._write)
         return SynthResult(final, manifest, wallclock.perf_counter() - t_run, self.setup_s,
                            wallclock.process_time() - cpu_run, self.timer.report())
 
@@ -330,6 +320,24 @@ class Generator:
         )
 
 
+def write_staged(final: Path, write: Callable[[Path], Manifest]) -> Manifest:
+    """Run ``write`` into a hidden directory beside ``final`` and move it into place when it
+    returns (both markets' captures): a failure leaves the old capture, if any, as it was,
+    and no half capture; an OSError becomes an ArtifactWriteError naming ``final``."""
+    out_dir = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        manifest = write(out_dir)
+        _move_into_place(out_dir, final)
+    except BaseException as exc:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
+            raise ArtifactWriteError(final, exc) from exc
+        raise
+    return manifest
+
+
 def _move_into_place(new: Path, final: Path) -> None:
     """Make the finished capture ``new`` the date's capture; an old one there goes only
     after the new one is in place (two renames; a reader sees one or the other)."""
@@ -340,10 +348,9 @@ def _move_into_place(new: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def check_target(cfg: SynthConfig) -> None:
-    """CaptureExistsError when the date already has a capture and ``cfg.force`` is off."""
-    d = cfg.directory
-    if not cfg.force and d.is_dir() and any(d.iterdir()):
+def check_target(d: Path, force: bool) -> None:
+    """CaptureExistsError when the capture directory ``d`` holds a capture and ``force`` is off."""
+    if not force and d.is_dir() and any(d.iterdir()):
         raise CaptureExistsError(f"{d}: a capture is already there; give --force to replace it "
                                  "(or --date/--data for another place)")
 
@@ -351,6 +358,6 @@ def check_target(cfg: SynthConfig) -> None:
 def synthesize(cfg: SynthConfig) -> SynthResult:
     """Generate the capture ``cfg`` describes into a temporary directory beside its place,
     moved into place when whole (a failure leaves the old capture, if any, as it was)."""
-    check_target(cfg)
+    check_target(cfg.directory, cfg.force)
     return Generator(cfg).run()
 

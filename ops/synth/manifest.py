@@ -8,7 +8,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omdp.atomic_files import write_text_atomic
 
@@ -28,10 +28,15 @@ class Endpoint(_Strict):
     source_port: int = Field(ge=1, le=65535)
 
 
-class LineInfo(_Strict):
-    """One OPRA line: its alphabetical root range, addresses, files and counts."""
+FEED_FORMATS = ("opra-fast-v2", "obi-v6")
+"""What the pcaps carry: OPRA FAST V2 packets (the 2008 market) or OBI v6 blocks (today's)."""
 
-    line: int = Field(ge=1, le=99)
+
+class LineInfo(_Strict):
+    """One OPRA line: its alphabetical root range, addresses, files and counts. FAST
+    captures number lines 1..99; OBI lines are 1..96 and 220 (spec 2.2, 2.3)."""
+
+    line: int = Field(ge=1, le=225)
     first_root: str
     last_root: str
     roots: int = Field(ge=0)
@@ -84,12 +89,25 @@ class UniverseInfo(_Strict):
 
 
 class GroundTruthInfo(_Strict):
-    """The ground-truth file of injected anomalies (Parquet, schema in docs/manifest.md)."""
+    """The ground-truth file of injected anomalies (Parquet, schema in docs/manifest.md),
+    and (today's market) the file of injected transport faults: gaps and bad checksums."""
 
     file: str
     rows: int = Field(ge=0)
     events: int = Field(ge=0)
     kinds: dict[str, int]
+    faults_file: str | None = None
+    faults: dict[str, int] = Field(default_factory=dict)
+
+
+class ProfileInfo(_Strict):
+    """Today's burst profile (docs/synth.md "Today's market"): what ``--rate`` scaled."""
+
+    peak_ratio: float = Field(ge=1)
+    peak_msgs_per_second_1x: float = Field(gt=0)
+    mean_msgs_per_second_1x: float = Field(gt=0)
+    target_msgs_per_second: float = Field(gt=0)
+    bucket_ns: int = Field(gt=0)
 
 
 class FileCheck(_Strict):
@@ -103,6 +121,7 @@ class Manifest(_Strict):
     """Everything a reader of the capture needs besides the pcaps."""
 
     schema_version: Literal[1] = 1
+    feed_format: Literal["opra-fast-v2", "obi-v6"] = "opra-fast-v2"
     generator: str
     date: dt.date
     start_time: str
@@ -121,6 +140,15 @@ class Manifest(_Strict):
     nbbo_rule: str
     checksums: dict[str, FileCheck] = Field(default_factory=dict,
                                             description="file name -> size and CRC-32; readers check them")
+    profile: ProfileInfo | None = None
+
+    @model_validator(mode="after")
+    def _lines_of_format(self) -> "Manifest":
+        allowed = (lambda n: 1 <= n <= 96 or n == 220) if self.feed_format == "obi-v6" else (lambda n: 1 <= n <= 99)
+        bad = [ln.line for ln in self.lines if not allowed(ln.line)]
+        if bad:
+            raise ValueError(f"lines: {bad[0]} is not a line of feed_format {self.feed_format}")
+        return self
 
 
 def write_manifest(manifest: Manifest, directory: Path) -> Path:

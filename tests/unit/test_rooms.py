@@ -31,7 +31,7 @@ C_MAY_USE = {
     "runtime": (), "captures": (), "codec": ("runtime",), "transport": ("runtime",), "metrics": ("runtime",),
     "replay": ("runtime", "codec", "transport"), "reshard": ("runtime",),
     "feed_handler": ("runtime", "codec", "transport", "metrics", "replay", "reshard"),
-    "engine": ("runtime", "codec", "reshard"), "elastic": ("runtime", "codec", "engine"),
+    "engine": ("runtime", "codec", "reshard"), "elastic": ("runtime", "codec", "engine"), "synth": ("runtime", "codec"),
 }
 """native/README.md: the components each component may use (besides itself)."""
 
@@ -39,7 +39,7 @@ HEADER_OWNER = {
     "clock": "runtime", "tsc_clock": "runtime", "stamp_clock": "runtime", "record": "runtime",
     "operator": "runtime", "partition": "runtime", "seq_ops": "runtime", "shm_region": "runtime",
     "relaxed_counter": "runtime", "pcap_walk": "captures", "opra_fast": "codec", "opra_msg": "codec",
-    "opra_bench": "codec", "opra_arrow": "codec", "opra_obi": "codec", "vega": "transport", "vega_ring": "transport",
+    "opra_bench": "codec", "opra_arrow": "codec", "opra_obi": "codec", "obi_synth": "synth", "vega": "transport", "vega_ring": "transport",
     "vega_defaults": "transport", "vega_mirror": "transport", "vega_tcp": "transport", "vega_ib": "transport",
     "tcp_channel": "transport", "partition_channels": "transport", "transport_bench": "transport",
     "histogram": "metrics", "collector": "metrics", "latency_operator": "metrics", "stats": "metrics",
