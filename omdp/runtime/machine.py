@@ -52,7 +52,7 @@ def clocksource() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """What to print beside every benchmark figure: CPU model, CPUs, kernel, Python, numpy, load."""
+    """What to print beside every benchmark figure: CPU model, CPUs, kernel, Python, numpy, load, memory."""
     import numpy as np
 
     return {
@@ -63,7 +63,16 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "load_average": list(os.getloadavg()),
+        "memory_bytes": memory_bytes(),
     }
+
+
+def memory_bytes() -> int | None:
+    """The machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def is_local_address(address: str) -> bool:

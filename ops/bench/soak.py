@@ -106,7 +106,7 @@ def run_soak(topology: str, data: Path, rate: str, seconds: float, every_s: floa
         run = json.loads(report.read_text())
     return {
         "machine": machine_info(),
-        "command": " ".join(["omdp run", topology, "--data", str(data), "--rate", rate, "--seconds", f"{seconds:g}",
+        "run_command": " ".join(["omdp run", topology, "--data", str(data), "--rate", rate, "--seconds", f"{seconds:g}",
                              *extra]),
         "sample_every_s": every_s,
         "memory": {name: _summary(s) for name, s in sorted(series.items()) if s},

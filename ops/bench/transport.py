@@ -239,10 +239,11 @@ class Report:
 
 
 def report_machine() -> dict[str, Any]:
-    """CPU model, cores, kernel, clock source, Python: printed beside every table (the
+    """CPU model, cores, memory, kernel, clock source, Python: printed beside every table (the
     report's keys; the figures are ``omdp.runtime.machine``'s)."""
     m = machine.machine_info()
-    return {"cpu": m["cpu_model"], "cpus": m["logical_cpus"], "kernel": m["kernel"], "python": m["python"],
+    return {"cpu": m["cpu_model"], "cpus": m["logical_cpus"], "memory_bytes": m["memory_bytes"],
+            "kernel": m["kernel"], "python": m["python"],
             "clocksource": machine.clocksource(), "sender_cpu": SENDER_CPU, "receiver_cpu": RECEIVER_CPU}
 
 

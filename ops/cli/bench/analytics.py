@@ -2,11 +2,12 @@
 cores (the work is in ``ops.bench.analytics``)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from ops.cli.options import DATA_ENVVAR, positive_seconds
 
@@ -86,7 +87,7 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
         click.echo(line)
         out["targets"].append(verdict)
     if json_out:
-        Path(json_out).write_text(json.dumps(out, indent=2))
+        write_bench_json(json_out, out)
         click.echo(f"wrote {json_out}")
 
 

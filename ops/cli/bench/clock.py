@@ -2,10 +2,11 @@
 clock's calibration error and drift (ops/bench/clock.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 
 @click.command("clock")
@@ -42,5 +43,5 @@ def bench_clock(calls: int, runs: int, seconds: float, json_out: Path | None) ->
         click.echo(TSC_STAMP.line(ts["median"]))
         r["targets"] = [TSC_STAMP.verdict(ts["median"])]
     if json_out:
-        json_out.write_text(json.dumps(r, indent=2))
+        write_bench_json(json_out, r)
         click.echo(f"wrote {json_out}")

@@ -2,10 +2,11 @@
 reading the stats segment (the work is in ``ops.bench.collector``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from omdp.units import fmt_us
 
@@ -35,5 +36,5 @@ def collector(json_out: Path | None, batch_records: int, batches: int, record_by
     for name, q in res["stats_reader_us"].items():
         click.echo(f"reader {name:27} {fmt_us(q['median']):>9} median  {fmt_us(q['p90']):>9} p90")
     if json_out:
-        json_out.write_text(json.dumps(res, indent=2) + "\n")
+        write_bench_json(json_out, res)
         click.echo(f"wrote {json_out}")

@@ -2,11 +2,10 @@
 beside FAST V2 on the same messages (the work is in ``ops.bench.decode``)."""
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 
 def _row(name: str, r: dict) -> str:
@@ -67,7 +66,6 @@ def decode_bench(capture: str | None, fmt: str, feed: str, random_messages: int 
                            in_cache_packets=in_cache_packets, in_cache_passes=in_cache_passes)
     res["source"] = source
     res["machine"] = machine_info()
-    res["command"] = "omdp " + " ".join(sys.argv[1:])
     cap = res["capture"]
     click.echo(f"capture {source}: {cap['packets']} packets, {cap['messages']} messages, "
                f"{cap['msgs_per_packet']:.2f} messages/packet, {cap['bytes_per_packet']:.0f} bytes/packet")
@@ -86,7 +84,7 @@ def decode_bench(capture: str | None, fmt: str, feed: str, random_messages: int 
     click.echo(DECODE.line(per_core, f"{cap['messages']:,} messages of this capture"))
     res["targets"] = [DECODE.verdict(per_core)]
     if json_out:
-        Path(json_out).write_text(json.dumps(res, indent=2))
+        write_bench_json(json_out, res)
         click.echo(f"wrote {json_out}")
 
 

@@ -2,10 +2,11 @@
 and a rate-step run of its control loop (ops/bench/elastic.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from ops.replay.rate_schedule import parse_rate_schedule
 from ops.replay.rates import RateError
@@ -72,5 +73,5 @@ def bench_elastic(json_out: Path | None, rate_schedule: str, period_s: float, wo
                    f"{s['messages_skipped']} offered messages skipped (not taken within {s['max_lag_s']} s); "
                    f"{s['inplace']} run in place")
     if json_out:
-        json_out.write_text(json.dumps(r, indent=2))
+        write_bench_json(json_out, r)
         click.echo(f"wrote {json_out}")

@@ -1,10 +1,11 @@
 """``omdp bench engine``: the decision engine's ns per message (ops/bench/engine.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from omdp.units import fmt_ns, fmt_us
 
@@ -63,5 +64,5 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
         click.echo(f"Python custom engine, batches of {c['batch']:>4}: {fmt_us(c['us_per_batch_median']):>9}/batch "
                    f"({c['ns_per_message_median']:.0f} ns/message)")
     if json_out:
-        json_out.write_text(json.dumps(r, indent=2))
+        write_bench_json(json_out, r)
         click.echo(f"wrote {json_out}")

@@ -2,10 +2,11 @@
 ``ops.bench.replay``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from ops.cli.options import positive_seconds
 
@@ -43,5 +44,4 @@ def bench_replay(capture: Path | None, capture_seconds: float, seconds: float, c
     click.echo(render_targets(doc))
     click.echo(f"multicast keeps up to {doc['multicast_keeps_up_to_x']}x; behind at {doc['multicast_behind_at_x']}x")
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(doc, indent=2))
+        write_bench_json(json_out, doc)

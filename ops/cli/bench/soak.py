@@ -2,10 +2,11 @@
 the run's accounting beside it (ops/bench/soak.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from ops.cli.options import DATA_ENVVAR, parse_rate_x, positive_seconds
 
@@ -37,7 +38,7 @@ def bench_soak(topology: str, data_dir: Path, rate: str, seconds: float, every: 
             r = run_soak(topology, data_dir, rate, seconds, every, extra, progress)
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
-    click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs); {r['command']}")
+    click.echo(f"machine: {r['machine']['cpu_model']} ({r['machine']['logical_cpus']} CPUs); {r['run_command']}")
     click.echo(f"{'process':<34} {'1 min':>8} {'middle':>8} {'highest':>8} {'end':>8} {'MiB/min, 2nd half':>18}")
     for name, m in r["memory"].items():
         click.echo(f"{name:<34} {m['first_min_mib']:>8.1f} {m['middle_mib']:>8.1f} {m['highest_mib']:>8.1f} "
@@ -45,5 +46,5 @@ def bench_soak(topology: str, data_dir: Path, rate: str, seconds: float, every: 
     acc = r["run"].get("accounting", {})
     click.echo("accounting: " + ", ".join(f"{k} {v:,}" for k, v in acc.items() if isinstance(v, int)))
     if json_out:
-        json_out.write_text(json.dumps(r, indent=2))
+        write_bench_json(json_out, r)
         click.echo(f"wrote {json_out}")

@@ -3,13 +3,14 @@ typed and the machine above the table, the table on stdout and in ``--markdown``
 point with the command and machine in ``--json``."""
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 
 def emit_sweep(name: str, data: dict[str, Any], table: Callable[[str, str], str], json_out: Path | None,
@@ -23,6 +24,6 @@ def emit_sweep(name: str, data: dict[str, Any], table: Callable[[str, str], str]
     text = table(command, machine)
     click.echo(text)
     if json_out:
-        json_out.write_text(json.dumps({**data, "command": command, "machine": machine}, indent=1, default=str))
+        write_bench_json(json_out, {**data, "command": command}, indent=1)
     if md_out:
         md_out.write_text(text)

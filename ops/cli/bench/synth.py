@@ -2,11 +2,12 @@
 ``ops.bench.synth``)."""
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 from ops.cli.options import DATA_ENVVAR, positive_seconds
 
@@ -63,4 +64,4 @@ def bench_synth(market: str, seconds: float | None, rate_text: str | None, under
     click.echo(f"machine: {result['machine']['cpu_model']}, {result['machine']['logical_cpus']} CPUs, "
                f"load average {result['machine']['load_average']}")
     if json_out is not None:
-        json_out.write_text(json.dumps(result, indent=1))
+        write_bench_json(json_out, result, indent=1)

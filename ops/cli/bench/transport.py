@@ -2,10 +2,11 @@
 ``ops.bench.transport`` and ``ops.bench.transport_hosts``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 
 @click.command("transport")
@@ -40,7 +41,7 @@ def transport(json_out: Path | None, md_out: Path | None, quick: bool, hosts: st
         render = markdown
     data["command"] = command
     if json_out:
-        json_out.write_text(json.dumps(data, indent=1, default=float))
+        write_bench_json(json_out, data, indent=1, default=float)
     text = render(data, data["command"])
     if md_out:
         md_out.write_text(text)
