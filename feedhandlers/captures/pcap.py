@@ -18,6 +18,7 @@ import numpy as np
 from feedhandlers.captures.capture import Capture, pack_payloads
 from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int
 from feedhandlers.captures.rotation import rotated_path
+from omdp.errors import InputError
 from omdp.native import ffi, lib
 
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -35,7 +36,7 @@ RECORD_DTYPE = np.dtype(
 _CHUNK = 1 << 16
 
 
-class PcapError(ValueError):
+class PcapError(InputError):
     """A file that is not a readable classic pcap, with the file and offset."""
 
 

@@ -9,12 +9,30 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from omdp.errors import InputError
 from omdp.transport.shm_names import new_run_id
 
-__all__ = ["DEFAULT_DATA_DIR", "log_name", "new_run_id", "run_dir"]
+__all__ = ["DEFAULT_DATA_DIR", "RunIdError", "check_new_run_id", "log_name", "new_run_id", "run_dir"]
 
 DEFAULT_DATA_DIR = Path("omdp-data")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,62}")
+"""What both the shared memory names (no dashes) and the stats segment (63 bytes) take."""
+
+
+class RunIdError(InputError):
+    """A run id given by the user that cannot name a new run."""
+
+
+def check_new_run_id(data_dir: Path, run_id: str) -> None:
+    """Refuse, before anything is created, a run id that cannot name the run's shared memory
+    or that an earlier run under ``data_dir`` already has (its records would be overwritten)."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise RunIdError(f"{run_id!r}: a run id is 1 to 63 characters of A-Z, a-z, 0-9, '_' and '.', not starting "
+                         f"with '.' (it names the run's shared memory)")
+    taken = sorted((Path(data_dir) / "runs").glob(f"*/{run_id}"))
+    if taken:
+        raise RunIdError(f"{run_id}: a run with this id exists ({taken[0]}); give another id")
 
 
 def run_dir(data_dir: Path, run_id: str, now: dt.datetime | None = None) -> Path:

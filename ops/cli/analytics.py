@@ -3,6 +3,7 @@ command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>_job.p
 from __future__ import annotations
 
 from collections.abc import Callable
+import re
 from pathlib import Path
 
 import click
@@ -21,9 +22,22 @@ def _check_date(ctx: click.Context, param: click.Parameter, value: str) -> str:
         raise click.BadParameter(str(exc)) from exc
 
 
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
+                     r"|(spark|mesos)://[^\s/:]+:\d+(,[^\s/:]+:\d+)*|k8s://\S+")
+"""The master URLs Spark takes (local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn, ...)."""
+
+
+def _check_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not _MASTER.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not a Spark master URL: give local[N], local[*], "
+                                 "spark://HOST:PORT, yarn or k8s://URL")
+    return value
+
+
 def _common(f: Callable) -> Callable:
     f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
-    f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
+    f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
+                  help="Spark master: local[N], spark://host:7077, yarn.")(f)
     f = click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
                      help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
@@ -48,9 +62,15 @@ def _latency_opts(f: Callable) -> Callable:
 
 
 def _session(name: str, master: str, ui: bool):
+    """The job's SparkSession; one that cannot start is a one-line error naming --master."""
+    from pyspark.errors import PySparkException
+
     from ops.spark.session import build_session
 
-    return build_session(name, master, ui=ui)
+    try:
+        return build_session(name, master, ui=ui)
+    except PySparkException as e:
+        raise click.ClickException(f"--master {master}: Spark did not start ({e.getMessage() or e})") from None
 
 
 def _feeds_options(copies: str, chunk_packets: int, top_underlyings: int):
@@ -158,7 +178,8 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
 @click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
 @click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Data root: captures/, runs/, replay/.")
-@click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")
+@click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
+                  help="Spark master: local[N], spark://host:7077, yarn.")
 @click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
 @click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Engine configuration file (TOML; repeat for a what-if). Default: the live defaults.")

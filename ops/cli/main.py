@@ -14,6 +14,7 @@ from ops.cli.capture import capture
 from ops.cli.dashboard import dashboard
 from ops.cli.decode import decode
 from ops.cli.demo import demo
+from ops.cli.errors import OmdpGroup
 from ops.cli.native_info import info
 from ops.cli.plan import plan_command
 from ops.cli.replay import replay
@@ -24,7 +25,7 @@ from ops.cli.shm import shm
 from ops.cli.synth import synth
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=OmdpGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Documentation: README.md and docs/ (architecture: docs/architecture.md).")
 @click.version_option(package_name="omdp")
 def cli() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from ops.cli.options import check_positive, positive_seconds
+from ops.cli.options import check_positive, positive_seconds, writable_output
 
 
 DEFAULT_PIPELINE_SECONDS = 30.0
@@ -54,21 +54,25 @@ def _write_json(out: str, data: Any) -> None:
 def dashboard_hook(address: str) -> Any:
     """The hook ``--dashboard HOST:PORT`` gives a pipeline run: once the run's stats segment
     exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
-    dashboard's own component) from this process; the hook returns the server's stop."""
+    dashboard's own component) from this process; the hook returns the server's stop.
+    The address is bound now, so one in use is refused before the run starts."""
     try:
         from ops.dashboard.access import READ_TOKEN_ENV
-        from ops.dashboard.serve import parse_address, start_dashboard
+        from ops.dashboard.serve import bind_address, parse_address, start_dashboard
     except ImportError:
         raise click.UsageError("--dashboard: this installation has no dashboard (ops.dashboard)") from None
     try:
         host, port = parse_address(address)
+        sock = bind_address(host, port)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--dashboard") from None
+    except OSError as e:
+        raise click.BadParameter(e.strerror or str(e), param_hint="--dashboard") from None
 
     read_token = os.environ.get(READ_TOKEN_ENV) or None
 
     def serve(run_id: str, run_dir: Path) -> Any:
-        server = start_dashboard(run_id, host, port, read_token=read_token)
+        server = start_dashboard(run_id, host, port, read_token=read_token, sock=sock)
         click.echo(f"dashboard: {server.url}", err=True)
         if server.exposure_warning:
             click.echo(server.exposure_warning, err=True)
@@ -182,7 +186,7 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
-@click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@click.option("--json", "json_out", callback=writable_output, default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
 @click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @click.option("--rate-schedule", default=None, metavar="NX:S,...",
@@ -200,6 +204,13 @@ def run_command(topology: str, data_dir: Path, duration: float | None, overrides
                 config_label: str, dashboard: str | None, max_p99_from_intended: float, clock: str | None) -> None:
     """Run TOPOLOGY: one pinned process per partition, transports inserted between them."""
     overrides = overrides + clock_override(clock)
+    if run_id is not None:
+        from omdp.runtime.rundir import RunIdError, check_new_run_id
+
+        try:
+            check_new_run_id(data_dir, run_id)
+        except RunIdError as e:
+            raise click.BadParameter(str(e), param_hint="--run-id") from None
     if duration is not None:
         if seconds is not None:
             raise click.UsageError("--duration is the old spelling of --seconds: give only --seconds")

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
+from omdp.errors import InputError
 from ops.replay.config import MAX_LINE, line_ranges
 
 
-class CaptureInputError(ValueError):
+class CaptureInputError(InputError):
     """The capture directory cannot be replayed as asked; the message names the file or line."""
 
 
@@ -40,9 +41,12 @@ def _endpoint(entry: dict, copy: str, where: str) -> tuple[str, int] | None:
     if spec is None:
         return None
     try:
-        return str(spec["group"]), int(spec["port"])
+        group, port = str(spec["group"]), int(spec["port"])
     except (KeyError, TypeError, ValueError):
         raise CaptureInputError(f"{where}: copy {copy} of line {entry.get('line')} needs 'group' and 'port'") from None
+    if not 1 <= port <= 65535:
+        raise CaptureInputError(f"{where}: port of copy {copy} of line {entry.get('line')}: {port} is not 1..65535")
+    return group, port
 
 
 def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
