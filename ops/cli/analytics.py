@@ -61,6 +61,17 @@ def _latency_opts(f: Callable) -> Callable:
     return f
 
 
+def _require_data(date: str, found: bool, missing: str) -> None:
+    """Refuse, before Spark starts, a night with nothing to read: its report would be empty
+    and a scheduler would take the exit status 0 for a night that was analysed."""
+    if not found:
+        raise click.ClickException(f"--date {date}: {missing}: nothing to analyse (no report written)")
+
+
+def _has_runs(runs_dir: Path) -> bool:
+    return runs_dir.is_dir() and any(p.is_dir() for p in runs_dir.iterdir())
+
+
 def _session(name: str, master: str, ui: bool):
     """The job's SparkSession; one that cannot start is a one-line error naming --master."""
     from pyspark.errors import PySparkException
@@ -109,6 +120,9 @@ def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packe
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
 
+    layout = DataLayout(data)
+    _require_data(date, bool(layout.capture_files(date, copies.upper())),
+                  f"no copy {copies.upper()} capture files in {layout.captures(date)}")
     spark = _session("omdp-feeds", master, ui)
     try:
         r = run_feeds(spark, DataLayout(data), date, _feeds_options(copies, chunk_packets, top_underlyings))
@@ -130,6 +144,7 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
     from ops.spark.data_layout import DataLayout
     from ops.spark.latency_job import run_latency
 
+    _require_data(date, _has_runs(DataLayout(data).runs(date)), f"no runs in {DataLayout(data).runs(date)}")
     spark = _session("omdp-latency", master, ui)
     try:
         r = run_latency(spark, DataLayout(data), date, _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights))
@@ -155,7 +170,11 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
     runs were made or a capture's date: the report says which it used."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.nightly_job import run_nightly, summary_lines
+    from ops.spark.replay_report import resolve_night
 
+    layout = DataLayout(data)
+    _require_data(date, resolve_night(layout, date).read_as != "neither",
+                  f"no capture in {layout.captures(date)} and no runs in {layout.runs(date)}")
     spark = _session("omdp-nightly", master, ui)
     try:
         r = run_nightly(
@@ -210,6 +229,9 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         loaded = tuple(load_configs([str(c) for c in configs]))
     except ReplayConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
+    layout = DataLayout(data)
+    _require_data(date, any(layout.captures(d).is_dir() for d in dates),
+                  f"no capture in {layout.captures(date)}" + (f" nor of the dates to {to}" if to else ""))
     spark = _session("omdp-replay", master, ui)
     try:
         r = run_replay(spark, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile))

@@ -26,12 +26,13 @@ from omdp.metrics.breakdown import Breakdown, format_breakdown
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
 from omdp.plan import Plan, build_plan
+from omdp.runtime.machine import check_machine
 from omdp.runtime.reshard import (LIVE_COUNTERS, SERIES_BYTES, ReshardLive, ReshardSchedule, ReshardSegment,
                                   bucket_homes, summarize_moves)
 from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.run import run_plan
 from omdp.runtime.supervisor import RunResult
-from omdp.topology.load import load_topology
+from omdp.topology.load import TopologyError, load_topology
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
 from ops.pipeline.capture_info import capture_dir, open_capture
 from ops.pipeline.feed_sender import replay_run_id
@@ -194,6 +195,9 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
                  run_id: str | None = None) -> PipelineRun:
     """Run an assembled pipeline to its end and report (see the module doc)."""
     asm, plan = pp.assembly, pp.plan
+    problems = check_machine(plan)  # run_plan checks again; here it is before the run's directory exists
+    if problems:
+        raise TopologyError(plan.source, problems)
     run_id = run_id or new_run_id()
     rdir = run_dir(Path(data_dir), run_id)
     fs = asm.groups.feed_senders

@@ -173,6 +173,11 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
                 continue
             point.run = run.to_dict()
             point.load = (load_before, os.getloadavg()[0])
+            if not run.result.ok:  # a partition died: a failure of the sweep, not an unsustainable rate
+                point.error = f"run {run.result.run_id} failed: {run.result.failure or 'a partition died'}"
+                failures += 1
+                say(f"  failed: {point.error}")
+                continue
             point.sustainable = run.verdict.sustainable
             failures = failures + 1 if failed(point) else 0
             say("  " + point_line(point))

@@ -4,6 +4,7 @@ naming the input and the reason, a non-zero exit status, and nothing created or 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -178,3 +179,50 @@ def test_run_json_to_an_unwritable_path_is_refused_before_the_run(data: Path, tm
     out = tmp_path / where
     fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--json", out], "--json", str(out), code=2)
     assert not (data / "runs").exists()
+
+
+# ---- failures that once exited 0 --------------------------------------------------------------
+
+
+def test_capture_stats_with_malformed_packets_exits_1(tmp_path: Path) -> None:
+    from feedhandlers.captures import write_pcap
+    from feedhandlers.opra_fast import encode_records, new_records
+    from ops.synth.records import FIELDS_K
+
+    r = new_records(1)
+    r["category"], r["msg_type"], r["participant"], r["retrans"], r["msg_seq"] = ord("k"), 32, ord("C"), 32, 1
+    r["root"], r["root_len"], r["fields"] = b"ABC  ", 5, FIELDS_K
+    ok = encode_records(r, b"")
+    pcap = tmp_path / "line01.pcap"
+    write_pcap(pcap, [ok, b"\x00\x01 not opra", ok], [1, 2, 3], dst_ip="233.43.202.1", dst_port=11001)
+    out = fails_cleanly(["capture", "stats", pcap], f"{pcap}: 1 malformed packet(s)", code=1)
+    assert "malformed packets: 1" in out  # the statistics are printed first
+
+
+def test_pricing_cpus_not_on_this_machine_are_refused_before_the_run(data: Path) -> None:
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--set", "operators.de.params.pricing_cpus=[4096]"],
+                  "operators.de.params.pricing_cpus: CPU 4096 is not available here", code=2)
+    assert not (data / "runs").exists()
+
+
+def test_bench_sweep_with_failed_runs_exits_1(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    fails_cleanly(["bench", "sweep", TOPOLOGY, "--rates", "1x,2x", "--seconds", "1", "--data", data, "--knobs", "tuned",
+                   "--set", "operators.de.params.pricing_cpus=[4096]", "--json", out],
+                  "bench sweep: 2 of 2 runs failed; the first, opra-fused ring at 1x:", "CPU 4096", code=1)
+    assert [p["error"] is not None for p in json.loads(out.read_text())["points"]] == [True, True]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="bench scaling's smallest layout needs 2 CPUs")
+def test_bench_scaling_with_failed_runs_exits_1(data: Path, tmp_path: Path) -> None:
+    fails_cleanly(["bench", "scaling", "--cores", "2", "--rates", "1x", "--seconds", "1", "--data", data,
+                   "--topologies-out", tmp_path / "layouts", "--set", "operators.de.params.pricing_cpus=[4096]"],
+                  "bench scaling: 1 of 1 runs failed; the first, 2 cores at 1x:", code=1)
+
+
+@pytest.mark.parametrize("job", ["feeds", "latency", "nightly", "replay"])
+def test_analytics_of_a_date_with_no_data_fails_before_spark(data: Path, job: str) -> None:
+    """A night with nothing to read once wrote an empty report and exited 0."""
+    fails_cleanly(["analytics", job, "--date", "2001-01-01", "--data", data],
+                  "--date 2001-01-01: no ", "2001-01-01", "nothing to analyse", code=1)
+    assert not (data / "reports").exists()
