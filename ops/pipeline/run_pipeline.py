@@ -170,7 +170,7 @@ class PipelineRun:
         if self.growth.growing is not None:
             lines.append(f"latency from intended, median: first third {self.growth.first_us:,.1f} us, "
                          f"last third {self.growth.last_us:,.1f} us")
-        lines.append("sustainable: " + ("yes" if self.verdict.sustainable else "no (" + "; ".join(self.verdict.reasons) + ")"))
+        lines.append("sustainable: " + self.verdict.text())
         if (rs := self.reshard) is not None:
             lat = rs["latency_us"]
             lines.append(f"re-sharding: {rs['completed']:,} of {rs['requested']:,} moves completed"

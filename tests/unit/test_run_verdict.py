@@ -1,0 +1,37 @@
+"""A run's sustainability verdict (docs/architecture.md "Rates, latency, sustainability"): a test
+that could not be judged makes it unknown, never yes."""
+from __future__ import annotations
+
+from ops.pipeline.run_report import Accounting, Growth, ReplayTotals, verdict
+
+ON_TIME = ReplayTotals(target_pps=24_000, achieved_pps=24_000, achieved_fraction=1.0)
+NONE_MISSED = Accounting(messages_received=1_000_000, messages_missed=0)
+FLAT = Growth(first_us=40.0, last_us=41.0, samples=6_000)
+
+
+def test_every_test_judged_and_passed_is_yes() -> None:
+    v = verdict(ON_TIME, NONE_MISSED, FLAT, True, p99_from_intended_us=120.0, max_p99_from_intended_us=1000.0)
+    assert (v.sustainable, v.judged, v.text()) == (True, True, "yes")
+
+
+def test_p99_na_against_a_bound_is_unknown_not_yes() -> None:
+    v = verdict(ON_TIME, NONE_MISSED, FLAT, True, p99_from_intended_us=None, max_p99_from_intended_us=1000.0)
+    assert v.sustainable is False and v.judged is None and v.reasons == []
+    assert v.text().startswith("unknown (p99 latency from intended is n/a (fewer than 1,000 samples)")
+
+
+def test_p99_na_without_a_bound_is_judged() -> None:
+    v = verdict(ON_TIME, NONE_MISSED, FLAT, True, p99_from_intended_us=None, max_p99_from_intended_us=None)
+    assert v.text() == "yes"
+
+
+def test_too_few_samples_for_growth_is_unknown() -> None:
+    v = verdict(ON_TIME, NONE_MISSED, Growth(samples=12), True, 120.0, 1000.0)
+    assert v.judged is None and v.text() == "unknown (too few samples (12) to judge latency growth)"
+
+
+def test_a_failed_test_is_no_even_with_unknowns() -> None:
+    late = ReplayTotals(target_pps=24_000, achieved_pps=12_000, achieved_fraction=0.5)
+    v = verdict(late, NONE_MISSED, Growth(samples=12), True, None, 1000.0)
+    assert v.judged is False and v.text().startswith("no (replayer kept 50.0000% of its schedule")
+    assert len(v.unknown) == 2
