@@ -39,6 +39,6 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
     if json_out is not None:
         json_out.write_text(json.dumps(st.to_dict(), indent=1))
     if st.total.bad_packets:
-        cut = st.total.truncated_packets
+        where = st.total.truncated + st.total.malformed_frames
         raise click.ClickException(f"{path}: {st.total.bad_packets} malformed packet(s)"
-                                   + (f" ({cut} truncated: {'; '.join(st.total.truncated)})" if cut else ""))
+                                   + (f" ({'; '.join(where)})" if where else ""))

@@ -60,6 +60,7 @@ from ops.pipeline.run_report import (
     verdict,
     write_run_meta,
 )
+from ops.replay.capture_set import read_checked_pcap
 from ops.replay.rates import RateSpec
 from ops.replay.shm_segments import ctl_name, intended_name
 
@@ -198,6 +199,8 @@ def run_pipeline(pp: PipelinePlan, data_dir: str | Path, *, config: str = "", sw
     problems = check_machine(plan)  # run_plan checks again; here it is before the run's directory exists
     if problems:
         raise TopologyError(plan.source, problems)
+    for path in asm.capture.line_files():  # the replay reads them again (cached): refused here, nothing is made
+        read_checked_pcap(path)
     run_id = run_id or new_run_id()
     rdir = run_dir(Path(data_dir), run_id)
     fs = asm.groups.feed_senders

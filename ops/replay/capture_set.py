@@ -78,6 +78,26 @@ def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
     return manifest, out
 
 
+def read_checked_pcap(path: Path) -> Capture:
+    """A line's pcap, mapped and its packets located; a file that cannot be replayed whole
+    (corrupt, cut short, frames cut by the snaplen or with a bad header, an impossible
+    payload) raises CaptureInputError naming the file and the first problem."""
+    try:
+        cap = read_pcap(path)
+    except PcapError as e:
+        raise CaptureInputError(f"corrupt pcap: {e}") from None
+    except OSError as e:
+        raise CaptureInputError(f"{path}: {e.strerror or e}") from None
+    if cap.meta.get("truncated"):
+        raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} (cut short or still being written)")
+    if cap.meta.get("malformed_frames") is not None:
+        raise CaptureInputError(f"corrupt pcap: {cap.meta['malformed_frames'].describe()}: their messages "
+                                "could not be sent")
+    if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
+        raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
+    return cap
+
+
 @dataclass
 class CaptureSet:
     """The selected lines of a capture directory, checked; ``read()`` loads their packets."""
@@ -125,16 +145,7 @@ class CaptureSet:
         for ln in self.lines:
             caps = []
             for path in self.files[ln]:
-                try:
-                    cap = read_pcap(path)
-                except PcapError as e:
-                    raise CaptureInputError(f"corrupt pcap: {e}") from None
-                except OSError as e:
-                    raise CaptureInputError(f"{path}: {e.strerror or e}") from None
-                if cap.meta.get("truncated"):
-                    raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} (cut short or still being written)")
-                if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
-                    raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
+                cap = read_checked_pcap(path)
                 caps.append(cap)
                 total += len(cap)
             out[ln] = caps

@@ -226,3 +226,16 @@ def test_analytics_of_a_date_with_no_data_fails_before_spark(data: Path, job: st
     fails_cleanly(["analytics", job, "--date", "2001-01-01", "--data", data],
                   "--date 2001-01-01: no ", "2001-01-01", "nothing to analyse", code=1)
     assert not (data / "reports").exists()
+
+
+def test_replay_and_run_refuse_a_capture_with_frames_cut_by_the_snaplen(data: Path) -> None:
+    import struct
+
+    pcap = data / "captures" / DATE / "line01.pcap"
+    buf = pcap.read_bytes()
+    frame = buf[40:40 + struct.unpack_from("<I", buf, 32)[0]]
+    pcap.write_bytes(buf + struct.pack("<IIII", 1_202_135_400, 0, len(frame) - 10, len(frame)) + frame[:-10])
+    why = f"corrupt pcap: {pcap}: 1 frame(s) cut short or with a bad IPv4/UDP header (the first at offset {len(buf)})"
+    fails_cleanly(["replay", pcap.parent, "--rate", "1x", "--no-http"], why)
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1"], why)
+    assert not (data / "runs").exists()
