@@ -76,11 +76,15 @@ class Accounting:
     pricing_repriced: int = 0
     pricing_series: int = 0
     pricing_last_error: str = ""
+    unreported: list[str] = field(default_factory=list)
+    """Partitions that died without their final figures: what they held is not accounted,
+    so the run's missed and processed messages are unknown (not 0)."""
 
     @property
     def missed_ratio(self) -> float | None:
+        """Missed / (received + missed); None when unknown (nothing seen, or a partition died)."""
         seen = self.messages_received + self.messages_missed
-        return self.messages_missed / seen if seen else None
+        return self.messages_missed / seen if seen and not self.unreported else None
 
     @property
     def balanced(self) -> bool:
@@ -92,7 +96,7 @@ def accounting(result: RunResult, assembly: Assembly) -> Accounting:
     """Sum the operators' final counters by role."""
     g = assembly.groups
     ops = result.operators()
-    a = Accounting()
+    a = Accounting(unreported=[name for name, p in result.partitions.items() if not p.get("report")])
     for name, c in ops.items():
         group = name.split("[")[0]
         if group == g.feed_handler:
@@ -455,7 +459,9 @@ def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool,
         frac = "unknown" if replay.achieved_fraction is None else f"{replay.achieved_fraction:.4%}"
         why.append(f"replayer kept {frac} of its schedule (needs >= {SUSTAINED_FRACTION:.2%})")
     ratio = acc.missed_ratio
-    if ratio is None or ratio > MISSED_LIMIT:
+    if acc.unreported:
+        why.append(f"missed messages unknown: partition {', '.join(acc.unreported)} died without its figures")
+    elif ratio is None or ratio > MISSED_LIMIT:
         why.append("no messages received" if ratio is None else f"missed {ratio:.4%} (limit {MISSED_LIMIT:.2%})")
     if growth.growing is None:
         unknown.append(f"too few samples ({growth.samples}) to judge latency growth")

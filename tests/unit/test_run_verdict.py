@@ -35,3 +35,10 @@ def test_a_failed_test_is_no_even_with_unknowns() -> None:
     v = verdict(late, NONE_MISSED, Growth(samples=12), True, None, 1000.0)
     assert v.judged is False and v.text().startswith("no (replayer kept 50.0000% of its schedule")
     assert len(v.unknown) == 2
+
+
+def test_a_partition_that_died_without_its_figures_makes_missed_unknown() -> None:
+    lost = Accounting(messages_received=245_072, messages_missed=0, unreported=["engines"])
+    assert lost.missed_ratio is None
+    v = verdict(ON_TIME, lost, FLAT, False, 120.0, 1000.0)
+    assert v.judged is False and "missed messages unknown: partition engines died without its figures" in v.reasons
