@@ -134,9 +134,9 @@ def load_manifest(path: str | Path) -> Manifest:
     if path.is_dir():
         path = path / MANIFEST_FILE
     try:
-        return Manifest.model_validate_json(path.read_text())
+        return Manifest.model_validate_json(path.read_bytes())
     except ValidationError as e:
         problems = problems_of(e)
         field, why = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ManifestError(f"{path}: {field or 'the file'}: {why}{more}") from None
+        raise ManifestError(f"{path}: {f'{field}: ' if field else ''}{why}{more}") from None

@@ -54,3 +54,11 @@ def test_wrong_manifests_are_rejected_naming_the_field(tmp_path: Path, change, f
         load_manifest(_write(tmp_path, doc))
     assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: {field}")
     assert "\n" not in str(err.value) and "pydantic" not in str(err.value)
+
+
+def test_a_manifest_that_is_not_json_or_not_utf8_is_one_line(tmp_path: Path) -> None:
+    for raw in (b'{"x":', b"\xfe\xff binary"):
+        (tmp_path / "manifest.json").write_bytes(raw)
+        with pytest.raises(ManifestError) as err:
+            load_manifest(tmp_path)
+        assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: Invalid JSON") and "\n" not in str(err.value)
