@@ -246,9 +246,11 @@ def write_pcap(
 _MIN_RECORD_GUESS = RECORD_HEADER_LEN + 42
 
 
-def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool,
-              path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, TruncatedTail | None,
-                                   MalformedFrames | None]:
+_Walked = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, TruncatedTail | None,
+                MalformedFrames | None]
+
+
+def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool, path: Path) -> _Walked:
     """Follow the record chain and locate each frame's UDP payload in one C pass
     (``omdp_pcap_walk_udp``: the walk and ``framing.parse_frames``' checks together; the
     numpy form cost a replay decode task two thirds of its pcap reading). Returns payload

@@ -20,7 +20,8 @@ def capture() -> None:
 @click.option("--copies", "copies", default=None, help="Which copy of the lines: A (default) or B, either case.")
 @click.option("--copy", "old_copy", default=None, hidden=True,
               help="deprecated alias of --copies (docs/cli.md \"Option spellings\")")
-@click.option("--json", "json_out", callback=writable_output, type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="Also write the statistics as JSON.")
 def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path | None) -> None:
     """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),

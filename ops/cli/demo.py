@@ -21,7 +21,8 @@ from ops.cli.run import check_rate
               help="length of the capture synthesized when there is none (it is replayed in a loop)")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the synthetic capture")
 @click.option("--dashboard", default=None, metavar="HOST:PORT", help="serve the live dashboard there")
-@click.option("--json", "json_out", callback=writable_output, default=None, metavar="OUT", help="also write the report as JSON to OUT")
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=writable_output,
+              help="also write the report as JSON to OUT")
 def demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed: int, dashboard: str | None,
          json_out: str | None) -> None:
     """Synthesize a February-2008-like capture, replay it through feed handler -> decision

@@ -49,12 +49,14 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--data", "data_dir", type=click.Path(path_type=Path), help="omdp data directory (default: the one holding CAPTURE_DIR)")
 @click.option("--run-dir", type=click.Path(path_type=Path), help="run directory (default: DATA/runs/<date>/<run_id>)")
 @click.option("--no-intended", is_flag=True, help="do not write intended.parquet")
-@click.option("--http-port", type=click.IntRange(0, 65535), default=0, show_default=True, help="HTTP API port on 127.0.0.1 (0: any free one)")
+@click.option("--http-port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="HTTP API port on 127.0.0.1 (0: any free one)")
 @click.option("--no-http", is_flag=True, help="no HTTP API")
 @click.option("--token", envvar="OMDP_REPLAY_TOKEN", help="token of the HTTP actions (default: a random one, printed)")
 @click.option("--paused", is_flag=True, help="do not start until POST /api/v1/replay/start (implies --hold)")
 @click.option("--hold", is_flag=True, help="keep the HTTP API up after the replay ends, until Ctrl-C")
-@click.option("--json", "json_out", callback=writable_output, type=click.Path(path_type=Path), help="write the final status as JSON here")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), callback=writable_output,
+              help="write the final status as JSON here")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
            drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,

@@ -186,7 +186,8 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
-@click.option("--json", "json_out", callback=writable_output, default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=writable_output,
+              help="write the run's report as JSON to OUT ('-': stdout)")
 @click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @click.option("--rate-schedule", default=None, metavar="NX:S,...",

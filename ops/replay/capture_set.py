@@ -89,7 +89,8 @@ def read_checked_pcap(path: Path) -> Capture:
     except OSError as e:
         raise CaptureInputError(f"{path}: {e.strerror or e}") from None
     if cap.meta.get("truncated"):
-        raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} (cut short or still being written)")
+        raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} "
+                                "(cut short or still being written)")
     if cap.meta.get("malformed_frames") is not None:
         raise CaptureInputError(f"corrupt pcap: {cap.meta['malformed_frames'].describe()}: their messages "
                                 "could not be sent")

@@ -200,7 +200,8 @@ def test_capture_stats_with_malformed_packets_exits_1(tmp_path: Path) -> None:
 
 
 def test_pricing_cpus_not_on_this_machine_are_refused_before_the_run(data: Path) -> None:
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--set", "operators.de.params.pricing_cpus=[4096]"],
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1",
+                   "--set", "operators.de.params.pricing_cpus=[4096]"],
                   "operators.de.params.pricing_cpus: CPU 4096 is not available here", code=2)
     assert not (data / "runs").exists()
 

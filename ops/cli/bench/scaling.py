@@ -39,9 +39,11 @@ def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
 @click.option("--sample-every", type=int, default=None, help="engines forward 1 in N messages (default 1,600)")
 @click.option("--topologies-out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="where the scaled topology files are written (default: DATA/scaling/SWEEP)")
-@click.option("--json", "json_out", callback=writable_output, type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write every point here")
-@click.option("--markdown", "md_out", callback=writable_output, type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write the table for docs/benchmarks.md here")
 def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, capture_date: str | None,
                   cores_per_sender: int, overrides: tuple[str, ...], stop_after_failures: int, sample_every: int | None, topologies_out: Path | None,
