@@ -42,3 +42,13 @@ def test_a_partition_that_died_without_its_figures_makes_missed_unknown() -> Non
     assert lost.missed_ratio is None
     v = verdict(ON_TIME, lost, FLAT, False, 120.0, 1000.0)
     assert v.judged is False and "missed messages unknown: partition engines died without its figures" in v.reasons
+
+
+def test_a_sweep_prints_an_unjudged_run_as_unknown() -> None:
+    from ops.pipeline.sweep import SweepPoint, verdict_word
+
+    judged_no = SweepPoint("c", "1x", 24_000.0, run={"sustainable": False})
+    unjudged = SweepPoint("c", "1x", 24_000.0, run={"sustainable": None})
+    failed = SweepPoint("c", "1x", 24_000.0, run={"sustainable": None}, error="run x failed: ...")
+    yes = SweepPoint("c", "1x", 24_000.0, run={"sustainable": True}, sustainable=True)
+    assert [verdict_word(p, "yes", "no") for p in (yes, judged_no, unjudged, failed)] == ["yes", "no", "unknown", "no"]
