@@ -19,18 +19,14 @@ def decode(path: str, fmt: str | None, ascii_: bool) -> None:
     """Decode every OPRA FAST V2 packet of a capture file, one line per message.
 
     Malformed packets are reported on stderr with their index and error, the others still
-    decode; a pcap cut inside a packet reports the truncated record and counts it as
-    malformed. The exit status is 1 if any packet was malformed or the file is not a capture.
+    decode; a pcap cut inside a packet reports the truncated record, and frames cut short by
+    the snaplen or with a bad IPv4/UDP header are reported; both count as malformed. The
+    exit status is 1 if any packet was malformed or the file is not a capture.
     """
-    from feedhandlers.captures import PcapError, SiacFileError, read_capture
+    from feedhandlers.captures import read_capture
     from feedhandlers.opra_fast import TABLE_HEADER, BatchDecoder, render_text
 
-    try:
-        cap = read_capture(path, fmt)
-    except (PcapError, SiacFileError) as e:
-        raise click.ClickException(str(e)) from None
-    except OSError as e:
-        raise click.ClickException(f"{path}: {e.strerror or e}") from None
+    cap = read_capture(path, fmt)  # a bad file: one line, exit 1 (ops/cli/errors.py)
     style = "ascii" if ascii_ else "table"
     dec = BatchDecoder(max_errors=CHUNK_PACKETS)
     out = sys.stdout
@@ -52,12 +48,15 @@ def decode(path: str, fmt: str | None, ascii_: bool) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
     c = dec.counters
-    tail = cap.meta.get("truncated_tail")
-    truncated = int(cap.meta.get("truncated_packets", 0))
-    if tail is not None:
-        click.echo(f"omdp decode: {tail.describe()}", err=True)
-    bad += truncated
-    click.echo(f"omdp decode: {c['packets'] + truncated} packets, {c['messages']} messages, "
-               f"{c['packets_bad'] + truncated} malformed" + (f" ({truncated} truncated)" if truncated else ""), err=True)
+    tail, frames = cap.meta.get("truncated_tail"), cap.meta.get("malformed_frames")
+    truncated, cut = int(cap.meta.get("truncated_packets", 0)), int(cap.meta.get("malformed_packets", 0))
+    for problem in (tail, frames):
+        if problem is not None:
+            click.echo(f"omdp decode: {problem.describe()}", err=True)
+    bad += truncated + cut
+    parts = [f"{truncated} truncated"] * bool(truncated) + [f"{cut} cut short or bad IPv4/UDP header"] * bool(cut)
+    click.echo(f"omdp decode: {c['packets'] + truncated + cut} packets, {c['messages']} messages, "
+               f"{c['packets_bad'] + truncated + cut} malformed" + (f" ({', '.join(parts)})" if parts else ""),
+               err=True)
     if bad:
         sys.exit(1)
