@@ -61,6 +61,12 @@ class OperatorBase(abc.ABC):
     def end_of_stream(self) -> None:
         """Every input has ended: emit whatever is still held. Default: nothing."""
 
+    def stopped_early(self) -> None:
+        """The partition stopped before ``end_of_stream`` (a hard stop: another partition of
+        the run died, or a second Ctrl-C): a collector records what it collected so far, for
+        the run's report to say what is known and what is not. Nothing can be emitted.
+        Default: nothing."""
+
     def counters(self) -> dict[str, int]:
         """The operator's own counters, reported with the run. Default: none."""
         return {}

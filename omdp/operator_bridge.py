@@ -30,6 +30,8 @@ class PyOperatorBinding:
         self.input_dtypes = input_dtypes
         self.error: BaseException | None = None
         self.bad_batches = 0
+        self.ended = False
+        """``end_of_stream`` was called (else a stopped loop calls ``stopped_early``)."""
         self.handle = ffi.new_handle(self)
         self._kind = ffi.new("char[]", op.ctx.kind.encode())
         is_source = isinstance(op, SourceOperator)
@@ -96,4 +98,5 @@ def omdp_py_poll(state: Any, emitter: Any) -> int:
 def omdp_py_end_of_stream(state: Any, emitter: Any) -> int:
     """C -> Python: every input of a Python operator has ended."""
     b: PyOperatorBinding = ffi.from_handle(state)
+    b.ended = True
     return b.call(emitter, b.op.end_of_stream)

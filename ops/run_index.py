@@ -53,10 +53,13 @@ def _meta(run_dir: Path) -> dict[str, Any]:
 
 
 def _verdict(run: dict[str, Any], report: dict[str, Any]) -> str:
-    """'sustainable' / 'not sustainable' for a pipeline run that ended, else the run's status."""
+    """'sustainable' / 'not sustainable' / 'unknown' (a test could not be judged: the report's
+    ``sustainable`` is null) for a pipeline run that ended, else the run's status."""
     status = str(run.get("status") or "running or killed")
     if status == "failed" or "sustainable" not in report:
         return status
+    if report["sustainable"] is None:
+        return "unknown"
     return "sustainable" if report["sustainable"] else "not sustainable"
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from feedhandlers.captures.capture import Capture, pack_payloads
-from feedhandlers.captures.pcap import PCAP_MAGIC_NS, PCAP_MAGIC_US, PcapError, PcapWriter, TruncatedTail, read_pcap, write_pcap
+from feedhandlers.captures.pcap import (PCAP_MAGIC_NS, PCAP_MAGIC_US, MalformedFrames, PcapError, PcapWriter,
+                                        TruncatedTail, read_pcap, write_pcap)
 from feedhandlers.captures.rotation import DEFAULT_ROTATE_BYTES, rotated_path, rotated_paths
 from feedhandlers.captures.siac import SiacFileError, read_siac, write_siac, write_siac_batch
 
@@ -44,6 +45,7 @@ __all__ = [
     "PcapError",
     "PcapWriter",
     "SiacFileError",
+    "MalformedFrames",
     "TruncatedTail",
     "pack_payloads",
     "read_capture",

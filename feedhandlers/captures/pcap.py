@@ -18,6 +18,7 @@ import numpy as np
 from feedhandlers.captures.capture import Capture, pack_payloads
 from feedhandlers.captures.framing import FRAME_HEADER_DTYPE, FRAME_HEADER_LEN, build_frame_headers, ip_to_int
 from feedhandlers.captures.rotation import rotated_path
+from omdp.errors import InputError
 from omdp.native import ffi, lib
 
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -35,7 +36,7 @@ RECORD_DTYPE = np.dtype(
 _CHUNK = 1 << 16
 
 
-class PcapError(ValueError):
+class PcapError(InputError):
     """A file that is not a readable classic pcap, with the file and offset."""
 
 
@@ -54,6 +55,21 @@ class TruncatedTail:
     def describe(self) -> str:
         return (f"{self.path}: ends inside a packet record (truncated: record {self.record} at offset {self.offset}, "
                 f"{self.available} of its {self.needed} bytes)")
+
+
+@dataclass(frozen=True)
+class MalformedFrames:
+    """Records of a pcap whose frame was cut short (a snaplen smaller than the frame) or
+    carries a bad Ethernet/IPv4/UDP header: ``count`` of them, the first at ``first_offset``
+    (its record header). Readers skip them and count them as malformed packets."""
+
+    path: str
+    count: int
+    first_offset: int
+
+    def describe(self) -> str:
+        return (f"{self.path}: {self.count} frame(s) cut short or with a bad IPv4/UDP header (the first at offset "
+                f"{self.first_offset})")
 
 
 def global_header(snaplen: int = DEFAULT_SNAPLEN) -> bytes:
@@ -230,13 +246,16 @@ def write_pcap(
 _MIN_RECORD_GUESS = RECORD_HEADER_LEN + 42
 
 
-def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                               np.ndarray, np.ndarray, int,
-                                                                               TruncatedTail | None]:
+_Walked = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, TruncatedTail | None,
+                MalformedFrames | None]
+
+
+def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool, path: Path) -> _Walked:
     """Follow the record chain and locate each frame's UDP payload in one C pass
     (``omdp_pcap_walk_udp``: the walk and ``framing.parse_frames``' checks together; the
     numpy form cost a replay decode task two thirds of its pcap reading). Returns payload
-    offsets, lengths, times, destination addresses and ports, the frames skipped, the tail."""
+    offsets, lengths, times, destination addresses and ports, the frames skipped, the tail,
+    the malformed frames among those skipped."""
     size = len(buf)
     src = ffi.from_buffer("uint8_t[]", buf)
     big = int(order == ">")
@@ -261,15 +280,20 @@ def _walk_udp(buf: np.ndarray, order: str, nanosecond: bool, path: Path) -> tupl
         if size - pos >= RECORD_HEADER_LEN:
             needed += struct.unpack_from(order + "I", buf[pos + 8:pos + 12].tobytes())[0]
         tail = TruncatedTail(str(path), pos, records, needed, size - pos)
-    return (*(c[:n] for c in cols), records - n, tail)
+    bad = MalformedFrames(str(path), int(out.malformed), int(out.first_malformed)) if out.malformed else None
+    return (*(c[:n] for c in cols), records - n, tail, bad)
 
 
 def read_pcap(path: str | Path) -> Capture:
     """Memory-map a classic pcap (ns or us, either byte order, Ethernet) and locate its UDP
-    payloads. Frames that are not IPv4/UDP are counted in ``skipped``; a record cut off at
-    the end of the file (a writer that died) is dropped and reported: ``meta['truncated']``
-    is True, ``meta['truncated_tail']`` the ``TruncatedTail`` (file, offset, bytes) and
-    ``meta['truncated_packets']`` counts it (1), for the callers' malformed counts."""
+    payloads. Frames that are not read are counted in ``skipped``: those of another protocol,
+    and those cut short by the snaplen or with a bad Ethernet/IPv4/UDP header, which are
+    also reported: ``meta['malformed_frames']`` the ``MalformedFrames`` (or None) and
+    ``meta['malformed_packets']`` their count. A record cut off at the end of the file (a
+    writer that died) is dropped and reported: ``meta['truncated']`` is True,
+    ``meta['truncated_tail']`` the ``TruncatedTail`` (file, offset, bytes) and
+    ``meta['truncated_packets']`` counts it (1). Callers add both counts to their malformed
+    packets."""
     path = Path(path)
     size = path.stat().st_size
     if size < GLOBAL_HEADER_LEN:
@@ -287,7 +311,7 @@ def read_pcap(path: str | Path) -> Capture:
     linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
     if linktype != LINKTYPE_ETHERNET:
         raise PcapError(f"{path}: offset 20: link type {linktype}, only Ethernet (1) is read")
-    offsets, lengths, ts_ns, dst, dport, skipped, tail = _walk_udp(buf, order, magic == PCAP_MAGIC_NS, path)
+    offsets, lengths, ts_ns, dst, dport, skipped, tail, bad = _walk_udp(buf, order, magic == PCAP_MAGIC_NS, path)
     return Capture(
         buf=buf,
         offsets=offsets,
@@ -298,5 +322,6 @@ def read_pcap(path: str | Path) -> Capture:
         skipped=skipped,
         source=str(path),
         meta={"truncated": tail is not None, "truncated_tail": tail, "truncated_packets": int(tail is not None),
+              "malformed_frames": bad, "malformed_packets": bad.count if bad else 0,
               "nanosecond": magic == PCAP_MAGIC_NS},
     )

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from feedhandlers.captures.capture import Capture, pack_payloads
+from omdp.errors import InputError
 
 LENGTH_PREFIX = 4
 
 
-class SiacFileError(ValueError):
+class SiacFileError(InputError):
     """A SIAC test file whose length prefixes run past its end."""
 
 

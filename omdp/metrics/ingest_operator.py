@@ -86,6 +86,15 @@ class IngestCollectorOperator(SourceOperator):
         self.collector.write(self.ctx.run_dir)
         self.written = True
 
+    def stopped_early(self) -> None:
+        """A hard stop: write ingest.parquet with the handlers' figures as they are now (no
+        wait for them to settle: a handler may be gone)."""
+        if self.written or self.stats is None or self.ctx.run_dir is None:
+            return
+        self.collector.snapshot(now_ns())
+        self.collector.write(self.ctx.run_dir)
+        self.written = True
+
     def counters(self) -> dict[str, int]:
         """Rows taken, lines seen, and the totals over lines."""
         totals = self.collector.totals() if self.stats is not None else {}

@@ -18,12 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from omdp.atomic_files import write_parquet_atomic
+from omdp.errors import InputError
 from omdp.metrics.run_records import RUN_FILES
 
 ColumnData = pa.Table | pa.RecordBatch | Mapping[str, Any] | np.ndarray | Sequence[Mapping[str, Any]]
 
 
-class RunRecordError(ValueError):
+class RunRecordError(InputError):
     """A run record does not match its schema: which file and what is wrong."""
 
     def __init__(self, file: str, problem: str) -> None:
@@ -113,7 +114,11 @@ def read_run_file(run_dir: str | Path, file: str) -> pa.Table:
     path = Path(run_dir) / file
     if not path.is_file():
         raise RunRecordError(file, f"no such file in {run_dir}")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except pa.ArrowException as e:
+        detail = str(e).splitlines()[0].split("': ", 1)[-1]  # pyarrow repeats the path first
+        raise RunRecordError(str(path), f"not a readable Parquet file (corrupt or cut short): {detail}") from None
     expected = RUN_FILES[file]
     if not table.schema.equals(expected, check_metadata=False):
         got = {f.name: str(f.type) for f in table.schema}

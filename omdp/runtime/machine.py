@@ -109,6 +109,25 @@ def _cpu_list(cpus: set[int]) -> str:
     return cpu_ranges(sorted(cpus))
 
 
+def _operator_cpu_problems(plan: Plan, allowed: set[int]) -> list[tuple[str, str]]:
+    """An operator parameter named ``cpus`` or ``*_cpus`` (a feed sender's ``cpus``, an
+    engine's ``pricing_cpus``) lists CPUs of this machine for one of its threads; one that
+    is not here would fail in that thread alone (the engine then ran without pricing)."""
+    problems: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for op in plan.operators.values():
+        for key, value in op.params.items():
+            if not (key == "cpus" or key.endswith("_cpus")) or not isinstance(value, list) or (op.group, key) in seen:
+                continue
+            seen.add((op.group, key))
+            bad = [c for c in value if c not in allowed]
+            if bad:
+                problems.append((f"operators.{op.group}.params.{key}",
+                                 f"CPU {', '.join(map(str, bad))} is not available here "
+                                 f"(this machine offers {_cpu_list(allowed)})"))
+    return problems
+
+
 def check_machine(plan: Plan) -> list[tuple[str, str]]:
     """(field, reason) for everything in ``plan`` this machine cannot do; empty when fine."""
     problems: list[tuple[str, str]] = []
@@ -125,6 +144,7 @@ def check_machine(plan: Plan) -> list[tuple[str, str]]:
             problems.append((f"partitions.{p.group}.cpus",
                              f"CPU {', '.join(map(str, bad))} of {p.name} is not available here "
                              f"(this machine offers {_cpu_list(allowed)})"))
+    problems += _operator_cpu_problems(plan, allowed)
     for c in plan.channels:
         why = transport_unavailable(c.spec.transport)
         if why:

@@ -8,6 +8,7 @@ loop runs in C, with the GIL released, until every source is done and every inpu
 """
 from __future__ import annotations
 
+import logging
 import resource
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from omdp.operator import OperatorBase, OperatorContext
 from omdp.operator_bridge import PyOperatorBinding
 from omdp.plan import Plan, PlanPartition
 from omdp.registry import Registry
+
+log = logging.getLogger("omdp.partition")
 
 WAIT_CODES = {"spin": lib.OMDP_WAIT_SPIN, "spin-yield": lib.OMDP_WAIT_SPIN_YIELD, "spin-block": lib.OMDP_WAIT_SPIN_BLOCK}
 STATE_NAMES = {
@@ -161,6 +164,7 @@ class Partition:
         if rc == lib.OMDP_OK:
             return "ended"
         if rc == lib.OMDP_ERR_STOPPED:
+            self._stopped_early()
             return "stopped"
         cause = next((b.error for b in self.bindings.values() if b.error is not None), None)
         culprit = next((n for n, b in self.bindings.items() if b.error is not None), None)
@@ -168,6 +172,18 @@ class Partition:
         if culprit:
             msg += f" ({culprit} raised {type(cause).__name__}: {cause})"
         raise PartitionError(f"partition {self.name} failed: {msg}") from cause
+
+    def _stopped_early(self) -> None:
+        """The loop stopped before every input ended: each Python operator that had no
+        ``end_of_stream`` records what it has (``OperatorBase.stopped_early``); one that
+        raises is logged, the others still run."""
+        for name, b in self.bindings.items():
+            if b.ended:
+                continue
+            try:
+                b.op.stopped_early()
+            except Exception:  # noqa: BLE001 - the other operators' records matter more
+                log.exception("%s: recording what it collected before the stop failed", name)
 
     def request_stop(self, hard: bool = False) -> None:
         """Any thread: stop the sources (queues then drain), or with ``hard`` leave now."""

@@ -13,27 +13,27 @@ import re
 import shutil
 from pathlib import Path
 
-from omdp.transport.shm_names import new_run_id, shm_name
+from omdp.errors import InputError
+from omdp.transport.shm_names import new_run_id
 
 __all__ = ["DEFAULT_DATA_DIR", "RunIdError", "check_run_id", "claim_run_dir", "discard_unstarted", "find_run_dir",
            "log_name", "new_run_id"]
 
 DEFAULT_DATA_DIR = Path("omdp-data")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,62}")
+"""What both the shared memory names (no dashes) and the stats segment (63 bytes) take."""
 
 
-class RunIdError(ValueError):
+class RunIdError(InputError):
     """A run id that cannot be used: malformed, or already the name of a run."""
 
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it can name a run directory and its shared memory; else RunIdError."""
-    try:
-        shm_name(run_id, "c0")
-    except ValueError as e:
-        raise RunIdError(f"--run-id: {e}") from None
-    if not run_id.strip("."):
-        raise RunIdError(f"--run-id {run_id!r}: not a directory name")
+    if not _RUN_ID.fullmatch(run_id):
+        raise RunIdError(f"--run-id {run_id!r}: a run id is 1 to 63 characters of A-Z, a-z, 0-9, '_' and '.', "
+                         "not starting with '.' (it names the run's shared memory)")
     return run_id
 
 

@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from omdp.errors import InputError
 from omdp.topology.schema import LOCAL_HOST, HostSpec, Topology
 from omdp.transport.spec import ChannelSpec
 
 
-class TopologyError(ValueError):
+class TopologyError(InputError):
     """A topology that cannot be used. ``problems`` holds (field, reason) pairs; the field
     is a path into the file such as ``edges[2].channel.queue_size``."""
 
@@ -75,6 +76,9 @@ def read_topology_doc(path: str | Path) -> dict[str, Any]:
         raise TopologyError(str(path), [("", "no such file")]) from None
     except tomllib.TOMLDecodeError as e:
         raise TopologyError(str(path), [("", f"not valid TOML: {e}")]) from None
+    except UnicodeDecodeError as e:
+        raise TopologyError(str(path), [("", f"not UTF-8 text (TOML is): byte 0x{e.object[e.start]:02x} at offset "
+                                             f"{e.start}")]) from None
 
 
 def load_topology(path: str | Path, overrides: Iterable[str] = ()) -> Topology:

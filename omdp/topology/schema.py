@@ -26,6 +26,14 @@ replicas)."""
 REF_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<sel>\d+|\d*:\d*)\])?$")
 ENDPOINT_RE = re.compile(r"^(?P<ref>[A-Za-z_][A-Za-z0-9_-]*(?:\[(?:\d+|\d*:\d*)\])?)\.(?P<port>[A-Za-z_][A-Za-z0-9_]*)$")
 
+TOPOLOGY_NAME_MAX = 63
+"""Characters of a topology's name: it is stored in the run's stats segment (a 64-byte field,
+``OMDP_STATS_TEXT_LEN``)."""
+
+OPERATOR_NAME_MAX = 40
+"""Characters of an operator's name: with a replica index (``name[4095]``) it must fit an
+entry of the stats segment (``OMDP_STATS_NAME_LEN``, 47 bytes)."""
+
 LOCAL_HOST = "local"
 """The host every partition is on unless it says otherwise: this machine, loopback."""
 
@@ -131,7 +139,7 @@ class RunSettings(_Strict):
 class Topology(_Strict):
     """A whole topology file."""
 
-    name: str = Field(pattern=NAME_RE)
+    name: str = Field(pattern=NAME_RE, max_length=TOPOLOGY_NAME_MAX)
     description: str = ""
     hosts: dict[str, HostSpec] = Field(default_factory=lambda: {LOCAL_HOST: HostSpec()})
     channel: ChannelSpec = Field(default_factory=ChannelSpec, description="defaults for every edge's channel")
@@ -146,6 +154,15 @@ class Topology(_Strict):
         for name in v:
             if not re.match(NAME_RE, name):
                 raise ValueError(f"{name!r} is not a valid name (letters, digits, '_' and '-')")
+        return v
+
+    @field_validator("operators")
+    @classmethod
+    def _operator_names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            if len(name) > OPERATOR_NAME_MAX:
+                raise ValueError(f"{name[:20]}... is {len(name)} characters; an operator's name has at most "
+                                 f"{OPERATOR_NAME_MAX} (the run's stats segment holds it)")
         return v
 
     def edge_channel(self, index: int) -> ChannelSpec:

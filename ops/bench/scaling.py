@@ -29,10 +29,15 @@ P99_BOUND_REASON = "p99 latency from intended"
 
 def kept_up(point: SweepPoint) -> bool:
     """The run kept its schedule, missed nothing and its latency did not grow: every rule of
-    a sustainable rate but the bound on p99 from intended."""
+    a sustainable rate but the bound on p99 from intended (failed or not judged)."""
     if point.run is None:
         return False
-    return all(r.startswith(P99_BOUND_REASON) for r in point.run.get("reasons", []))
+    return all(r.startswith(P99_BOUND_REASON) for r in _reasons(point.run))
+
+
+def _reasons(run: dict[str, Any]) -> list[str]:
+    """Why a run is not sustainable: the tests it failed, then those it could not judge."""
+    return list(run.get("reasons", [])) + list(run.get("not_judged", []))
 
 
 def usable_cpus() -> int:
@@ -141,7 +146,7 @@ def _point(cores: int, p: SweepPoint) -> ScalingPoint:
     out.engine_ns_per_packet = _tier_work(r, ("de",))
     out.busiest_work_share = _busiest(r)
     out.sustainable, out.kept_up = p.sustainable, kept_up(p)
-    out.reasons, out.run_dir = list(r.get("reasons", [])), r.get("run_dir")
+    out.reasons, out.run_dir = _reasons(r), r.get("run_dir")
     return out
 
 

@@ -26,6 +26,9 @@ def capture_lines(path: str | Path, copy: str = "a") -> dict[int, list[Path]]:
         raise ValueError(f"copy must be 'a' or 'b', not {copy!r}")
     if path.is_file():
         m = _LINE_FILE.match(path.name)
+        if m and (m.group(2) is not None) != (copy == "b"):
+            raise CaptureNotFound(f"{path}: the {'B' if m.group(2) else 'A'} copy of line {int(m.group(1))}, "
+                                  f"not the {copy.upper()} copy asked for")
         return {int(m.group(1)) if m else 1: [path]}
     if not path.is_dir():
         raise CaptureNotFound(f"{path}: no such capture file or directory")
@@ -35,7 +38,11 @@ def capture_lines(path: str | Path, copy: str = "a") -> dict[int, list[Path]]:
         missing = [str(f) for files in out.values() for f in files if not f.exists()]
         if missing:
             raise CaptureNotFound(f"{path}: files named in the manifest are missing: {', '.join(missing[:5])}")
-        return {k: v for k, v in out.items() if v}
+        out = {k: v for k, v in out.items() if v}
+        if not out:
+            raise CaptureNotFound(f"{path}: the manifest lists no {copy.upper()} copy of any line"
+                                  + (" (`omdp synth --b-copy` writes them)" if copy == "b" else ""))
+        return out
     found: dict[int, list[tuple[int, Path]]] = {}
     for f in path.iterdir():
         m = _LINE_FILE.match(f.name)

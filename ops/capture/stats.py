@@ -47,6 +47,8 @@ class RateStats:
     """Packet records cut off by the end of a file (``feedhandlers.captures.pcap.TruncatedTail``)."""
     truncated: list[str] = field(default_factory=list)
     """Where each truncation is (``TruncatedTail.describe()``)."""
+    malformed_frames: list[str] = field(default_factory=list)
+    """Per file, its frames cut short or with a bad IPv4/UDP header (``MalformedFrames.describe()``)."""
 
     def to_dict(self) -> dict:
         """Plain JSON-able form."""
@@ -114,10 +116,12 @@ def rate_stats(ts: np.ndarray, msgs: np.ndarray, sizes: np.ndarray, categories: 
     )
 
 
-def _line_arrays(files: list[Path], decoder: BatchDecoder,
-                 truncated: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _line_arrays(files: list[Path], decoder: BatchDecoder, truncated: list[str],
+                 malformed: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Packet times, message counts and sizes of a line's files; category counts. A file
-    cut inside a packet adds its ``TruncatedTail`` to ``truncated`` and one bad packet."""
+    cut inside a packet adds its ``TruncatedTail`` to ``truncated`` and one bad packet; its
+    frames cut short or with a bad IPv4/UDP header add their ``MalformedFrames`` to
+    ``malformed`` and their count."""
     ts, msgs, sizes = [], [], []
     cats = np.zeros(256, dtype=np.int64)
     bad = 0
@@ -126,6 +130,9 @@ def _line_arrays(files: list[Path], decoder: BatchDecoder,
         if cap.meta.get("truncated_tail") is not None:
             truncated.append(cap.meta["truncated_tail"].describe())
             bad += int(cap.meta.get("truncated_packets", 1))
+        if cap.meta.get("malformed_frames") is not None:
+            malformed.append(cap.meta["malformed_frames"].describe())
+            bad += int(cap.meta["malformed_packets"])
         for s in range(0, len(cap), DECODE_BATCH):
             e = min(len(cap), s + DECODE_BATCH)
             out = decoder.decode(cap.buf, cap.offsets[s:e], cap.lengths[s:e], s)
@@ -153,6 +160,7 @@ class LinePackets:
     categories: dict[str, int]
     bad_packets: int
     truncated: list[str]
+    malformed: list[str] = field(default_factory=list)
 
 
 def capture_packets(path: str | Path, copy: str = "a", progress: bool = False) -> dict[int, LinePackets]:
@@ -164,8 +172,9 @@ def capture_packets(path: str | Path, copy: str = "a", progress: bool = False) -
     for ln, files in tqdm(sorted(capture_lines(path, copy).items()), desc="lines", unit="line", disable=not progress,
                           leave=False):
         truncated: list[str] = []
-        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder, truncated)
-        out[ln] = LinePackets(ts, msgs, sizes, _category_dict(cats), bad, truncated)
+        malformed: list[str] = []
+        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder, truncated, malformed)
+        out[ln] = LinePackets(ts, msgs, sizes, _category_dict(cats), bad, truncated, malformed)
     return out
 
 
@@ -175,6 +184,7 @@ def stats_of(source: str, packets: dict[int, LinePackets]) -> CaptureStats:
     for ln, lp in packets.items():
         per_line[ln] = rate_stats(lp.ts_ns, lp.msgs, lp.sizes, lp.categories, lp.bad_packets)
         per_line[ln].truncated_packets, per_line[ln].truncated = len(lp.truncated), lp.truncated
+        per_line[ln].malformed_frames = lp.malformed
     cats: dict[str, int] = {}
     for lp in packets.values():
         for c, n in lp.categories.items():
@@ -184,6 +194,7 @@ def stats_of(source: str, packets: dict[int, LinePackets]) -> CaptureStats:
                        np.concatenate([lp.sizes for lp in lps]), cats, sum(lp.bad_packets for lp in lps))
     truncated = [t for lp in lps for t in lp.truncated]
     total.truncated_packets, total.truncated = len(truncated), truncated
+    total.malformed_frames = [m for lp in lps for m in lp.malformed]
     return CaptureStats(source, per_line, total)
 
 
@@ -212,6 +223,7 @@ def format_stats(stats: CaptureStats) -> str:
                 f"10 ms {t.peak_packets_per_s['10ms']:,.0f}; malformed packets: {t.bad_packets}"
                 + (f" ({t.truncated_packets} truncated)" if t.truncated_packets else ""))
     rows += [f"truncated: {where}" for where in t.truncated]
+    rows += [f"malformed: {where}" for where in t.malformed_frames]
     total_msgs = max(sum(t.categories.values()), 1)
     mix = ", ".join(f"{c} {CATEGORY_NAMES.get(c, '?')} {n:,} ({100.0 * n / total_msgs:.3f}%)"
                     for c, n in sorted(t.categories.items(), key=lambda kv: -kv[1]))

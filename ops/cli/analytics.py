@@ -2,6 +2,7 @@
 command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>_job.py``)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,10 +50,23 @@ def _spark_opts(f: Callable) -> Callable:
     return f
 
 
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
+                     r"|(spark|mesos)://[^\s/:]+:\d+(,[^\s/:]+:\d+)*|k8s://\S+")
+"""The master URLs Spark takes (local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn, ...)."""
+
+
+def _check_master(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not _MASTER.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not a Spark master URL: give local[N], local[*], "
+                                 "spark://HOST:PORT, yarn or k8s://URL")
+    return value
+
+
 def _common(f: Callable) -> Callable:
     f = _spark_opts(f)
     f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
-    f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
+    f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
+                     help="Spark master: local[N], spark://host:7077, yarn.")(f)
     f = click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
                      help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
@@ -76,13 +90,31 @@ def _latency_opts(f: Callable) -> Callable:
     return f
 
 
+def _require_data(date: str, found: bool, missing: str) -> None:
+    """Refuse, before Spark starts, a night with nothing to read: its report would be empty
+    and a scheduler would take the exit status 0 for a night that was analysed."""
+    if not found:
+        raise click.ClickException(f"--date {date}: {missing}: nothing to analyse (no report written)")
+
+
+def _has_runs(runs_dir: Path) -> bool:
+    return runs_dir.is_dir() and any(p.is_dir() for p in runs_dir.iterdir())
+
+
 def _run_job(name: str, master: str, ui: bool, spark: dict, job: Callable[[Any], T]) -> T:
     """Start the session (``spark``: the ``_spark_opts`` values), run ``job`` on it under a
-    bar of its tasks (stderr; off with --quiet or off a terminal), stop the session."""
+    bar of its tasks (stderr; off with --quiet or off a terminal), stop the session. A
+    session that cannot start is a one-line error naming --master."""
+    from pyspark.errors import PySparkException
+
     from ops.progress import SparkTasksBar
     from ops.spark.session import build_session
 
-    session = build_session(name, master, ui=ui, log_level=spark["spark_log_level"], spark_conf=spark["spark_conf"])
+    try:
+        session = build_session(name, master, ui=ui, log_level=spark["spark_log_level"],
+                                spark_conf=spark["spark_conf"])
+    except PySparkException as e:
+        raise click.ClickException(f"--master {master}: Spark did not start ({e.getMessage() or e})") from None
     try:
         with SparkTasksBar(session.sparkContext.statusTracker(), desc=name, quiet=spark["quiet"]):
             return job(session)
@@ -127,6 +159,9 @@ def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packe
     from ops.spark.data_layout import DataLayout
     from ops.spark.feeds_job import run_feeds
 
+    layout = DataLayout(data)
+    _require_data(date, bool(layout.capture_files(date, copies.upper())),
+                  f"no copy {copies.upper()} capture files in {layout.captures(date)}")
     r = _run_job("omdp-feeds", master, ui, spark, lambda s: run_feeds(
         s, DataLayout(data), date, _feeds_options(copies, chunk_packets, top_underlyings)))
     click.echo(f"feeds {r.date}: {r.files} files ({r.files_skipped} skipped), {r.packets:,} packets, {r.messages:,} messages")
@@ -145,6 +180,7 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
     from ops.spark.data_layout import DataLayout
     from ops.spark.latency_job import run_latency
 
+    _require_data(date, _has_runs(DataLayout(data).runs(date)), f"no runs in {DataLayout(data).runs(date)}")
     r = _run_job("omdp-latency", master, ui, spark, lambda s: run_latency(
         s, DataLayout(data), date, _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights)))
     click.echo(f"latency {r.date}: {r.runs} runs, {r.sample_rows:,} samples; {len(r.flagged)} regressions flagged")
@@ -168,7 +204,11 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
     runs were made or a capture's date: the report says which it used."""
     from ops.spark.data_layout import DataLayout
     from ops.spark.nightly_job import run_nightly, summary_lines
+    from ops.spark.replay_report import resolve_night
 
+    layout = DataLayout(data)
+    _require_data(date, resolve_night(layout, date).read_as != "neither",
+                  f"no capture in {layout.captures(date)} and no runs in {layout.runs(date)}")
     r = _run_job("omdp-nightly", master, ui, spark, lambda s: run_nightly(
         s,
         DataLayout(data),
@@ -187,7 +227,8 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
 @click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
 @click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Data root: captures/, runs/, replay/.")
-@click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")
+@click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
+              help="Spark master: local[N], spark://host:7077, yarn.")
 @click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
 @click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Engine configuration file (TOML; repeat for a what-if). Default: the live defaults.")
@@ -219,6 +260,9 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         loaded = tuple(load_configs([str(c) for c in configs]))
     except ReplayConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
+    layout = DataLayout(data)
+    _require_data(date, any(layout.captures(d).is_dir() for d in dates),
+                  f"no capture in {layout.captures(date)}" + (f" nor of the dates to {to}" if to else ""))
     r = _run_job("omdp-replay", master, ui, spark, lambda s: run_replay(
         s, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile)))
     click.echo("\n".join(summary_lines(r)))

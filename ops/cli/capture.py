@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ops.cli.options import writable_output
 from ops.cli.table_output import csv_text, output_option
 
 
@@ -21,13 +22,13 @@ def capture() -> None:
 @click.option("--copy", "old_copy", default=None, hidden=True,
               help="deprecated alias of --copies (docs/cli.md \"Option spellings\")")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="Also write the statistics as JSON.")
 @output_option
 def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path | None, output: str) -> None:
     """Per line and in total: packets/s and messages/s (mean, peak 100 ms and 10 ms windows),
-    messages and bytes per packet, and the category mix (decoded in C)."""
-    from feedhandlers.captures import PcapError
-    from ops.capture.locate import CaptureNotFound
+    messages and bytes per packet, and the category mix (decoded in C). Exit status 1 when
+    any packet was malformed (the statistics are still printed)."""
     from ops.capture.stats import capture_stats, format_stats
     from ops.cli.options import parse_copies_option
 
@@ -36,12 +37,7 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
     option = "--copy" if old_copy is not None else "--copies"
     copy = parse_copies_option(old_copy or copies or "A", option=option, one=True)[0].lower()
 
-    try:
-        st = capture_stats(path, copy, progress=sys.stderr.isatty())
-    except (CaptureNotFound, PcapError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except OSError as exc:
-        raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
+    st = capture_stats(path, copy, progress=sys.stderr.isatty())
     output = output.lower()
     if output == "json":
         click.echo(json.dumps(st.to_dict(), indent=1))
@@ -52,6 +48,7 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
         click.echo(format_stats(st))
     if json_out is not None:
         json_out.write_text(json.dumps(st.to_dict(), indent=1))
-    if st.total.truncated_packets:
-        raise click.ClickException(f"{st.total.truncated_packets} truncated packet record(s): "
-                                   + "; ".join(st.total.truncated))
+    if st.total.bad_packets:
+        where = st.total.truncated + st.total.malformed_frames
+        raise click.ClickException(f"{path}: {st.total.bad_packets} malformed packet(s)"
+                                   + (f" ({'; '.join(where)})" if where else ""))

@@ -2,7 +2,7 @@
 of a run live on this host (``--live RUN``) until Ctrl-C or SIGTERM; RUN is the run's id or
 its directory (``ops.cli.run_ref``).
 
-``omdp run ... --dashboard HOST:PORT`` and ``omdp demo`` start the same dashboard inside
+``omdp run ... --address HOST:PORT`` and ``omdp demo`` start the same dashboard inside
 the run's own process (``ops.dashboard.serve.start_dashboard``).
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from ops.cli.stop_signals import stop_on_signals
               help="a finished run: its id or its directory (runs/<date>/<run_id>/)")
 @click.option("--live", "live_ref", default=None, metavar="RUN",
               help="a run live on this host, by id or directory (reads its stats segment)")
-@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
-              show_default=True, help=DATA_HELP)
+@click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path),
+              default=Path("omdp-data"), show_default=True, help=DATA_HELP)
 @click.option("--address", default="127.0.0.1:8000", show_default=True,
               help="HOST:PORT to listen on (port 0: any free one)")
 @click.option("--read-token", envvar="OMDP_DASHBOARD_TOKEN", default=None,

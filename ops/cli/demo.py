@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds
+from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds, writable_output
 from ops.cli.run import check_rate
 from ops.progress import RunCountdown
 
@@ -24,7 +24,8 @@ from ops.progress import RunCountdown
 @click.option("--address", "dashboard", default=None, metavar="HOST:PORT",
               help="serve the live dashboard on HOST:PORT, and the finished run until Ctrl-C")
 @click.option("--dashboard", "dashboard_old", default=None, hidden=True, help="old spelling of --address")
-@click.option("--json", "json_out", default=None, metavar="OUT", help="also write the report as JSON to OUT")
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=writable_output,
+              help="also write the report as JSON to OUT")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar or progress messages (the report still prints)")
 def demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed: int, dashboard: str | None,
          json_out: str | None, quiet: bool, dashboard_old: str | None) -> None:

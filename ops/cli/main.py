@@ -5,11 +5,8 @@ nothing of its parent; this module imports them and adds them to ``cli``. The ``
 group is built the same way in ``ops/cli/bench/``."""
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from omdp.atomic_files import ArtifactWriteError
 from ops.cli.analytics import analytics
 from ops.cli.bench import bench
 from ops.cli.capacity import capacity
@@ -17,6 +14,7 @@ from ops.cli.capture import capture
 from ops.cli.dashboard import dashboard
 from ops.cli.decode import decode
 from ops.cli.demo import demo
+from ops.cli.errors import OmdpGroup
 from ops.cli.native_info import info
 from ops.cli.plan import plan_command
 from ops.cli.replay import replay
@@ -27,18 +25,7 @@ from ops.cli.shm import shm
 from ops.cli.synth import synth
 
 
-class _Cli(click.Group):
-    """The command tree; a file that cannot be written (a full disk) ends any command with
-    one line naming the file and the reason, exit status 1 (``omdp.atomic_files``)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except ArtifactWriteError as e:
-            raise click.ClickException(str(e)) from None
-
-
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=OmdpGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Documentation: README.md and docs/ (architecture: docs/architecture.md).")
 @click.version_option(package_name="omdp")
 def cli() -> None:

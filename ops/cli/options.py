@@ -96,3 +96,25 @@ def topology_argument(ctx: Any, param: Any, value: str | None) -> str | None:
         return resolve(value)
     except FileNotFoundError as e:
         raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
+def writable_output(ctx: Any, param: Any, value: Any) -> Any:
+    """Click callback of an output file option (``--json OUT``): refuse, before the command
+    runs, a path whose folder is missing or not writable, or that is a folder ('-': stdout)."""
+    import os
+    from pathlib import Path
+
+    if value is None or str(value) == "-":
+        return value
+    path = Path(value)
+    folder = path.parent
+    why = None
+    if path.is_dir():
+        why = "is a directory"
+    elif not folder.is_dir():
+        why = f"no such directory {str(folder)!r}"
+    elif not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        why = "not writable"
+    if why is not None:
+        raise click.BadParameter(f"{value}: {why}", ctx=ctx, param=param)
+    return value

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds
+from ops.cli.options import DATA_ENVVAR, one_address, positive_seconds, writable_output
 from ops.cli.stop_signals import stop_on_signals
 
 
@@ -51,12 +51,14 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--no-intended", is_flag=True, help="do not write intended.parquet")
 @click.option("--address", default=None, metavar="HOST:PORT",
               help="HTTP API address (default 127.0.0.1:0; PORT alone: on 127.0.0.1; port 0: any free one)")
-@click.option("--http-port", type=int, default=None, hidden=True, help="old spelling of --address PORT")
+@click.option("--http-port", type=click.IntRange(0, 65535), default=None, hidden=True,
+              help="old spelling of --address PORT")
 @click.option("--no-http", is_flag=True, help="no HTTP API")
 @click.option("--token", envvar="OMDP_REPLAY_TOKEN", help="token of the HTTP actions (default: a random one, printed)")
 @click.option("--paused", is_flag=True, help="do not start until POST /api/v1/replay/start (implies --hold)")
 @click.option("--hold", is_flag=True, help="keep the HTTP API up after the replay ends, until Ctrl-C")
-@click.option("--json", "json_out", type=click.Path(path_type=Path), help="write the final status as JSON here")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), callback=writable_output,
+              help="write the final status as JSON here")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar or status lines (the summary still prints)")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
            loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,

@@ -27,7 +27,8 @@ from typing import Any
 
 import click
 
-from ops.cli.options import DATA_ENVVAR, check_positive, one_address, positive_seconds, topology_argument
+from ops.cli.options import (DATA_ENVVAR, check_positive, one_address, positive_seconds, topology_argument,
+                             writable_output)
 from ops.progress import RunCountdown
 
 
@@ -56,21 +57,25 @@ def _write_json(out: str, data: Any) -> None:
 def dashboard_hook(address: str) -> Any:
     """The hook ``--address HOST:PORT`` gives a pipeline run: once the run's stats segment
     exists, serve its live dashboard (``ops.dashboard.serve.start_dashboard``, the
-    dashboard's own component) from this process; the hook returns the server's stop."""
+    dashboard's own component) from this process; the hook returns the server's stop.
+    The address is bound now, so one in use is refused before the run starts."""
     try:
         from ops.dashboard.access import READ_TOKEN_ENV
-        from ops.dashboard.serve import parse_address, start_dashboard
+        from ops.dashboard.serve import bind_address, parse_address, start_dashboard
     except ImportError:
         raise click.UsageError("--address: this installation has no dashboard (ops.dashboard)") from None
     try:
         host, port = parse_address(address)
+        sock = bind_address(host, port)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--address") from None
+    except OSError as e:
+        raise click.BadParameter(e.strerror or str(e), param_hint="--address") from None
 
     read_token = os.environ.get(READ_TOKEN_ENV) or None
 
     def serve(run_id: str, run_dir: Path) -> Any:
-        server = start_dashboard(run_id, host, port, read_token=read_token)
+        server = start_dashboard(run_id, host, port, read_token=read_token, sock=sock)
         click.echo(f"dashboard: {server.url}", err=True)
         if server.exposure_warning:
             click.echo(server.exposure_warning, err=True)
@@ -190,7 +195,8 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a value of the file, e.g. operators.src.params.rate=1000 (repeatable)")
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
-@click.option("--json", "json_out", default=None, metavar="OUT", help="write the run's report as JSON to OUT ('-': stdout)")
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=writable_output,
+              help="write the run's report as JSON to OUT ('-': stdout)")
 @click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @click.option("--rate-schedule", default=None, metavar="NX:S,...",

@@ -40,24 +40,31 @@ def parse_address(text: str) -> tuple[str, int]:
     return (host.strip("[]") or DEFAULT_HOST), number
 
 
+def bind_address(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (not yet listening), so that a command can refuse an
+    address in use before its run starts; raises OSError naming the address."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(e.errno, f"dashboard cannot listen on {host}:{port}: {e.strerror}") from None
+    return sock
+
+
 class DashboardServer:
     """A dashboard serving one source from a daemon thread; ``stop()`` ends it."""
 
     def __init__(self, source: DashboardSource, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  replay_router: APIRouter | None = None, owns_source: bool = False,
-                 read_token: str | None = None) -> None:
+                 read_token: str | None = None, sock: socket.socket | None = None) -> None:
         self.source = source
         self.read_token = read_token
         self.app: FastAPI = create_app(source, replay_router, read_token)
         self._owns_source = owns_source
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._sock.bind((host, port))
-        except OSError as e:
-            self._sock.close()
-            raise OSError(e.errno, f"dashboard cannot listen on {host}:{port}: {e.strerror}") from None
+        self._sock = sock if sock is not None else bind_address(host, port)
         self.host = host
         self.port = int(self._sock.getsockname()[1])
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
@@ -109,7 +116,7 @@ class DashboardServer:
 
 def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                     replay_router: APIRouter | None = None, run_dir: Path | None = None,
-                    read_token: str | None = None) -> DashboardServer:
+                    read_token: str | None = None, sock: socket.socket | None = None) -> DashboardServer:
     """Serve a run's dashboard from a background thread and return its handle.
 
     run: a run id (str: the live run's stats segment on this host), a run directory
@@ -118,6 +125,7 @@ def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST,
     /api/v1/replay with its own token check. run_dir: a live run's directory, for its
     plan.json before the run info names it. read_token: every figure needs it
     (``ops.dashboard.access``); the caller prints ``exposure_warning`` when it is not None.
+    sock: a socket ``bind_address`` bound earlier (host and port are then only its labels).
     """
     if isinstance(run, DashboardSource):
         source, owns = run, False
@@ -125,4 +133,5 @@ def start_dashboard(run: str | Path | DashboardSource, host: str = DEFAULT_HOST,
         source, owns = FinishedRunSource(run), True
     else:
         source, owns = LiveSource(run, run_dir=run_dir), True
-    return DashboardServer(source, host, port, replay_router, owns_source=owns, read_token=read_token).start()
+    return DashboardServer(source, host, port, replay_router, owns_source=owns, read_token=read_token,
+                           sock=sock).start()

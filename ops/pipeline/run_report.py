@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from omdp.atomic_files import atomic_path
 from omdp.metrics.breakdown import BASE_PPS, Breakdown
+from omdp.metrics.latency_summary import min_samples
 from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
 from omdp.runtime.machine import cpu_model
@@ -77,11 +78,15 @@ class Accounting:
     pricing_repriced: int = 0
     pricing_series: int = 0
     pricing_last_error: str = ""
+    unreported: list[str] = field(default_factory=list)
+    """Partitions that died without their final figures: what they held is not accounted,
+    so the run's missed and processed messages are unknown (not 0)."""
 
     @property
     def missed_ratio(self) -> float | None:
+        """Missed / (received + missed); None when unknown (nothing seen, or a partition died)."""
         seen = self.messages_received + self.messages_missed
-        return self.messages_missed / seen if seen else None
+        return self.messages_missed / seen if seen and not self.unreported else None
 
     @property
     def balanced(self) -> bool:
@@ -93,7 +98,7 @@ def accounting(result: RunResult, assembly: Assembly) -> Accounting:
     """Sum the operators' final counters by role."""
     g = assembly.groups
     ops = result.operators()
-    a = Accounting()
+    a = Accounting(unreported=[name for name, p in result.partitions.items() if not p.get("report")])
     for name, c in ops.items():
         group = name.split("[")[0]
         if group == g.feed_handler:
@@ -412,34 +417,57 @@ def latency_growth(run_dir: Path) -> Growth:
 
 @dataclass
 class Verdict:
-    """Sustainable or not, and why."""
+    """Sustainable, not, or unknown, and why. A test that could not be judged (too few samples
+    for the p99 bound or the growth test) makes the verdict unknown, never yes."""
 
     sustainable: bool
+    """True only when every test was judged and passed."""
     reasons: list[str]
+    """The tests that failed."""
+    unknown: list[str] = field(default_factory=list)
+    """The tests that could not be judged, and why."""
+
+    @property
+    def judged(self) -> bool | None:
+        """True (sustainable), False (a test failed) or None (none failed, some not judged)."""
+        return False if self.reasons else (None if self.unknown else True)
+
+    def text(self) -> str:
+        """``yes``, ``no (why)`` or ``unknown (what could not be judged)``."""
+        if self.reasons:
+            return "no (" + "; ".join(self.reasons) + ")"
+        return "unknown (" + "; ".join(self.unknown) + ")" if self.unknown else "yes"
 
 
 def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool, p99_from_intended_us: float | None = None,
             max_p99_from_intended_us: float | None = MAX_P99_FROM_INTENDED_US) -> Verdict:
     """The docs/architecture.md test of a rate, with the reasons it failed; and, with a
-    bound given, p99 of latency from intended below it (unknown p99: not judged)."""
-    why = []
-    if max_p99_from_intended_us is not None and p99_from_intended_us is not None \
-            and p99_from_intended_us > max_p99_from_intended_us:
-        why.append(f"p99 latency from intended {fmt_us(p99_from_intended_us)} is above the bound "
-                   f"{fmt_us(max_p99_from_intended_us)}")
+    bound given, p99 of latency from intended below it. A test without enough samples to
+    judge (p99 n/a, growth) goes to ``unknown``: the verdict is then unknown, not yes."""
+    why: list[str] = []
+    unknown: list[str] = []
+    if max_p99_from_intended_us is not None:
+        if p99_from_intended_us is None:
+            unknown.append(f"p99 latency from intended is n/a (fewer than {min_samples(0.99):,} samples) against the "
+                           f"bound {fmt_us(max_p99_from_intended_us)}: run longer or sample more (--sample-every)")
+        elif p99_from_intended_us > max_p99_from_intended_us:
+            why.append(f"p99 latency from intended {fmt_us(p99_from_intended_us)} is above the bound "
+                       f"{fmt_us(max_p99_from_intended_us)}")
     if not run_ok:
         why.append("the run failed")
     if replay.achieved_fraction is None or replay.achieved_fraction < SUSTAINED_FRACTION:
         frac = "unknown" if replay.achieved_fraction is None else f"{replay.achieved_fraction:.4%}"
         why.append(f"replayer kept {frac} of its schedule (needs >= {SUSTAINED_FRACTION:.2%})")
     ratio = acc.missed_ratio
-    if ratio is None or ratio > MISSED_LIMIT:
+    if acc.unreported:
+        why.append(f"missed messages unknown: partition {', '.join(acc.unreported)} died without its figures")
+    elif ratio is None or ratio > MISSED_LIMIT:
         why.append("no messages received" if ratio is None else f"missed {ratio:.4%} (limit {MISSED_LIMIT:.2%})")
     if growth.growing is None:
-        why.append(f"too few samples ({growth.samples}) to judge latency growth")
+        unknown.append(f"too few samples ({growth.samples}) to judge latency growth")
     elif growth.growing:
         why.append(f"latency from intended grew from {fmt_us(growth.first_us)} to {fmt_us(growth.last_us)} (median)")
-    return Verdict(not why, why)
+    return Verdict(not why and not unknown, why, unknown)
 
 
 def meta_row(*, run_id: str, sweep_id: str, run_date: str, assembly: Assembly, topology_name: str, config: str,
@@ -480,4 +508,4 @@ def summary_dict(acc: Accounting, replay: ReplayTotals, growth: Growth, v: Verdi
             "cpu": {c.partition: c.as_dict() for c in costs or []},
             "replay": {**asdict(replay), "messages_per_packet": replay.messages_per_packet},
             "growth": {**asdict(growth), "growing": growth.growing},
-            "sustainable": v.sustainable, "reasons": v.reasons}
+            "sustainable": v.judged, "reasons": v.reasons, "not_judged": v.unknown}

@@ -80,6 +80,10 @@ class SignalCollector(Operator):
         sig = np.concatenate(self.parts) if self.parts else np.zeros(0, SIGNAL_DTYPE)
         write_signals(self.ctx.run_dir, signals_table(sig))
 
+    def stopped_early(self) -> None:
+        """A hard stop: write the signals received so far (the report says the run failed)."""
+        self.end_of_stream()
+
     def counters(self) -> dict[str, int]:
         """Signals kept and records of another type."""
         return {"signals": self.count, "foreign": self.foreign}

@@ -140,6 +140,11 @@ def run_sweep(configs: list[Config], rates: list[str], data_dir: Path, capture_d
                 continue
             point.run = run.to_dict()
             point.load = (load_before, os.getloadavg()[0])
+            if not run.result.ok:  # a partition died: a failure of the sweep, not an unsustainable rate
+                point.error = f"run {run.result.run_id} failed: {run.result.failure or 'a partition died'}"
+                failures += 1
+                say(f"  failed: {point.error}")
+                continue
             point.sustainable = run.verdict.sustainable
             failures = failures + 1 if failed(point) else 0
             say("  " + point_line(point))
@@ -161,6 +166,14 @@ def _work_text(p: SweepPoint) -> str:
     return "n/a" if w is None else f"{w[1]:,.0f} ({w[0]})"
 
 
+def verdict_word(p: SweepPoint, yes: str = "sustainable", no: str = "not sustainable") -> str:
+    """``yes``, ``no`` or ``unknown``: a run whose verdict could not be judged (too few
+    samples for p99 or growth, ``Verdict.judged`` None) is unknown, not yes."""
+    if p.sustainable:
+        return yes
+    return "unknown" if p.run is not None and p.run.get("sustainable") is None and not p.error else no
+
+
 def point_line(p: SweepPoint) -> str:
     """One line of a point's figures."""
     if p.skipped:
@@ -175,7 +188,7 @@ def point_line(p: SweepPoint) -> str:
     return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
             f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(hop_figure(p.run, 'e2e', 'mean_us'))} "
             f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))}  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))}  "
-            f"work {_work_text(p)} ns/packet  {'SUSTAINABLE' if p.sustainable else 'not sustainable'}")
+            f"work {_work_text(p)} ns/packet  {verdict_word(p).upper() if p.sustainable else verdict_word(p)}")
 
 
 def markdown(sweep: Sweep, command: str, machine: str) -> str:
@@ -199,7 +212,7 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
             f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "
             f"{f('e2e_intended', 'mean_us')} ({f('e2e_intended', 'p99_us')}) | "
             f"{f('fh', 'mean_us')} / {f('to_de', 'mean_us')} / {f('de', 'mean_us')} / {f('to_mc', 'mean_us')} | "
-            f"{_work_text(p)} | {'yes' if p.sustainable else 'no'} | "
+            f"{_work_text(p)} | {verdict_word(p, 'yes', 'no')} | "
             + (f"{p.load[0]:.1f} / {p.load[1]:.1f} |" if p.load else " |"))
     configs = list(dict.fromkeys(p.config for p in sweep.points))
     summary = [f"- {c}: sustainable up to {sweep.sustainable_rate(c) or 'none of the rates swept'}" for c in configs]

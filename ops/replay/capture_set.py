@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
+from omdp.errors import InputError
 from ops.capture.checksums import ChecksumMismatch, check_file, check_size
 from ops.replay.config import MAX_LINE, line_ranges
 
 
-class CaptureInputError(ValueError):
+class CaptureInputError(InputError):
     """The capture directory cannot be replayed as asked; the message names the file or line."""
 
 
@@ -42,9 +43,12 @@ def _endpoint(entry: dict, copy: str, where: str) -> tuple[str, int] | None:
     if spec is None:
         return None
     try:
-        return str(spec["group"]), int(spec["port"])
+        group, port = str(spec["group"]), int(spec["port"])
     except (KeyError, TypeError, ValueError):
         raise CaptureInputError(f"{where}: copy {copy} of line {entry.get('line')} needs 'group' and 'port'") from None
+    if not 1 <= port <= 65535:
+        raise CaptureInputError(f"{where}: port of copy {copy} of line {entry.get('line')}: {port} is not 1..65535")
+    return group, port
 
 
 def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
@@ -74,6 +78,27 @@ def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
             raise CaptureInputError(f"{path}: files of line {line} must be a list of file names")
         out[line] = LineEndpoints(line=line, groups=groups, files=tuple(files))
     return manifest, out
+
+
+def read_checked_pcap(path: Path) -> Capture:
+    """A line's pcap, mapped and its packets located; a file that cannot be replayed whole
+    (corrupt, cut short, frames cut by the snaplen or with a bad header, an impossible
+    payload) raises CaptureInputError naming the file and the first problem."""
+    try:
+        cap = read_pcap(path)
+    except PcapError as e:
+        raise CaptureInputError(f"corrupt pcap: {e}") from None
+    except OSError as e:
+        raise CaptureInputError(f"{path}: {e.strerror or e}") from None
+    if cap.meta.get("truncated"):
+        raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} "
+                                "(cut short or still being written)")
+    if cap.meta.get("malformed_frames") is not None:
+        raise CaptureInputError(f"corrupt pcap: {cap.meta['malformed_frames'].describe()}: their messages "
+                                "could not be sent")
+    if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
+        raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
+    return cap
 
 
 @dataclass
@@ -133,20 +158,14 @@ class CaptureSet:
         for ln in self.lines:
             caps = []
             for path in self.files[ln]:
-                try:
-                    if path.name in checks:
+                if path.name in checks:
+                    try:
                         check_file(path, checks[path.name])
-                    cap = read_pcap(path)
-                except ChecksumMismatch as e:
-                    raise CaptureInputError(str(e)) from None
-                except PcapError as e:
-                    raise CaptureInputError(f"corrupt pcap: {e}") from None
-                except OSError as e:
-                    raise CaptureInputError(f"{path}: {e.strerror or e}") from None
-                if cap.meta.get("truncated"):
-                    raise CaptureInputError(f"corrupt pcap: {cap.meta['truncated_tail'].describe()} (cut short or still being written)")
-                if len(cap) and (int(cap.lengths.min()) == 0 or int(cap.lengths.max()) > 65507):
-                    raise CaptureInputError(f"corrupt pcap: {path}: a UDP payload of {int(cap.lengths.max())} bytes or empty")
+                    except ChecksumMismatch as e:
+                        raise CaptureInputError(str(e)) from None
+                    except OSError as e:
+                        raise CaptureInputError(f"{path}: {e.strerror or e}") from None
+                cap = read_checked_pcap(path)
                 caps.append(cap)
                 total += len(cap)
             out[ln] = caps

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from omdp.errors import InputError
 from ops.replay.rates import RateSpec
 
 Copy = Literal["A", "B"]
@@ -21,7 +22,7 @@ MAX_LINE = 99
 """Highest OPRA line number the replay handles (OMDP_REPLAY_MAX_LINE)."""
 
 
-class ReplayConfigError(ValueError):
+class ReplayConfigError(InputError):
     """An option that does not parse or does not fit the others."""
 
 

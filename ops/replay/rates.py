@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from omdp.errors import InputError
+
 PAPER_1X_PPS = 24_000
 """Packets/s of "1x" over all lines (docs/architecture.md "Rates")."""
 
@@ -32,7 +34,7 @@ RateKind = Literal["rate", "speed", "pps"]
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*[xX]\s*$")
 
 
-class RateError(ValueError):
+class RateError(InputError):
     """A rate that is not a rate: the message says what was given and what is accepted."""
 
 

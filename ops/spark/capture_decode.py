@@ -117,6 +117,9 @@ def decode_capture(
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
+    if cap.meta.get("malformed_frames") is not None:
+        outcome.status = "partly skipped"
+        outcome.error = "; ".join(filter(None, [outcome.error, cap.meta["malformed_frames"].describe()]))
     if decoder is None:
         decoder = ArrowTickDecoder(reuse=True, dictionary=dictionary)  # each batch is used before the next decode
     n = len(cap)

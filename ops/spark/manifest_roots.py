@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from omdp.errors import InputError
 
-class ManifestError(ValueError):
+
+class ManifestError(InputError):
     """A manifest that is missing, not JSON, or without a root -> underlying map."""
 
 

@@ -24,12 +24,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, PricingConfig
+from omdp.errors import InputError
 
 PRICING_KNOBS = tuple(n for n in PricingConfig.model_fields if n not in ("as_of", "period_s"))
 """The PricingConfig fields a replay configuration may set."""
 
 
-class ReplayConfigError(ValueError):
+class ReplayConfigError(InputError):
     """A configuration file that cannot be used; the message names the file and field."""
 
 

@@ -204,6 +204,8 @@ def read_packets(lines: list[LineFiles], problems: list[tuple[str, str, str]]) -
                 if cap.meta.get("truncated"):
                     problems.append((path, "partly skipped",
                                      f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"))
+                if cap.meta.get("malformed_frames") is not None:
+                    problems.append((path, "partly skipped", cap.meta["malformed_frames"].describe()))
                 n = len(cap)
                 p = np.empty(n, dtype=PKT_DTYPE)
                 p["off"] = cap.offsets

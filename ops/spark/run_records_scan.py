@@ -14,13 +14,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from omdp.errors import InputError
 from omdp.metrics.run_records import RUN_FILES
 from ops.spark.file_problems import FileProblem
 
 REQUIRED_FILES = ("meta.parquet", "samples.parquet")
 
 
-class RunRecordError(ValueError):
+class RunRecordError(InputError):
     """A run record file that does not meet its contract: which file and why."""
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from omdp.errors import InputError
 from ops.synth.universe import EXCHANGES, PENNY_PILOT, Underlying, Universe, stable_unit
 from ops.synth.universe_builtin import HEAVY, HEAVY_SHARE
 
@@ -26,7 +27,7 @@ _LEAPS_YEAR = re.compile(r"\((\d\d) ?L")
 _ROOT_OK = re.compile(r"^[A-Z]{1,5}$")
 
 
-class ListedOptionsError(ValueError):
+class ListedOptionsError(InputError):
     """A line of the listed-options file that does not have the fixed-width layout."""
 
 

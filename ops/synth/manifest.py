@@ -8,9 +8,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from omdp.atomic_files import write_text_atomic
+from omdp.errors import InputError
 
 MANIFEST_FILE = "manifest.json"
 
@@ -156,9 +157,22 @@ def write_manifest(manifest: Manifest, directory: Path) -> Path:
     return write_text_atomic(Path(directory) / MANIFEST_FILE, manifest.model_dump_json(indent=1))
 
 
+class ManifestError(InputError):
+    """A manifest that does not match its schema: the file, the first field and why."""
+
+
 def load_manifest(path: str | Path) -> Manifest:
-    """Read and validate a manifest (``path`` is the file or its directory)."""
+    """Read and validate a manifest (``path`` is the file or its directory); a bad one
+    raises ManifestError naming the field (``lines[0].a.port``), not pydantic's dump."""
+    from omdp.topology.load import problems_of
+
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_FILE
-    return Manifest.model_validate_json(path.read_text())
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except ValidationError as e:
+        problems = problems_of(e)
+        field, why = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ManifestError(f"{path}: {f'{field}: ' if field else ''}{why}{more}") from None

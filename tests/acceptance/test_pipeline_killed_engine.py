@@ -1,6 +1,7 @@
 """A decision engine process killed in the middle of a run: the run is reported failed,
 naming the partition, and stops cleanly - no partition, no replay sender and no shared
-memory segment is left."""
+memory segment is left; the survivors write what they collected (signals.parquet,
+ingest.parquet) and the report says missed is unknown, not 0."""
 from __future__ import annotations
 
 import json
@@ -44,5 +45,8 @@ def test_a_killed_engine_fails_the_run_cleanly(data_dir: Path) -> None:
             proc.kill()
     assert proc.returncode == 1, (out, err)
     assert "partition engines died: killed by SIGKILL" in err
+    assert (run_dir / "signals.parquet").is_file() and (run_dir / "ingest.parquet").is_file()
+    assert "missed unknown (partition engines died without its figures" in out, out
+    assert "processed 0 (unknown: partition engines died)" in out and " 0 missed" not in out, out
     assert not [p for p in everyone if alive(p)]
     assert not leftovers(run_dir.name)

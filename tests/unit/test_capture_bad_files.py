@@ -85,6 +85,46 @@ def test_capture_stats_counts_the_truncation(tmp_path: Path) -> None:
     assert "malformed packets: 1 (1 truncated)" in out and str(path) in out
 
 
+def _with_bad_frames(tmp_path: Path) -> Path:
+    """Three good packets, then a record whose frame the snaplen cut (10 of its bytes
+    missing), one whose IPv4 header length is 16, one whose UDP length exceeds its datagram,
+    and an ARP frame (another protocol: skipped, not malformed)."""
+    import struct
+
+    path = tmp_path / "line01.pcap"
+    write_pcap(path, [_packet(2, 1 + 2 * i) for i in range(3)], [T0 + i for i in range(3)], dst_ip=GROUP, dst_port=PORT)
+    buf = path.read_bytes()
+    frame = buf[24 + 16:24 + 16 + struct.unpack_from("<I", buf, 24 + 8)[0]]
+    bad_ihl = bytearray(frame)
+    bad_ihl[14] = 0x44
+    bad_udp = bytearray(frame)
+    struct.pack_into(">H", bad_udp, 14 + 20 + 4, len(frame) - 14 - 20 + 1)
+    arp = b"\1" * 12 + b"\x08\x06" + b"\0" * 28
+    records = [(frame[:-10], len(frame)), (bytes(bad_ihl), len(frame)), (bytes(bad_udp), len(frame)), (arp, len(arp))]
+    for i, (data, orig) in enumerate(records):
+        buf += struct.pack("<IIII", 1_202_135_400 + i, 0, len(data), orig) + data
+    path.write_bytes(buf)
+    return path
+
+
+def test_frames_cut_by_the_snaplen_or_with_a_bad_header_are_counted(tmp_path: Path) -> None:
+    """They were dropped silently: decode said 0 malformed and exited 0."""
+    path = _with_bad_frames(tmp_path)
+    cap = read_pcap(path)
+    bad = cap.meta["malformed_frames"]
+    assert len(cap) == 3 and cap.skipped == 4 and cap.meta["malformed_packets"] == bad.count == 3
+    assert bad.first_offset == 24 + 3 * (16 + len(cap.buf[cap.offsets[0] - 42:cap.offsets[0] + cap.lengths[0]]))
+    code, out = _invoke(["decode", str(path)])
+    assert code == 1 and "Traceback" not in out
+    assert "6 packets" in out and "3 malformed (3 cut short or bad IPv4/UDP header)" in out
+    assert f"{path}: 3 frame(s) cut short or with a bad IPv4/UDP header (the first at offset {bad.first_offset})" in out
+    st = capture_stats(path)
+    assert st.total.packets == 3 and st.total.bad_packets == 3
+    code, out = _invoke(["capture", "stats", str(path)])
+    assert code == 1 and "Traceback" not in out and "malformed packets: 3" in out
+    assert f"{path}: 3 malformed packet(s) ({bad.describe()})" in out
+
+
 @pytest.mark.parametrize("argv,copy", [([], "a"), (["--copies", "b"], "b"), (["--copies", "B"], "b"),
                                        (["--copies", "a"], "a"), (["--copy", "b"], "b")])
 def test_capture_stats_copies_spellings(tmp_path: Path, argv: list[str], copy: str) -> None:

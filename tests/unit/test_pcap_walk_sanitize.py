@@ -2,7 +2,9 @@
 fields in either byte order, the chain's end at a record cut short, at a header cut short
 and at a length pointing far past the end; max bounds what is written; a NULL or a buffer
 shorter than the global header is refused; the one-pass walk that locates each frame's UDP
-payload (omdp_pcap_walk_udp) equals framing.parse_frames over the same records. Named "sanitize": CI also runs it under ASan/UBSan."""
+payload (omdp_pcap_walk_udp) equals framing.parse_frames over the same records and counts
+the frames cut short or with a bad header apart from those of another protocol. Named
+"sanitize": CI also runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import struct
@@ -113,6 +115,10 @@ def test_udp_walk_equals_the_numpy_frame_checks() -> None:
                 assert rc == 0 and out.records == n == len(payloads) and out.end == end == len(buf) - 7
                 # of the listed frames: the good ones, DF set, UDP shorter than the IP datagram allows
                 assert k == int(ok.sum()) and (payloads is fuzz or k == 7)
+                # the others: 2 of another protocol (ARP, TCP), skipped; 10 cut short or with a
+                # bad header, counted (the first is the 5th record, the IPv4 version 6)
+                assert out.malformed <= len(payloads) - k and (payloads is fuzz or out.malformed == 10)
+                assert payloads is fuzz or out.first_malformed == 24 + sum(16 + len(f) for f in payloads[:4])
                 assert list(c_off[:k]) == list(pay_off[ok]) and list(c_len[:k]) == list(pay_len[ok])
                 assert list(c_dst[:k]) == list(dst[ok]) and list(c_port[:k]) == list(dport[ok])
                 assert list(c_ts[:k]) == list((secs[:n] * 1_000_000_000 + fracs[:n] * (1 if ns else 1000))[ok])

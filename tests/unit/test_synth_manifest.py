@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pydantic
 import pytest
 
-from ops.synth.manifest import load_manifest
+from ops.synth.manifest import ManifestError, load_manifest
 
 MINIMAL = {
     "schema_version": 1, "generator": "omdp synth", "date": "2008-02-04", "start_time": "09:30:00", "seconds": 1.0,
@@ -40,16 +39,26 @@ def test_minimal_manifest_validates(tmp_path: Path) -> None:
     assert m.lines[0].a.port == 11001 and m.roots == {"IBM": "IBM"}
 
 
-@pytest.mark.parametrize("change", [
-    lambda d: d.pop("seed"),
-    lambda d: d.update(schema_version=2),
-    lambda d: d["lines"][0].update(line=0),
-    lambda d: d["lines"][0]["files"].update(c=["x.pcap"]),
-    lambda d: d["underlyings"][0].update(kind="future"),
-    lambda d: d.update(surprise=1),
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda d: d.pop("seed"), "seed: Field required"),
+    (lambda d: d.update(schema_version=2), "schema_version: Input should be 1 (got 2)"),
+    (lambda d: d["lines"][0].update(line=0), "lines[0].line: "),
+    (lambda d: d["lines"][0]["files"].update(c=["x.pcap"]), "lines[0].files.c"),
+    (lambda d: d["underlyings"][0].update(kind="future"), "underlyings[0].kind: "),
+    (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),
 ])
-def test_wrong_manifests_are_rejected(tmp_path: Path, change) -> None:
+def test_wrong_manifests_are_rejected_naming_the_field(tmp_path: Path, change, field: str) -> None:
     doc = json.loads(json.dumps(MINIMAL))
     change(doc)
-    with pytest.raises(pydantic.ValidationError):
+    with pytest.raises(ManifestError) as err:
         load_manifest(_write(tmp_path, doc))
+    assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: {field}")
+    assert "\n" not in str(err.value) and "pydantic" not in str(err.value)
+
+
+def test_a_manifest_that_is_not_json_or_not_utf8_is_one_line(tmp_path: Path) -> None:
+    for raw in (b'{"x":', b"\xfe\xff binary"):
+        (tmp_path / "manifest.json").write_bytes(raw)
+        with pytest.raises(ManifestError) as err:
+            load_manifest(tmp_path)
+        assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: Invalid JSON") and "\n" not in str(err.value)

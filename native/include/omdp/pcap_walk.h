@@ -34,6 +34,8 @@ typedef struct omdp_pcap_udp {
     uint64_t n_udp;            /* out: the frames that are IPv4/UDP (written while below max) */
     uint64_t records;          /* out: whole records walked (n_udp of them UDP, the rest skipped) */
     uint64_t end;              /* out: where the chain stops, as omdp_pcap_walk's *end */
+    uint64_t malformed;        /* out: of the records skipped, those cut short or with a bad header */
+    uint64_t first_malformed;  /* out: the file offset of the first of them (its record header); 0: none */
 } omdp_pcap_udp_t;
 /* cdef: end */
 
@@ -41,7 +43,10 @@ typedef struct omdp_pcap_udp {
  * whole record whose captured frame is Ethernet (one 802.1Q tag or none), unfragmented
  * IPv4 with a header of at least 20 bytes, and UDP whose length fits the IP datagram,
  * which fits the captured bytes, writes its payload's place, time and destination (the
- * first `max`). Every byte read is inside the record's captured bytes. Returns 0, or -1
+ * first `max`). Of the other records, those that are not IPv4/UDP (another ethertype or IP
+ * protocol) are only skipped; those cut short inside their headers or datagram (a snaplen
+ * smaller than the frame) or with a bad Ethernet/IPv4/UDP header, or fragments of a UDP
+ * datagram, are counted in `malformed`. Every byte read is inside the record's captured bytes. Returns 0, or -1
  * for a NULL argument (arrays NULL with max > 0 included), a buffer shorter than the global
  * header, or frac_scale 0. */
 int omdp_pcap_walk_udp(const uint8_t *buf, uint64_t size, int big_endian, uint32_t frac_scale, omdp_pcap_udp_t *out);

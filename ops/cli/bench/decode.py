@@ -99,7 +99,6 @@ def _obi_bench(buf, offsets, lengths, source: str, repeats: int, in_cache_packet
                                in_cache_packets=in_cache_packets, in_cache_passes=in_cache_passes)
     res["source"] = source
     res["machine"] = machine_info()
-    res["command"] = "omdp " + " ".join(sys.argv[1:])
     cap, twin = res["capture"], res["fast_twin"]
     click.echo(f"OBI capture {source}: {cap['packets']} blocks, {cap['messages']} messages, "
                f"{cap['msgs_per_packet']:.2f} messages/block, {cap['bytes_per_packet']:.0f} bytes/block")
@@ -120,5 +119,5 @@ def _obi_bench(buf, offsets, lengths, source: str, repeats: int, in_cache_packet
     click.echo(OBI_OVER_FAST.line(ratio))
     res["targets"] = [OBI_DECODE.verdict(per_core), OBI_OVER_FAST.verdict(ratio)]
     if json_out:
-        Path(json_out).write_text(json.dumps(res, indent=2))
+        write_bench_json(json_out, res)
         click.echo(f"wrote {json_out}")

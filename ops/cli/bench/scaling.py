@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ops.cli.bench.sweep_output import emit_sweep
-from ops.cli.options import DATA_ENVVAR, positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds, writable_output
 
 
 def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
@@ -40,8 +40,10 @@ def _cores(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
 @click.option("--topologies-out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="where the scaled topology files are written (default: DATA/scaling/SWEEP)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write every point here")
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write the table for docs/benchmarks.md here")
 def bench_scaling(cores: list[int], rates: str, seconds: float, data_dir: Path, capture_date: str | None,
                   cores_per_sender: int, overrides: tuple[str, ...], stop_after_failures: int, sample_every: int | None, topologies_out: Path | None,

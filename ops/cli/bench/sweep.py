@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ops.cli.bench.sweep_output import emit_sweep
-from ops.cli.options import DATA_ENVVAR, positive_seconds
+from ops.cli.options import DATA_ENVVAR, positive_seconds, writable_output
 
 
 @click.command("sweep")
@@ -26,8 +26,10 @@ from ops.cli.options import DATA_ENVVAR, positive_seconds
               help="skip a configuration's higher rates after this many unsustainable ones in a row")
 @click.option("--sample-every", type=int, default=None, help="engines forward 1 in N messages (default 1,600)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write every run's figures here")
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="write the table for docs/benchmarks.md here")
 def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: str, inputs: str, data_dir: Path,
                 capture_date: str | None, overrides: tuple[str, ...], stop_after_failures: int,

@@ -15,7 +15,9 @@ from ops.cli.bench.output import write_bench_json
 
 def emit_sweep(name: str, data: dict[str, Any], table: Callable[[str, str], str], json_out: Path | None,
                md_out: Path | None) -> None:
-    """Print ``table(command, machine)`` and write the outputs asked for."""
+    """Print ``table(command, machine)`` and write the outputs asked for; then, when any run
+    failed (an error, or a partition died), end with a one-line error (exit status 1): an
+    unsustainable rate is a result, a failed run is not."""
     from omdp.runtime.machine import machine_info
 
     command = f"omdp bench {name} " + " ".join(sys.argv[3:])
@@ -27,3 +29,9 @@ def emit_sweep(name: str, data: dict[str, Any], table: Callable[[str, str], str]
         write_bench_json(json_out, {**data, "command": command}, indent=1)
     if md_out:
         md_out.write_text(text)
+    failed = [p for p in data.get("points", []) if p.get("error")]
+    if failed:
+        first = failed[0]
+        where = first.get("config") or f"{first.get('cores')} cores"
+        raise click.ClickException(f"bench {name}: {len(failed)} of {len(data['points'])} runs failed; "
+                                   f"the first, {where} at {first['rate']}: {first['error']}")
