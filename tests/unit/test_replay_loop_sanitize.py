@@ -4,6 +4,8 @@ still go out; every other packet is accounted for. Runs under ASan/UBSan in CI."
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -34,7 +36,8 @@ def _sink(keep: list) -> object:
 
 
 def _run(ctl: CtlSegment, pkts: np.ndarray, buf: bytes, *, copies_mask: int = 1, drop: int = 0, loop: int = 0,
-         start: bool = True, seconds: float = 2.0, table: object = None, ring: object = None) -> tuple[int, object]:
+         start: bool = True, seconds: float = 2.0, table: object = None, ring: object = None,
+         lap_span: int | None = None) -> tuple[int, object]:
     keep: list = []
     src_mem = ffi.new("uint8_t[]", buf)
     srcs = ffi.new("omdp_replay_source_t[]", 1)
@@ -58,7 +61,7 @@ def _run(ctl: CtlSegment, pkts: np.ndarray, buf: bytes, *, copies_mask: int = 1,
     args.sources = srcs
     args.n_sources = 1
     args.copies_mask = copies_mask
-    args.lap_span = 1000 * max(1, pk.shape[0])
+    args.lap_span = lap_span or 1000 * max(1, pk.shape[0])
     args.loop = loop
     args.sink_kind = lib.OMDP_REPLAY_SINK_RING if ring is not None else lib.OMDP_REPLAY_SINK_UDP
     args.sink = sink
@@ -169,11 +172,26 @@ def test_short_looping_schedules_wrap_the_lookahead(ctl: CtlSegment, tmp_path, n
     buf = b"".join(pkts)
     offs = np.cumsum([0] + [len(p) for p in pkts])
     pk = _pkts([(int(offs[k]), len(pkts[k]), 1 + k % 2, 0) for k in range(n)])
+    pk["off"] *= 100  # a packet every 100 us
     t = IntendedTable.create(intended_name(f"t{os.getpid()}w{now_ns()}"), max_line=2, capacity=16, run_id="w",
                              creator_pid=os.getpid())
+    # stopped once three laps are done (not after a span of wall time, which a loaded host can
+    # spend before the first packet): the log's 1,024 entries leave the stop 100 ms of slack
+    done = threading.Event()
+
+    def stop_after_three_laps() -> None:
+        st = ctl.sender_ptr(0)
+        while not done.is_set() and st.packets_done < 3 * n:
+            time.sleep(0.0005)
+        ctl.stop()
+
+    stopper = threading.Thread(target=stop_after_three_laps)
+    stopper.start()
     try:
-        rc, st = _run(ctl, pk, buf, loop=1, seconds=0.0008, table=t)  # a packet a microsecond: < 1024 in the log
-        assert rc == lib.OMDP_REPLAY_ENDED
+        rc, st = _run(ctl, pk, buf, loop=1, seconds=120.0, table=t, lap_span=100_000 * n)
+        done.set()
+        stopper.join()
+        assert rc == lib.OMDP_REPLAY_STOPPED
         assert st.lap >= 3 and st.pacing_count == st.packets_done >= 3 * n and st.log_overruns == 0
         assert sum(int(ctl.lines[ln]["packets"][0]) for ln in (1, 2)) == st.packets_done
         sent = ctl.drain_log(0)
@@ -184,6 +202,8 @@ def test_short_looping_schedules_wrap_the_lookahead(ctl: CtlSegment, tmp_path, n
             got = t.lookup_many(np.array([row["line"]], np.uint16), np.array([row["block_seq"]], np.uint64))
             assert got.tolist() == [int(row["intended_ns"])]
     finally:
+        done.set()
+        stopper.join()
         t.close()
         t.unlink()
 
