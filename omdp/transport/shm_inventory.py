@@ -9,6 +9,7 @@ type                      name                                  owner record
 ``replay-ctl``            ``omdp-replay-<run>-ctl``             creator pid (+ start time, new ones)
 ``replay-intended``       ``omdp-replay-<run>-intended``        creator pid (+ start time, new ones)
 ``stats``                 ``omdp-<run>-stats``                  creator pid, closed time
+``mpi-shm``               ``sm_segment.*`` (an MPI library's)   the processes that map it (mpi_shm)
 ========================  ====================================  =====================================
 
 A segment is removable (``omdp shm clean``) once its owner is dead: no live side of a Vega
@@ -131,7 +132,9 @@ def list_owned_segments(shm_dir: Path = SHM_DIR) -> list[OwnedSegment]:
         except FileNotFoundError:
             continue
         found.append(_classify(path, size, stats_status))
-    return found
+    from omdp.transport.mpi_shm import list_mpi_segments
+
+    return found + list_mpi_segments(shm_dir)
 
 
 def remove(seg: OwnedSegment) -> bool:
@@ -142,6 +145,10 @@ def remove(seg: OwnedSegment) -> bool:
         return remove_stats_segment(seg.run)
     if seg.kind in REPLAY_KINDS.values():
         return lib.omdp_replay_shm_unlink(f"/{seg.name}".encode()) == 0
+    if seg.kind == "mpi-shm":
+        from omdp.transport.mpi_shm import unlink
+
+        return unlink(SHM_DIR / seg.name)
     raise ValueError(f"{seg.name}: unknown segment type, not removed")
 
 
@@ -155,8 +162,13 @@ def clean_dead(run: str | None = None, dry_run: bool = False) -> list[OwnedSegme
         if dry_run:
             removed.append(seg)
             continue
-        again = _classify(SHM_DIR / seg.name, seg.size,
-                          {s.name: s for s in list_stats_segments()} if seg.kind == "stats" else {})
+        if seg.kind == "mpi-shm":
+            from omdp.transport.mpi_shm import classify
+
+            again = classify(SHM_DIR / seg.name)
+        else:
+            again = _classify(SHM_DIR / seg.name, seg.size,
+                              {s.name: s for s in list_stats_segments()} if seg.kind == "stats" else {})
         if again.removable and remove(again):
             removed.append(again)
     return removed
