@@ -135,25 +135,29 @@ def stop_blocked(rank: int) -> dict[str, Any]:
         idle = MpiReceiver(spec, "0:3")   # nothing is ever sent here
         full = MpiReceiver(spec, "0:4")   # read only after the sender's put was stopped
         note = MpiReceiver(spec, "0:8")
+        back = MpiSender(spec, "0:9")     # tells the sender when it may close
         t = _stop_when_waiting(idle)
         t0 = time.monotonic()
         got = idle.get()  # no timeout: only the stop ends it
         t.join()
         note.get(HANG_GUARD_S)  # the sender's blocked put has returned
+        back.put(b"done")
         taken, end = _drain(full)
         out = {"idle_get": got, "idle_wait_s": time.monotonic() - t0, "full_got": len(taken), "full_end": end}
-        for e in (idle, full, note):
+        for e in (idle, full, note, back):
             e.close()
         return out
     idle, full, note = MpiSender(spec, "1:3"), MpiSender(spec, "1:4"), MpiSender(spec, "1:8")
+    back = MpiReceiver(spec, "1:9")
     _wait_until(full.ready_to_send)
     sent = [full.put(b"p" * 8) for _ in range(spec.queue_size)]
     t = _stop_when_waiting(full)
     blocked = full.put(b"p" * 8)  # no credit and no timeout: only the stop ends it
     t.join()
     note.put(b"stopped")
+    back.get(HANG_GUARD_S)  # the receiver's idle get has returned: closing idle ends nothing early
     out = {"sent": sent, "blocked_put": blocked}
-    for e in (idle, full, note):
+    for e in (idle, full, note, back):
         e.close()
     return out
 

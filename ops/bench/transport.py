@@ -324,6 +324,10 @@ def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], 
                                       **({"sender_batch": w.SEND_BATCH} if "batched" in medium else {})})
             say(f"throughput {medium:24} {size:>6} B: {rate / 1e6:9.3f} M msg/s  {rate * size / 1e9:7.2f} GB/s")
 
+    from ops.bench.transport_mpi import add_mpi_rows  # one mpiexec job for every MPI row
+
+    add_mpi_rows(report, plan, tmpdir, say)
+
 
 def _row(rows: list[dict[str, Any]], medium: str, size: int) -> dict[str, Any] | None:
     return next((r for r in rows if r["medium"] == medium and r["size"] == size), None)

@@ -21,6 +21,12 @@
  * (receiver -> sender, once), CREDIT (receiver -> sender: released so far), CLOSED
  * (receiver -> sender: gone), GOODBYE (sender -> receiver: messages sent in all).
  *
+ * MPI moves a message only inside an MPI call: where MPI_THREAD_MULTIPLE is provided (the
+ * default ask; OMDP_MPI_THREADS=serialized asks less), one progress thread per process
+ * finishes the sends a put left in flight, so a sender that goes quiet still delivers
+ * (without it, call omdp_mpi_flush before going quiet). A sender always takes its lock
+ * (the progress thread shares it), so the `mutex` knob changes nothing here.
+ *
  * Every wait polls MPI_Test (never a blocking MPI call) and checks the end's stop flag,
  * which any thread may set (omdp_mpi_*_stop): the wait then returns OMDP_MPI_STOPPED.
  * Errors return (MPI_ERRORS_RETURN); a peer that died gives OMDP_VEGA_E_PEER_DEAD when the

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #define CLOSE_WAIT_NS 1000000000LL /* how long close waits for sends still in flight */
 #define BLOCK_SPINS 256            /* spin-block: polls before the waits start sleeping */
 #define BLOCK_SLEEP_NS 20000
+#define PROGRESS_NS 50000          /* the progress thread's poll while MPI holds a send */
 
 /* ---- the job ------------------------------------------------------------------------- */
 
@@ -40,6 +42,28 @@ static void mpi_text(int rc, const char *what, char *out, size_t len)
     snprintf(out, len, "%s: %s (MPI error %d)", what, n ? msg : "unknown", rc);
 }
 
+/* The progress thread. MPI moves a message only inside an MPI call; an Isend that found the
+ * peer's shared-memory queue full stays in the sender's process until its next call, and a
+ * sender that goes quiet (done, or waiting on something else) would hold it forever. So
+ * where MPI_THREAD_MULTIPLE is provided, one thread per process finishes what senders left
+ * in flight: it sleeps until a put leaves a send unfinished, then tests those sends every
+ * PROGRESS_NS (taking each sender's lock only when it is free) until none is left. */
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_reg_cond = PTHREAD_COND_INITIALIZER;
+static omdp_mpi_sender_t *g_senders; /* every open sender, linked by ->next */
+static int g_work, g_progress_stop, g_progress_on;
+static pthread_t g_progress;
+
+static void *progress_loop(void *arg);
+
+/* The thread level asked of MPI: OMDP_MPI_THREADS=multiple (the default: any thread may use
+ * any end) or serialized (one thread at a time; Open MPI then takes no lock per call). */
+static int wanted_level(void)
+{
+    const char *v = getenv("OMDP_MPI_THREADS");
+    return v && strcmp(v, "serialized") == 0 ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+}
+
 int omdp_mpi_init(int *rank, int *size, int *thread_level)
 {
     int inited = 0, finalized = 0, rc;
@@ -51,7 +75,7 @@ int omdp_mpi_init(int *rank, int *size, int *thread_level)
     }
     int provided = MPI_THREAD_SINGLE;
     if (!inited) {
-        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+        rc = MPI_Init_thread(NULL, NULL, wanted_level(), &provided);
         if (rc != MPI_SUCCESS) {
             mpi_text(rc, "MPI_Init_thread", g_init_err, sizeof g_init_err);
             return OMDP_MPI_E_MPI;
@@ -71,6 +95,14 @@ int omdp_mpi_init(int *rank, int *size, int *thread_level)
         MPI_Comm_get_attr(g_comm, MPI_TAG_UB, &ub, &flag);
         g_max_channel = flag && ub ? (*ub - 1) / 2 : 16383;
     }
+    if (provided == MPI_THREAD_MULTIPLE && !g_progress_on) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old); /* signals stay with the process's own threads */
+        g_progress_stop = 0;
+        g_progress_on = pthread_create(&g_progress, NULL, progress_loop, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
     MPI_Comm_rank(g_comm, rank);
     MPI_Comm_size(g_comm, size);
     *thread_level = provided;
@@ -84,6 +116,14 @@ int omdp_mpi_finalize(void)
     MPI_Finalized(&finalized);
     if (!inited || finalized)
         return OMDP_VEGA_OK;
+    if (g_progress_on) {
+        pthread_mutex_lock(&g_reg_lock);
+        g_progress_stop = 1;
+        pthread_cond_signal(&g_reg_cond);
+        pthread_mutex_unlock(&g_reg_lock);
+        pthread_join(g_progress, NULL);
+        g_progress_on = 0;
+    }
     if (g_comm != MPI_COMM_NULL)
         MPI_Comm_free(&g_comm);
     int rc = MPI_Finalize();
@@ -447,8 +487,10 @@ int omdp_mpi_receiver_close(omdp_mpi_receiver_t *rx)
 
 struct omdp_mpi_sender {
     int peer, data_tag, ctl_tag;
-    uint32_t queue_size, max_message, mutex_on, wait, on_full;
-    pthread_mutex_t lock;
+    uint32_t queue_size, max_message, wait, on_full;
+    pthread_mutex_t lock; /* always taken: the progress thread shares the sender */
+    omdp_mpi_sender_t *next;
+    _Atomic uint32_t inflight; /* sends MPI still holds (req[] not NULL) */
     uint8_t *slots;
     MPI_Request *req; /* the Isend of each send slot */
     uint64_t sent, granted, released;
@@ -530,7 +572,6 @@ int omdp_mpi_sender_open(int peer, int64_t id, uint32_t queue_size, uint32_t max
     tx->ctl_tag = (int)(2 * id + 1);
     tx->queue_size = queue_size;
     tx->max_message = max_message;
-    tx->mutex_on = mutex;
     tx->wait = wait;
     tx->on_full = on_full;
     tx->ctl_recv = tx->ctl_send = MPI_REQUEST_NULL;
@@ -546,6 +587,10 @@ int omdp_mpi_sender_open(int peer, int64_t id, uint32_t queue_size, uint32_t max
     }
     for (uint32_t i = 0; i < queue_size; i++)
         tx->req[i] = MPI_REQUEST_NULL;
+    pthread_mutex_lock(&g_reg_lock);
+    tx->next = g_senders;
+    g_senders = tx;
+    pthread_mutex_unlock(&g_reg_lock);
     int rc = MPI_Irecv(tx->ctl_in, CTL_WORDS, MPI_UINT64_T, peer, tx->ctl_tag, g_comm, &tx->ctl_recv);
     if (rc != MPI_SUCCESS) {
         st = tx_fail(tx, rc, "MPI_Irecv (hello)");
@@ -554,6 +599,54 @@ int omdp_mpi_sender_open(int peer, int64_t id, uint32_t queue_size, uint32_t max
     }
     *out = tx;
     return OMDP_VEGA_OK;
+}
+
+/* Test send slot i (lock held): 1 when MPI no longer holds it. */
+static int test_send(omdp_mpi_sender_t *tx, uint32_t i, int *rc_out)
+{
+    if (tx->req[i] == MPI_REQUEST_NULL)
+        return 1;
+    int done = 0;
+    int rc = MPI_Test(&tx->req[i], &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        *rc_out = rc;
+        return 0;
+    }
+    if (done)
+        atomic_fetch_sub_explicit(&tx->inflight, 1, memory_order_relaxed);
+    return done;
+}
+
+static void *progress_loop(void *arg)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    while (!g_progress_stop) {
+        if (!g_work) {
+            pthread_cond_wait(&g_reg_cond, &g_reg_lock);
+            continue;
+        }
+        int any = 0;
+        for (omdp_mpi_sender_t *tx = g_senders; tx; tx = tx->next) {
+            if (atomic_load_explicit(&tx->inflight, memory_order_relaxed) == 0)
+                continue;
+            if (pthread_mutex_trylock(&tx->lock) == 0) {
+                int rc = MPI_SUCCESS;
+                for (uint32_t i = 0; i < tx->queue_size && rc == MPI_SUCCESS; i++)
+                    test_send(tx, i, &rc);
+                pthread_mutex_unlock(&tx->lock);
+            }
+            any |= atomic_load_explicit(&tx->inflight, memory_order_relaxed) > 0;
+        }
+        g_work = any;
+        if (any) {
+            pthread_mutex_unlock(&g_reg_lock);
+            struct timespec ts = {0, PROGRESS_NS};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&g_reg_lock);
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return NULL;
 }
 
 /* Room for one more message now: a credit and a send slot whose last Isend finished. */
@@ -569,14 +662,9 @@ static int tx_room(omdp_mpi_sender_t *tx, uint8_t **slot_out)
     if (!tx->hello || tx->sent - tx->released >= tx->granted)
         return OMDP_VEGA_FULL;
     uint32_t slot = (uint32_t)(tx->sent & (tx->queue_size - 1));
-    if (tx->req[slot] != MPI_REQUEST_NULL) {
-        int done = 0;
-        int rc = MPI_Test(&tx->req[slot], &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
-            return tx_fail(tx, rc, "MPI_Test (send)");
-        if (!done)
-            return OMDP_VEGA_FULL;
-    }
+    int rc = MPI_SUCCESS;
+    if (!test_send(tx, slot, &rc))
+        return rc != MPI_SUCCESS ? tx_fail(tx, rc, "MPI_Test (send)") : OMDP_VEGA_FULL;
     *slot_out = tx->slots + (uint64_t)slot * omdp_mpi_slot_size(tx->max_message);
     return OMDP_VEGA_OK;
 }
@@ -587,6 +675,15 @@ static int tx_send(omdp_mpi_sender_t *tx, uint8_t *buf, uint32_t size)
     int rc = MPI_Isend(buf, (int)size, MPI_BYTE, tx->peer, tx->data_tag, g_comm, &tx->req[slot]);
     if (rc != MPI_SUCCESS)
         return tx_fail(tx, rc, "MPI_Isend");
+    atomic_fetch_add_explicit(&tx->inflight, 1, memory_order_relaxed);
+    rc = MPI_SUCCESS;
+    if (!test_send(tx, slot, &rc) && rc == MPI_SUCCESS && g_progress_on) {
+        /* MPI holds it (the peer's queue is full): the progress thread finishes it */
+        pthread_mutex_lock(&g_reg_lock);
+        g_work = 1;
+        pthread_cond_signal(&g_reg_cond);
+        pthread_mutex_unlock(&g_reg_lock);
+    }
     tx->sent++;
     tx->st.messages++;
     tx->st.bytes += size;
@@ -595,15 +692,13 @@ static int tx_send(omdp_mpi_sender_t *tx, uint8_t *buf, uint32_t size)
 
 static int tx_lock(omdp_mpi_sender_t *tx)
 {
-    if (tx->mutex_on)
-        pthread_mutex_lock(&tx->lock);
+    pthread_mutex_lock(&tx->lock);
     return 0;
 }
 
 static void tx_unlock(omdp_mpi_sender_t *tx)
 {
-    if (tx->mutex_on)
-        pthread_mutex_unlock(&tx->lock);
+    pthread_mutex_unlock(&tx->lock);
 }
 
 int omdp_mpi_ready_to_send(omdp_mpi_sender_t *tx)
@@ -706,6 +801,13 @@ int omdp_mpi_sender_close(omdp_mpi_sender_t *tx)
 {
     if (!tx)
         return OMDP_VEGA_OK;
+    pthread_mutex_lock(&g_reg_lock); /* the progress thread lets go of it */
+    for (omdp_mpi_sender_t **p = &g_senders; *p; p = &(*p)->next)
+        if (*p == tx) {
+            *p = tx->next;
+            break;
+        }
+    pthread_mutex_unlock(&g_reg_lock);
     int64_t deadline = deadline_of(CLOSE_WAIT_NS);
     int left = 0;
     if (!tx->dead && !tx->closed && tx->ctl_recv != MPI_REQUEST_NULL) {
@@ -717,8 +819,12 @@ int omdp_mpi_sender_close(omdp_mpi_sender_t *tx)
             MPI_SUCCESS)
             left += !settle(&tx->ctl_send, 0, deadline);
     }
-    for (uint32_t i = 0; i < tx->queue_size; i++)
-        left += !settle(&tx->req[i], 0, deadline);
+    for (uint32_t i = 0; i < tx->queue_size; i++) {
+        int rc = MPI_SUCCESS;
+        while (!test_send(tx, i, &rc) && rc == MPI_SUCCESS && omdp_now_ns() < deadline)
+            sched_yield();
+        left += rc == MPI_SUCCESS && tx->req[i] != MPI_REQUEST_NULL;
+    }
     left += !settle(&tx->ctl_recv, 1, deadline);
     if (left)
         return OMDP_VEGA_OK; /* sends still held by MPI: their buffers stay (see the receiver's close) */
