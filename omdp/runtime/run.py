@@ -29,6 +29,10 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
         raise TopologyError(plan.source, [("", "the plan names no registry (build it with a Registry that has a ref, "
                                            "e.g. ops.pipeline.registry.build_registry)")])
     problems = check_machine(plan)
+    from omdp.runtime.mpi_supervisor import MpiSupervisor, mpi_plan_problems, plan_uses_mpi
+
+    mpi = plan_uses_mpi(plan)
+    problems += mpi_plan_problems(plan) if mpi else []
     if problems:
         raise TopologyError(plan.source, problems)
     run_id = run_id or new_run_id()
@@ -40,4 +44,5 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
     if stale and echo is not None:
         echo(f"removed {len(stale)} shared memory segment(s) left by runs that died: "
              + ", ".join(seg.name for seg in stale))
-    return Supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)
+    supervisor = MpiSupervisor if mpi else Supervisor  # mpi channels: the partitions are one MPI job's ranks
+    return supervisor(plan, run_dir(data_dir, run_id), run_id, echo).run(duration)
