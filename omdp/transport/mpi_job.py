@@ -51,7 +51,8 @@ def mpiexec_argv(ranks: Sequence[Sequence[str]]) -> list[str]:
     mpiexec = find_mpiexec()
     if mpiexec is None:
         raise FileNotFoundError(mpi_job_unavailable())
-    argv = [mpiexec, "--with-ft", "ulfm", "--bind-to", "none"]
+    # ranks pin themselves (a run's partitions may share a CPU): no binding, any number of ranks per core
+    argv = [mpiexec, "--with-ft", "ulfm", "--bind-to", "none", "--map-by", ":OVERSUBSCRIBE"]
     for i, cmd in enumerate(ranks):
         if i:
             argv.append(":")
