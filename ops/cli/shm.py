@@ -15,7 +15,8 @@ def shm() -> None:
 @shm.command("list")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per segment")
 def list_cmd(as_json: bool) -> None:
-    """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats), run, size,
+    """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats; mpi-shm: an MPI
+    library's file, owned by whoever maps it), run, size,
     owner pid and state (alive / dead / closed), and whether ``shm clean`` would remove it."""
     from omdp.transport.shm_inventory import list_owned_segments
 
