@@ -180,7 +180,9 @@ def peer_death(rank: int) -> dict[str, Any]:
             error, message = type(e).__name__, str(e)
         seen = time.time()
         rx.close()
-        return {"error": error, "message": message, "after_kill_s": seen - killed_at}
+        with open("/proc/self/maps") as f:  # this job's MPI files: the ones this rank maps
+            files = sorted({line.split()[-1] for line in f if "/dev/shm/" in line and "_segment." in line})
+        return {"error": error, "message": message, "after_kill_s": seen - killed_at, "files": files}
     tx = MpiSender(spec, "1:6")
     t = time.time()
     tx.put(repr(t).encode())

@@ -27,6 +27,7 @@ def _write(path: Path, text: str) -> None:
 
 def become_rank(control: Path, name: str, log: Path) -> None:
     """Log to ``log``; say our pid; take commands and write events over the FIFOs."""
+    os.environ["OMDP_MPI_CONTROL"] = str(control)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 2)
     os.close(fd)
@@ -47,10 +48,30 @@ def start_mpi(plan: Plan, name: str) -> None:
     from omdp.transport.mpi import mpi_init
 
     rank, size = mpi_init()
+    control = Path(os.environ.get("OMDP_MPI_CONTROL", ""))
+    if control.is_dir():
+        _write(control / f"{name}.files", "\n".join(mapped_mpi_files()))
     RANKS.update({p.name: i for i, p in enumerate(plan.partitions)})
     if size != len(plan.partitions) or RANKS[name] != rank:
         raise RuntimeError(f"partition {name} is rank {rank} of {size}; the plan wants rank {RANKS[name]} of "
                            f"{len(plan.partitions)}")
+
+
+def mapped_mpi_files() -> list[str]:
+    """The MPI library's files in /dev/shm that this process maps (its own segment, once MPI
+    started), for the supervisor's cleanup."""
+    from fnmatch import fnmatch
+
+    from omdp.transport.mpi_shm import PATTERNS
+
+    found = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(maxsplit=5)
+            path = parts[5].strip().removesuffix(" (deleted)") if len(parts) == 6 else ""
+            if path.startswith("/dev/shm/") and any(fnmatch(Path(path).name, pat) for pat in PATTERNS):
+                found.add(path)
+    return sorted(found)
 
 
 def endpoint_of(partition: str, channel_id: int) -> str:

@@ -10,8 +10,9 @@ child's stdin and stdout (which ``mpiexec`` keeps for itself), and each partitio
 its own log. A rank is not this process's child, so each partition writes its pid when it
 starts and its exit status when it ends (``<name>.pid``, ``<name>.rc``); a rank gone
 without a status was killed (reported as SIGKILL). When the run is over the job is
-reaped (killed after ``kill_timeout_s``), and the MPI files in /dev/shm that it made and
-nobody maps any more are removed.
+reaped (killed after ``kill_timeout_s``), and the files in /dev/shm its ranks mapped when
+MPI started (each lists its own) are removed once nobody maps them (``mpi_files.json``
+in the run directory names them).
 """
 from __future__ import annotations
 
@@ -55,10 +56,9 @@ class RankProcess:
     """A partition that is a rank of the job, with the part of ``subprocess.Popen`` the
     supervisor uses (pid, returncode, poll, wait, kill, stdin, stdout)."""
 
-    def __init__(self, name: str, control: Path, job: subprocess.Popen) -> None:
+    def __init__(self, name: str, control: Path) -> None:
         self.name = name
         self.control = control
-        self.job = job
         self.returncode: int | None = None
         self.pid = int((control / f"{name}.pid").read_text())
         # read end first (non-blocking: no writer needed), held read-write so it never reads EOF
@@ -72,11 +72,12 @@ class RankProcess:
         """The exit status the rank wrote, -SIGKILL when it is gone without one, else None."""
         if self.returncode is not None:
             return self.returncode
+        alive = _alive(self.pid)  # first: a status written just before the end is still read below
         rc = self.control / f"{self.name}.rc"
-        if rc.exists() and rc.read_text().strip():
+        if rc.exists():
             self.returncode = int(rc.read_text())
-        elif not _alive(self.pid):
-            self.returncode = int(rc.read_text()) if rc.exists() and rc.read_text().strip() else -signal.SIGKILL
+        elif not alive:
+            self.returncode = -signal.SIGKILL
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -111,7 +112,6 @@ class MpiSupervisor(Supervisor):
         super().__init__(*args, **kwargs)
         self.job: subprocess.Popen | None = None
         self.control = self.run_dir / "control"
-        self._job_started = 0.0
 
     def rank_argv(self, p: PlanPartition) -> list[str]:
         """Partition ``p``'s command as a rank: the usual one, told where its FIFOs and log are."""
@@ -123,7 +123,6 @@ class MpiSupervisor(Supervisor):
             for suffix in (".in", ".out"):
                 os.mkfifo(self.control / f"{p.name}{suffix}", 0o600)
         env = job_env(self.hosts.env_for(self.plan.partitions[0].host))
-        self._job_started = time.time()
         with (self.run_dir / "logs" / "mpiexec.log").open("ab") as log:
             self.job = subprocess.Popen(mpiexec_argv([self.rank_argv(p) for p in self.plan.partitions]),
                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
@@ -136,7 +135,7 @@ class MpiSupervisor(Supervisor):
                                  f"(mpiexec {'exited ' + str(self.job.returncode) if self.job.returncode is not None else 'still starting'}; "
                                  f"see {self.run_dir / 'logs' / 'mpiexec.log'})")
                 time.sleep(0.01)
-            proc = RankProcess(p.name, self.control, self.job)
+            proc = RankProcess(p.name, self.control)
             child = _Child(p, proc, self.run_dir / "logs" / log_name(p.name),  # type: ignore[arg-type]
                            LineReader(proc.stdout.fileno()), LineWriter(proc.stdin))
             self.children.append(child)
@@ -195,26 +194,23 @@ class MpiSupervisor(Supervisor):
             return super().run(duration)
         finally:
             self._end_job(self.plan.run.kill_timeout_s)
+            made = sorted({ln for f in self.control.glob("*.files") for ln in f.read_text().splitlines() if ln})
+            (self.run_dir / "mpi_files.json").write_text(json.dumps(made, indent=1))
             for f in self.control.glob("*"):
                 f.unlink(missing_ok=True)
             if self.control.is_dir():
                 self.control.rmdir()
-            removed = remove_job_files(self._job_started)
+            removed = remove_job_files(made)
             if removed:
                 self.echo(f"removed {len(removed)} MPI file(s) the job left in {SHM_DIR}: {', '.join(removed)}")
 
 
-def remove_job_files(since: float, shm_dir: Path = SHM_DIR) -> list[str]:
-    """Remove the MPI files in ``shm_dir`` made since ``since`` (the job's) that no process maps."""
-    from omdp.transport.mpi_shm import list_mpi_segments, unlink
+def remove_job_files(paths: list[str]) -> list[str]:
+    """Remove the job's MPI files (``paths``, as its ranks listed them) that no process maps."""
+    from omdp.transport.mpi_shm import classify, unlink
 
     gone = []
-    for seg in list_mpi_segments(shm_dir):
-        path = shm_dir / seg.name
-        try:
-            made = path.stat().st_mtime
-        except FileNotFoundError:
-            continue
-        if seg.owner != "alive" and made >= since - 1 and unlink(path):
-            gone.append(seg.name)
+    for p in map(Path, paths):
+        if p.parent == SHM_DIR and p.exists() and classify(p).owner != "alive" and unlink(p):
+            gone.append(p.name)
     return gone

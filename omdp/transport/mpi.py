@@ -14,10 +14,11 @@ raises ``MpiUnavailableError`` saying why (``mpi_unavailable()`` tells without r
 from __future__ import annotations
 
 import mmap
+import time
 from typing import Any
 
 from omdp.native import ffi, lib
-from omdp.transport.api import Buffer, TransportError
+from omdp.transport.api import Buffer, ChannelNotFoundError, TransportError
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import ON_FULL_CODES, WAIT_CODES, WAIT_SLICE_NS
 from omdp.transport.vega_status import PEER_STATES, raise_for, timeout_ns
@@ -195,6 +196,17 @@ class MpiSender:
             _raise(rc, self.name, "open", ffi.new("char[]", b"MPI_Irecv failed"))
         self._tx = out[0]
         self._st = ffi.new("omdp_mpi_stats_t *")
+        # the receiver greets once its receives are posted: wait for that, as other media wait to connect
+        deadline = time.monotonic() + connect_timeout
+        while not lib.omdp_mpi_ready_to_send(self._tx):
+            if lib.omdp_mpi_sender_error(self._tx)[0] != b"\0" or time.monotonic() > deadline:
+                why = ffi.string(lib.omdp_mpi_sender_error(self._tx)).decode(errors="replace")
+                self.close()
+                if why:
+                    raise TransportError(f"channel {self.name!r}: connect: {why}")
+                raise ChannelNotFoundError(f"channel {self.name!r}: no receiver greeted within {connect_timeout:g} s "
+                                           f"(is rank {peer} running channel {channel}?)")
+            time.sleep(0.0002)
 
     def ready_to_send(self) -> bool:
         """True when a credit is held (the receiver greeted us and has a free slot)."""

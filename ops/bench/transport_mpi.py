@@ -175,7 +175,7 @@ def _rank_main(workdir: Path, cpus: tuple[int, int]) -> None:
         else:
             results.append(send_fn(endpoint=f"1:{i + 1}", **args))
     if rank == 0:
-        with MpiSender(spec, "1:0") as tx:
+        with MpiSender(spec, "1:0", connect_timeout=600) as tx:
             tx.put(pickle.dumps(results))
             tx.flush(60)
     else:

@@ -4,17 +4,14 @@ reason, where this build has no MPI part or no mpiexec is found (pip install '.[
 then rebuild omdp: docs/mpi.md)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from omdp.transport.mpi_job import mpi_job_unavailable
-from omdp.transport.shm_names import SHM_DIR
 from tests.mpi_ranks_support import run_job
 
 pytestmark = pytest.mark.skipif(mpi_job_unavailable() is not None, reason=str(mpi_job_unavailable()))
-
-
-def _mpi_files() -> set[str]:
-    return {p.name for pat in ("sm_segment.*", "vader_segment.*") for p in SHM_DIR.glob(pat)}
 
 
 def _job(scenario: str) -> dict[int, dict]:
@@ -62,10 +59,10 @@ def test_mpi_stop_interrupts_a_blocked_get_and_put() -> None:
 
 @pytest.mark.full
 def test_mpi_peer_death_is_a_named_error_within_a_second_and_leaves_no_file() -> None:
-    before = _mpi_files()
     r = _job("peer_death")
     rx = r[1]
     assert rx["error"] == "PeerDeadError", rx
     assert "MPI_ERR_PROC_FAILED" in rx["message"]
     assert rx["after_kill_s"] < 1.0
-    assert _mpi_files() - before == set()
+    assert rx["files"], "the job's ranks mapped no MPI file (not the shared-memory path?)"
+    assert not [f for f in rx["files"] if Path(f).exists()]  # the job's own files, not another job's
