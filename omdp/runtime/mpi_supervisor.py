@@ -131,8 +131,8 @@ class MpiSupervisor(Supervisor):
         for p in self.plan.partitions:
             while not (self.control / f"{p.name}.pid").exists():
                 if self.job.poll() is not None or time.monotonic() > deadline:
-                    raise _Abort(f"the MPI job did not start partition {p.name} "
-                                 f"(mpiexec {'exited ' + str(self.job.returncode) if self.job.returncode is not None else 'still starting'}; "
+                    how = "still starting" if self.job.returncode is None else f"exited {self.job.returncode}"
+                    raise _Abort(f"the MPI job did not start partition {p.name} (mpiexec {how}; "
                                  f"see {self.run_dir / 'logs' / 'mpiexec.log'})")
                 time.sleep(0.01)
             proc = RankProcess(p.name, self.control)
@@ -161,12 +161,21 @@ class MpiSupervisor(Supervisor):
                     pass
 
     def _kill_all(self) -> None:
-        super()._kill_all()
+        # ranks are the launcher's children, not ours: SIGKILL each by pid, then the job
+        for c in self.children:
+            if c.alive:
+                c.error = c.error or "killed after the stop timeout"
+                c.proc.kill()
+                try:
+                    c.proc.wait(timeout=self.plan.run.kill_timeout_s)
+                except subprocess.TimeoutExpired:
+                    pass
+                self._close_pipes(c)
         self._end_job(0.0)
 
     def _end_job(self, grace: float) -> None:
         """Reap the job: wait ``grace`` seconds, then kill its process group and every rank
-        still there (a rank is in a process group of its own), and wait until they are gone."""
+        still there (by pid: whichever group the launcher gave them), and wait until they are gone."""
         if self.job is None:
             return
         try:
