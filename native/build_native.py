@@ -14,16 +14,25 @@ adding files.
 
 Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
 ``infiniband/verbs.h`` exists (docs/architecture.md principle 8), and its cdef must be named
-``*_ib.cdef``.
+``*_ib.cdef``. Likewise a source, header or cdef whose name ends in ``_mpi`` is built only
+where an MPI is found (``mpi_flags``: the ``mpicc`` beside this Python or on PATH, asked for
+its flags; Open MPI's ``-showme``, MPICH's ``-compile_info``), compiled and linked with
+that MPI's flags (docs/mpi.md).
 
 Environment knobs (documented in the README):
   OMDP_SANITIZE=1   build with -fsanitize=address,undefined (CI runs the codec tests so)
   OMDP_MARCH=...    value for -march (default ``native``; ``none`` omits the flag)
+  OMDP_MPI=0        build without the MPI part even where an MPI is found
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
+import shutil
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 
 from cffi import FFI
@@ -46,7 +55,37 @@ def _have_verbs() -> bool:
     return any(Path(p, "infiniband", "verbs.h").exists() for p in ("/usr/include", "/usr/local/include"))
 
 
+@cache
+def mpi_flags() -> tuple[list[str], list[str]] | None:
+    """(compile flags, link flags) of the MPI found here, or None: no MPI, or OMDP_MPI=0."""
+    if os.environ.get("OMDP_MPI") == "0":
+        return None
+    beside = Path(sys.executable).parent / "mpicc"
+    mpicc = str(beside) if beside.exists() else shutil.which("mpicc")
+    if not mpicc:
+        return None
+    for compile_q, link_q in (("-showme:compile", "-showme:link"), ("-compile_info", "-link_info")):
+        try:
+            cflags = subprocess.run([mpicc, compile_q], capture_output=True, text=True, timeout=30)
+            lflags = subprocess.run([mpicc, link_q], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if cflags.returncode == 0 and lflags.returncode == 0:
+            # MPICH prints the whole command line, compiler first
+            c, ln = shlex.split(cflags.stdout), shlex.split(lflags.stdout)
+            if c and not c[0].startswith("-"):
+                c = c[1:]
+            if ln and not ln[0].startswith("-"):
+                ln = ln[1:]
+            c = [f for f in c if f.startswith(("-I", "-D", "-pthread"))]
+            ln = [f for f in ln if f.startswith(("-L", "-l", "-Wl,", "-pthread"))]
+            return c, ln
+    return None
+
+
 def _wanted(path: Path, suffix: str) -> bool:
+    if path.stem.endswith("_mpi"):
+        return mpi_flags() is not None
     return not path.stem.endswith("_ib") or _have_verbs()
 
 
@@ -66,6 +105,8 @@ def _compile_args() -> list[str]:
         args.append(f"-march={march}")
     if os.environ.get("OMDP_SANITIZE") == "1":
         args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"]
+    if mpi_flags() is not None:
+        args += mpi_flags()[0]
     return args
 
 
@@ -75,6 +116,8 @@ def _link_args() -> list[str]:
         args += ["-fsanitize=address,undefined"]
     if _have_verbs() and any(p.stem.endswith("_ib") for p in _sources()):
         args += ["-libverbs"]
+    if mpi_flags() is not None:
+        args += mpi_flags()[1]
     return args
 
 
@@ -82,7 +125,7 @@ def make_ffibuilder() -> FFI:
     """Collect every component's cdef, header and sources into one cffi builder."""
     ffibuilder = FFI()
     headers = sorted((INCLUDE / "omdp").glob("*.h"))
-    headers = [h for h in headers if not h.stem.endswith("_ib") or _have_verbs()]
+    headers = [h for h in headers if _wanted(h, ".h")]
     cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _wanted(p, ".cdef"))
     ffibuilder.cdef(_header_cdef(headers) + "\n".join(p.read_text() for p in cdefs))
     includes = "\n".join(f'#include "omdp/{h.name}"' for h in headers)

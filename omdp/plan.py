@@ -25,9 +25,9 @@ from omdp.topology.refs import RefError, deal, instance_names, parse_cpus, resol
 from omdp.topology.schema import RunSettings, Topology
 from omdp.transport.spec import ChannelSpec, WaitStrategy
 
-RUNTIME_TRANSPORTS = ("vega-shm", "vega-tcp", "vega-ib", "tcp")
+RUNTIME_TRANSPORTS = ("vega-shm", "vega-tcp", "vega-ib", "tcp", "mpi")
 """Transports the runtime inserts between partitions (``fused`` is within one; ``zmq`` and
-``mpqueue`` exist for benchmarks only)."""
+``mpqueue`` exist for benchmarks only; ``mpi`` makes the run one MPI job: docs/mpi.md)."""
 SAME_HOST_TRANSPORTS = ("vega-shm",)
 WAIT_EAGERNESS: tuple[WaitStrategy, ...] = ("spin", "spin-yield", "spin-block")
 DEFAULT_PARTITION_WAIT: WaitStrategy = "spin-yield"

@@ -8,7 +8,9 @@ loop and the ring or socket without Python.
 Endpoints are explicit and per medium: a ``vega-shm`` channel lives in the segment
 ``omdp-<run>-c<id>`` (made by the receiver), a ``tcp`` or ``vega-tcp`` channel at
 ``<address of the receiver's host>:<port the receiver picked>``, a ``vega-ib`` channel's
-bootstrap listener likewise (with the host's InfiniBand device). The supervisor carries
+bootstrap listener likewise (with the host's InfiniBand device), an ``mpi`` channel at
+``<receiver's rank>:<channel id>`` (the partitions are the ranks of one MPI job:
+``omdp.runtime.mpi_supervisor``). The supervisor carries
 the receivers' endpoints to the senders; nothing assumes one host.
 """
 from __future__ import annotations
@@ -33,6 +35,11 @@ def transport_unavailable(transport: str) -> str | None:
     """Why this build cannot carry ``transport`` between partitions, or None."""
     if transport in CARRIED:
         return None
+    if transport == "mpi":
+        from omdp.transport.mpi_job import mpi_job_unavailable
+
+        why = mpi_job_unavailable()
+        return None if why is None else f"transport 'mpi' is not available here: {why}"
     if transport == "vega-ib":
         from omdp.transport.vega_ib import ib_unavailable
 
@@ -93,6 +100,12 @@ def open_input(channel: PlanChannel, run_id: str, host: PlanHost) -> ChannelEnd:
     if spec.transport == "vega-shm":
         rx = open_receiver(spec, shm_name(run_id, channel_key(channel)))
         return ChannelEnd(channel.name, rx.name, lib.omdp_chan_vega_in_ops(), rx.c_handle, rx.close)
+    if spec.transport == "mpi":
+        from omdp.runtime.mpi_rank import endpoint_of
+
+        rx = open_receiver(spec, endpoint_of(channel.upstream, channel.id))
+        return ChannelEnd(channel.name, endpoint_of(channel.downstream, channel.id), lib.omdp_chan_mpi_in_ops(),
+                          rx.c_handle, rx.close)
     rx = open_receiver(spec, _network_endpoint(spec.transport, host))
     if spec.transport == "tcp":
         return ChannelEnd(channel.name, rx.endpoint, lib.omdp_chan_tcp_in_ops(), rx.c_handle, rx.close)
@@ -111,6 +124,8 @@ def open_output(channel: PlanChannel, run_id: str, endpoint: str, timeout: float
     tx = open_sender(spec, endpoint, connect_timeout=timeout)
     if spec.transport == "vega-shm":
         return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vega_out_ops(), tx.c_handle, tx.close)
+    if spec.transport == "mpi":
+        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_mpi_out_ops(), tx.c_handle, tx.close)
     if spec.transport == "vega-tcp":
         return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vtcp_out_ops(), tx.c_link, tx.close,
                           _vtcp_error(tx.c_link))

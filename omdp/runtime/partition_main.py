@@ -267,7 +267,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partition", required=True, help="name of the partition to run")
     ap.add_argument("--run-id", required=True, help="the run's id (names shared memory)")
     ap.add_argument("--run-dir", type=Path, default=None, help="the run's directory")
+    ap.add_argument("--control-dir", type=Path, default=None,
+                    help="a rank of the run's MPI job: control FIFOs, pid and exit status here (mpi_rank)")
+    ap.add_argument("--log", type=Path, default=None, help="with --control-dir: the partition's log")
     args = ap.parse_args(argv)
+    if args.control_dir:
+        from omdp.runtime import mpi_rank
+
+        mpi_rank.become_rank(args.control_dir, args.partition, args.log)
+        code = _main(args)
+        mpi_rank.write_status(args.control_dir, args.partition, code)
+        if code != EXIT_FAILED:  # a failed rank's peers may be gone: MPI_Finalize could wait for them
+            from omdp.transport.mpi import mpi_finalize
+
+            mpi_finalize()
+        return code
+    return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format=f"%(asctime)s {args.partition} %(levelname)s %(message)s")
     proc: PartitionProcess | None = None
@@ -276,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"OMDP_CLOCK_OFFSET_NS={os.environ.get('OMDP_CLOCK_OFFSET_NS')!r} is not a whole "
                              "number of nanoseconds")
         plan = Plan.model_validate_json(args.plan.read_text())
+        if args.control_dir:
+            from omdp.runtime.mpi_rank import start_mpi
+
+            start_mpi(plan, args.partition)
         proc = PartitionProcess(plan, args.partition, args.run_id, args.run_dir)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, proc.on_signal)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omdp.plan import Plan
 from omdp.runtime.machine import check_machine
+from omdp.runtime.mpi_supervisor import MpiSupervisor, mpi_plan_problems, plan_uses_mpi
 from omdp.runtime.rundir import (DEFAULT_DATA_DIR, RunIdError, check_run_id, claim_run_dir, discard_unstarted,
                                  find_run_dir, new_run_id)
 from omdp.runtime.shm_room import shm_shortfall
@@ -32,6 +33,7 @@ def preflight(plan: Plan, data_dir: Path, run_id: str, shm_extra: dict[str, int]
         raise TopologyError(plan.source, [("", "the plan names no registry (build it with a Registry that has a ref, "
                                            "e.g. ops.pipeline.registry.build_registry)")])
     problems = check_machine(plan)
+    problems += mpi_plan_problems(plan) if plan_uses_mpi(plan) else []
     if problems:
         raise TopologyError(plan.source, problems)
     try:
@@ -70,7 +72,8 @@ def run_plan(plan: Plan, data_dir: Path = DEFAULT_DATA_DIR, duration: float | No
             for seg in list_owned_segments():
                 if seg.kind == NOT_A_SEGMENT:
                     echo(f"skipped /dev/shm/{seg.name}: {seg.detail}")
-        return Supervisor(plan, rdir, run_id, echo).run(duration)
+        supervisor = MpiSupervisor if plan_uses_mpi(plan) else Supervisor  # mpi channels: one MPI job's ranks
+        return supervisor(plan, rdir, run_id, echo).run(duration)
     except BaseException:
         discard_unstarted(rdir)
         raise

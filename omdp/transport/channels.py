@@ -13,6 +13,7 @@ The spec is a ``ChannelSpec``, a dict, TOML text or a TOML file (top-level keys 
 | ``fused`` | any name, unique in the process | the receiver makes the pair, the sender picks its end |
 | ``zmq`` | ``ipc://PATH`` or a path | the receiver binds, the sender connects |
 | ``mpqueue`` | a name made by ``mpqueue.create_endpoint`` before the processes fork | the parent |
+| ``mpi`` | ``PEER_RANK:CHANNEL``: the other end's rank in the MPI job, the channel's number | the receiver posts its receives and greets; the sender waits for the greeting |
 
 Open the receiver first; a sender waits up to ``connect_timeout`` for it.
 """
@@ -89,6 +90,10 @@ def open_receiver(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: 
         from omdp.transport.mpqueue import MpQueueReceiver
 
         return MpQueueReceiver(spec, endpoint)
+    if spec.transport == "mpi":
+        from omdp.transport.mpi import MpiReceiver
+
+        return MpiReceiver(spec, endpoint)
     raise TransportError(f"transport {spec.transport!r}: no such medium")
 
 
@@ -125,4 +130,8 @@ def open_sender(spec: ChannelSpec | Mapping[str, Any] | str | Path, endpoint: st
         from omdp.transport.mpqueue import MpQueueSender
 
         return MpQueueSender(spec, endpoint)
+    if spec.transport == "mpi":
+        from omdp.transport.mpi import MpiSender
+
+        return MpiSender(spec, endpoint, connect_timeout)
     raise TransportError(f"transport {spec.transport!r}: no such medium")

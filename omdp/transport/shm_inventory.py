@@ -9,6 +9,7 @@ type                      name                                  owner record
 ``replay-ctl``            ``omdp-replay-<run>-ctl``             creator pid (+ start time, new ones)
 ``replay-intended``       ``omdp-replay-<run>-intended``        creator pid (+ start time, new ones)
 ``stats``                 ``omdp-<run>-stats``                  creator pid, closed time
+``mpi-shm``               ``sm_segment.*`` (an MPI library's)   the processes that map it (mpi_shm)
 ========================  ====================================  =====================================
 
 An ``omdp-*`` entry that is not a regular file (a FIFO, a symbolic link: nothing omdp makes)
@@ -24,38 +25,18 @@ is removable once older than ``INVALID_GRACE_S``. Anything else is ``unknown`` a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from omdp.metrics.stats_cleanup import INVALID_GRACE_S, list_stats_segments, remove_stats_segment
 from omdp.native import ffi, lib
 from omdp.transport import shm_names
+from omdp.transport.owned_segment import OwnedSegment
 
 SHM_DIR = shm_names.SHM_DIR
 REPLAY_PREFIX = "omdp-replay-"
 REPLAY_KINDS = {"-ctl": "replay-ctl", "-intended": "replay-intended"}
 NOT_A_SEGMENT = "not-a-segment"
 """The type of an ``omdp-*`` entry that is no segment (a FIFO, a link): listed, never opened."""
-
-
-@dataclass(frozen=True)
-class OwnedSegment:
-    """One ``omdp-*`` segment: type, run, size, owner pid and state, and whether it may go."""
-
-    name: str
-    kind: str             # vega-ring | replay-ctl | replay-intended | stats | not-a-segment | unknown
-    run: str
-    size: int
-    owner_pid: int | None
-    owner: str            # alive | dead | closed | unknown
-    removable: bool
-    detail: str
-    stats: dict[str, int | str] | None = None   # a Vega ring's counters
-
-    def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "type": self.kind, "run": self.run, "size": self.size,
-                "owner_pid": self.owner_pid, "owner": self.owner, "removable": self.removable,
-                "stale": self.removable, "detail": self.detail, "stats": self.stats}
 
 
 def _replay_owner(name: str) -> tuple[int | None, int, bool | None]:
@@ -142,7 +123,9 @@ def list_owned_segments(shm_dir: Path = SHM_DIR) -> list[OwnedSegment]:
         except FileNotFoundError:
             continue
         found.append(_classify(path, size, stats_status))
-    return found
+    from omdp.transport.mpi_shm import list_mpi_segments
+
+    return found + list_mpi_segments(shm_dir)
 
 
 def remove(seg: OwnedSegment) -> bool:
@@ -153,6 +136,10 @@ def remove(seg: OwnedSegment) -> bool:
         return remove_stats_segment(seg.run)
     if seg.kind in REPLAY_KINDS.values():
         return lib.omdp_replay_shm_unlink(f"/{seg.name}".encode()) == 0
+    if seg.kind == "mpi-shm":
+        from omdp.transport.mpi_shm import unlink
+
+        return unlink(SHM_DIR / seg.name)
     raise ValueError(f"{seg.name}: unknown segment type, not removed")
 
 
@@ -166,8 +153,13 @@ def clean_dead(run: str | None = None, dry_run: bool = False) -> list[OwnedSegme
         if dry_run:
             removed.append(seg)
             continue
-        again = _classify(SHM_DIR / seg.name, seg.size,
-                          {s.name: s for s in list_stats_segments()} if seg.kind == "stats" else {})
+        if seg.kind == "mpi-shm":
+            from omdp.transport.mpi_shm import classify
+
+            again = classify(SHM_DIR / seg.name)
+        else:
+            again = _classify(SHM_DIR / seg.name, seg.size,
+                              {s.name: s for s in list_stats_segments()} if seg.kind == "stats" else {})
         if again.removable and remove(again):
             removed.append(again)
     return removed

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-TransportName = Literal["fused", "vega-shm", "vega-tcp", "vega-ib", "tcp", "zmq", "mpqueue"]
+TransportName = Literal["fused", "vega-shm", "vega-tcp", "vega-ib", "tcp", "zmq", "mpqueue", "mpi"]
 WaitStrategy = Literal["spin", "spin-yield", "spin-block"]
 FullPolicy = Literal["block", "drop"]
 

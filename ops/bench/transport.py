@@ -30,12 +30,10 @@ from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.units import fmt_ns
 from ops.bench import transport_workers as w
+from ops.bench.transport_common import (BASE, PERCENTILES, RECEIVER_CPU, SENDER_CPU, BenchError, check_payloads,
+                                        clock_offset, percentiles, settings_text)
 
 CTX = mp.get_context("fork")
-SENDER_CPU, RECEIVER_CPU = 0, 1
-BASE = {"queue_size": 128, "max_message": 256, "mutex": False, "wait": "spin", "on_full": "block"}
-"""Settings of every run unless a row says otherwise (issue 3: mutex off, 128 x 256 B)."""
-PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999))
 
 
 @dataclass(frozen=True)
@@ -81,10 +79,6 @@ MEDIA: dict[str, dict[str, Any]] = {
     "zmq": {"transport": "zmq", "lat": ("py_lat", "slow"), "tput": ("py_tput", "slow")},
     "mpqueue": {"transport": "mpqueue", "lat": ("py_lat", "slow"), "tput": ("py_tput", "slow")},
 }
-
-
-class BenchError(RuntimeError):
-    """A benchmark run failed: a process died, timed out, or checksums disagreed."""
 
 
 def _pin(cpu: int) -> None:
@@ -178,28 +172,6 @@ def pingpong(n: int) -> dict[str, Any]:
     return {"one_way": percentiles(rtt / 2), "rtt": percentiles(rtt), "clock_offset_ns": clock_offset(mine, theirs)}
 
 
-def clock_offset(initiator: dict[str, Any], responder: dict[str, Any]) -> float:
-    """Responder CPU clock minus initiator CPU clock from one ping-pong: the responder's
-    stamp minus the midpoint of the initiator's send and answer, median over the fastest
-    tenth of the round trips (where the two directions are most nearly equal)."""
-    k = min(initiator["done"], responder["done"])
-    sent, answered, seen = initiator["t_a"][:k], initiator["t_b"][:k], responder["t_a"][:k]
-    rtt = answered - sent
-    fastest = rtt <= np.percentile(rtt, 10)
-    return float(np.median((seen - (sent + answered) / 2)[fastest]))
-
-
-def percentiles(samples: np.ndarray) -> dict[str, Any]:
-    """p50/p99/p99.9/max in ns, after dropping the warm-up tenth; a tail percentile with
-    fewer than 10/(1-p) samples is None (printed n/a)."""
-    kept = samples[len(samples) // 10:]
-    out: dict[str, Any] = {"n": int(len(kept))}
-    for name, p in PERCENTILES:
-        out[f"{name}_ns"] = float(np.percentile(kept, p * 100)) if len(kept) >= 10 / (1 - p) else None
-    out["max_ns"] = float(kept.max()) if len(kept) else None
-    return out
-
-
 def _spec(transport: str, size: int, **override: Any) -> tuple[ChannelSpec, dict[str, Any]]:
     knobs = dict(BASE, max_message=max(BASE["max_message"], size), **override)
     return ChannelSpec(transport=transport, **knobs), knobs
@@ -213,11 +185,6 @@ def _endpoint(transport: str, tag: str, tmpdir: str, spec: ChannelSpec) -> str:
     if transport == "zmq":
         return f"ipc://{tmpdir}/{tag}.sock"
     return mpqueue.create_endpoint(f"bench-{tag}-{time.monotonic_ns()}", spec)
-
-
-def _settings_text(knobs: dict[str, Any]) -> str:
-    return (f"queue {knobs['queue_size']} x {knobs['max_message']} B, mutex {'on' if knobs['mutex'] else 'off'}, "
-            f"wait {knobs['wait']}")
 
 
 @dataclass
@@ -247,13 +214,6 @@ def report_machine() -> dict[str, Any]:
             "clocksource": machine.clocksource(), "sender_cpu": SENDER_CPU, "receiver_cpu": RECEIVER_CPU}
 
 
-def _check(what: str, got: dict[str, Any], sent: dict[str, Any], n: int) -> None:
-    if got.get("got", n) != n or sent.get("sent", n) != n:
-        raise BenchError(f"{what}: sent {sent.get('sent')} received {got.get('got')} of {n}")
-    if got["checksum"] != sent["checksum"]:
-        raise BenchError(f"{what}: receiver checksum {got['checksum']:#x} != sender's {sent['checksum']:#x}")
-
-
 def measure(plan: Plan, say: Callable[[str], None] = print) -> Report:
     """Run the whole plan; ``say`` gets one line per finished measurement."""
     report = Report(report_machine(), {"lat_sizes": plan.lat_sizes, "tput_sizes": plan.tput_sizes,
@@ -274,7 +234,7 @@ def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], 
         r = run_alone(w.memcpy_bw, {"size": size, "queue_size": knobs["queue_size"],
                                     "max_message": knobs["max_message"], "iters": iters})
         bps = r["bytes"] / r["elapsed_ns"] * 1e9
-        report.memcpy.append({"size": size, "bytes_per_s": bps, "footprint": _settings_text(knobs)})
+        report.memcpy.append({"size": size, "bytes_per_s": bps, "footprint": settings_text(knobs)})
         say(f"memcpy {size:>6} B: {bps / 1e9:8.2f} GB/s")
 
     report.pingpong = pingpong(plan.pingpong_n)
@@ -294,11 +254,11 @@ def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], 
             endpoint = _endpoint(how["transport"], f"lat{size}", tmpdir, spec)
             got, sent = run_pair(getattr(w, worker + "_recv"), getattr(w, worker + "_send"),
                                  {"spec": spec, "endpoint": endpoint, "n": n, "size": size})
-            _check(f"{medium} latency {size} B", got, sent, n)
+            check_payloads(f"{medium} latency {size} B", got, sent, n)
             offsets = [clock_offset(s_cal, r_cal) for s_cal, r_cal in zip(sent["cal"], got["cal"])]
             offset = sum(offsets) / 2
             floor = float(np.median(np.concatenate([(c["t_b"] - c["t_a"]) / 2 for c in sent["cal"]])))
-            row = {"medium": medium, "size": size, "settings": _settings_text(knobs),
+            row = {"medium": medium, "size": size, "settings": settings_text(knobs),
                    **percentiles(got["lat"] - offset), "raw_p50_ns": percentiles(got["lat"])["p50_ns"],
                    "clock_offset_ns": offsets, "floor_p50_ns": floor}
             report.latency.append(row)
@@ -318,13 +278,17 @@ def _measure_into(report: Report, plan: Plan, tmpdir: str, say: Callable[[str], 
             endpoint = _endpoint(how["transport"], f"tput{size}", tmpdir, spec)
             got, sent = run_pair(getattr(w, worker + "_recv"), getattr(w, worker + "_send"),
                                  {"spec": spec, "endpoint": endpoint, "n": n, "size": size})
-            _check(f"{medium} throughput {size} B", got, sent, n)
+            check_payloads(f"{medium} throughput {size} B", got, sent, n)
             rate = (n - 1) / max(got["t_last"] - got["t_first"], 1) * 1e9
             report.throughput.append({"medium": medium, "size": size, "n": n, "messages_per_s": rate,
-                                      "bytes_per_s": rate * size, "settings": _settings_text(knobs),
+                                      "bytes_per_s": rate * size, "settings": settings_text(knobs),
                                       **({"receiver_batch": w.RECV_BATCH} if worker == "vega_c_tput" else {}),
                                       **({"sender_batch": w.SEND_BATCH} if "batched" in medium else {})})
             say(f"throughput {medium:24} {size:>6} B: {rate / 1e6:9.3f} M msg/s  {rate * size / 1e9:7.2f} GB/s")
+
+    from ops.bench.transport_mpi import add_mpi_rows  # one mpiexec job for every MPI row
+
+    add_mpi_rows(report, plan, tmpdir, say)
 
 
 def _row(rows: list[dict[str, Any]], medium: str, size: int) -> dict[str, Any] | None:
@@ -340,7 +304,7 @@ def judge(rep: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"target": name, "value": value, "goal": goal, "met": None if value is None else ok(value),
                     "settings": settings})
 
-    base = _settings_text(BASE)
+    base = settings_text(BASE)
     lat, tput = rep["latency"], rep["throughput"]
     small = [r for s in rep["plan"]["lat_sizes"] if 8 <= s <= 64 if (r := _row(lat, "vega-shm C", s))]
     for key, goal, limit in (("p50_ns", "<= 250 ns", 250), ("p99_ns", "<= 1000 ns", 1000)):

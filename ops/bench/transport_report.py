@@ -16,6 +16,8 @@ SETTINGS = {
     "zmq": "pyzmq PUSH/PULL ipc://, HWM 128",
     "mpqueue": "multiprocessing.Queue(maxsize=128)",
     "memcpy (one CPU)": "size-byte copies into 128 slots of the ring's stride, best of 5 passes",
+    "mpi C": "C loop; Open MPI, one mpiexec job, shared memory; 128 pre-posted receives of max(256 B, size)",
+    "mpi Python": "one put / get+release_buffer per message; as mpi C",
 }
 """What each row is, printed beside it (the JSON rows carry the exact knobs)."""
 

@@ -18,7 +18,8 @@ def shm() -> None:
 @click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
 @output_option
 def list_cmd(as_json: bool, output: str) -> None:
-    """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats), run, size,
+    """Every omdp segment: type (vega-ring, replay-ctl, replay-intended, stats; mpi-shm: an MPI
+    library's file, owned by whoever maps it), run, size,
     owner pid and state (alive / dead / closed), and whether ``shm clean`` would remove it."""
     from omdp.transport.shm_inventory import list_owned_segments
 

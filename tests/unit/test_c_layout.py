@@ -31,7 +31,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "engine_series_info": (64, 8), "fh_arb": (72, 8), "fh_line_params": (140, 4), "fh_offline_counts": (104, 8),
     "fh_offline_pkt": (24, 8), "fh_route": (16, 4), "fh_stage_extra": (32, 8), "fh_stage_series": (24, 8),
     "fh_staged": (64, 8), "frame_header": (8, 4), "group_ref": (104, 8), "hist": (30784, 8), "id_field": (4, 2),
-    "latency_config": (56, 8), "obi_batch_result": (32, 8), "obi_block": (32, 4), "obi_counters": (200, 8),
+    "latency_config": (56, 8), "mpi_stats": (64, 8), "obi_batch_result": (32, 8), "obi_block": (32, 4), "obi_counters": (200, 8),
     "obi_error": (24, 8), "obi_extra": (12, 4), "obi_stream_result": (16, 8), "latency_counters": (136, 8), "line_counts": (40, 8), "op_stats": (32, 8),
     "opra_arrow_result": (40, 8), "opra_batch_result": (32, 8), "opra_counters": (248, 8), "opra_error": (24, 8),
     "opra_msg": (256, 8), "opra_stream_result": (16, 8), "opra_y_entry": (32, 4), "partition_stats": (80, 8),
@@ -50,6 +50,8 @@ SIZES: dict[str, tuple[int, int]] = {
 
 IB_RECORDS = ("vib_",)
 """Records of the InfiniBand path, built only where infiniband/verbs.h exists."""
+MPI_RECORDS = ("mpi_",)
+"""Records of the mpi transport, built only where an MPI was found (native/build_native.py)."""
 
 
 def _structs() -> dict[str, object]:
@@ -71,8 +73,9 @@ RECORDS = sorted(n for n, tp in STRUCTS.items() if not any(f.type.kind in ("poin
 
 
 def test_every_record_is_pinned() -> None:
-    has_ib = hasattr(lib, "omdp_vib_open")
-    assert RECORDS == sorted(f"omdp_{n}_t" for n in SIZES if has_ib or not n.startswith(IB_RECORDS))
+    has_ib, has_mpi = hasattr(lib, "omdp_vib_open"), hasattr(lib, "omdp_mpi_init")
+    assert RECORDS == sorted(f"omdp_{n}_t" for n in SIZES
+                             if (has_ib or not n.startswith(IB_RECORDS)) and (has_mpi or not n.startswith(MPI_RECORDS)))
 
 
 @pytest.mark.parametrize("record", RECORDS)

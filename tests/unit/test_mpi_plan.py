@@ -1,0 +1,51 @@
+"""The ``mpi`` transport without MPI running: endpoints, specs, the shipped MPI topologies'
+plans, and what an MPI run refuses (these hold with or without the MPI part built)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from omdp.plan import build_plan
+from omdp.runtime.mpi_supervisor import mpi_plan_problems, plan_uses_mpi
+from omdp.topology.load import load_topology
+from omdp.transport.channels import ChannelSpecError, load_spec
+from omdp.transport.mpi import parse_mpi_endpoint
+from ops.pipeline.registry import build_registry
+
+SHIPPED = Path(__file__).resolve().parents[2] / "ops" / "topologies"
+
+
+def _plan(name: str, overrides: tuple[str, ...] = ()):  # noqa: ANN202 - a Plan
+    path = SHIPPED / f"{name}.toml"
+    return build_plan(load_topology(path, overrides), build_registry(), str(path))
+
+
+def test_endpoint_is_peer_rank_and_channel() -> None:
+    assert parse_mpi_endpoint("3:17") == (3, 17)
+    for bad in ("3", "a:1", "1:-2", ":1", "1:"):
+        with pytest.raises(ValueError, match=f"mpi endpoint '{bad}': expected PEER_RANK:CHANNEL"):
+            parse_mpi_endpoint(bad)
+
+
+def test_mpi_spec_validates_like_any_channel() -> None:
+    spec = load_spec({"transport": "mpi", "queue_size": 32, "on_full": "drop"})
+    assert spec.transport == "mpi" and spec.queue_size == 32
+    with pytest.raises(ChannelSpecError, match="queue_size"):
+        load_spec({"transport": "mpi", "queue_size": 30})
+
+
+def test_shipped_mpi_topologies_plan_mpi_pairs_only() -> None:
+    # opra_mpi: fh -> engines and engines -> signals (the feed ring and ingest are not edges)
+    for name, pairs in (("seq_split_mpi", 1), ("opra_mpi", 2)):
+        p = _plan(name)
+        assert plan_uses_mpi(p)
+        assert len(p.channels) == pairs and {c.spec.transport for c in p.channels} == {"mpi"}
+        assert mpi_plan_problems(p) == []
+    assert not plan_uses_mpi(_plan("seq_split_vega"))
+
+
+def test_an_mpi_run_refuses_a_namespace_host() -> None:
+    p = _plan("seq_split_mpi", ('hosts.lab.netns="omdp-lab"', 'partitions.down.host="lab"'))
+    problems = mpi_plan_problems(p)
+    assert problems and problems[0][0] == "partitions.host" and "lab is a namespace host" in problems[0][1]
