@@ -31,7 +31,7 @@ BASE_DATE = dt.date(2008, 2, 4)
 
 
 def _cores(master: str, spark) -> int:
-    from ops.spark.session import is_local_master, local_cores
+    from ops.spark.common.session import is_local_master, local_cores
 
     if is_local_master(master):
         return local_cores(master)
@@ -41,8 +41,8 @@ def _cores(master: str, spark) -> int:
 def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int,
              run_seconds: float) -> list[str]:
     """Capture days (``scales`` x ``seconds`` each) and one day of runs; return the dates."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.synthetic_runs import SyntheticRun, write_synthetic_run
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.latency.synthetic_runs import SyntheticRun, write_synthetic_run
     from ops.synth.generator import SynthConfig, synthesize
 
     layout = DataLayout(data)
@@ -94,12 +94,12 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
     configuration of ``replay_configs``; None: the live defaults and book checks only), for
     the ``jobs`` asked for (a job left out gives an empty list / None: a feeds-only pass is
     a minute, not several, under the bench lock)."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.feeds_job import run_feeds
-    from ops.spark.latency_job import run_latency
-    from ops.spark.replay_config import ReplayConfig
-    from ops.spark.replay_job import ReplayOptions, run_replay
-    from ops.spark.session import build_session
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.feeds.feeds_job import run_feeds
+    from ops.spark.latency.latency_job import run_latency
+    from ops.spark.backtest.backtest_config import ReplayConfig
+    from ops.spark.backtest.backtest_job import ReplayOptions, run_replay
+    from ops.spark.common.session import build_session
 
     layout = DataLayout(data)
     spark = build_session(f"omdp-bench-{master}", master, ui=True)  # ui: Spark's task metrics (_spark_cpu_s)

@@ -13,7 +13,7 @@ _DEFAULT_DATA = "./omdp-data"
 
 
 def _check_date(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from ops.spark.data_layout import check_date
+    from ops.spark.common.data_layout import check_date
 
     try:
         return check_date(value)
@@ -48,20 +48,20 @@ def _latency_opts(f: Callable) -> Callable:
 
 
 def _session(name: str, master: str, ui: bool):
-    from ops.spark.session import build_session
+    from ops.spark.common.session import build_session
 
     return build_session(name, master, ui=ui)
 
 
 def _feeds_options(copies: str, chunk_packets: int, top_underlyings: int):
-    from ops.spark.feeds_job import FeedsOptions
+    from ops.spark.feeds.feeds_job import FeedsOptions
 
     return FeedsOptions(copies=copies, chunk_packets=chunk_packets, top_underlyings=top_underlyings)
 
 
 def _latency_options(regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int):
-    from ops.spark.latency_job import LatencyOptions
-    from ops.spark.regression_check import RegressionRule
+    from ops.spark.latency.latency_job import LatencyOptions
+    from ops.spark.latency.regression_check import RegressionRule
 
     return LatencyOptions(
         regression=RegressionRule(
@@ -71,7 +71,7 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
 
 
 def _replay_options():
-    from ops.spark.replay_job import ReplayOptions
+    from ops.spark.backtest.backtest_job import ReplayOptions
 
     return ReplayOptions()
 
@@ -86,8 +86,8 @@ def analytics() -> None:
 @_feeds_opts
 def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int) -> None:
     """Decode the day's captures into the tick table and profile the feed."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.feeds_job import run_feeds
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.feeds.feeds_job import run_feeds
 
     spark = _session("omdp-feeds", master, ui)
     try:
@@ -107,8 +107,8 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
             lookback_nights: int) -> None:
     """Latency breakdowns, sustainability and regressions of the day's runs (exit 1 on a
     flagged regression)."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.latency_job import run_latency
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.latency.latency_job import run_latency
 
     spark = _session("omdp-latency", master, ui)
     try:
@@ -133,8 +133,8 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
     """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
     flagged regression or a live run that disagrees with the replay). DATE may be the date
     runs were made or a capture's date: the report says which it used."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.nightly_job import run_nightly, summary_lines
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.report.nightly_job import run_nightly, summary_lines
 
     spark = _session("omdp-nightly", master, ui)
     try:
@@ -174,9 +174,9 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
     import json
 
     from ops.cli.options import check_positive
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.replay_config import ReplayConfigError, load_configs
-    from ops.spark.replay_job import ReplayOptions, date_range, run_replay, summary_lines
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.backtest.backtest_config import ReplayConfigError, load_configs
+    from ops.spark.backtest.backtest_job import ReplayOptions, date_range, run_replay, summary_lines
 
     try:
         dates = date_range(date, to)

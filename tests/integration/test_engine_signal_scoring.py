@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from decision_engines.engine_config import EngineConfig
-from ops.bench.signal_score import run_capture, score
+from ops.spark.backtest.signal_score import run_capture, score
 from ops.synth.generator import SynthConfig, synthesize
 
 ANOMALIES = {"locked": 8.0, "crossed": 8.0, "off_smile": 16.0, "parity": 8.0}

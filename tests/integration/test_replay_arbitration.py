@@ -12,7 +12,7 @@ from test_feed_handler_ring_sanitize import frame, run_handler
 
 from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
-from ops.spark.replay_feed import PKT_DTYPE, OfflineFeedHandler, Routes
+from ops.spark.backtest.backtest_feed import PKT_DTYPE, OfflineFeedHandler, Routes
 
 pytestmark = pytest.mark.slow
 

@@ -14,14 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
-from ops.spark.data_layout import DataLayout
-from ops.spark.replay_config import ReplayConfig
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.backtest.backtest_config import ReplayConfig
 from decision_engines.engine_records import EXCHANGES
-from ops.spark.replay_engine import ConfigRunner
-from ops.spark.replay_nbbo import REPLAY_NBBO_SCHEMA
-from ops.spark.replay_feed import OfflineFeedHandler, decode_line, read_packets
-from ops.spark.replay_job import plan_day
-from ops.spark.replay_stage import read_bucket
+from ops.spark.backtest.backtest_engine import ConfigRunner
+from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA
+from ops.spark.backtest.backtest_feed import OfflineFeedHandler, decode_line, read_packets
+from ops.spark.backtest.backtest_job import plan_day
+from ops.spark.backtest.backtest_stage import read_bucket
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow

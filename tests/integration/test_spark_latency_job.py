@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.latency_hops import ALL_HOPS, PERCENTILES
-from ops.spark.latency_job import LatencyResult, run_latency
-from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.latency.latency_hops import ALL_HOPS, PERCENTILES
+from ops.spark.latency.latency_job import LatencyResult, run_latency
+from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from spark_test_session import local_spark
 
 pytestmark = pytest.mark.full  # a Spark session

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from spark_test_session import local_spark
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_job import ReplayOptions, run_replay, summary_lines
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_job import ReplayOptions, run_replay, summary_lines
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -183,8 +183,8 @@ def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, t
 def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_path: Path) -> None:
     """Runs are filed by the date they were made; naming the capture's date still finds the
     run of it, replays the capture, reconciles, and the page says how the date was read."""
-    from ops.spark.nightly_job import run_nightly
-    from ops.spark.replay_report import resolve_night
+    from ops.spark.report.nightly_job import run_nightly
+    from ops.spark.report.backtest_report import resolve_night
 
     copy = tmp_path / "d"
     shutil.copytree(data / "captures", copy / "captures")

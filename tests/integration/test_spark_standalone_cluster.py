@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
+from ops.spark.latency.sustainability import SustainabilityRule, judge_run, sweep_summaries
 
 RULE = SustainabilityRule()
 
@@ -77,7 +77,7 @@ def test_undecided_rates_neither_stop_nor_count() -> None:
 
 
 def test_quarter_medians_split_the_run_by_intended_time() -> None:
-    from ops.spark.sustainability import quarter_medians
+    from ops.spark.latency.sustainability import quarter_medians
 
     t0 = 1_202_135_400_000_000_000  # epoch ns: past 2**53, quarters must not round
     intended = t0 + np.arange(400, dtype=np.int64) * 1_000_000

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedhandlers.captures import read_pcap
-from ops.spark.data_layout import DataLayout
-from ops.spark.feed_tally import TICK_WINDOWS_SCHEMA, WINDOW_NS, FeedTally
-from ops.spark.manifest_roots import load_root_map
-from ops.spark.tick_arrow import ArrowDecoded, ArrowTickDecoder
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.feeds.feed_tally import TICK_WINDOWS_SCHEMA, WINDOW_NS, FeedTally
+from ops.spark.feeds.manifest_roots import load_root_map
+from ops.spark.feeds.tick_arrow import ArrowDecoded, ArrowTickDecoder
 from ops.synth.generator import SynthConfig, synthesize
 
 COLUMNS = ("ts_ns", "msg_index", "packet_messages", "packet_bytes", "underlying", "category")

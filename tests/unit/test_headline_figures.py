@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ops.pipeline.run_report import stamp_clock_line
-from ops.spark.report_html import HEADLINE_NOTE, headline_rows
+from ops.spark.report.report_html import HEADLINE_NOTE, headline_rows
 
 INDEX = Path(__file__).resolve().parents[2] / "ops" / "dashboard" / "static" / "index.html"
 

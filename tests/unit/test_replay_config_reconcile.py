@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.replay_config import ReplayConfigError, load_config, load_configs
-from ops.spark.replay_engine import REPLAY_SIGNALS_SCHEMA
-from ops.spark.replay_reconcile import LiveRun, reconcile_run
+from ops.spark.backtest.backtest_config import ReplayConfigError, load_config, load_configs
+from ops.spark.backtest.backtest_engine import REPLAY_SIGNALS_SCHEMA
+from ops.spark.backtest.backtest_reconcile import LiveRun, reconcile_run
 
 
 def test_a_config_file_sets_the_engine_and_pricing(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
-from ops.spark.replay_nbbo import REPLAY_NBBO_SCHEMA, NbboColumns, RootNames, nbbo_arrow
+from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA, NbboColumns, RootNames, nbbo_arrow
 
 
 def _expected(c: np.ndarray) -> list[dict]:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
-from ops.spark.replay_nbbo import REPLAY_NBBO_SCHEMA, NbboFile, RootNames, nbbo_arrow
+from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA, NbboFile, RootNames, nbbo_arrow
 
 
 def changes(n: int, seed: int = 3) -> np.ndarray:

@@ -17,7 +17,7 @@ import pytest
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi
 from omdp.record import RT_OPRA_MSG
-from ops.spark.replay_stage import (EXTRA_DTYPE, NO_EXTRA, NO_ROUTE, SERIES_DTYPE, STAGE_DTYPE, BucketSizes,
+from ops.spark.backtest.backtest_stage import (EXTRA_DTYPE, NO_EXTRA, NO_ROUTE, SERIES_DTYPE, STAGE_DTYPE, BucketSizes,
                                     BucketWriter, StagedBucket, StagedPart, StageTables, pack, read_bucket, stage_path,
                                     table_path)
 
@@ -141,7 +141,7 @@ def test_a_failed_line_leaves_no_part(tmp_path: Path) -> None:
 def test_route_array_is_the_c_route_table() -> None:
     """replay_feed.route_array builds omdp_fh_route_t entries in numpy: the same bytes as a
     cffi array filled entry by entry; a root that cannot be one is refused by name."""
-    from ops.spark.replay_feed import ROUTE_DTYPE, Routes, route_array
+    from ops.spark.backtest.backtest_feed import ROUTE_DTYPE, Routes, route_array
 
     assert ROUTE_DTYPE.itemsize == ffi.sizeof("omdp_fh_route_t") == 16
     for name in ROUTE_DTYPE.names:

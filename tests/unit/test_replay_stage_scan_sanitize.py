@@ -16,9 +16,9 @@ import pytest
 
 from feedhandlers.opra_record import NO_UNDERLYING, OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
-from ops.spark.replay_feed import PKT_DTYPE, OfflineFeedHandler, Routes
-from ops.spark.replay_score import quote_hash
-from ops.spark.replay_stage import (DENSE_IDS, EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter,
+from ops.spark.backtest.backtest_feed import PKT_DTYPE, OfflineFeedHandler, Routes
+from ops.spark.backtest.backtest_score import quote_hash
+from ops.spark.backtest.backtest_stage import (DENSE_IDS, EXTRA_DTYPE, NO_EXTRA, SERIES_DTYPE, STAGE_DTYPE, BucketWriter,
                                     CountSlots, StagedBucket, StagedPart, quote_hits, underlying_counts)
 
 

@@ -3,8 +3,8 @@ distinct bar labels, and the regression table shows latencies in µs like the re
 page (its header says so), the sustainable rate in x."""
 from __future__ import annotations
 
-from ops.spark.report_html import regression_display
-from ops.spark.report_plots import run_labels
+from ops.spark.report.report_html import regression_display
+from ops.spark.report.report_plots import run_labels
 
 
 def test_two_runs_of_one_config_and_rate_are_told_apart() -> None:
@@ -36,8 +36,8 @@ def test_the_replay_section_writes_its_figures_like_the_rest_of_the_page(tmp_pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ops.spark.replay_job import REPLAY_CONFIGS_SCHEMA
-    from ops.spark.replay_report import NIGHT_DATES_SCHEMA, replay_section
+    from ops.spark.backtest.backtest_job import REPLAY_CONFIGS_SCHEMA
+    from ops.spark.report.backtest_report import NIGHT_DATES_SCHEMA, replay_section
 
     pq.write_table(pa.Table.from_pylist([{"date": "2026-12-01", "read_as": "run date", "capture_dates": "2008-02-04",
                                           "runs_made": 1, "runs_of_captures": "{}"}], schema=NIGHT_DATES_SCHEMA),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ops.spark import worker_daemon
-from ops.spark.worker_daemon import zips_last
+from ops.spark.common import worker_daemon
+from ops.spark.common.worker_daemon import zips_last
 
 
 def test_zips_go_last_in_their_order() -> None:

@@ -38,7 +38,7 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     from ops.bench.analytics import JOBS, run_analytics_bench
     from ops.cli.options import parse_rate_x
 
-    from ops.spark.replay_config import ReplayConfigError, load_configs
+    from ops.spark.backtest.backtest_config import ReplayConfigError, load_configs
 
     jobs = tuple(j.strip() for j in jobs_text.split(",") if j.strip())
     unknown = sorted(set(jobs) - set(JOBS))

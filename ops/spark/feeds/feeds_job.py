@@ -25,9 +25,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ops.spark.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_capture_ticks
-from ops.spark.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
-from ops.spark.feed_profile import (
+from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_capture_ticks
+from ops.spark.common.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
+from ops.spark.feeds.feed_profile import (
     ONE_X_PPS,
     TICK_WINDOWS_READ_SCHEMA,
     category_mix,
@@ -37,9 +37,9 @@ from ops.spark.feed_profile import (
     rate_windows,
     top_underlyings,
 )
-from ops.spark.file_problems import FileProblem, report_problems
-from ops.spark.manifest_roots import ManifestError, load_root_map
-from ops.spark.report_schemas import (
+from ops.spark.common.file_problems import FileProblem, report_problems
+from ops.spark.feeds.manifest_roots import ManifestError, load_root_map
+from ops.spark.common.report_schemas import (
     FEEDS_CATEGORY_MIX,
     FEEDS_DAY,
     FEEDS_FILES,
@@ -49,10 +49,10 @@ from ops.spark.report_schemas import (
     FEEDS_TOP_UNDERLYINGS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import write_rows, write_table
-from ops.spark.session import build_session
-from ops.spark.task_map import map_tasks
-from ops.spark.tick_table import TICK_SCHEMA
+from ops.spark.common.report_tables import write_rows, write_table
+from ops.spark.common.session import build_session
+from ops.spark.common.task_map import map_tasks
+from ops.spark.feeds.tick_table import TICK_SCHEMA
 
 JOB = "feeds"
 

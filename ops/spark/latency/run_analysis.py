@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 
 from omdp.metrics.run_records import RUN_FILES
 from omdp.record import HOPS
-from ops.spark.latency_breakdown import STATS_ARROW_SCHEMA, hop_stats
-from ops.spark.latency_hops import SAMPLE_HOPS, SEND_LAG_HOP
-from ops.spark.run_records_scan import RunDirectory
-from ops.spark.sustainability import quarter_medians
+from ops.spark.latency.latency_breakdown import STATS_ARROW_SCHEMA, hop_stats
+from ops.spark.latency.latency_hops import SAMPLE_HOPS, SEND_LAG_HOP
+from ops.spark.latency.run_records_scan import RunDirectory
+from ops.spark.latency.sustainability import quarter_medians
 
 INGEST_COUNTERS = ("packets_received", "messages_received", "messages_missed", "packets_duplicate", "decode_errors")
 

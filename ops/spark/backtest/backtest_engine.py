@@ -24,9 +24,9 @@ from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
-from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_nbbo import NbboFile
-from ops.spark.replay_stage import UnderlyingCounts
+from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_nbbo import NbboFile
+from ops.spark.backtest.backtest_stage import UnderlyingCounts
 
 MINUTE_NS = 60_000_000_000
 ENGINE_BATCH = 4096

@@ -22,10 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ops.spark.data_layout import CaptureFile
-from ops.spark.feed_tally import FeedTally
-from ops.spark.tick_arrow import TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
-from ops.spark.tick_table import TICK_FILE_SCHEMA, tick_file_dir
+from ops.spark.common.data_layout import CaptureFile
+from ops.spark.feeds.feed_tally import FeedTally
+from ops.spark.feeds.tick_arrow import TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
+from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA, tick_file_dir
 
 DEFAULT_CHUNK_PACKETS = 16_384
 

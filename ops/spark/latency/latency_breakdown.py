@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ops.spark.latency_hops import HOP_ORDER, PERCENTILES, Hop
+from ops.spark.latency.latency_hops import HOP_ORDER, PERCENTILES, Hop
 
 STATS_ARROW_SCHEMA = pa.schema(
     [

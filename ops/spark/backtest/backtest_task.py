@@ -22,12 +22,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES
-from ops.spark.replay_config import ReplayConfig
-from ops.spark.replay_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
-from ops.spark.replay_feed import LineFiles, Routes, decode_line
+from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
+from ops.spark.backtest.backtest_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
-from ops.spark.replay_score import truth_quotes
-from ops.spark.replay_stage import CountSlots, StagedPart, read_bucket, underlying_counts
+from ops.spark.backtest.backtest_score import truth_quotes
+from ops.spark.backtest.backtest_stage import CountSlots, StagedPart, read_bucket, underlying_counts
 
 ENGINE_CHUNK = 4_096
 """Records expanded and fed to the engines at a time (1 MB, reused): small enough to stay in

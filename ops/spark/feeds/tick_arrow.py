@@ -23,7 +23,7 @@ import pyarrow as pa
 from feedhandlers.opra_batch import counters_dict
 from feedhandlers.opra_errors import CAPACITY, OPRA_ERROR_DTYPE, OpraDecodeError
 from omdp.native import ffi, lib
-from ops.spark.tick_table import TICK_FILE_SCHEMA
+from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA
 
 _CHAR_BYTES = lib.OMDP_ARROW_CHAR_BYTES
 _ROOT_BYTES = lib.OMDP_ARROW_ROOT_BYTES

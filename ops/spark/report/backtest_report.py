@@ -20,10 +20,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.replay_job import REPLAY_CONFIGS_SCHEMA, ReplayResult
-from ops.spark.replay_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
-from ops.spark.report_cells import FLOAT, INT, SHARE, TEXT, html_table
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.backtest.backtest_job import REPLAY_CONFIGS_SCHEMA, ReplayResult
+from ops.spark.backtest.backtest_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
+from ops.spark.report.report_cells import FLOAT, INT, SHARE, TEXT, html_table
 
 NIGHT_DATES_SCHEMA = pa.schema(
     [("date", pa.string()), ("read_as", pa.string()), ("capture_dates", pa.string()),

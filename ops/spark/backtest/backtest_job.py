@@ -39,11 +39,11 @@ from pyspark.sql import SparkSession
 from feedhandlers.captures import Capture, PcapError, read_capture
 from feedhandlers.routing import build_routing, count_roots
 from ops.pipeline.capture_info import open_capture
-from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
-from ops.spark.file_problems import FileProblem, report_problems
-from ops.spark.replay_config import ReplayConfig, load_configs
-from ops.spark.replay_feed import LineFiles, Routes
-from ops.spark.replay_reconcile import (
+from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
+from ops.spark.common.file_problems import FileProblem, report_problems
+from ops.spark.backtest.backtest_config import ReplayConfig, load_configs
+from ops.spark.backtest.backtest_feed import LineFiles, Routes
+from ops.spark.backtest.backtest_reconcile import (
     RECONCILE_MISMATCH_SCHEMA,
     RECONCILE_SCHEMA,
     REFERENCE,
@@ -51,11 +51,11 @@ from ops.spark.replay_reconcile import (
     find_live_runs,
     reconcile_run,
 )
-from ops.spark.replay_score import score_config, truth_keys, truth_path
-from ops.spark.replay_stage import STAGE_DIR
-from ops.spark.replay_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
-from ops.spark.session import build_session
-from ops.spark.task_map import map_tasks, typed_rows
+from ops.spark.backtest.backtest_score import score_config, truth_keys, truth_path
+from ops.spark.backtest.backtest_stage import STAGE_DIR
+from ops.spark.backtest.backtest_task import TASK_STATUS_SCHEMA, DecodeSpec, EngineSpec, run_task
+from ops.spark.common.session import build_session
+from ops.spark.common.task_map import map_tasks, typed_rows
 
 JOB = "replay"
 EXIT_MISMATCH = 1

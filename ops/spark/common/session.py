@@ -17,9 +17,9 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 """The master when none is given and the job was not launched by ``spark-submit``."""
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
-WORKER_DAEMON = "ops.spark.worker_daemon"
+WORKER_DAEMON = "ops.spark.common.worker_daemon"
 """The Python worker daemon module of local masters (the executors import it from the
 project on their path)."""
 

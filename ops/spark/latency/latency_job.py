@@ -19,11 +19,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ops.spark.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
-from ops.spark.file_problems import FileProblem, report_problems
-from ops.spark.latency_hops import HOP_ORDER, SAMPLE_HOPS
-from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
-from ops.spark.report_schemas import (
+from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
+from ops.spark.common.file_problems import FileProblem, report_problems
+from ops.spark.latency.latency_hops import HOP_ORDER, SAMPLE_HOPS
+from ops.spark.latency.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
+from ops.spark.common.report_schemas import (
     LATENCY_BREAKDOWN,
     LATENCY_INGEST,
     LATENCY_REGRESSIONS,
@@ -32,12 +32,12 @@ from ops.spark.report_schemas import (
     LATENCY_SWEEPS,
     SKIPPED_FILES,
 )
-from ops.spark.report_tables import read_history_rows, table_path, write_rows
-from ops.spark.run_analysis import RUN_RESULT_SCHEMA, analyze_run
-from ops.spark.run_records_scan import RunDirectory, read_meta, scan_runs
-from ops.spark.session import build_session
-from ops.spark.task_map import map_tasks, typed_rows
-from ops.spark.sustainability import SustainabilityRule, judge_run, sweep_summaries
+from ops.spark.common.report_tables import read_history_rows, table_path, write_rows
+from ops.spark.latency.run_analysis import RUN_RESULT_SCHEMA, analyze_run
+from ops.spark.latency.run_records_scan import RunDirectory, read_meta, scan_runs
+from ops.spark.common.session import build_session
+from ops.spark.common.task_map import map_tasks, typed_rows
+from ops.spark.latency.sustainability import SustainabilityRule, judge_run, sweep_summaries
 
 JOB = "latency"
 

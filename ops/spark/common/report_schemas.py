@@ -9,8 +9,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ops.spark.file_problems import FILE_PROBLEM_SCHEMA
-from ops.spark.latency_hops import PERCENTILES
+from ops.spark.common.file_problems import FILE_PROBLEM_SCHEMA
+from ops.spark.latency.latency_hops import PERCENTILES
 
 
 def _schema(*fields: tuple[str, T.DataType]) -> T.StructType:

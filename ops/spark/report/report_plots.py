@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ops.spark.latency_hops import PIPELINE_HOPS  # noqa: E402
+from ops.spark.latency.latency_hops import PIPELINE_HOPS  # noqa: E402
 
 _DPI = 110
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from omdp.metrics.run_records import RUN_FILES
-from ops.spark.file_problems import FileProblem
+from ops.spark.common.file_problems import FileProblem
 
 REQUIRED_FILES = ("meta.parquet", "samples.parquet")
 

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.file_problems import FileProblem
-from ops.spark.report_schemas import conform
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.common.file_problems import FileProblem
+from ops.spark.common.report_schemas import conform
 
 _ARROW_TYPE_OF = {
     T.StringType(): pa.string(),

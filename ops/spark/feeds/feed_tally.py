@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ops.spark.tick_arrow import ArrowDecoded
+from ops.spark.feeds.tick_arrow import ArrowDecoded
 
 WINDOW_NS = 10_000_000
 """The finest window (10 ms); every coarser one (100 ms, 1 s) is a sum of these."""

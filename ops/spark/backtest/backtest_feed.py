@@ -23,7 +23,7 @@ import numpy as np
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.native import ffi, lib
-from ops.spark.replay_stage import BucketSizes, BucketWriter
+from ops.spark.backtest.backtest_stage import BucketSizes, BucketWriter
 
 _RAW = np.dtype((np.void, OPRA_MSG_DTYPE.itemsize))
 """A record as 256 opaque bytes: numpy copies, gathers and joins these with memcpy, where

@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ops.spark.data_layout import DataLayout
+from ops.spark.common.data_layout import DataLayout
 
 REFERENCE = "reference"
 """The replay configuration live runs are reconciled against (no pricing)."""
