@@ -1,5 +1,5 @@
 """``omdp analytics feeds|latency|nightly``: the nightly Spark jobs (ops/spark) from the
-command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>_job.py``)."""
+command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>/<job>_job.py``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,7 +25,7 @@ def _common(f: Callable) -> Callable:
     f = click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")(f)
     f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")(f)
     f = click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-                     help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
+                     help="Data root: captures/, runs/, ticks/, tick_windows/, backtest/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
     return f
 
@@ -70,10 +70,10 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
     )
 
 
-def _replay_options():
-    from ops.spark.backtest.backtest_job import ReplayOptions
+def _backtest_options():
+    from ops.spark.backtest.backtest_job import BacktestOptions
 
-    return ReplayOptions()
+    return BacktestOptions()
 
 
 @click.group("analytics")
@@ -126,12 +126,15 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
 @_common
 @_feeds_opts
 @_latency_opts
-@click.option("--replay/--no-replay", default=True, show_default=True,
-              help="Replay the night's captures through the engines and reconcile the live runs.")
+@click.option("--backtest/--no-backtest", default=True, show_default=True,
+              help="Backtest the night's captures through the engines and reconcile the live runs.")
+@click.option("--replay/--no-replay", "replay_alias", default=None, hidden=True,
+              help="The former name of --backtest/--no-backtest.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
-            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool) -> None:
-    """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
-    flagged regression or a live run that disagrees with the replay). DATE may be the date
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, backtest: bool,
+            replay_alias: bool | None) -> None:
+    """Feeds, latency and backtest jobs, then the report page in reports/<date>/ (exit 1 on a
+    flagged regression or a live run that disagrees with the backtest). DATE may be the date
     runs were made or a capture's date: the report says which it used."""
     from ops.spark.common.data_layout import DataLayout
     from ops.spark.report.nightly_job import run_nightly, summary_lines
@@ -144,7 +147,7 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
             date,
             _feeds_options(copies, chunk_packets, top_underlyings),
             _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
-            _replay_options() if replay else None,
+            _backtest_options() if (backtest if replay_alias is None else replay_alias) else None,
         )
     finally:
         spark.stop()
@@ -153,11 +156,11 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
         raise SystemExit(r.exit_status)
 
 
-@analytics.command("replay")
-@click.option("--date", required=True, callback=_check_date, help="First capture date to replay, YYYY-MM-DD.")
+@analytics.command("backtest")
+@click.option("--date", required=True, callback=_check_date, help="First capture date to backtest, YYYY-MM-DD.")
 @click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
 @click.option("--data", "data", default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Data root: captures/, runs/, replay/.")
+              help="Data root: captures/, runs/, backtest/.")
 @click.option("--master", default=_DEFAULT_MASTER, show_default=True, help="Spark master: local[N], spark://host:7077, yarn.")
 @click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
 @click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -167,16 +170,16 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
               help="Reconcile with the capture's live --no-loop runs (exit 1 on a mismatch).")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the job's result (per day, configuration and run) as JSON here.")
-def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
-           buckets: int | None, reconcile: bool, json_out: Path | None) -> None:
-    """Replay captures through the decision engines on Spark: signals, per-underlying
-    statistics and smiles under DATA/replay/date=D/config=NAME/, reconciled with live runs."""
+def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
+             buckets: int | None, reconcile: bool, json_out: Path | None) -> None:
+    """Run captures through the decision engines on Spark (a backtest): signals, per-underlying
+    statistics and smiles under DATA/backtest/date=D/config=NAME/, reconciled with live runs."""
     import json
 
     from ops.cli.options import check_positive
     from ops.spark.common.data_layout import DataLayout
-    from ops.spark.backtest.backtest_config import ReplayConfigError, load_configs
-    from ops.spark.backtest.backtest_job import ReplayOptions, date_range, run_replay, summary_lines
+    from ops.spark.backtest.backtest_config import BacktestConfigError, load_configs
+    from ops.spark.backtest.backtest_job import BacktestOptions, date_range, run_backtest, summary_lines
 
     try:
         dates = date_range(date, to)
@@ -187,11 +190,11 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         raise click.UsageError(f"--buckets must be at most 64 (the feed handler's engine ports), got {buckets}")
     try:
         loaded = tuple(load_configs([str(c) for c in configs]))
-    except ReplayConfigError as exc:
+    except BacktestConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
-    spark = _session("omdp-replay", master, ui)
+    spark = _session("omdp-backtest", master, ui)
     try:
-        r = run_replay(spark, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile))
+        r = run_backtest(spark, DataLayout(data), dates, BacktestOptions(loaded, buckets, reconcile))
     finally:
         spark.stop()
     click.echo("\n".join(summary_lines(r)))
@@ -203,3 +206,11 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         json_out.write_text(json.dumps(doc, indent=2) + "\n")
     if r.exit_status:
         raise SystemExit(r.exit_status)
+
+
+analytics.add_command(
+    click.Command("replay", callback=backtest.callback, params=backtest.params, hidden=True,
+                  help="The former name of `omdp analytics backtest` (hidden; it still works)."),
+)
+"""``omdp analytics replay``: the name the backtest had before "replay" meant only the packet
+replayer; kept, hidden, so existing scripts and crontabs go on working."""

@@ -237,7 +237,7 @@ def test_python_workers_start_no_blas_threads(spark) -> None:
 
 
 def test_python_workers_import_the_installed_pyspark(spark) -> None:
-    """build_session starts local masters' workers from ops.spark.worker_daemon: PySpark's zips
+    """build_session starts local masters' workers from ops.spark.common.worker_daemon: PySpark's zips
     go last on their path, so where PySpark is installed as a package (pip: here) the workers
     import its cached bytecode, not source compiled from the zip."""
     import pyspark

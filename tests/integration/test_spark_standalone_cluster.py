@@ -129,7 +129,7 @@ def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> 
     synthesize(SynthConfig(data=tmp_path, date=dt.date.fromisoformat(NIGHT1), seconds=0.3, rate=0.3, seed=4, num_lines=2,
                            b_copy=True, progress=False))
     out = tmp_path / "replay.json"
-    done = _omdp("analytics", "replay", "--date", NIGHT1, "--data", str(tmp_path), "--master", url, "--buckets", "4",
+    done = _omdp("analytics", "backtest", "--date", NIGHT1, "--data", str(tmp_path), "--master", url, "--buckets", "4",
                  "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(out.read_text())
@@ -137,7 +137,7 @@ def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> 
     engines = [t for t in doc["tasks"] if t["stage"] == "engines"]    # day x bucket
     assert [t["line"] for t in decode] == [1, 2] and [t["bucket"] for t in engines] == [0, 1, 2, 3]
     assert doc["messages"] > 0 and sum(t["messages"] for t in engines) == sum(t["messages"] for t in decode) == doc["messages"]
-    day = tmp_path / "replay" / f"date={NIGHT1}" / "config=default" / "signals"
+    day = tmp_path / "backtest" / f"date={NIGHT1}" / "config=default" / "signals"
     assert sorted(p.name for p in day.glob("part-*.parquet")) == [f"part-b{b:03d}.parquet" for b in range(4)]
     (app,) = [a for a in _state(master_ui)["completedapps"] if a["name"] == "omdp-replay"]
     assert app["state"] == "FINISHED"

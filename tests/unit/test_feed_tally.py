@@ -1,4 +1,4 @@
-"""The feeds task's counts (ops.spark.feed_tally, from the counting decoder) equal counting
+"""The feeds task's counts (ops.spark.feeds.feed_tally, from the counting decoder) equal counting
 the tick rows one by one: 10 ms windows (packets on their msg_index 0 row, messages, packet
 bytes, first and last time), packets per message count, messages per (underlying, category),
 nulls included. On the C decoder's own calls (small chunks, packet times out of order,

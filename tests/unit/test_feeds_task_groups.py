@@ -1,4 +1,4 @@
-"""The feeds job's task groups (ops.spark.feeds_job.task_groups): every file in exactly one
+"""The feeds job's task groups (ops.spark.feeds.feeds_job.task_groups): every file in exactly one
 group, at most the tasks asked for and none empty, totals balanced largest first, one file
 per task when there are fewer files than tasks."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The C decode straight into Arrow columns (ops.spark.tick_arrow, native opra_arrow.c) gives
+"""The C decode straight into Arrow columns (ops.spark.feeds.tick_arrow, native opra_arrow.c) gives
 the same tick batches, field by field, as decoding to records and converting them
 (BatchDecoder + ticks_batch), on a synthetic day's capture and on one with malformed packets;
 bad packets are skipped and counted with the same errors. With dictionary columns (what the

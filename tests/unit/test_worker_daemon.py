@@ -1,4 +1,4 @@
-"""ops.spark.worker_daemon: PySpark's and py4j's zips move to the end of the path, the rest
+"""ops.spark.common.worker_daemon: PySpark's and py4j's zips move to the end of the path, the rest
 keeps its order; it imports nothing of PySpark before the path is set."""
 from __future__ import annotations
 

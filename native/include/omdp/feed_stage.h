@@ -1,4 +1,4 @@
-/* Staged records between the offline replay's two stages (docs/analytics.md "Replay").
+/* Staged records between the backtest's two stages (docs/analytics.md "Backtest").
  *
  * The day x line decode tasks write each underlying bucket's accepted records in a compact
  * form, omdp_fh_staged_t (64 bytes: what the engine, the replay's tables and the

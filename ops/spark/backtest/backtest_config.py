@@ -1,4 +1,4 @@
-"""Engine configurations of the offline replay (``omdp analytics replay --config FILE``).
+"""Engine configurations of the backtest (``omdp analytics backtest --config FILE``).
 
 A configuration is a small TOML file: a name (the ``config=<name>`` partition of the output),
 the engine's sampling, the pricing refresh period in capture time, and any of the pricing
@@ -14,7 +14,7 @@ knobs of ``decision_engines.engine_config.PricingConfig`` (band widths, parity c
     band_abs = 0.50
     parity_abs = 0.20
 
-Without ``--config`` the replay runs ``default``: the live engine's defaults.
+Without ``--config`` the backtest runs ``default``: the live engine's defaults.
 """
 from __future__ import annotations
 
@@ -26,15 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from decision_engines.engine_config import DEFAULT_SAMPLE_EVERY, PricingConfig
 
 PRICING_KNOBS = tuple(n for n in PricingConfig.model_fields if n not in ("as_of", "period_s"))
-"""The PricingConfig fields a replay configuration may set."""
+"""The PricingConfig fields a backtest configuration may set."""
 
 
-class ReplayConfigError(ValueError):
+class BacktestConfigError(ValueError):
     """A configuration file that cannot be used; the message names the file and field."""
 
 
-class ReplayConfig(BaseModel):
-    """One engine configuration of a replay."""
+class BacktestConfig(BaseModel):
+    """One engine configuration of a backtest."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,38 +60,38 @@ class ReplayConfig(BaseModel):
         return PricingConfig(as_of=as_of, **self.pricing_knobs)
 
 
-def load_config(path: str | Path) -> ReplayConfig:
+def load_config(path: str | Path) -> BacktestConfig:
     """Read and check one configuration file (errors name the file and the field)."""
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text())
     except FileNotFoundError:
-        raise ReplayConfigError(f"--config {p}: no such file") from None
+        raise BacktestConfigError(f"--config {p}: no such file") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ReplayConfigError(f"--config {p}: not readable TOML ({exc})") from None
+        raise BacktestConfigError(f"--config {p}: not readable TOML ({exc})") from None
     try:
-        cfg = ReplayConfig.model_validate(doc)
+        cfg = BacktestConfig.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"]) or "(file)"
-        raise ReplayConfigError(f"--config {p}: {field}: {first['msg']}") from None
+        raise BacktestConfigError(f"--config {p}: {field}: {first['msg']}") from None
     unknown = sorted(set(cfg.pricing_knobs) - set(PRICING_KNOBS))
     if unknown:
-        raise ReplayConfigError(f"--config {p}: pricing_knobs.{unknown[0]}: not a pricing knob "
+        raise BacktestConfigError(f"--config {p}: pricing_knobs.{unknown[0]}: not a pricing knob "
                                 f"(one of {', '.join(PRICING_KNOBS)})")
     try:
         cfg.pricing_config("2008-02-04")
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ReplayConfigError(f"--config {p}: pricing_knobs.{first['loc'][0]}: {first['msg']}") from None
+        raise BacktestConfigError(f"--config {p}: pricing_knobs.{first['loc'][0]}: {first['msg']}") from None
     return cfg
 
 
-def load_configs(paths: list[str]) -> list[ReplayConfig]:
+def load_configs(paths: list[str]) -> list[BacktestConfig]:
     """The configurations of ``--config`` (default: one ``default``); names must differ."""
-    configs = [load_config(p) for p in paths] or [ReplayConfig()]
+    configs = [load_config(p) for p in paths] or [BacktestConfig()]
     names = [c.name for c in configs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ReplayConfigError(f"--config: name {dup[0]!r} given by two files (each names its output partition)")
+        raise BacktestConfigError(f"--config: name {dup[0]!r} given by two files (each names its output partition)")
     return configs

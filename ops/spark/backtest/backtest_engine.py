@@ -1,12 +1,12 @@
-"""The offline replay's engine side, run inside a Spark task: the C decision engine over one
+"""The backtest's engine side, run inside a Spark task: the C decision engine over one
 underlying bucket's records in time order, once per configuration, and the task's output
 tables.
 
-The records come decoded and routed once (``replay_feed``), merged in time order and
-expanded a chunk at a time (``replay_stage``); every configuration gets its own
+The records come decoded and routed once (``backtest_feed``), merged in time order and
+expanded a chunk at a time (``backtest_stage``); every configuration gets its own
 ``DecisionEngine`` (``ConfigRunner``) fed the same chunks. Pricing refreshes every ``refresh_ms`` of capture
-time, between stretches of messages, as ``ops/bench/signal_score.py`` does: the live
-refresher's period, in the capture's time instead of the wall clock, so the replay is
+time, between stretches of messages, as ``ops/spark/backtest/signal_score.py`` does: the live
+refresher's period, in the capture's time instead of the wall clock, so the backtest is
 deterministic. The smiles are kept as of each capture minute's end: the last refresh in the
 minute (the day's last refresh included).
 """
@@ -24,7 +24,7 @@ from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIE
 from decision_engines.pricing.refresher import PricingRefresher, PricingState
 from decision_engines.signal_record import SIGNAL_DTYPE, SIGNAL_KIND_NAMES, signal_kind_name
 from omdp.metrics.run_records import RUN_SIGNALS_SCHEMA
-from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_config import BacktestConfig
 from ops.spark.backtest.backtest_nbbo import NbboFile
 from ops.spark.backtest.backtest_stage import UnderlyingCounts
 
@@ -35,7 +35,7 @@ OUT_BYTES = 1 << 20
 """The engine's output buffer (samples and signals of a call; a full one is handed on and
 the call repeated with the rest)."""
 
-REPLAY_SIGNALS_SCHEMA = pa.schema(
+BACKTEST_SIGNALS_SCHEMA = pa.schema(
     list(RUN_SIGNALS_SCHEMA)
     + [
         ("bid_px", pa.int64()),     # what was checked (engines.md "Records"), 1e-9 price units
@@ -49,14 +49,14 @@ REPLAY_SIGNALS_SCHEMA = pa.schema(
 """A run's signals.parquet columns (``ts_ns`` = the message's capture time here) and what
 the signal record says was checked."""
 
-REPLAY_UNDERLYINGS_SCHEMA = pa.schema(
+BACKTEST_UNDERLYINGS_SCHEMA = pa.schema(
     [("underlying_id", pa.uint32()), ("messages", pa.int64()), ("quotes", pa.int64()),
      ("first_ns", pa.int64()), ("last_ns", pa.int64())]
     + [(k, pa.int64()) for k in SIGNAL_KIND_NAMES.values()]
 )
 """Per underlying: messages routed to it, quotes, capture-time span, signals per kind."""
 
-REPLAY_SMILES_SCHEMA = pa.schema(
+BACKTEST_SMILES_SCHEMA = pa.schema(
     [("ts_ns", pa.int64()), ("underlying_id", pa.uint32()), ("expiry", pa.uint32()), ("forward", pa.float64()),
      ("discount", pa.float64()), ("years", pa.float64()), ("smile_a", pa.float64()), ("smile_b", pa.float64()),
      ("smile_c", pa.float64()), ("k_min", pa.float64()), ("k_max", pa.float64()), ("points", pa.int64())]
@@ -106,10 +106,10 @@ class ConfigRunner:
     are cut does not matter: the same messages reach the engine between the same refreshes.
     The engine's tables are sized by ``cfg.slots(*slots)`` (``slots``: the bucket's series
     and groups; without them the live engine's defaults). With ``nbbo_path`` the engine logs
-    its NBBO changes and they stream into that file (``replay_nbbo.NbboFile``), in place once
+    its NBBO changes and they stream into that file (``backtest_nbbo.NbboFile``), in place once
     ``finish`` returns."""
 
-    def __init__(self, cfg: ReplayConfig, as_of: str, engine_id: int, nbbo_path: Path | None = None,
+    def __init__(self, cfg: BacktestConfig, as_of: str, engine_id: int, nbbo_path: Path | None = None,
                  slots: tuple[int, int] = (DEFAULT_MAX_SERIES, DEFAULT_MAX_GROUPS)) -> None:
         self.cfg = cfg
         max_series, max_groups = cfg.slots(*slots)
@@ -212,7 +212,7 @@ class ConfigRunner:
 
 
 def signals_arrow(signals: np.ndarray) -> pa.Table:
-    """REPLAY_SIGNALS_SCHEMA rows of signal records."""
+    """BACKTEST_SIGNALS_SCHEMA rows of signal records."""
     kinds = [signal_kind_name(int(k)) for k in signals["kind"]]
     roots = [bytes(r).rstrip(b" \0").decode("ascii", "replace") for r in signals["root"]]
     cols = {
@@ -234,13 +234,13 @@ def signals_arrow(signals: np.ndarray) -> pa.Table:
         "participant": [chr(p) if p else "" for p in signals["participant"]],
         "time": signals["time"],
     }
-    return pa.table({k: pa.array(v, type=REPLAY_SIGNALS_SCHEMA.field(k).type) for k, v in cols.items()},
-                    schema=REPLAY_SIGNALS_SCHEMA)
+    return pa.table({k: pa.array(v, type=BACKTEST_SIGNALS_SCHEMA.field(k).type) for k, v in cols.items()},
+                    schema=BACKTEST_SIGNALS_SCHEMA)
 
 
 def underlyings_arrow(counts: UnderlyingCounts, signals: np.ndarray) -> pa.Table:
-    """REPLAY_UNDERLYINGS_SCHEMA: one row per underlying among the messages
-    (``replay_stage.underlying_counts``), with its signals per kind."""
+    """BACKTEST_UNDERLYINGS_SCHEMA: one row per underlying among the messages
+    (``backtest_stage.underlying_counts``), with its signals per kind."""
     ids = counts.ids
     cols: dict[str, object] = {"underlying_id": ids, "messages": counts.messages, "quotes": counts.quotes,
                                "first_ns": counts.first_ns, "last_ns": counts.last_ns}
@@ -248,10 +248,10 @@ def underlyings_arrow(counts: UnderlyingCounts, signals: np.ndarray) -> pa.Table
     for code, name in SIGNAL_KIND_NAMES.items():
         sel = (signals["kind"] == code) & (pos < len(ids))
         cols[name] = np.bincount(pos[sel], minlength=len(ids)).astype(np.int64)
-    return pa.table({k: pa.array(v, type=REPLAY_UNDERLYINGS_SCHEMA.field(k).type) for k, v in cols.items()},
-                    schema=REPLAY_UNDERLYINGS_SCHEMA)
+    return pa.table({k: pa.array(v, type=BACKTEST_UNDERLYINGS_SCHEMA.field(k).type) for k, v in cols.items()},
+                    schema=BACKTEST_UNDERLYINGS_SCHEMA)
 
 
 def smiles_arrow(rows: list[dict]) -> pa.Table:
-    """REPLAY_SMILES_SCHEMA rows."""
-    return pa.Table.from_pylist(rows, schema=REPLAY_SMILES_SCHEMA)
+    """BACKTEST_SMILES_SCHEMA rows."""
+    return pa.Table.from_pylist(rows, schema=BACKTEST_SMILES_SCHEMA)

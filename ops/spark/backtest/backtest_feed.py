@@ -1,4 +1,4 @@
-"""The offline replay's feed side, run inside a day x line Spark task: one line's capture
+"""The backtest's feed side, run inside a day x line Spark task: one line's capture
 files -> its accepted OPRA message records, staged per underlying bucket.
 
 The packets of the line's A and B files (memory-mapped, read in place) are put in arrival
@@ -8,11 +8,11 @@ in one pass: the pre-decode duplicate check by block sequence, the decode, the p
 arbitration, routing by root with the routing table the live pipeline builds
 (``feedhandlers.routing``). Arbitration is per line, so a line's two copies are all it
 needs. The accepted records are packed in C straight into their engine's (underlying bucket's) region
-in the staged form (``replay_stage``) for the day x bucket engine tasks, which merge every line's part in time
+in the staged form (``backtest_stage``) for the day x bucket engine tasks, which merge every line's part in time
 order.
 
 A file that cannot be read is reported (path, action, error) and the line goes on with the
-files that can: a line whose A file is corrupt is replayed from its B copy.
+files that can: a line whose A file is corrupt is read from its B copy.
 """
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ class LineFeed:
 
 def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
     """One line's A and B files through the feed handler's rules in arrival order; the
-    accepted records staged per underlying bucket (``replay_stage.BucketWriter``), a chunk
+    accepted records staged per underlying bucket (``backtest_stage.BucketWriter``), a chunk
     at a time; with what each bucket's engine must hold of the line."""
     problems: list[tuple[str, str, str]] = []
     sources, pkts, files = read_packets([lf], problems)

@@ -1,26 +1,26 @@
-"""The replay job: the decision engines over days of captures, offline, on Spark
-(docs/analytics.md "Replay").
+"""The backtest job: the decision engines over days of captures, offline, on Spark
+(docs/analytics.md "Backtest").
 
 Per day the driver plans: the capture files per line (A and B, rotation order), the routing
 table the live pipeline would build for the capture (``feedhandlers.routing``: underlyings
 balanced over ``buckets`` engines by their message counts), and the live ``--no-loop`` runs
-of that capture to reconcile with. Two Spark stages (``replay_task``): one task per (day,
+of that capture to reconcile with. Two Spark stages (``backtest_task``): one task per (day,
 line) decodes and routes the line once with the feed handler's C rules and stages its
-records per bucket (``replay_stage``); then one task per (day, bucket) merges its bucket's
+records per bucket (``backtest_stage``); then one task per (day, bucket) merges its bucket's
 records of every line in time order, runs the C engine once per configuration and writes
 its part of
 
-    replay/date=D/config=<name>/signals/       REPLAY_SIGNALS_SCHEMA
-    replay/date=D/config=<name>/underlyings/   REPLAY_UNDERLYINGS_SCHEMA
-    replay/date=D/config=<name>/smiles/        REPLAY_SMILES_SCHEMA (every capture minute)
+    backtest/date=D/config=<name>/signals/       BACKTEST_SIGNALS_SCHEMA
+    backtest/date=D/config=<name>/underlyings/   BACKTEST_UNDERLYINGS_SCHEMA
+    backtest/date=D/config=<name>/smiles/        BACKTEST_SMILES_SCHEMA (every capture minute)
 
-The driver then writes per day ``replay/date=D/``: ``configs`` (signal counts per
+The driver then writes per day ``backtest/date=D/``: ``configs`` (signal counts per
 configuration),
 ``lines`` (the feed handler's counters per line), ``skipped_files``, and - when live runs of
 the capture were found - ``reconciliation`` and ``reconciliation_mismatches``
-(``replay_reconcile``). A mismatch makes the exit status 1.
+(``backtest_reconcile``). A mismatch makes the exit status 1.
 
-Run it as ``omdp analytics replay --date D`` or ``spark-submit ops/spark/replay_job.py --date D``.
+Run it as ``omdp analytics backtest --date D`` or ``spark-submit ops/spark/backtest/backtest_job.py --date D``.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from feedhandlers.routing import build_routing, count_roots
 from ops.pipeline.capture_info import open_capture
 from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.common.file_problems import FileProblem, report_problems
-from ops.spark.backtest.backtest_config import ReplayConfig, load_configs
+from ops.spark.backtest.backtest_config import BacktestConfig, load_configs
 from ops.spark.backtest.backtest_feed import LineFiles, Routes
 from ops.spark.backtest.backtest_reconcile import (
     RECONCILE_MISMATCH_SCHEMA,
@@ -57,36 +57,36 @@ from ops.spark.backtest.backtest_task import TASK_STATUS_SCHEMA, DecodeSpec, Eng
 from ops.spark.common.session import build_session
 from ops.spark.common.task_map import map_tasks, typed_rows
 
-JOB = "replay"
+JOB = "backtest"
 EXIT_MISMATCH = 1
 
-REPLAY_CONFIGS_SCHEMA = pa.schema(
+BACKTEST_CONFIGS_SCHEMA = pa.schema(
     [("date", pa.string()), ("config", pa.string()), ("messages", pa.int64()), ("signals", pa.int64()),
      ("crossed", pa.int64()), ("locked", pa.int64()), ("off_smile", pa.int64()), ("parity", pa.int64()),
      ("refreshes", pa.int64()), ("table_full", pa.int64()), ("nbbo_changes", pa.int64()),
      ("engine_cpu_s", pa.float64()),
-     # against the synthetic ground truth (null without one): ops/spark/replay_score.py
+     # against the synthetic ground truth (null without one): ops/spark/backtest/backtest_score.py
      ("precision", pa.float64()), ("recall", pa.float64()), ("true_positives", pa.int64()), ("events", pa.int64()),
      ("detected", pa.int64()), ("config_json", pa.string())]
 )
-REPLAY_LINES_SCHEMA = pa.schema(
+BACKTEST_LINES_SCHEMA = pa.schema(
     [("date", pa.string()), ("line", pa.int32()), ("packets_a", pa.int64()), ("packets_b", pa.int64()),
      ("packets_accepted", pa.int64()), ("packets_duplicate", pa.int64()), ("decode_errors", pa.int64()),
      ("bad_packets", pa.int64()), ("accepted", pa.int64()), ("duplicates", pa.int64()), ("missed", pa.int64()),
      ("resets", pa.int64()), ("no_root", pa.int64()), ("unknown_root", pa.int64())]
 )
-REPLAY_SKIPPED_SCHEMA = pa.schema(
+BACKTEST_SKIPPED_SCHEMA = pa.schema(
     [("date", pa.string()), ("job", pa.string()), ("path", pa.string()), ("action", pa.string()),
      ("error", pa.string())]
 )
 
 
 @dataclass(frozen=True)
-class ReplayOptions:
-    """What the replay runs: configurations, engine buckets (None: the cluster's default
+class BacktestOptions:
+    """What the backtest runs: configurations, engine buckets (None: the cluster's default
     parallelism), and whether to reconcile with the capture's live runs."""
 
-    configs: tuple[ReplayConfig, ...] = (ReplayConfig(),)
+    configs: tuple[BacktestConfig, ...] = (BacktestConfig(),)
     buckets: int | None = None
     reconcile: bool = True
 
@@ -104,7 +104,7 @@ class DayPlan:
 
 
 @dataclass
-class ReplayResult:
+class BacktestResult:
     """What the job did, per day."""
 
     dates: list[str]
@@ -129,7 +129,7 @@ class ReplayResult:
 
     @property
     def exit_status(self) -> int:
-        """0, or EXIT_MISMATCH when a live run disagrees with the replay."""
+        """0, or EXIT_MISMATCH when a live run disagrees with the backtest."""
         return EXIT_MISMATCH if self.mismatches else 0
 
 
@@ -167,7 +167,7 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
     try:
         info = open_capture(layout.captures(date))
     except Exception as exc:  # CaptureInputError and whatever a bad manifest raises: reported, day skipped
-        problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; the day is not replayed"))
+        problems.append(FileProblem(str(layout.manifest(date)), "skipped", f"{exc}; the day is not backtested"))
         return DayPlan(date, plan_lines, None, problems)
     readable_a = _readable([p for c in lines.values() for p in c["A"]], problems)
     _readable([p for c in lines.values() for p in c["B"]], problems)  # reported now; the task skips them too
@@ -177,7 +177,7 @@ def plan_day(layout: DataLayout, date: str, buckets: int) -> DayPlan:
 
 
 def bucket_needs(rows: list[dict]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(date, bucket) -> (series, groups): the decode tasks' sizes (``replay_stage.BucketSizes``)
+    """(date, bucket) -> (series, groups): the decode tasks' sizes (``backtest_stage.BucketSizes``)
     summed over the day's lines; engine rows are passed over."""
     need: dict[tuple[str, int], tuple[int, int]] = {}
     for r in rows:
@@ -191,7 +191,7 @@ def bucket_needs(rows: list[dict]) -> dict[tuple[str, int], tuple[int, int]]:
 def sized(engines: list[EngineSpec], decode_rows: list[dict]) -> list[EngineSpec]:
     """The engine tasks with each bucket's series and groups (``bucket_needs``): what the
     bucket's engines are sized for unless a configuration says otherwise
-    (``ReplayConfig.slots``)."""
+    (``BacktestConfig.slots``)."""
     need = bucket_needs(decode_rows)
     return [replace(e, series=need[e.date, e.bucket][0], groups=need[e.date, e.bucket][1])
             if (e.date, e.bucket) in need else e for e in engines]
@@ -208,7 +208,7 @@ def _write(rows: list[dict], folder: Path, schema: pa.Schema) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-0.parquet")
 
 
-def _scores(plan: DayPlan, cfg: ReplayConfig, engine_rows: list[dict], out_dir: Path) -> dict:
+def _scores(plan: DayPlan, cfg: BacktestConfig, engine_rows: list[dict], out_dir: Path) -> dict:
     """Precision and recall of a configuration against the day's ground truth (None without one)."""
     if plan.truth is None:
         return {"precision": None, "recall": None, "true_positives": None, "events": None, "detected": None}
@@ -218,22 +218,22 @@ def _scores(plan: DayPlan, cfg: ReplayConfig, engine_rows: list[dict], out_dir: 
             "detected": s.detected}
 
 
-def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ...], out_dir: Path,
-                result: ReplayResult) -> None:
+def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[BacktestConfig, ...], out_dir: Path,
+                result: BacktestResult) -> None:
     date = plan.date
     lines: dict[int, dict] = {}
     for r in rows:  # one decode task per line
         for ln, c in json.loads(r["lines_json"]).items():
             lines[int(ln)] = c
-    _write([{"date": date, "line": ln, **{k: c[k] for k in REPLAY_LINES_SCHEMA.names if k in c}}
-            for ln, c in sorted(lines.items())], out_dir / "lines", REPLAY_LINES_SCHEMA)
+    _write([{"date": date, "line": ln, **{k: c[k] for k in BACKTEST_LINES_SCHEMA.names if k in c}}
+            for ln, c in sorted(lines.items())], out_dir / "lines", BACKTEST_LINES_SCHEMA)
     seen = {p.path for p in plan.problems}
     for r in rows:
         for path, action, error in json.loads(r["problems_json"]):
             if path not in seen:
                 seen.add(path)
                 plan.problems.append(FileProblem(path, action, error))
-    _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", REPLAY_SKIPPED_SCHEMA)
+    _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", BACKTEST_SKIPPED_SCHEMA)
     engine_rows = [r for r in rows if r["stage"] == "engines"]
     messages = sum(r["messages"] for r in engine_rows)
     cfg_rows = []
@@ -251,18 +251,18 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[ReplayConfig, ..
                          "nbbo_changes": sum(p.get("nbbo_changes", 0) for p in per),
                          "engine_cpu_s": sum(p["cpu_s"] for p in per), **_scores(plan, cfg, engine_rows, out_dir),
                          "config_json": cfg.model_dump_json()})
-    _write(cfg_rows, out_dir / "configs", REPLAY_CONFIGS_SCHEMA)
+    _write(cfg_rows, out_dir / "configs", BACKTEST_CONFIGS_SCHEMA)
     result.configs.extend(cfg_rows)
     result.messages += messages
     result.files += sum(len(lf.a) + len(lf.b) for lf in plan.lines)
 
 
-def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
-               options: ReplayOptions = ReplayOptions()) -> ReplayResult:
-    """Replay ``dates`` (see the module doc); the result says what was found and written."""
+def run_backtest(spark: SparkSession, layout: DataLayout, dates: list[str],
+               options: BacktestOptions = BacktestOptions()) -> BacktestResult:
+    """Backtest ``dates`` (see the module doc); the result says what was found and written."""
     started = time.perf_counter()
     buckets = options.buckets or max(1, spark.sparkContext.defaultParallelism)
-    result = ReplayResult(dates=list(dates))
+    result = BacktestResult(dates=list(dates))
     plans: list[DayPlan] = []
     decodes: list[DecodeSpec] = []
     engines: list[EngineSpec] = []
@@ -272,8 +272,8 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
             plan.runs = find_live_runs(layout, date)
         configs = options.configs
         if plan.runs and all(c.name != REFERENCE for c in configs):
-            configs = configs + (ReplayConfig(name=REFERENCE, pricing=False, sample_every=0, nbbo=False),)
-        out_dir = layout.root / "replay" / f"date={date}"
+            configs = configs + (BacktestConfig(name=REFERENCE, pricing=False, sample_every=0, nbbo=False),)
+        out_dir = layout.root / "backtest" / f"date={date}"
         if out_dir.exists():
             shutil.rmtree(out_dir)  # a rerun replaces the day
         out_dir.mkdir(parents=True)
@@ -290,10 +290,10 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
     engines = sized(engines, rows)
     rows += run_tasks(spark, engines)     # stage 2: day x bucket, over what stage 1 staged
     for plan in plans:
-        shutil.rmtree(layout.root / "replay" / f"date={plan.date}" / STAGE_DIR, ignore_errors=True)
+        shutil.rmtree(layout.root / "backtest" / f"date={plan.date}" / STAGE_DIR, ignore_errors=True)
     result.tasks = rows
     for plan in plans:
-        out_dir = layout.root / "replay" / f"date={plan.date}"
+        out_dir = layout.root / "backtest" / f"date={plan.date}"
         day_rows = [r for r in rows if r["date"] == plan.date]
         configs = next((s.configs for s in engines if s.date == plan.date), options.configs)
         _day_tables(plan, day_rows, configs, out_dir, result)
@@ -313,9 +313,9 @@ def run_replay(spark: SparkSession, layout: DataLayout, dates: list[str],
     return result
 
 
-def summary_lines(result: ReplayResult) -> list[str]:
+def summary_lines(result: BacktestResult) -> list[str]:
     """What the command prints."""
-    out = [f"replay {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
+    out = [f"backtest {', '.join(result.dates)}: {result.files} files, {result.messages:,} messages, "
            f"{len(result.tasks)} tasks, {result.task_cpu_s:.2f} task CPU-s, {result.seconds:.1f} s"]
     need = bucket_needs(result.tasks)
     for date in result.dates:
@@ -340,7 +340,7 @@ def summary_lines(result: ReplayResult) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit ops/spark/replay_job.py --date D [--to D2] [--data DIR] [--config F ...]``;
+    """``spark-submit ops/spark/backtest/backtest_job.py --date D [--to D2] [--data DIR] [--config F ...]``;
     exit 1 on a reconciliation mismatch."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--date", required=True)
@@ -355,9 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         configs = tuple(load_configs(args.config))
     except ValueError as exc:
         parser.error(str(exc))
-    spark = build_session("omdp-replay", args.master)
+    spark = build_session("omdp-backtest", args.master)
     try:
-        result = run_replay(spark, DataLayout(Path(args.data)), dates, ReplayOptions(configs, args.buckets))
+        result = run_backtest(spark, DataLayout(Path(args.data)), dates, BacktestOptions(configs, args.buckets))
     finally:
         spark.stop()
     print("\n".join(summary_lines(result)))

@@ -1,13 +1,13 @@
-"""The replay's NBBO table: a bucket's NBBO changes (the engine's log, NBBO_CHANGE_DTYPE) as
+"""The backtest's NBBO table: a bucket's NBBO changes (the engine's log, NBBO_CHANGE_DTYPE) as
 Arrow and as one Parquet file per bucket, streamed a row group at a time.
 
 A 30 s day has 4.4 M NBBO changes (80 bytes each). Gathered into one growing array per
-bucket, copying them into its fresh pages took 1.9 task CPU-seconds of the replay (in the
+bucket, copying them into its fresh pages took 1.9 task CPU-seconds of the backtest (in the
 executors, against 0.36 s in a process of its own: the pages of a large new array cost far
 more there), more than the engine. Streamed, they pass through one fixed buffer of a row
 group (``NBBO_ROW_GROUP`` changes, 21 MB, filled from the engine's log, converted and
 written when full), whose columns are built while it is in cache (docs/analytics.md,
-"Replay"; bench: docs/benchmarks.md, 2026-11-29): the replay with the NBBO table took 3.5
+"Backtest"; bench: docs/benchmarks.md, 2026-11-29): the backtest with the NBBO table took 3.5
 task CPU-s for the 30 s day instead of 5.6-5.8. The conversion is one C pass over the
 records into reused column buffers (``NbboColumns``) and a root dictionary of distinct
 roots (``RootNames``): 22 ns a change where numpy field by field and a dictionary entry per
@@ -26,7 +26,7 @@ from decision_engines.engine_records import NBBO_CHANGE_DTYPE
 from omdp.native import ffi, lib
 from omdp.record import copy_records
 
-REPLAY_NBBO_SCHEMA = pa.schema(
+BACKTEST_NBBO_SCHEMA = pa.schema(
     [
         ("ts_ns", pa.int64()),           # the quote's capture time
         ("line", pa.int32()),            # the quote's line and sequence number
@@ -51,15 +51,15 @@ them."""
 
 _CHARS = pa.array([chr(i) for i in range(256)], pa.string())
 
-REPLAY_NBBO_DICT_SCHEMA = pa.schema([
-    pa.field(f.name, pa.dictionary(pa.int32(), pa.string()) if f.type == pa.string() else f.type) for f in REPLAY_NBBO_SCHEMA
+BACKTEST_NBBO_DICT_SCHEMA = pa.schema([
+    pa.field(f.name, pa.dictionary(pa.int32(), pa.string()) if f.type == pa.string() else f.type) for f in BACKTEST_NBBO_SCHEMA
 ])
-"""What ``nbbo_arrow`` builds: REPLAY_NBBO_SCHEMA with its strings as dictionary arrays."""
+"""What ``nbbo_arrow`` builds: BACKTEST_NBBO_SCHEMA with its strings as dictionary arrays."""
 
 _NBBO_DELTA = ["ts_ns", "msg_seq", "bid_size", "offer_size"]
 
 NBBO_WRITE_OPTIONS = {
-    "use_dictionary": [f.name for f in REPLAY_NBBO_SCHEMA if f.type == pa.string()]
+    "use_dictionary": [f.name for f in BACKTEST_NBBO_SCHEMA if f.type == pa.string()]
     + ["line", "underlying_id", "expiry", "strike_px", "bid_px", "offer_px"],
     "column_encoding": {n: "DELTA_BINARY_PACKED" for n in _NBBO_DELTA},
     "write_statistics": ["ts_ns", "msg_seq"],
@@ -71,7 +71,7 @@ plain strings for the writer to hash back into dictionaries row by row was the w
 biggest part); the series fields and prices as dictionaries (few distinct values in a row
 group); the times, sequence numbers and sizes delta-encoded; min/max statistics only on
 the time and sequence columns (what a reader prunes on); snappy throughout; no Arrow
-schema stored, so Spark and pyarrow read REPLAY_NBBO_SCHEMA's strings (docs/benchmarks.md,
+schema stored, so Spark and pyarrow read BACKTEST_NBBO_SCHEMA's strings (docs/benchmarks.md,
 2026-11-28)."""
 
 
@@ -173,7 +173,7 @@ class RootNames:
 
 
 def nbbo_arrow(changes: np.ndarray, roots: RootNames | None = None, columns: NbboColumns | None = None) -> pa.Table:
-    """REPLAY_NBBO_DICT_SCHEMA rows of NBBO_CHANGE_DTYPE records (write them with
+    """BACKTEST_NBBO_DICT_SCHEMA rows of NBBO_CHANGE_DTYPE records (write them with
     NBBO_WRITE_OPTIONS); ``roots`` carries the series' names from earlier row groups;
     ``columns`` lends its buffers (the table is then valid until its next ``fill``)."""
     c = (columns or NbboColumns()).fill(changes)
@@ -195,7 +195,7 @@ def nbbo_arrow(changes: np.ndarray, roots: RootNames | None = None, columns: Nbb
         "offer_size": _fixed(i64, c["offer_size"], c["offer_valid"]),
         "offer_participant": _chars(c["offer_part"], c["offer_valid"]),
     }
-    return pa.table(cols, schema=REPLAY_NBBO_DICT_SCHEMA)
+    return pa.table(cols, schema=BACKTEST_NBBO_DICT_SCHEMA)
 
 
 NBBO_ROW_GROUP = 262_144
@@ -219,7 +219,7 @@ class NbboFile:
         self._roots = RootNames()
         self._columns = NbboColumns()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self._tmp, REPLAY_NBBO_DICT_SCHEMA,
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self._tmp, BACKTEST_NBBO_DICT_SCHEMA,
                                                                  **NBBO_WRITE_OPTIONS)
 
     def extend(self, changes: np.ndarray) -> None:

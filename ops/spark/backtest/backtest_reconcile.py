@@ -1,8 +1,8 @@
-"""Reconciliation: a live ``omdp run ... --no-loop`` of a capture against the offline replay
+"""Reconciliation: a live ``omdp run ... --no-loop`` of a capture against the backtest
 of the same capture (docs/analytics.md "Reconciliation").
 
 The live engines price on a wall-clock thread, so which quote first meets which band is a
-matter of timing; the book is not. The replay therefore runs a reference configuration
+matter of timing; the book is not. The backtest therefore runs a reference configuration
 without pricing (``reference``: book checks only) and the run's signals are held to it:
 
 - every live crossed/locked signal must be a reference signal of the same message (line,
@@ -10,7 +10,7 @@ without pricing (``reference``: book checks only) and the run's signals are held
 - every reference signal must be in the run, unless the run raised off_smile on that
   message (one anomaly, one signal: a quote outside its band raises off_smile instead of
   the crossed/locked it causes; the book's state moves the same either way);
-- every live off_smile or parity signal must be on a message the replay accepted, with the
+- every live off_smile or parity signal must be on a message the backtest accepted, with the
   same series.
 
 Anything else is a mismatch: the live pipeline lost, duplicated, misrouted or misread a
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from ops.spark.common.data_layout import DataLayout
 
 REFERENCE = "reference"
-"""The replay configuration live runs are reconciled against (no pricing)."""
+"""The backtest configuration live runs are reconciled against (no pricing)."""
 BOOK_KINDS = ("crossed", "locked")
 PRICED_KINDS = ("off_smile", "parity")
 MAX_MISMATCH_ROWS = 1000
@@ -58,7 +58,7 @@ class LiveRun:
     signals: list[dict]
 
     def check_keys(self) -> list[int]:
-        """(line << 48) | msg_seq of the run's priced signals, to be looked up in the replay."""
+        """(line << 48) | msg_seq of the run's priced signals, to be looked up in the backtest."""
         return [(int(s["line"]) << 48) | int(s["msg_seq"]) for s in self.signals if s["kind"] in PRICED_KINDS]
 
 
@@ -119,9 +119,9 @@ def reconcile_run(run: LiveRun, reference_dir: Path, found: list[dict]) -> tuple
     for key, s in live_book.items():
         r = ref_book.get(key)
         if r is None:
-            miss(key, s["kind"], "live", "not raised by the replay on this message")
+            miss(key, s["kind"], "live", "not raised by the backtest on this message")
         elif _series(r) != _series(s) or r["kind"] != s["kind"] or float(r["value"]) != float(s["value"]):
-            miss(key, s["kind"], "live", f"replay says {r['kind']} {_series(r)} value {r['value']}, run says "
+            miss(key, s["kind"], "live", f"backtest says {r['kind']} {_series(r)} value {r['value']}, run says "
                                          f"{s['kind']} {_series(s)} value {s['value']}")
         else:
             matched += 1
@@ -131,14 +131,14 @@ def reconcile_run(run: LiveRun, reference_dir: Path, found: list[dict]) -> tuple
         if key in off_smile:
             explained += 1
         else:
-            miss(key, r["kind"], "replay", "raised by the replay, missing from the run")
+            miss(key, r["kind"], "backtest", "raised by the backtest, missing from the run")
     for s in run.signals:
         if s["kind"] not in PRICED_KINDS:
             continue
         key = (int(s["line"]), int(s["msg_seq"]))
         f = accepted.get(key)
         if f is None:
-            miss(key, s["kind"], "live", "the replay accepted no such message")
+            miss(key, s["kind"], "live", "the backtest accepted no such message")
         elif _series(f) != _series(s):
             miss(key, s["kind"], "live", f"the message is series {(f['root'], f['expiry'], f['strike_px'], f['put_call'])}")
         else:

@@ -1,8 +1,8 @@
-"""Precision and recall of each replay configuration against a synthetic capture's ground
+"""Precision and recall of each backtest configuration against a synthetic capture's ground
 truth (``captures/<date>/ground_truth.parquet``, written by ``omdp synth``;
 docs/analytics.md "What-if").
 
-The rules are ``ops.bench.signal_score``'s: a signal is a true positive when the message
+The rules are ``ops.spark.backtest.signal_score``'s: a signal is a true positive when the message
 that raised it is an anomalous quote of a compatible kind, or - for crossed/locked - while
 an anomalous quote of its series stands (until that exchange next quotes the series on
 that line); an event is detected when one of its quotes raised a compatible signal. Every
@@ -73,7 +73,7 @@ def truth_keys(path: Path) -> tuple[tuple[int, int], ...]:
 
 
 def truth_quotes(part: StagedPart, keys: tuple[tuple[int, int], ...]) -> list[list]:
-    """The staged records of a part (``replay_stage.StagedPart``) with one of ``keys``
+    """The staged records of a part (``backtest_stage.StagedPart``) with one of ``keys``
     (``truth_keys``), as [line, msg_seq, root, expiry, strike_px, put_call, participant]."""
     if not keys or not len(part):
         return []
@@ -85,7 +85,7 @@ def truth_quotes(part: StagedPart, keys: tuple[tuple[int, int], ...]) -> list[li
 
 
 def score_config(signals_dir: Path, quotes: list[list], path: Path) -> Score:
-    """Score a configuration's signals table (``replay/date=D/config=<name>/signals``)
+    """Score a configuration's signals table (``backtest/date=D/config=<name>/signals``)
     against the ground truth at ``path``, with the tasks' ``truth_quotes`` rows."""
     t = pq.read_table(signals_dir, columns=["line", "msg_seq", "root", "expiry", "strike_px", "put_call", "kind", "time"])
     d = t.to_pydict()

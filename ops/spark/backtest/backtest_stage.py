@@ -1,8 +1,8 @@
-"""The staged records between the replay's two stages (docs/analytics.md "Replay").
+"""The staged records between the backtest's two stages (docs/analytics.md "Backtest").
 
-The day x line decode stage (``replay_feed.decode_line``) writes, per underlying bucket,
+The day x line decode stage (``backtest_feed.decode_line``) writes, per underlying bucket,
 the accepted records of its line in arrival order to
-``replay/date=D/_stage/b<bucket>/line<NN>.stage`` (raw STAGE_DTYPE records, appended a
+``backtest/date=D/_stage/b<bucket>/line<NN>.stage`` (raw STAGE_DTYPE records, appended a
 chunk at a time) and, once per line, the line's series and appendage tables
 (``_stage/line<NN>.series``, ``.extra``) that the records index; the day x bucket engine
 stage (``read_bucket``) maps its bucket's file of every line with the lines' tables and
@@ -11,7 +11,7 @@ the live engines see - expanding them a chunk at a time in the same C pass
 (``StagedBucket.merged``).
 
 A record is staged in the C ``omdp_fh_staged_t`` (``native/include/omdp/feed_stage.h``,
-64 bytes: what the engine, the replay's tables and the reconciliation read of the 256-byte
+64 bytes: what the engine, the backtest's tables and the reconciliation read of the 256-byte
 OPRA record, the series - root, expiry, strike, put/call, underlying - as an index into
 the line's series table, the rare best bid/offer appendage as an index into its appendage
 table), so a day stages a quarter of the bytes of its records (half of the earlier
@@ -90,7 +90,7 @@ NO_ROUTE = int(lib.OMDP_FH_STAGE_NO_ROUTE)
 class BucketSizes:
     """What each bucket's engine must hold for a line: its series, and its (underlying,
     expiry) groups - the engine's two tables. Summed over a day's lines
-    (``replay_job.bucket_needs``) they bound what a bucket's engine meets (an underlying
+    (``backtest_job.bucket_needs``) they bound what a bucket's engine meets (an underlying
     quoted on two lines counts its groups twice)."""
 
     series: tuple[int, ...]
@@ -365,7 +365,7 @@ def read_bucket(day_dir: str | Path, bucket: int, lines: list[int]) -> StagedBuc
 
 def quote_hits(part: StagedPart, strikes: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Indices of the part's records whose strike is in ``strikes`` and whose quote key
-    (``replay_score.quote_hash``) is in ``keys``: one C pass, the strike filter once per
+    (``backtest_score.quote_hash``) is in ``keys``: one C pass, the strike filter once per
     series of the line."""
     strikes = np.ascontiguousarray(np.unique(strikes), dtype=np.int64)
     keys = np.ascontiguousarray(np.unique(keys), dtype=np.uint64)

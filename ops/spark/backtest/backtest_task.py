@@ -1,10 +1,10 @@
-"""The tasks of the replay job (``replay_job``), two stages:
+"""The tasks of the backtest job (``backtest_job``), two stages:
 
 - decode, one task per day x line: arbitrates, decodes and routes the line once
-  (``replay_feed.decode_line``) and stages its records per underlying bucket;
+  (``backtest_feed.decode_line``) and stages its records per underlying bucket;
 - engines, one task per day x underlying bucket: merges the bucket's staged records of every
-  line in time order (``replay_stage.StagedBucket.merged``), runs every configuration's engine over
-  them (``replay_engine``), writes its part of each output table.
+  line in time order (``backtest_stage.StagedBucket.merged``), runs every configuration's engine over
+  them (``backtest_engine``), writes its part of each output table.
 
 Each hands back one status row. Everything here runs on an executor; the driver only plans
 and gathers."""
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES
-from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_config import BacktestConfig
 from ops.spark.backtest.backtest_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.backtest.backtest_feed import LineFiles, Routes, decode_line
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
@@ -65,7 +65,7 @@ class DecodeSpec:
     date: str
     line: LineFiles
     routes: Routes
-    out_dir: str                           # <data>/replay/date=D
+    out_dir: str                           # <data>/backtest/date=D
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,10 @@ class EngineSpec:
     date: str
     bucket: int
     lines: tuple[int, ...]
-    configs: tuple[ReplayConfig, ...]
-    out_dir: str                           # <data>/replay/date=D
+    configs: tuple[BacktestConfig, ...]
+    out_dir: str                           # <data>/backtest/date=D
     check_keys: tuple[int, ...] = ()       # (line << 48) | msg_seq of live signals to look up
-    truth_keys: tuple[tuple[int, int], ...] = ()  # replay_score.truth_keys: (strike_px, hash) of the anomalies
+    truth_keys: tuple[tuple[int, int], ...] = ()  # backtest_score.truth_keys: (strike_px, hash) of the anomalies
     series: int = DEFAULT_MAX_SERIES       # the bucket's series and (underlying, expiry) groups over the
     groups: int = DEFAULT_MAX_GROUPS       # day's lines (the decode stage's sizes): its engines' tables
 
@@ -88,7 +88,7 @@ def _part(bucket: int) -> str:
     return f"part-b{bucket:03d}.parquet"
 
 
-def _config_dir(spec: EngineSpec, cfg: ReplayConfig) -> Path:
+def _config_dir(spec: EngineSpec, cfg: BacktestConfig) -> Path:
     return Path(spec.out_dir) / f"config={cfg.name}"
 
 

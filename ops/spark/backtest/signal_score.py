@@ -1,10 +1,8 @@
-"""Score a decision engine's signals against a synthetic capture's ground truth.
-
-The capture is decoded (feedhandlers' batch decoder, the A copy of every line), each message
-routed to its underlying with the manifest's root -> underlying map, and fed to one engine in
-packet order across lines, 100 ms of capture time at a time; after each stretch the pricing
-refreshes, as the refresher thread would in a run. The signals are then matched to the
-ground truth (one row per anomalous quote, by line and message sequence number):
+"""Score a decision engine's signals against a synthetic capture's ground truth: the rules
+the nightly backtest's precision and recall use (``backtest_score``), and the one-engine
+reference run of tests/integration/test_engine_signal_scoring.py. A ``CaptureRun`` holds an
+engine's signals over a capture and who quoted what; they are matched to the ground truth
+(one row per anomalous quote, by line and message sequence number):
 
 - a signal is a true positive when the message that raised it is an anomalous quote of a
   compatible kind: crossed/locked for a lock or cross; off_smile, parity or - if that quote
@@ -31,13 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from decision_engines.engine import DecisionEngine
-from decision_engines.engine_config import EngineConfig, PricingConfig
-from decision_engines.pricing.refresher import PricingRefresher
 from decision_engines.signal_record import SIGNAL_KIND_NAMES
-from ops.bench.capture_records import read_capture_records
-
-REFRESH_NS = 100_000_000
 
 COMPATIBLE: dict[str, set[str]] = {
     "locked": {"locked", "crossed"},
@@ -81,32 +73,6 @@ class Score:
     @property
     def recall(self) -> float:
         return self.detected / self.events if self.events else 1.0
-
-
-def run_capture(capture_dir: Path, engine_config: EngineConfig | None = None,
-                pricing_config: PricingConfig | None = None, refresh_ns: int = REFRESH_NS) -> CaptureRun:
-    """Decode, route and run one capture directory (manifest.json beside the pcaps)."""
-    cap = read_capture_records(capture_dir)
-    records, ts, manifest = cap.records, cap.ts_ns, cap.manifest
-    engine = DecisionEngine(engine_config or EngineConfig())
-    refresher = PricingRefresher(engine, pricing_config or PricingConfig(as_of=manifest["date"]))
-    edges = np.searchsorted(ts, np.arange(ts[0], ts[-1] + refresh_ns, refresh_ns), side="left") if len(ts) else []
-    out_signals = []
-    refreshes = 0
-    bounds = list(edges[1:]) + [len(records)]
-    start = 0
-    for end in bounds:
-        if end > start:
-            out_signals.append(engine.process(records[start:end], batch=4096).signals)
-            start = end
-            if refresher.refresh() is not None:
-                refreshes += 1
-    signals = np.concatenate(out_signals) if out_signals else np.zeros(0)
-    quotes = np.empty(len(records), dtype=QUOTE_KEY_DTYPE)
-    for name in QUOTE_KEY_DTYPE.names:
-        quotes[name] = records[name]
-    first_time = int(records["time"][0]) if len(records) else 0
-    return CaptureRun(signals, engine.counters(), len(records), refreshes, quotes, first_time)
 
 
 def _series_key(root: object, expiry: object, strike_px: object, put_call: object) -> tuple:

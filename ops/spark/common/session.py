@@ -71,7 +71,7 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
         "spark.executorEnv.PYTHONSAFEPATH": "1",
         # One task per core, each single-threaded by design: numpy's BLAS (OpenBLAS, or MKL /
         # an OpenMP runtime) would start a thread per core in every Python worker, and those
-        # threads spin-wait, taking task CPU from the next task (seen in perf on the replay).
+        # threads spin-wait, taking task CPU from the next task (seen in perf on the backtest).
         **{f"spark.executorEnv.{v}": "1" for v in BLAS_THREAD_VARS},
     }
     if master is not None:
@@ -87,7 +87,7 @@ def build_session(app_name: str, master: str | None = None, *, ui: bool = False)
             conf["spark.sql.shuffle.partitions"] = str(4 * local_cores(master))
             # PySpark's daemon, started with PySpark's zips last on the path: each worker it
             # forks then imports the installed PySpark's cached bytecode instead of compiling
-            # pyspark.worker and its imports from the zip (ops/spark/worker_daemon.py).
+            # pyspark.worker and its imports from the zip (ops/spark/common/worker_daemon.py).
             conf["spark.python.daemon.module"] = WORKER_DAEMON
     for key, value in conf.items():
         builder = builder.config(key, value)

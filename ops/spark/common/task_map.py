@@ -2,10 +2,10 @@
 executors and hands the results back in item order.
 
 The nightly jobs' stages are a few dozen Python tasks that each do seconds of C work and
-hand back a few small values (a capture file's outcome, a replay stage's status row, a run's
+hand back a few small values (a capture file's outcome, a backtest stage's status row, a run's
 analysis). They run as a plain RDD of item numbers with the items broadcast, not as a
 DataFrame's ``mapInArrow`` over a range: its SQL plan and Arrow streams cost a Python task
-about twice the fixed time (8 empty tasks) and the replay of a 30 s day about 5 s of wall
+about twice the fixed time (8 empty tasks) and the backtest of a 30 s day about 5 s of wall
 time on two cores (docs/benchmarks.md, 2026-11-27 and 2026-11-28).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Executor side of the feeds job: decode one capture file with the C decoder straight into
-the tick table's Arrow columns (``ops.spark.tick_arrow``), a chunk of packets per call (never
+the tick table's Arrow columns (``ops.spark.feeds.tick_arrow``), a chunk of packets per call (never
 a Python call per message), write its ticks as one Parquet file of the tick table, count
-the feed's profiles from the same batches (``ops.spark.feed_tally``: its 10 ms windows go to
+the feed's profiles from the same batches (``ops.spark.feeds.feed_tally``: its 10 ms windows go to
 a file of the tick-windows table), and report how the file went.
 
 A file may be 256 MB: it is memory-mapped by the pcap reader and decoded ``chunk_packets``

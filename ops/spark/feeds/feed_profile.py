@@ -2,7 +2,7 @@
 100 ms and 10 ms windows (OPRA plans capacity on the 100 ms and 10 ms peaks), the
 per-second series, messages per packet, the category mix and the top underlyings.
 
-The decode tasks count them from the batches they write (``ops.spark.feed_tally``; a packet
+The decode tasks count them from the batches they write (``ops.spark.feeds.feed_tally``; a packet
 is counted once, on its first message): the 10 ms windows of each capture file into the
 tick-windows table, which Spark aggregates here into every window size, per line and in
 total; the histogram and the (underlying, category) counts come back with the tasks and are
@@ -50,7 +50,7 @@ TICK_WINDOWS_READ_SCHEMA = T.StructType(
     [T.StructField(n, T.LongType(), True) for n in ("w10", "packets", "messages", "bytes", "first_ns", "last_ns")]
     + [T.StructField("line", T.IntegerType(), True)]
 )
-"""The tick-windows table as Spark reads one date of it (``ops.spark.feed_tally``'s
+"""The tick-windows table as Spark reads one date of it (``ops.spark.feeds.feed_tally``'s
 TICK_WINDOWS_SCHEMA and the ``line`` partition): ``line, w10`` may repeat, once per
 capture file of the line holding ticks of that window."""
 

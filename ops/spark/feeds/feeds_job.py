@@ -12,7 +12,7 @@ costs several times the decoding; counting there spares reading the tick table b
 rerun for a date replaces that date's tick and windows files and no others. Spark then
 aggregates the 10 ms windows into the rate profiles; the rest is finished on the driver.
 
-Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds_job.py --date D``.
+Run it as ``omdp analytics feeds --date D`` or ``spark-submit ops/spark/feeds/feeds_job.py --date D``.
 """
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit ops/spark/feeds_job.py --date D [--data DIR]``."""
+    """``spark-submit ops/spark/feeds/feeds_job.py --date D [--data DIR]``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--date", required=True)
     parser.add_argument("--data", default=DEFAULT_DATA_DIR)

@@ -5,7 +5,7 @@ buffers as ``pyarrow`` arrays without copying them, with the tick file's explici
 Python work per batch is per distinct root (its underlying, from the day's manifest).
 
 It gives the same batches as decoding to records (``feedhandlers.opra_fast.BatchDecoder``)
-and converting them (``ops.spark.tick_table.ticks_batch``); tests hold the two equal. With
+and converting them (``ops.spark.feeds.tick_table.ticks_batch``); tests hold the two equal. With
 ``dictionary=True`` (what the feeds task writes) the six string columns come as dictionary
 arrays instead (``TICK_FILE_DICT_SCHEMA``, same values): root and underlying indexed by the
 decoder's per-call root numbering, the one-character columns by their character code (which the
@@ -103,7 +103,7 @@ class ArrowTickDecoder:
     says how many rows each packet wrote and how many quote rows each distinct root has,
     counted as it writes them, and the call says each root's underlying
     (``ArrowDecoded.packet_rows``, ``root_quotes``, ``root_underlying``): the profiles then
-    need no pass over the quotes' rows (``ops.spark.feed_tally``)."""
+    need no pass over the quotes' rows (``ops.spark.feeds.feed_tally``)."""
 
     def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False,
                  split: bool = False, count: bool = False) -> None:

@@ -7,7 +7,7 @@ spread over the executors by run: one Spark task per run reads its record files 
 pyarrow and computes with numpy (``run_analysis``), handing back one row per run. What is
 left is a few rows per run, judged and compared on the driver.
 
-Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency_job.py
+Run it as ``omdp analytics latency --date D`` or ``spark-submit ops/spark/latency/latency_job.py
 --date D``.
 """
 from __future__ import annotations
@@ -218,7 +218,7 @@ def options_from(args: argparse.Namespace) -> LatencyOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit ops/spark/latency_job.py --date D [--data DIR]``; exit 1 on a flagged
+    """``spark-submit ops/spark/latency/latency_job.py --date D [--data DIR]``; exit 1 on a flagged
     regression."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--date", required=True)

@@ -1,13 +1,13 @@
-"""The replay's part of the nightly report, and which dates a night covers.
+"""The backtest's part of the nightly report, and which dates a night covers.
 
 Runs are filed under the wall-clock date they were made (``runs/<date>/``), captures under
 their capture date (``captures/<date>/``), so a date a user names may be either. A night
 ``D`` covers both readings: the runs made on D and the captures they replayed, and the
 capture of D (if there is one) with every run of it, whatever date that run is filed under.
-The replay job runs over those captures (reconciling every ``--no-loop`` run of them), and
+The backtest job runs over those captures (reconciling every ``--no-loop`` run of them), and
 the report's "Dates" table says what D was read as and what was used.
 
-The tables sit in ``reports/<D>/`` beside the others (``replay_*``, ``night_dates``); this
+The tables sit in ``reports/<D>/`` beside the others (``backtest_*``, ``night_dates``); this
 module renders its own section of the page, so the page's other sections need not change.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.backtest.backtest_job import REPLAY_CONFIGS_SCHEMA, ReplayResult
+from ops.spark.backtest.backtest_job import BACKTEST_CONFIGS_SCHEMA, BacktestResult
 from ops.spark.backtest.backtest_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
 from ops.spark.report.report_cells import FLOAT, INT, SHARE, TEXT, html_table
 
@@ -71,9 +71,9 @@ def resolve_night(layout: DataLayout, date: str) -> NightDates:
     return NightDates(date, read_as, captures, len(made), runs_of)
 
 
-def write_replay_tables(reports_dir: Path, night: NightDates, result: ReplayResult | None) -> None:
-    """``night_dates`` and, when the replay ran, ``replay_configs``, ``replay_reconciliation``
-    and ``replay_mismatches`` (copied from ``replay/date=*/``)."""
+def write_backtest_tables(reports_dir: Path, night: NightDates, result: BacktestResult | None) -> None:
+    """``night_dates`` and, when the backtest ran, ``backtest_configs``, ``backtest_reconciliation``
+    and ``backtest_mismatches`` (copied from ``backtest/date=*/``)."""
     reports_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist([{
         "date": night.date, "read_as": night.read_as, "capture_dates": ",".join(night.capture_dates),
@@ -81,16 +81,16 @@ def write_replay_tables(reports_dir: Path, night: NightDates, result: ReplayResu
         schema=NIGHT_DATES_SCHEMA), reports_dir / "night_dates.parquet")
     if result is None:
         return
-    pq.write_table(pa.Table.from_pylist(result.configs, schema=REPLAY_CONFIGS_SCHEMA),
-                   reports_dir / "replay_configs.parquet")
+    pq.write_table(pa.Table.from_pylist(result.configs, schema=BACKTEST_CONFIGS_SCHEMA),
+                   reports_dir / "backtest_configs.parquet")
     pq.write_table(pa.Table.from_pylist(result.reconciliation, schema=RECONCILE_SCHEMA),
-                   reports_dir / "replay_reconciliation.parquet")
+                   reports_dir / "backtest_reconciliation.parquet")
     bad = []
     for date in result.dates:
-        path = reports_dir.parent.parent / "replay" / f"date={date}" / "reconciliation_mismatches"
+        path = reports_dir.parent.parent / "backtest" / f"date={date}" / "reconciliation_mismatches"
         if path.is_dir():
             bad += pq.read_table(path).to_pylist()
-    pq.write_table(pa.Table.from_pylist(bad, schema=RECONCILE_MISMATCH_SCHEMA), reports_dir / "replay_mismatches.parquet")
+    pq.write_table(pa.Table.from_pylist(bad, schema=RECONCILE_MISMATCH_SCHEMA), reports_dir / "backtest_mismatches.parquet")
 
 
 def _rows(reports_dir: Path, name: str) -> list[dict]:
@@ -98,8 +98,8 @@ def _rows(reports_dir: Path, name: str) -> list[dict]:
     return pq.read_table(path).to_pylist() if path.is_file() else []
 
 
-def replay_section(reports_dir: Path) -> str:
-    """The page's "Dates" and "Replay" sections (empty when the night wrote no such tables)."""
+def backtest_section(reports_dir: Path) -> str:
+    """The page's "Dates" and "Backtest" sections (empty when the night wrote no such tables)."""
     dates = _rows(reports_dir, "night_dates")
     if not dates:
         return ""
@@ -111,13 +111,13 @@ def replay_section(reports_dir: Path) -> str:
              f"captures (and where they are filed): "
              f"{html.escape(', '.join(f'{r} ({f})' for r, f in sorted(runs_of.items())) or 'none')}. The latency "
              f"tables above cover those runs too, and the feeds tables those captures.</p>"]
-    recon = _rows(reports_dir, "replay_reconciliation")
+    recon = _rows(reports_dir, "backtest_reconciliation")
     bad = [r for r in recon if r["mismatches"]]
-    parts += ["<h2>Replay</h2>",
-              f"<p class='flag'>{len(bad)} run(s) disagree with the replay</p>" if bad
-              else "<p class='ok'>every live run reconciled agrees with the replay</p>" if recon else "",
+    parts += ["<h2>Backtest</h2>",
+              f"<p class='flag'>{len(bad)} run(s) disagree with the backtest</p>" if bad
+              else "<p class='ok'>every live run reconciled agrees with the backtest</p>" if recon else "",
               "<h3>Configurations</h3>",
-              html_table(_rows(reports_dir, "replay_configs"),
+              html_table(_rows(reports_dir, "backtest_configs"),
                          [("date", "capture", TEXT), ("config", "config", TEXT), ("messages", "messages", INT),
                           ("signals", "signals", INT), ("crossed", "crossed", INT), ("locked", "locked", INT),
                           ("off_smile", "off smile", INT), ("parity", "parity", INT),
@@ -125,17 +125,17 @@ def replay_section(reports_dir: Path) -> str:
                           ("nbbo_changes", "NBBO changes", INT), ("precision", "precision", SHARE),
                           ("recall", "recall", SHARE), ("detected", "events detected", INT),
                           ("events", "events injected", INT), ("engine_cpu_s", "engine CPU s", FLOAT)],
-                         "no capture replayed"),
+                         "no capture backtested"),
               "<p>precision and recall: against the synthetic capture's ground truth (n/a: none), "
-              "ops/spark/replay_score.py</p>",
+              "ops/spark/backtest/backtest_score.py</p>",
               "<h3>Reconciliation with live runs</h3>",
               html_table(recon, [("run_id", "run", TEXT), ("run_date", "filed under", TEXT),
                                  ("capture_date", "capture", TEXT), ("rate_x", "rate x", FLOAT),
-                                 ("live_signals", "live signals", INT), ("reference_signals", "replay book signals", INT),
+                                 ("live_signals", "live signals", INT), ("reference_signals", "backtest book signals", INT),
                                  ("matched", "matched", INT), ("explained_by_off_smile", "explained by off smile", INT),
                                  ("priced_checked", "priced checked", INT), ("mismatches", "mismatches", INT),
                                  ("status", "status", TEXT)], "no --no-loop run of these captures"),
-              html_table(_rows(reports_dir, "replay_mismatches")[:50],
+              html_table(_rows(reports_dir, "backtest_mismatches")[:50],
                          [("run_id", "run", TEXT), ("line", "line", INT), ("msg_seq", "sequence", INT),
                           ("kind", "kind", TEXT), ("side", "side", TEXT), ("reason", "why", TEXT)], "no mismatch")]
     return "\n".join(parts)

@@ -1,10 +1,10 @@
-"""The nightly run: the feeds job and the replay job over the captures the night covers
-(``replay_report.resolve_night``: the captures of the date named, or those its runs
+"""The nightly run: the feeds job and the backtest job over the captures the night covers
+(``backtest_report.resolve_night``: the captures of the date named, or those its runs
 replayed), the latency job over its runs, then the report page in ``reports/<date>/``. The
-exit status is 1 when a regression was flagged or a live run disagrees with the replay, so a
+exit status is 1 when a regression was flagged or a live run disagrees with the backtest, so a
 scheduler (cron, a systemd timer; docs/analytics.md) can alert on it.
 
-Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/nightly_job.py
+Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/report/nightly_job.py
 --date D``.
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS
 from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout
 from ops.spark.feeds.feeds_job import FeedsOptions, FeedsResult, run_feeds
 from ops.spark.latency.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
-from ops.spark.backtest.backtest_job import ReplayOptions, ReplayResult, run_replay
-from ops.spark.backtest.backtest_job import summary_lines as replay_summary
-from ops.spark.report.backtest_report import NightDates, resolve_night, write_replay_tables
+from ops.spark.backtest.backtest_job import BacktestOptions, BacktestResult, run_backtest
+from ops.spark.backtest.backtest_job import summary_lines as backtest_summary
+from ops.spark.report.backtest_report import NightDates, resolve_night, write_backtest_tables
 from ops.spark.report.report_html import regression_display, render_report
 from ops.spark.common.report_tables import write_arrow
 from ops.spark.common.session import build_session
@@ -38,13 +38,13 @@ class NightlyResult:
     feeds: list[FeedsResult]          # one per capture date the night covers (the date named when none)
     latency: LatencyResult
     night: NightDates
-    replay: ReplayResult | None
+    backtest: BacktestResult | None
     page: Path
 
     @property
     def exit_status(self) -> int:
-        """0, or EXIT_REGRESSION when a regression was flagged or a run disagrees with the replay."""
-        return EXIT_REGRESSION if self.latency.flagged or (self.replay and self.replay.mismatches) else 0
+        """0, or EXIT_REGRESSION when a regression was flagged or a run disagrees with the backtest."""
+        return EXIT_REGRESSION if self.latency.flagged or (self.backtest and self.backtest.mismatches) else 0
 
 
 def run_nightly(
@@ -53,9 +53,9 @@ def run_nightly(
     date: str,
     feeds_options: FeedsOptions = FeedsOptions(),
     latency_options: LatencyOptions = LatencyOptions(),
-    replay_options: ReplayOptions | None = ReplayOptions(),
+    backtest_options: BacktestOptions | None = BacktestOptions(),
 ) -> NightlyResult:
-    """Run the jobs for ``date`` and render the report (``replay_options`` None: no replay)."""
+    """Run the jobs for ``date`` and render the report (``backtest_options`` None: no backtest)."""
     night = resolve_night(layout, date)
     feeds_dates = night.capture_dates or [date]
     feeds = [run_feeds(spark, layout, d, feeds_options) for d in feeds_dates]
@@ -65,12 +65,12 @@ def run_nightly(
     # too, so naming a capture's date gives its runs' latencies (docs/analytics.md "Dates")
     latency = run_latency(spark, layout, date, latency_options,
                           {rid: d for rid, d in night.runs_of_captures.items() if d != date})
-    replay = None
-    if replay_options is not None and night.capture_dates:
-        replay = run_replay(spark, layout, night.capture_dates, replay_options)
-    write_replay_tables(layout.reports(date), night, replay)
+    backtest = None
+    if backtest_options is not None and night.capture_dates:
+        backtest = run_backtest(spark, layout, night.capture_dates, backtest_options)
+    write_backtest_tables(layout.reports(date), night, backtest)
     page = render_report(layout.reports(date), date)
-    return NightlyResult(feeds, latency, night, replay, page)
+    return NightlyResult(feeds, latency, night, backtest, page)
 
 
 def gather_feeds_tables(feeds: list[FeedsResult], reports_dir: Path) -> None:
@@ -106,14 +106,14 @@ def summary_lines(result: NightlyResult) -> list[str]:
     n = result.night
     lines.append(f"dates: {n.date} read as {n.read_as}; captures {', '.join(n.capture_dates) or 'none'}; "
                  f"{n.runs_made} runs made that night, {len(n.runs_of_captures)} runs of those captures")
-    if result.replay is not None:
-        lines += replay_summary(result.replay)
+    if result.backtest is not None:
+        lines += backtest_summary(result.backtest)
     lines.append(f"report: {result.page}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit ops/spark/nightly_job.py --date D [--data DIR]``; exit 1 on a flagged
+    """``spark-submit ops/spark/report/nightly_job.py --date D [--data DIR]``; exit 1 on a flagged
     regression."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--date", required=True)

@@ -1,6 +1,6 @@
 """The report page's tables: how a cell of each kind of column is written (latencies in µs,
 counts with thousands separators, a null as n/a) and the HTML table itself, shared by every
-section of the page (``report_html``, ``replay_report``)."""
+section of the page (``report_html``, ``backtest_report``)."""
 from __future__ import annotations
 
 import html

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ops.spark.report.report_cells import BOOL, FLOAT, INT, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
-from ops.spark.report.backtest_report import replay_section
+from ops.spark.report.backtest_report import backtest_section
 from ops.spark.common.report_tables import read_rows
 
 TABLES = (
@@ -185,7 +185,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
                                      ("packets_duplicate", "duplicates", INT), ("decode_errors", "decode errors", INT)]),
         "<h3>Signals</h3>",
         html_table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
-        replay_section(reports_dir),
+        backtest_section(reports_dir),
         "</body></html>",
     ]
     page = reports_dir / "index.html"

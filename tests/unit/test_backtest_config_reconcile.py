@@ -1,4 +1,4 @@
-"""The replay's configuration files and the reconciliation rules (no Spark): a live
+"""The backtest's configuration files and the reconciliation rules (no Spark): a live
 crossed/locked signal must be the reference's, a reference signal may be missing from the
 run only where the run raised off_smile, priced signals must be on accepted messages."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.backtest.backtest_config import ReplayConfigError, load_config, load_configs
-from ops.spark.backtest.backtest_engine import REPLAY_SIGNALS_SCHEMA
+from ops.spark.backtest.backtest_config import BacktestConfigError, load_config, load_configs
+from ops.spark.backtest.backtest_engine import BACKTEST_SIGNALS_SCHEMA
 from ops.spark.backtest.backtest_reconcile import LiveRun, reconcile_run
 
 
@@ -20,14 +20,14 @@ def test_a_config_file_sets_the_engine_and_pricing(tmp_path: Path) -> None:
     assert (cfg.name, cfg.sample_every, cfg.refresh_ms, cfg.pricing) == ("wide", 100, 250.0, True)
     assert cfg.pricing_config("2008-02-04").band_abs == 0.5
     assert [c.name for c in load_configs([])] == ["default"]
-    with pytest.raises(ReplayConfigError, match="name 'wide' given by two files"):
+    with pytest.raises(BacktestConfigError, match="name 'wide' given by two files"):
         load_configs([str(f), str(f)])
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nrefresh_ms = -1\n')
-    with pytest.raises(ReplayConfigError, match="refresh_ms"):
+    with pytest.raises(BacktestConfigError, match="refresh_ms"):
         load_config(bad)
     bad.write_text('name = "x"\n[pricing_knobs]\nband_abs = -1\n')
-    with pytest.raises(ReplayConfigError, match="pricing_knobs.band_abs"):
+    with pytest.raises(BacktestConfigError, match="pricing_knobs.band_abs"):
         load_config(bad)
 
 
@@ -42,7 +42,7 @@ def _reference(tmp_path: Path, rows: list[dict]) -> Path:
     d.mkdir()
     import pyarrow as pa
 
-    pq.write_table(pa.Table.from_pylist(rows, schema=REPLAY_SIGNALS_SCHEMA), d / "part-b000.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=BACKTEST_SIGNALS_SCHEMA), d / "part-b000.parquet")
     return d
 
 
@@ -62,6 +62,6 @@ def test_reconciliation_rules(tmp_path: Path) -> None:
     row, bad = reconcile_run(LiveRun("r", "2026-01-01", "2008-02-04", 5.0, wrong), ref, found)
     reasons = sorted(b["reason"].split(" ")[0] for b in bad)
     assert row["status"] == "mismatch" and row["mismatches"] == 5 == len(bad)
-    # value differs; 9/9 not in the replay; 1/20 and 2/5 missing from the run; 3/8 not accepted
+    # value differs; 9/9 not in the backtest; 1/20 and 2/5 missing from the run; 3/8 not accepted
     assert sum("value" in b["reason"] for b in bad) == 1
-    assert sum(b["side"] == "replay" for b in bad) == 2 and reasons
+    assert sum(b["side"] == "backtest" for b in bad) == 2 and reasons

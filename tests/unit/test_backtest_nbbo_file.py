@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
-from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA, NbboFile, RootNames, nbbo_arrow
+from ops.spark.backtest.backtest_nbbo import BACKTEST_NBBO_SCHEMA, NbboFile, RootNames, nbbo_arrow
 
 
 def changes(n: int, seed: int = 3) -> np.ndarray:
@@ -43,8 +43,8 @@ def test_streamed_rows_equal_converting_all_at_once(tmp_path: Path, feed: int) -
         f.extend(c[s:s + feed])
     assert f.close() == len(c)
     back = pq.read_table(tmp_path / "nbbo.parquet")
-    assert back.schema == REPLAY_NBBO_SCHEMA
-    assert back.to_pylist() == nbbo_arrow(c).cast(REPLAY_NBBO_SCHEMA).to_pylist()
+    assert back.schema == BACKTEST_NBBO_SCHEMA
+    assert back.to_pylist() == nbbo_arrow(c).cast(BACKTEST_NBBO_SCHEMA).to_pylist()
     meta = pq.ParquetFile(tmp_path / "nbbo.parquet").metadata
     assert meta.num_row_groups == 5 and meta.row_group(4).num_rows == 5_000 - 4 * 1_024
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nbbo.parquet"]

@@ -1,5 +1,5 @@
-"""The offline replay's A/B arbitration, decode and routing (feed_offline.h, used by the Spark
-replay) give what the live feed handler operator gives for the same packets in the same
+"""The backtest's A/B arbitration, decode and routing (feed_offline.h, used by the Spark
+backtest) give what the live feed handler operator gives for the same packets in the same
 arrival order: drops on A, on B and on both, a corrupt A packet, two lines, two engines."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The C conversion of the engine's NBBO change records into the NBBO table's columns
-(``omdp_engine_nbbo_arrow``, ``ops.spark.replay_nbbo.nbbo_arrow``) gives, row by row, what
+(``omdp_engine_nbbo_arrow``, ``ops.spark.backtest.backtest_nbbo.nbbo_arrow``) gives, row by row, what
 the records say: on records of arbitrary bytes (any code, any size, sides with and without
 an exchange), at every length around the bitmaps' byte edges, with the buffers reused for a
 shorter call after a longer one. Named "sanitize": CI also runs it under ASan/UBSan."""
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decision_engines.engine_records import NBBO_CHANGE_DTYPE
-from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA, NbboColumns, RootNames, nbbo_arrow
+from ops.spark.backtest.backtest_nbbo import BACKTEST_NBBO_SCHEMA, NbboColumns, RootNames, nbbo_arrow
 
 
 def _expected(c: np.ndarray) -> list[dict]:
@@ -53,7 +53,7 @@ def test_columns_equal_the_records(first, second) -> None:
     for c in (first, second):     # the second call reuses (and may shrink into) the first's buffers
         table = nbbo_arrow(c, roots, columns)
         table.validate(full=True)
-        got += table.cast(REPLAY_NBBO_SCHEMA).to_pylist()   # read before the next fill
+        got += table.cast(BACKTEST_NBBO_SCHEMA).to_pylist()   # read before the next fill
     assert got == _expected(np.concatenate([first, second]))
 
 

@@ -1,4 +1,4 @@
-"""The replay's two stages give what one pass over the day gives: the day x line decode
+"""The backtest's two stages give what one pass over the day gives: the day x line decode
 tasks' staged records, merged per bucket, are the records the feed handler's rules give for
 the whole day in arrival order for that bucket; and an engine fed them a chunk at a time
 (with pricing every 100 ms of capture time) signals, refreshes and fits smiles as when fed
@@ -15,10 +15,10 @@ import pytest
 
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.backtest.backtest_config import ReplayConfig
+from ops.spark.backtest.backtest_config import BacktestConfig
 from decision_engines.engine_records import EXCHANGES
 from ops.spark.backtest.backtest_engine import ConfigRunner
-from ops.spark.backtest.backtest_nbbo import REPLAY_NBBO_SCHEMA
+from ops.spark.backtest.backtest_nbbo import BACKTEST_NBBO_SCHEMA
 from ops.spark.backtest.backtest_feed import OfflineFeedHandler, decode_line, read_packets
 from ops.spark.backtest.backtest_job import plan_day
 from ops.spark.backtest.backtest_stage import read_bucket
@@ -75,7 +75,7 @@ def test_feeding_in_chunks_equals_feeding_at_once(day: Path) -> None:
     records = OfflineFeedHandler(plan.routes).run(sources, pkts, 0)
     runs = []
     for chunk in (len(records), 777):
-        runner = ConfigRunner(ReplayConfig(), DATE, 0)
+        runner = ConfigRunner(BacktestConfig(), DATE, 0)
         for s in range(0, len(records), chunk):
             runner.feed(records[s:s + chunk])
         runs.append(runner.finish())
@@ -117,12 +117,12 @@ def test_nbbo_changes_are_every_change_of_the_book(day: Path, tmp_path: Path) ->
     plan = plan_day(DataLayout(day), DATE, 1)
     sources, pkts, _ = read_packets(plan.lines, [])
     records = OfflineFeedHandler(plan.routes).run(sources, pkts, 0)
-    runner = ConfigRunner(ReplayConfig(name="book", pricing=False), DATE, 0, tmp_path / "nbbo.parquet")
+    runner = ConfigRunner(BacktestConfig(name="book", pricing=False), DATE, 0, tmp_path / "nbbo.parquet")
     runner.feed(records)
     run = runner.finish()
-    # streamed as the job writes it, the file reads back as REPLAY_NBBO_SCHEMA
+    # streamed as the job writes it, the file reads back as BACKTEST_NBBO_SCHEMA
     back = pq.read_table(tmp_path / "nbbo.parquet")
-    assert back.schema == REPLAY_NBBO_SCHEMA and run.nbbo_changes == back.num_rows
+    assert back.schema == BACKTEST_NBBO_SCHEMA and run.nbbo_changes == back.num_rows
     table = back.to_pylist()
     got = [(r["line"], r["msg_seq"], r["bid_px"] or 0, r["bid_size"] or 0, (r["bid_participant"] or "\0").encode()[0],
             r["offer_px"] or 0, r["offer_size"] or 0, (r["offer_participant"] or "\0").encode()[0]) for r in table]

@@ -1,4 +1,4 @@
-"""The replay's staged records (feed_stage.h, ops/spark/replay_stage.py): the numpy twins
+"""The backtest's staged records (feed_stage.h, ops/spark/backtest/backtest_stage.py): the numpy twins
 pin the C structs (record 64 bytes, series 24, appendage 32); packing and expanding keep
 every field the engine stage reads (the series and the appendage through the line's
 tables), zero the rest; the series table holds each series once; packing gathers by an
@@ -139,7 +139,7 @@ def test_a_failed_line_leaves_no_part(tmp_path: Path) -> None:
 
 
 def test_route_array_is_the_c_route_table() -> None:
-    """replay_feed.route_array builds omdp_fh_route_t entries in numpy: the same bytes as a
+    """backtest_feed.route_array builds omdp_fh_route_t entries in numpy: the same bytes as a
     cffi array filled entry by entry; a root that cannot be one is refused by name."""
     from ops.spark.backtest.backtest_feed import ROUTE_DTYPE, Routes, route_array
 

@@ -1,5 +1,5 @@
-"""The replay job on a real local Spark session: a short synthetic capture (A and B copies)
-replayed offline equals a live fused ``omdp run ... --no-loop`` of it at 5x (0 mismatches);
+"""The backtest job on a real local Spark session: a short synthetic capture (A and B copies)
+backtested offline equals a live fused ``omdp run ... --no-loop`` of it at 5x (0 mismatches);
 a run whose signals disagree is a flagged mismatch; the what-if decodes each file once
 whatever the number of configurations; the tables do not depend on the number of buckets;
 a corrupt capture file is reported and the day still
@@ -19,8 +19,8 @@ import pytest
 from spark_test_session import local_spark
 
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.backtest.backtest_config import ReplayConfig
-from ops.spark.backtest.backtest_job import ReplayOptions, run_replay, summary_lines
+from ops.spark.backtest.backtest_config import BacktestConfig
+from ops.spark.backtest.backtest_job import BacktestOptions, run_backtest, summary_lines
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -38,13 +38,13 @@ def _omdp(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def spark():
-    with local_spark("test-replay") as s:
+    with local_spark("test-backtest") as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("replay")
+    root = tmp_path_factory.mktemp("backtest")
     synthesize(SynthConfig(data=root, date=dt.date.fromisoformat(DATE), seconds=1.0, num_lines=4, seed=5, b_copy=True,
                            anomalies_per_second=RATES, progress=False))
     live = _omdp("run", str(ROOT / "ops/topologies/opra_fused.toml"), "--data", str(root), "--capture-date", DATE,
@@ -58,8 +58,8 @@ def _live_signals(root: Path) -> Path:
     return path
 
 
-def test_offline_replay_equals_the_live_run(spark, data: Path) -> None:
-    result = run_replay(spark, DataLayout(data), [DATE])
+def test_backtest_equals_the_live_run(spark, data: Path) -> None:
+    result = run_backtest(spark, DataLayout(data), [DATE])
     (rec,) = result.reconciliation
     live = pq.read_table(_live_signals(data)).to_pylist()
     book = [s for s in live if s["kind"] in ("crossed", "locked")]
@@ -68,7 +68,7 @@ def test_offline_replay_equals_the_live_run(spark, data: Path) -> None:
     assert rec["matched"] == len(book) and rec["rate_x"] == 5.0
     assert rec["matched"] + rec["explained_by_off_smile"] == rec["reference_signals"]
     assert rec["priced_checked"] == len(live) - len(book)
-    day = data / "replay" / f"date={DATE}"
+    day = data / "backtest" / f"date={DATE}"
     for table in ("signals", "underlyings", "smiles", "nbbo"):
         assert pq.read_table(day / "config=default" / table).num_rows > 0, table
     assert not (day / "config=reference" / "nbbo").exists()
@@ -90,19 +90,19 @@ def test_a_run_that_disagrees_is_a_mismatch(spark, data: Path, tmp_path: Path) -
     rows[first]["value"] += 0.01       # a price the book never had
     del rows[-1]                        # a signal the run lost
     pq.write_table(type(table).from_pylist(rows, schema=table.schema), path)
-    result = run_replay(spark, DataLayout(copy), [DATE])
+    result = run_backtest(spark, DataLayout(copy), [DATE])
     assert result.exit_status == 1
     assert result.reconciliation[0]["mismatches"] >= 2
-    bad = pq.read_table(copy / "replay" / f"date={DATE}" / "reconciliation_mismatches").to_pylist()
+    bad = pq.read_table(copy / "backtest" / f"date={DATE}" / "reconciliation_mismatches").to_pylist()
     assert any("value" in b["reason"] for b in bad)
 
 
 def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> None:
     copy = tmp_path / "d"
     shutil.copytree(data / "captures", copy / "captures")
-    configs = (ReplayConfig(), ReplayConfig(name="wide", pricing_knobs={"band_abs": 5.0, "band_rel": 1.0}),
-               ReplayConfig(name="book-only", pricing=False))
-    result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(configs=configs, buckets=2))
+    configs = (BacktestConfig(), BacktestConfig(name="wide", pricing_knobs={"band_abs": 5.0, "band_rel": 1.0}),
+               BacktestConfig(name="book-only", pricing=False))
+    result = run_backtest(spark, DataLayout(copy), [DATE], BacktestOptions(configs=configs, buckets=2))
     files = sorted(p.name for p in (copy / "captures" / DATE).glob("*.pcap"))
     decode = [t for t in result.tasks if t["stage"] == "decode"]
     engines = [t for t in result.tasks if t["stage"] == "engines"]
@@ -112,7 +112,7 @@ def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> No
     assert [t["files_decoded"] for t in decode] == [2, 2, 2, 2] and len(files) == 8
     assert [t["files_decoded"] for t in engines] == [0, 0]
     assert sum(t["messages"] for t in decode) == sum(t["messages"] for t in engines) == result.messages > 0
-    assert not (copy / "replay" / f"date={DATE}" / "_stage").exists()   # staged records removed
+    assert not (copy / "backtest" / f"date={DATE}" / "_stage").exists()   # staged records removed
     by = {c["config"]: c for c in result.configs}
     assert set(by) == {"default", "wide", "book-only"}
     assert by["wide"]["off_smile"] <= by["default"]["off_smile"]
@@ -128,7 +128,7 @@ def test_what_if_decodes_each_file_once(spark, data: Path, tmp_path: Path) -> No
         assert c["true_positives"] <= c["signals"] and c["detected"] <= events
     assert by["default"]["recall"] > 0 and by["default"]["detected"] > by["book-only"]["detected"] > 0
     assert by["book-only"]["detected"] <= book_events < events
-    day = copy / "replay" / f"date={DATE}"
+    day = copy / "backtest" / f"date={DATE}"
     for name in ("default", "wide", "book-only"):
         nbbo = pq.read_table(day / f"config={name}" / "nbbo")
         assert nbbo.num_rows == by[name]["nbbo_changes"] > 0 and nbbo.schema.field("ts_ns").type == "int64"
@@ -148,7 +148,7 @@ def test_the_answer_does_not_depend_on_the_buckets(spark, data: Path, tmp_path: 
     for buckets in (1, 3):
         copy = tmp_path / f"b{buckets}"
         shutil.copytree(data / "captures", copy / "captures")
-        result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(buckets=buckets, reconcile=False))
+        result = run_backtest(spark, DataLayout(copy), [DATE], BacktestOptions(buckets=buckets, reconcile=False))
         engines = [t for t in result.tasks if t["stage"] == "engines"]
         need = [sum(json.loads(t["sizes_json"])["series"][b] for t in result.tasks if t["stage"] == "decode")
                 for b in range(buckets)]
@@ -156,12 +156,12 @@ def test_the_answer_does_not_depend_on_the_buckets(spark, data: Path, tmp_path: 
         assert f"engines: {buckets} bucket{'s' if buckets > 1 else ''} of {' / '.join(f'{n:,}' for n in need)} series" \
             in "\n".join(summary_lines(result))
         assert result.configs[0]["table_full"] == 0
-        out[buckets] = {t: _sorted_rows(copy / "replay" / f"date={DATE}" / "config=default" / t)
+        out[buckets] = {t: _sorted_rows(copy / "backtest" / f"date={DATE}" / "config=default" / t)
                         for t in ("signals", "smiles", "underlyings", "nbbo")}
     assert all(len(rows) > 0 for rows in out[1].values())
     assert out[1] == out[3]
-    small = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(
-        configs=(ReplayConfig(max_series=64, pricing=False, nbbo=False),), buckets=3, reconcile=False))
+    small = run_backtest(spark, DataLayout(copy), [DATE], BacktestOptions(
+        configs=(BacktestConfig(max_series=64, pricing=False, nbbo=False),), buckets=3, reconcile=False))
     assert small.configs[0]["table_full"] > 0
 
 
@@ -171,10 +171,10 @@ def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, t
     bad = copy / "captures" / DATE / "line02.pcap"
     bad.write_bytes(b"this is not a pcap file at all" * 10)
     (copy / "captures" / DATE / "ground_truth.parquet").unlink()      # a capture without ground truth
-    result = run_replay(spark, DataLayout(copy), [DATE], ReplayOptions(reconcile=False))
-    skipped = pq.read_table(copy / "replay" / f"date={DATE}" / "skipped_files").to_pylist()
+    result = run_backtest(spark, DataLayout(copy), [DATE], BacktestOptions(reconcile=False))
+    skipped = pq.read_table(copy / "backtest" / f"date={DATE}" / "skipped_files").to_pylist()
     assert [Path(s["path"]).name for s in skipped] == ["line02.pcap"] and skipped[0]["action"] == "skipped"
-    lines = {r["line"]: r for r in pq.read_table(copy / "replay" / f"date={DATE}" / "lines").to_pylist()}
+    lines = {r["line"]: r for r in pq.read_table(copy / "backtest" / f"date={DATE}" / "lines").to_pylist()}
     assert lines[2]["packets_a"] == 0 and lines[2]["accepted"] > 0       # line 2 from its B copy
     assert result.messages > 0 and result.configs[0]["signals"] > 0
     assert result.configs[0]["precision"] is None and result.configs[0]["recall"] is None
@@ -182,7 +182,7 @@ def test_a_corrupt_capture_file_is_skipped_and_the_day_runs(spark, data: Path, t
 
 def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_path: Path) -> None:
     """Runs are filed by the date they were made; naming the capture's date still finds the
-    run of it, replays the capture, reconciles, and the page says how the date was read."""
+    run of it, backtests the capture, reconciles, and the page says how the date was read."""
     from ops.spark.report.nightly_job import run_nightly
     from ops.spark.report.backtest_report import resolve_night
 
@@ -197,11 +197,11 @@ def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_pa
     made = resolve_night(layout, run_dir.parent.name)
     assert made.read_as == "run date" and made.capture_dates == [DATE] and made.runs_made == 1
     result = run_nightly(spark, layout, DATE)
-    assert result.exit_status == 0 and result.replay is not None
-    assert [r["run_id"] for r in result.replay.reconciliation] == [run_dir.name]
+    assert result.exit_status == 0 and result.backtest is not None
+    assert [r["run_id"] for r in result.backtest.reconciliation] == [run_dir.name]
     page = result.page.read_text()
     assert "read as: <b>capture date</b>" in page and run_dir.name in page
-    assert "every live run reconciled agrees with the replay" in page
+    assert "every live run reconciled agrees with the backtest" in page
     # the run's latency tables are in the capture date's report although it is filed under
     # the date it was made
     assert result.latency.runs == 1
@@ -211,8 +211,8 @@ def test_nightly_named_by_capture_date_covers_its_runs(spark, data: Path, tmp_pa
     assert "precision" in page and "NBBO changes" in page
     # named by the date the run was made: the same run, and the capture it replayed
     made_night = run_nightly(spark, layout, run_dir.parent.name)
-    assert made_night.exit_status == 0 and made_night.replay is not None and made_night.replay.dates == [DATE]
-    assert made_night.latency.runs == 1 and [r["run_id"] for r in made_night.replay.reconciliation] == [run_dir.name]
+    assert made_night.exit_status == 0 and made_night.backtest is not None and made_night.backtest.dates == [DATE]
+    assert made_night.latency.runs == 1 and [r["run_id"] for r in made_night.backtest.reconciliation] == [run_dir.name]
     made_page = made_night.page.read_text()
     assert "read as: <b>run date</b>" in made_page
     # ... and its feeds are the capture's (the run date has no captures of its own)
