@@ -47,7 +47,8 @@ from omdp.transport.shm_names import shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver, VegaSender
 from omdp.transport.vega_status import PEER_STATES
-from ops.dashboard.finished_source import HOP_STAMPS, series_label
+from omdp.metrics.definitions import HOP_STAMPS
+from ops.dashboard.finished_source import series_label
 
 CENT = PRICE_SCALE // 100
 MESSAGES_PER_PACKET = 8

@@ -17,15 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from omdp.metrics.histogram import LatencyHistogram
-from omdp.metrics.latency_summary import (
-    HOP_DEFINITIONS,
-    HOP_KEYS,
-    HOP_LABELS,
-    PERCENTILES,
-    HopSummary,
-    percentile_field,
-    summarize_hops,
-)
+from omdp.metrics.definitions import COMPONENT_HOPS, HOP_DEFINITIONS, HOP_KEYS, HOP_LABELS
+from omdp.metrics.latency_summary import PERCENTILES, HopSummary, percentile_field, summarize_hops
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
 from omdp.native import ffi, lib
 from omdp.record import HOPS
@@ -33,8 +26,6 @@ from omdp.record import HOPS
 BASE_PPS = 24_000.0
 """1x: the February 2008 OPRA rate in packets/s over all lines (docs/architecture.md)."""
 
-COMPONENT_HOPS = ("fh", "to_de", "de", "to_mc")
-"""The hops that add up to end to end from fh_in (the stacked bar)."""
 
 
 @dataclass
@@ -66,7 +57,7 @@ class Breakdown:
         meta = read_meta(run_dir)
         samples = read_run_file(run_dir, "samples.parquet")
         md = {k.decode(): v.decode() for k, v in (samples.schema.metadata or {}).items()}
-        start, end = _report_rows(md, samples.num_rows)
+        start, end = report_rows(md, samples.num_rows)
         hists = hop_histograms_from_table(samples, start, end)
         sent, missed = int(meta["messages_sent"]), int(meta["messages_missed"])
         if sent == 0 and (run_dir / "ingest.parquet").is_file():
@@ -99,7 +90,8 @@ class Breakdown:
         return d
 
 
-def _report_rows(md: Mapping[str, str], rows: int) -> tuple[int, int]:
+def report_rows(md: Mapping[str, str], rows: int) -> tuple[int, int]:
+    """Rows [start, end) of a samples file the run's report used (metadata ``omdp.report_rows``)."""
     text = md.get("omdp.report_rows")
     if not text:
         return 0, rows
@@ -152,7 +144,7 @@ def _us(v: float | None) -> str:
 
 
 def _share_bars(hops: Mapping[str, HopSummary], width: int) -> dict[str, str]:
-    means = {k: hops[k]["mean_us"] for k in COMPONENT_HOPS}
+    means = {h.key: hops[h.key]["mean_us"] for h in COMPONENT_HOPS}
     total = sum(v for v in means.values() if v)
     if not total:
         return {}

@@ -13,7 +13,7 @@ import pytest
 
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_collector import LatencyCollector
-from omdp.metrics.latency_summary import HOP_KEYS
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.stats_segment import (
     RING_SECONDS,
     SIGNALS,

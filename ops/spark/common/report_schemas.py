@@ -5,12 +5,32 @@ interpolated percentiles; rates are per second. A null percentile is "n/a": too 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ops.spark.common.file_problems import FILE_PROBLEM_SCHEMA
-from ops.spark.latency.latency_hops import PERCENTILES
+
+
+@dataclass(frozen=True)
+class Percentile:
+    """Column ``name`` holds the p-th quantile when at least ``min_samples`` samples exist."""
+
+    name: str
+    p: float
+    min_samples: int
+
+
+PERCENTILES: tuple[Percentile, ...] = (
+    Percentile("p50_ns", 0.5, 20),
+    Percentile("p90_ns", 0.9, 100),
+    Percentile("p99_ns", 0.99, 1_000),
+    Percentile("p999_ns", 0.999, 10_000),
+    Percentile("p9999_ns", 0.9999, 100_000),
+)
+"""min_samples = 10 / (1 - p), written out so no float rounding decides a boundary."""
 
 
 def _schema(*fields: tuple[str, T.DataType]) -> T.StructType:
@@ -48,11 +68,12 @@ LATENCY_RUNS = _schema(
     ("e2e_fh_p99_ns", _D),
     ("e2e_intended_p50_ns", _D),
     ("e2e_intended_p99_ns", _D),
-    ("first_quarter_p50_ns", _D),
-    ("last_quarter_p50_ns", _D),
+    ("first_third_p50_ns", _D),
+    ("last_third_p50_ns", _D),
     ("growth_ratio", _D),
     ("latency_growing", _B),
     ("sustainable", _B),
+    ("reasons", _S),
 )
 
 LATENCY_SWEEPS = _schema(

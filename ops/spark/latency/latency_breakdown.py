@@ -10,7 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ops.spark.latency.latency_hops import HOP_ORDER, PERCENTILES, Hop
+from omdp.metrics.definitions import RUN_RECORD_HOPS, Hop
+from ops.spark.common.report_schemas import PERCENTILES
+
+HOP_ORDER: dict[str, int] = {h.table_name: i for i, h in enumerate(RUN_RECORD_HOPS)}
+"""A hop's table name -> its place in the breakdown's rows."""
 
 STATS_ARROW_SCHEMA = pa.schema(
     [
@@ -35,8 +39,8 @@ def hop_stats(run_dir: str, hop: Hop, start: np.ndarray, end: np.ndarray) -> dic
     values = np.percentile(lat, [100 * p.p for p in ok]) if ok else []
     row = {
         "run_dir": run_dir,
-        "hop": hop.name,
-        "hop_order": HOP_ORDER[hop.name],
+        "hop": hop.table_name,
+        "hop_order": HOP_ORDER[hop.table_name],
         "rows": int(start.size),
         "count": n,
         "mean_ns": float(lat.mean()) if n else None,

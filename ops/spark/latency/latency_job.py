@@ -19,9 +19,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from omdp.metrics.definitions import DEFAULT_RULE, END_TO_END_HOPS, SAMPLE_HOPS, SustainabilityRule
 from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
 from ops.spark.common.file_problems import FileProblem, report_problems
-from ops.spark.latency.latency_hops import HOP_ORDER, SAMPLE_HOPS
+from ops.spark.latency.latency_breakdown import HOP_ORDER
 from ops.spark.latency.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
 from ops.spark.common.report_schemas import (
     LATENCY_BREAKDOWN,
@@ -37,7 +38,7 @@ from ops.spark.latency.run_analysis import RUN_RESULT_SCHEMA, analyze_run
 from ops.spark.latency.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.common.session import build_session
 from ops.spark.common.task_map import map_tasks, typed_rows
-from ops.spark.latency.sustainability import SustainabilityRule, judge_run, sweep_summaries
+from ops.spark.latency.sustainability import judge_run, sweep_summaries
 
 JOB = "latency"
 
@@ -46,7 +47,7 @@ JOB = "latency"
 class LatencyOptions:
     """The rules the latency job judges by."""
 
-    sustainability: SustainabilityRule = SustainabilityRule()
+    sustainability: SustainabilityRule = DEFAULT_RULE
     regression: RegressionRule = RegressionRule()
 
 
@@ -119,11 +120,12 @@ def night_rows(spark: SparkSession, layout: DataLayout, date: str, options: Late
         name, m = r["run_dir"], meta[r["run_dir"]]
         e2e = {
             f"{h}_{p}": by_run_hop[(name, h)][p] if (name, h) in by_run_hop else None
-            for h in ("e2e_fh", "e2e_intended")
+            for h in (hop.table_name for hop in END_TO_END_HOPS)
             for p in ("p50_ns", "p99_ns")
         }
-        samples_read = by_run_hop[(name, SAMPLE_HOPS[0].name)]["rows"]
-        run_rows.append({**m, "samples": samples_read, **e2e, **judge_run(m, r["growth"], options.sustainability)})
+        samples_read = by_run_hop[(name, SAMPLE_HOPS[0].table_name)]["rows"]
+        run_rows.append({**m, "samples": samples_read, **e2e,
+                         **judge_run(m, r["figures"], r["ingest"], options.sustainability)})
     run_rows.sort(key=lambda r: (r["sweep_id"], r["rate_x"], r["run_id"]))
     return NightRows(
         runs=runs, good=[r["run_dir"] for r in usable], problems=problems, breakdown=breakdown_rows,

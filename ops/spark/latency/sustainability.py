@@ -1,52 +1,15 @@
 """Is a run's rate sustainable, and how far does each sweep go (the paper's Figures 5, 8)?
 
-docs/architecture.md: a rate is sustainable when the replayer achieves >= 99.99% of the target
-packets/s, missed messages are <= 0.01%, and latency from ``intended`` does not grow over
-the run. "Grows" is made concrete here: split the run's samples into quarters by their
-``intended`` time; latency is growing when the median end-to-end-from-intended latency of
-the last quarter exceeds ``growth_factor`` times that of the first quarter AND the two differ
-by more than ``growth_floor_ns`` (so sub-microsecond jitter on a fast run never counts).
-With fewer than ``min_quarter_samples`` in either quarter it cannot be told (None), and then
-neither can sustainability, unless another criterion already failed.
-
-The quarter medians are computed on the executors, one run's samples at a time
-(``quarter_medians``, called by ``run_analysis``); judging a run and summarizing a sweep work
-on one row per run, on the driver.
+The rule is ``omdp.metrics.definitions``' (docs/architecture.md "sustainable"), the one the
+live run's report, ``omdp runs show`` and the dashboard apply. Its figures are taken where
+the run's files are read, one run at a time on the executors (``run_analysis``, with
+``omdp.metrics.run_verdict``'s readers); judging a run and summarizing a sweep work on one
+row per run, on the driver.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
-
-@dataclass(frozen=True)
-class SustainabilityRule:
-    """The thresholds of "sustainable" (defaults: docs/architecture.md and the growth rule above)."""
-
-    min_achieved_ratio: float = 0.9999
-    max_missed_ratio: float = 0.0001
-    growth_factor: float = 2.0
-    growth_floor_ns: float = 50_000.0
-    min_quarter_samples: int = 20
-
-
-def quarter_medians(intended: np.ndarray, mc_in: np.ndarray) -> tuple[float | None, float | None, int, int]:
-    """Exact medians of ``mc_in - intended`` over the first and the last quarter of the run
-    by ``intended`` time, and the samples in each (unstamped samples left out)."""
-    ok = (intended > 0) & (mc_in > 0)
-    t, lat = intended[ok], (mc_in - intended)[ok]
-    if t.size == 0:
-        return None, None, 0, 0
-    t0, t1 = int(t.min()), int(t.max())
-    quarter = (4 * (t - t0)) // (t1 - t0 + 1)  # int64: no rounding of nanosecond stamps
-    first, last = lat[quarter == 0], lat[quarter == 3]
-    return (
-        float(np.median(first)) if first.size else None,
-        float(np.median(last)) if last.size else None,
-        int(first.size),
-        int(last.size),
-    )
+from omdp.metrics.definitions import Growth, SustainabilityRule, judge
+from omdp.metrics.run_verdict import achieved_fraction
 
 
 def _all_of(*verdicts: bool | None) -> bool | None:
@@ -58,32 +21,29 @@ def _all_of(*verdicts: bool | None) -> bool | None:
     return True
 
 
-def judge_run(meta: dict, growth: dict | None, rule: SustainabilityRule) -> dict:
-    """``achieved_ratio, missed_ratio, growth_ratio, latency_growing, sustainable`` of a run
-    from its meta row and its ``latency_growth`` row (None: no usable samples)."""
-    target, sent = meta["target_pps"], meta["messages_sent"]
-    achieved = meta["achieved_pps"] / target if target and target > 0 else None
-    missed = meta["messages_missed"] / sent if sent and sent > 0 else None
-    first = growth["first_quarter_p50_ns"] if growth else None
-    last = growth["last_quarter_p50_ns"] if growth else None
-    enough = bool(growth) and min(growth["first_quarter_n"], growth["last_quarter_n"]) >= rule.min_quarter_samples
-    growing = None
-    if enough and first is not None and last is not None:
-        growing = last > rule.growth_factor * first and last - first > rule.growth_floor_ns
+def judge_run(meta: dict, figures: dict | None, ingest: list[dict], rule: SustainabilityRule) -> dict:
+    """``achieved_ratio, missed_ratio, first/last_third_p50_ns, growth_ratio, latency_growing,
+    sustainable, reasons`` of a run from its meta row, its verdict figures (None: no usable
+    samples) and its ingest rows (the messages when the meta has none, as the breakdown)."""
+    target, achieved, sent, missed = meta["target_pps"], meta["achieved_pps"], meta["messages_sent"], meta["messages_missed"]
+    if not sent and ingest:
+        missed = sum(i["messages_missed"] for i in ingest)
+        sent = sum(i["messages_received"] for i in ingest) + missed
+    f = figures or {}
+    growth = Growth(f.get("first_third_p50_us"), f.get("last_third_p50_us"), f.get("growth_samples") or 0)
+    fraction = achieved_fraction(bool(f.get("replayer_status")), f.get("replayer_fraction"), target, achieved)
+    verdict = judge(achieved_fraction=fraction, messages_missed=missed, messages_seen=sent, growth=growth,
+                    p99_from_intended_us=f.get("p99_from_intended_us"), failed=bool(f.get("failed")), rule=rule)
+    first, last = growth.first_us, growth.last_us
     return {
-        "achieved_ratio": achieved,
-        "missed_ratio": missed,
-        "first_quarter_p50_ns": first,
-        "last_quarter_p50_ns": last,
+        "achieved_ratio": achieved / target if target and target > 0 else None,
+        "missed_ratio": missed / sent if sent and sent > 0 else None,
+        "first_third_p50_ns": first * 1e3 if first is not None else None,
+        "last_third_p50_ns": last * 1e3 if last is not None else None,
         "growth_ratio": last / first if first and last is not None else None,
-        "latency_growing": growing,
-        # Compared as products, not ratios: 24,000 x 0.9999 achieved of 24,000 is exactly
-        # the boundary, which a division would round below.
-        "sustainable": _all_of(
-            None if achieved is None else meta["achieved_pps"] >= rule.min_achieved_ratio * target,
-            None if missed is None else meta["messages_missed"] <= rule.max_missed_ratio * sent,
-            None if growing is None else not growing,
-        ),
+        "latency_growing": growth.growing,
+        "sustainable": verdict.sustainable,
+        "reasons": "; ".join(verdict.reasons),
     }
 
 

@@ -115,9 +115,9 @@ def render_report(reports_dir: Path, date: str) -> Path:
         ("run_id", "run", TEXT), ("sweep_id", "sweep", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT),
         ("rate_x", "rate x", FLOAT), ("target_pps", "target packets/s", FLOAT), ("achieved_ratio", "achieved/target", RATIO),
         ("messages_per_packet", "messages/packet", FLOAT), ("missed_ratio", "missed", PCT), ("samples", "samples", INT),
-        ("e2e_intended_p50_ns", "p50 from intended µs", US), ("first_quarter_p50_ns", "first quarter p50 µs", US),
-        ("last_quarter_p50_ns", "last quarter p50 µs", US), ("latency_growing", "latency growing", BOOL),
-        ("sustainable", "sustainable", BOOL),
+        ("e2e_intended_p50_ns", "p50 from intended µs", US), ("first_third_p50_ns", "first third p50 µs", US),
+        ("last_third_p50_ns", "last third p50 µs", US), ("latency_growing", "latency growing", BOOL),
+        ("sustainable", "sustainable", BOOL), ("reasons", "why not", TEXT),
     ]
     reg_cols = [
         ("kind", "kind", TEXT), ("topology", "topology", TEXT), ("config", "config", TEXT), ("rate_x", "rate x", FLOAT),

@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ops.spark.latency.latency_hops import PIPELINE_HOPS  # noqa: E402
+from omdp.metrics.definitions import COMPONENT_HOPS  # noqa: E402
 
 _DPI = 110
 
@@ -48,14 +48,14 @@ def plot_breakdown(breakdown: list[dict], path: Path) -> Path:
         means.setdefault(r["run_id"], {})[r["hop"]] = r["mean_ns"]
     labels = run_labels(breakdown)
     order = {r["run_id"]: (r["config"], r["rate_x"], r["run_id"]) for r in breakdown}
-    runs = [k for k, v in means.items() if all(v.get(h.name) is not None for h in PIPELINE_HOPS)]
+    runs = [k for k, v in means.items() if all(v.get(h.table_name) is not None for h in COMPONENT_HOPS)]
     if not runs:
         return _empty(path, title, "no runs with every hop stamped")
     runs.sort(key=lambda k: order[k])
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(runs) + 2), 5.0))
     bottom = [0.0] * len(runs)
-    for hop in PIPELINE_HOPS:
-        heights = [means[k][hop.name] / 1_000 for k in runs]
+    for hop in COMPONENT_HOPS:
+        heights = [means[k][hop.table_name] / 1_000 for k in runs]
         ax.bar(range(len(runs)), heights, bottom=bottom, label=hop.label)
         bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xticks(range(len(runs)), [labels[k] for k in runs], fontsize=7, rotation=30, ha="right")
