@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.definitions import COMPONENT_HOPS, HOP_DEFINITIONS, HOP_KEYS, HOP_LABELS
+from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_summary import PERCENTILES, HopSummary, percentile_field, summarize_hops
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
 from omdp.native import ffi, lib

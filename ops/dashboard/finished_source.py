@@ -21,10 +21,10 @@ import pyarrow as pa
 
 from feedhandlers.opra_record import PRICE_SCALE
 from omdp.metrics.breakdown import hop_histograms_from_table
-from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.definitions import HOP_KEYS, HOP_STAMPS
-from omdp.metrics.latency_summary import summarize_hops
 from omdp.metrics.definitions import Verdict
+from omdp.metrics.histogram import LatencyHistogram
+from omdp.metrics.latency_summary import summarize_hops
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
 from omdp.metrics.run_verdict import read_verdict
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES

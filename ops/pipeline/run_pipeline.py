@@ -30,8 +30,8 @@ from omdp.native import lib
 from omdp.plan import Plan, build_plan
 from omdp.runtime.reshard import (LIVE_COUNTERS, SERIES_BYTES, ReshardLive, ReshardSchedule, ReshardSegment,
                                   bucket_homes, summarize_moves)
-from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.run import run_plan
+from omdp.runtime.rundir import new_run_id, run_dir
 from omdp.runtime.supervisor import RunResult
 from omdp.topology.load import load_topology
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges

@@ -13,15 +13,15 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
-from ops.spark.common.data_layout import DataLayout
-from ops.spark.backtest.backtest_config import BacktestConfig
 from decision_engines.engine_records import EXCHANGES
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from ops.spark.backtest.backtest_config import BacktestConfig
 from ops.spark.backtest.backtest_engine import ConfigRunner
-from ops.spark.backtest.backtest_nbbo import BACKTEST_NBBO_SCHEMA
 from ops.spark.backtest.backtest_feed import OfflineFeedHandler, decode_line, read_packets
 from ops.spark.backtest.backtest_job import plan_day
+from ops.spark.backtest.backtest_nbbo import BACKTEST_NBBO_SCHEMA
 from ops.spark.backtest.backtest_stage import read_bucket
+from ops.spark.common.data_layout import DataLayout
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow

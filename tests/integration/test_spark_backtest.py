@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from spark_test_session import local_spark
 
-from ops.spark.common.data_layout import DataLayout
 from ops.spark.backtest.backtest_config import BacktestConfig
 from ops.spark.backtest.backtest_job import BacktestOptions, run_backtest, summary_lines
+from ops.spark.common.data_layout import DataLayout
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.common.data_layout import DataLayout
 from omdp.metrics.definitions import RUN_RECORD_HOPS as ALL_HOPS
+from ops.spark.common.data_layout import DataLayout
 from ops.spark.common.report_schemas import PERCENTILES
 from ops.spark.latency.latency_job import LatencyResult, run_latency
 from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run

@@ -20,8 +20,8 @@ import pytest
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_fast import BatchDecoder
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.feeds.manifest_roots import load_root_map
 from ops.spark.feeds.capture_decode import TICK_FILE_WRITE_OPTIONS
+from ops.spark.feeds.manifest_roots import load_root_map
 from ops.spark.feeds.tick_arrow import DICT_COLUMNS, NEVER_NULL, TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
 from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA, ticks_batch
 from ops.synth.generator import SynthConfig, synthesize

@@ -39,10 +39,10 @@ from pyspark.sql import SparkSession
 from feedhandlers.captures import Capture, PcapError, read_capture
 from feedhandlers.routing import build_routing, count_roots
 from ops.pipeline.capture_info import open_capture
-from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
-from ops.spark.common.file_problems import FileProblem, report_problems
 from ops.spark.backtest.backtest_config import BacktestConfig, load_configs
 from ops.spark.backtest.backtest_feed import LineFiles, Routes
+from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
+from ops.spark.common.file_problems import FileProblem, report_problems
 from ops.spark.backtest.backtest_reconcile import (
     RECONCILE_MISMATCH_SCHEMA,
     RECONCILE_SCHEMA,

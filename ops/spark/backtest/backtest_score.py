@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from decision_engines.signal_record import SIGNAL_KIND_NAMES
 from feedhandlers.routing import root_keys
-from ops.spark.backtest.signal_score import QUOTE_KEY_DTYPE, CaptureRun, Score, score
 from ops.spark.backtest.backtest_stage import StagedPart, quote_hits
+from ops.spark.backtest.signal_score import QUOTE_KEY_DTYPE, CaptureRun, Score, score
 from ops.synth.ground_truth import GROUND_TRUTH_FILE
 
 _M = [np.uint64(k) for k in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,

@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from decision_engines.engine_config import DEFAULT_MAX_GROUPS, DEFAULT_MAX_SERIES
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.backtest.backtest_config import BacktestConfig
 from ops.spark.backtest.backtest_engine import ConfigRunner, signals_arrow, smiles_arrow, underlyings_arrow
 from ops.spark.backtest.backtest_feed import LineFiles, Routes, decode_line
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from ops.spark.backtest.backtest_score import truth_quotes
 from ops.spark.backtest.backtest_stage import CountSlots, StagedPart, read_bucket, underlying_counts
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_capture_ticks
 from ops.spark.common.data_layout import DEFAULT_DATA_DIR, CaptureFile, DataLayout, check_date
+from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS, FileOutcome, write_capture_ticks
 from ops.spark.feeds.feed_profile import (
     ONE_X_PPS,
     TICK_WINDOWS_READ_SCHEMA,

@@ -34,10 +34,10 @@ from ops.spark.common.report_schemas import (
     SKIPPED_FILES,
 )
 from ops.spark.common.report_tables import read_history_rows, table_path, write_rows
-from ops.spark.latency.run_analysis import RUN_RESULT_SCHEMA, analyze_run
-from ops.spark.latency.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.common.session import build_session
 from ops.spark.common.task_map import map_tasks, typed_rows
+from ops.spark.latency.run_analysis import RUN_RESULT_SCHEMA, analyze_run
+from ops.spark.latency.run_records_scan import RunDirectory, read_meta, scan_runs
 from ops.spark.latency.sustainability import judge_run, sweep_summaries
 
 JOB = "latency"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ops.spark.common.data_layout import DataLayout
 from ops.spark.backtest.backtest_job import BACKTEST_CONFIGS_SCHEMA, BacktestResult
 from ops.spark.backtest.backtest_reconcile import RECONCILE_MISMATCH_SCHEMA, RECONCILE_SCHEMA
+from ops.spark.common.data_layout import DataLayout
 from ops.spark.report.report_cells import FLOAT, INT, SHARE, TEXT, html_table
 
 NIGHT_DATES_SCHEMA = pa.schema(

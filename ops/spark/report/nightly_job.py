@@ -17,16 +17,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS
-from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout
-from ops.spark.feeds.feeds_job import FeedsOptions, FeedsResult, run_feeds
-from ops.spark.latency.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
 from ops.spark.backtest.backtest_job import BacktestOptions, BacktestResult, run_backtest
 from ops.spark.backtest.backtest_job import summary_lines as backtest_summary
-from ops.spark.report.backtest_report import NightDates, resolve_night, write_backtest_tables
-from ops.spark.report.report_html import regression_display, render_report
+from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout
 from ops.spark.common.report_tables import write_arrow
 from ops.spark.common.session import build_session
+from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS
+from ops.spark.feeds.feeds_job import FeedsOptions, FeedsResult, run_feeds
+from ops.spark.latency.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
+from ops.spark.report.backtest_report import NightDates, resolve_night, write_backtest_tables
+from ops.spark.report.report_html import regression_display, render_report
 
 EXIT_REGRESSION = 1
 

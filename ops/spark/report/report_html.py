@@ -8,10 +8,10 @@ import datetime as dt
 import html
 from pathlib import Path
 
+from ops.spark.common.report_tables import read_rows
+from ops.spark.report.backtest_report import backtest_section
 from ops.spark.report.report_cells import BOOL, FLOAT, INT, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
-from ops.spark.report.backtest_report import backtest_section
-from ops.spark.common.report_tables import read_rows
 
 TABLES = (
     "feeds_day",
