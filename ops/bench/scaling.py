@@ -22,7 +22,7 @@ from ops.pipeline.scaled_layout import CORES_PER_SENDER, scaled_layout, scaled_t
 from ops.pipeline.sweep import Config, Sweep, SweepPoint, hop_figure, run_sweep
 
 P99_BOUND_REASON = "p99 latency from intended"
-"""How a verdict's reason for the p99 bound begins (ops.pipeline.run_report.verdict)."""
+"""How a verdict's reason for the p99 bound begins (omdp.metrics.definitions.judge)."""
 
 
 def kept_up(point: SweepPoint) -> bool:
