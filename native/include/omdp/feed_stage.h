@@ -9,7 +9,7 @@
  * the end of the line. The day x bucket engine tasks map every line's part and tables,
  * merge the parts in time order and expand them back to full records in one pass. Packing
  * takes an optional gather order, so splitting by bucket costs no extra pass. The numpy
- * twins are ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE (a layout test
+ * twins are ops.spark.backtest.backtest_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE (a layout test
  * pins them). */
 #ifndef OMDP_FEED_STAGE_H
 #define OMDP_FEED_STAGE_H
@@ -134,7 +134,7 @@ int64_t omdp_fh_stage_merge_counted(const omdp_fh_stage_part_t *parts, uint32_t 
 
 /* ---- scans for the engine tasks (feed_handler_stage_scan.c) ---- */
 
-/* The (line, series, exchange) key of a quote: ops.spark.replay_score.quote_hash. */
+/* The (line, series, exchange) key of a quote: ops.spark.backtest.backtest_score.quote_hash. */
 uint64_t omdp_fh_stage_quote_hash(uint32_t line, const omdp_fh_stage_series_t *s, uint8_t participant);
 
 /* Indices of the part's records whose strike_px is among `strikes` and whose quote hash is
