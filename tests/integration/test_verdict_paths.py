@@ -39,14 +39,19 @@ def _omdp(*args: str) -> subprocess.CompletedProcess:
 
 
 def _grown(run_dir: Path, out: Path) -> Path:
-    """A copy of ``run_dir`` (its own run id) whose last samples arrive 2 ms later than they did."""
+    """A copy of ``run_dir`` (its own run id) whose last third of samples to arrive came
+    later by twice the run's longest latency from intended plus 2 ms: latency grows
+    whatever the first third's was."""
     shutil.copytree(run_dir, out)
     write_meta(out, {**read_meta(run_dir), "run_id": out.name})
     path = out / "samples.parquet"
     t = pq.read_table(path)
     mc_in = t.column("mc_in").to_numpy().copy()
-    late = np.arange(len(mc_in)) >= 2 * len(mc_in) // 3
-    mc_in[late & (mc_in > 0)] += 2_000_000
+    intended = t.column("intended").to_numpy()
+    stamped = (mc_in > 0) & (intended > 0)
+    rank = np.argsort(np.argsort(np.where(stamped, mc_in, -1), kind="stable"), kind="stable")
+    late = stamped & (rank >= len(mc_in) - np.count_nonzero(stamped) // 3)
+    mc_in[late] += 2 * int((mc_in - intended)[stamped].max()) + 2_000_000
     t = t.set_column(t.schema.get_field_index("mc_in"), "mc_in", pa.array(mc_in, type=pa.int64()))
     pq.write_table(t.replace_schema_metadata(pq.read_schema(path).metadata), path)
     return out
