@@ -11,10 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.latency_hops import ALL_HOPS, PERCENTILES
-from ops.spark.latency_job import LatencyResult, run_latency
-from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
+from omdp.metrics.definitions import RUN_RECORD_HOPS as ALL_HOPS
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.common.report_schemas import PERCENTILES
+from ops.spark.latency.latency_job import LatencyResult, run_latency
+from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from spark_test_session import local_spark
 
 pytestmark = pytest.mark.full  # a Spark session
@@ -90,7 +91,7 @@ def _expected(run_dir: Path) -> dict[str, dict]:
         src = s if hop.source == "samples.parquet" else i
         a, b = src[hop.start], src[hop.end]
         lat = (b - a)[(a > 0) & (b > 0)]
-        out[hop.name] = {
+        out[hop.table_name] = {
             "count": lat.size,
             "mean_ns": lat.mean(),
             "min_ns": lat.min(),
@@ -107,7 +108,7 @@ def test_breakdown_equals_numpy_on_the_same_records(nights) -> None:
     for run_id in ("sweep-1x", "sweep-4x", "partial-stamps"):
         want = _expected(layout.runs(NIGHT2) / run_id)
         got = {r["hop"]: r for r in rows if r["run_id"] == run_id}
-        assert set(got) == {h.name for h in ALL_HOPS}
+        assert set(got) == {h.table_name for h in ALL_HOPS}
         for hop, w in want.items():
             g = got[hop]
             assert g["count"] == w["count"], (run_id, hop)
