@@ -35,6 +35,7 @@ from feedhandlers.opra_fast import encode_stream
 from feedhandlers.opra_record import OPRA_MSG_DTYPE, PRICE_SCALE
 from omdp.clock import now_ns
 from omdp.metrics.breakdown import BASE_PPS
+from omdp.metrics.definitions import HOP_STAMPS
 from omdp.metrics.histogram import RELATIVE_ERROR
 from omdp.metrics.ingest_collector import IngestCollector
 from omdp.metrics.latency_collector import LatencyCollector
@@ -47,7 +48,7 @@ from omdp.transport.shm_names import shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver, VegaSender
 from omdp.transport.vega_status import PEER_STATES
-from ops.dashboard.finished_source import HOP_STAMPS, series_label
+from ops.dashboard.finished_source import series_label
 
 CENT = PRICE_SCALE // 100
 MESSAGES_PER_PACKET = 8

@@ -17,16 +17,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from omdp.metrics.definitions import COMPONENT_HOPS, HOP_DEFINITIONS, HOP_KEYS, HOP_LABELS
 from omdp.metrics.histogram import LatencyHistogram
-from omdp.metrics.latency_summary import (
-    HOP_DEFINITIONS,
-    HOP_KEYS,
-    HOP_LABELS,
-    PERCENTILES,
-    HopSummary,
-    percentile_field,
-    summarize_hops,
-)
+from omdp.metrics.latency_summary import PERCENTILES, HopSummary, percentile_field, summarize_hops
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
 from omdp.native import ffi, lib
 from omdp.record import HOPS
@@ -35,8 +28,6 @@ from omdp.units import fmt_ns, fmt_us
 BASE_PPS = 24_000.0
 """1x: the February 2008 OPRA rate in packets/s over all lines (docs/architecture.md)."""
 
-COMPONENT_HOPS = ("fh", "to_de", "de", "to_mc")
-"""The hops that add up to end to end from fh_in (the stacked bar)."""
 
 
 @dataclass
@@ -68,7 +59,7 @@ class Breakdown:
         meta = read_meta(run_dir)
         samples = read_run_file(run_dir, "samples.parquet")
         md = {k.decode(): v.decode() for k, v in (samples.schema.metadata or {}).items()}
-        start, end = _report_rows(md, samples.num_rows)
+        start, end = report_rows(md, samples.num_rows)
         hists = hop_histograms_from_table(samples, start, end)
         sent, missed = int(meta["messages_sent"]), int(meta["messages_missed"])
         if sent == 0 and (run_dir / "ingest.parquet").is_file():
@@ -101,7 +92,8 @@ class Breakdown:
         return d
 
 
-def _report_rows(md: Mapping[str, str], rows: int) -> tuple[int, int]:
+def report_rows(md: Mapping[str, str], rows: int) -> tuple[int, int]:
+    """Rows [start, end) of a samples file the run's report used (metadata ``omdp.report_rows``)."""
     text = md.get("omdp.report_rows")
     if not text:
         return 0, rows
@@ -148,7 +140,7 @@ def hop_histograms_from_table(samples: pa.Table, start: int = 0, end: int | None
 
 
 def _share_bars(hops: Mapping[str, HopSummary], width: int) -> dict[str, str]:
-    means = {k: hops[k]["mean_us"] for k in COMPONENT_HOPS}
+    means = {h.key: hops[h.key]["mean_us"] for h in COMPONENT_HOPS}
     total = sum(v for v in means.values() if v)
     if not total:
         return {}

@@ -31,8 +31,9 @@ import pyarrow.parquet as pq
 
 from omdp.atomic_files import ArtifactWriteError
 from omdp.clock import now_ns
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import LatencyHistogram
-from omdp.metrics.latency_summary import HOP_KEYS, HopSummary, summarize_hops
+from omdp.metrics.latency_summary import HopSummary, summarize_hops
 from omdp.metrics.run_files import to_table, write_samples
 from omdp.metrics.sample_identity import SAMPLE_ID_DTYPE, IdentityLayout
 from omdp.metrics.stats_segment import StatsWriter

@@ -1,4 +1,5 @@
-"""What a latency report holds: the hops, the percentiles, and when a tail is n/a.
+"""What a latency report holds: the percentiles of each hop (the hops: ``omdp.metrics.definitions``),
+and when a tail is n/a.
 
 The rule (docs/architecture.md): every percentile is printed with its sample count, and a tail
 percentile p with fewer than 10 / (1 - p) samples is n/a (None), because it would be
@@ -7,31 +8,10 @@ segment reader, the breakdown printer and the dashboard.
 """
 from __future__ import annotations
 
-import math
 from typing import TypedDict
 
+from omdp.metrics.definitions import HOP_KEYS, min_samples
 from omdp.metrics.histogram import LatencyHistogram
-
-HOP_KEYS: tuple[str, ...] = ("fh", "to_de", "de", "to_mc", "e2e", "e2e_intended")
-"""The six latency hops, in the order of the C ``OMDP_LAT_*`` indexes (pinned by a test)."""
-
-HOP_LABELS: dict[str, str] = {
-    "fh": "FH",
-    "to_de": "to DE",
-    "de": "DE",
-    "to_mc": "to MC",
-    "e2e": "end to end (from fh_in)",
-    "e2e_intended": "end to end (from intended)",
-}
-
-HOP_DEFINITIONS: dict[str, str] = {
-    "fh": "fh_out - fh_in",
-    "to_de": "de_in - fh_out",
-    "de": "de_out - de_in",
-    "to_mc": "mc_in - de_out",
-    "e2e": "mc_in - fh_in",
-    "e2e_intended": "mc_in - intended",
-}
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 0.5),
@@ -40,11 +20,6 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p99.9", 0.999),
     ("p99.99", 0.9999),
 )
-
-def min_samples(p: float) -> int:
-    """Samples needed before percentile p is reported: 10 / (1 - p), rounded up."""
-    return math.ceil(round(10.0 / (1.0 - p), 6))
-
 
 class HopSummary(TypedDict):
     """One hop's figures in microseconds; None where empty or too few samples."""

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from omdp.clock import now_ns
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import LatencyHistogram
-from omdp.metrics.latency_summary import HOP_KEYS, PERCENTILES, HopSummary, min_samples, percentile_field, summarize_hops
+from omdp.metrics.latency_summary import PERCENTILES, HopSummary, min_samples, percentile_field, summarize_hops
 from omdp.native import ffi, lib
 
 RING_SECONDS = int(lib.OMDP_STATS_RING_SECONDS)

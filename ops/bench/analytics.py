@@ -5,7 +5,7 @@ cores.
   Arrow -> the Parquet tick table) over synthetic captures (``omdp synth``): messages/s of
   wall time, the same per executor core, and messages per CPU-second of the decode tasks
   (what one core does when it has the CPU; robust to other load on the machine).
-- Replay: the replay job (``omdp analytics replay``: arbitrate, decode, route, the C engine)
+- Replay: the backtest job (``omdp analytics backtest``: arbitrate, decode, route, the C engine)
   over the same days, with the live defaults (pricing every 100 ms of capture time) and
   with book checks only (``pricing = false``): wall time against the capture's length,
   messages per task CPU-second, and that CPU split into the feed side and the engines.
@@ -31,7 +31,7 @@ BASE_DATE = dt.date(2008, 2, 4)
 
 
 def _cores(master: str, spark) -> int:
-    from ops.spark.session import is_local_master, local_cores
+    from ops.spark.common.session import is_local_master, local_cores
 
     if is_local_master(master):
         return local_cores(master)
@@ -41,8 +41,8 @@ def _cores(master: str, spark) -> int:
 def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int,
              run_seconds: float) -> list[str]:
     """Capture days (``scales`` x ``seconds`` each) and one day of runs; return the dates."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.synthetic_runs import SyntheticRun, write_synthetic_run
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.latency.synthetic_runs import SyntheticRun, write_synthetic_run
     from ops.synth.generator import SynthConfig, synthesize
 
     layout = DataLayout(data)
@@ -94,12 +94,12 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
     configuration of ``replay_configs``; None: the live defaults and book checks only), for
     the ``jobs`` asked for (a job left out gives an empty list / None: a feeds-only pass is
     a minute, not several, under the bench lock)."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.feeds_job import run_feeds
-    from ops.spark.latency_job import run_latency
-    from ops.spark.replay_config import ReplayConfig
-    from ops.spark.replay_job import ReplayOptions, run_replay
-    from ops.spark.session import build_session
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.feeds.feeds_job import run_feeds
+    from ops.spark.latency.latency_job import run_latency
+    from ops.spark.backtest.backtest_config import BacktestConfig
+    from ops.spark.backtest.backtest_job import BacktestOptions, run_backtest
+    from ops.spark.common.session import build_session
 
     layout = DataLayout(data)
     spark = build_session(f"omdp-bench-{master}", master, ui=True)  # ui: Spark's task metrics (_spark_cpu_s)
@@ -133,13 +133,13 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
             )
         replay = []
         for date, span_s in zip(dates, spans_s) if "replay" in jobs else []:
-            for cfg in replay_configs or (ReplayConfig(), ReplayConfig(name="book-only", pricing=False)):
-                opts = ReplayOptions(configs=(cfg,), reconcile=False)
+            for cfg in replay_configs or (BacktestConfig(), BacktestConfig(name="book-only", pricing=False)):
+                opts = BacktestOptions(configs=(cfg,), reconcile=False)
                 walls, cpus, feed_cpus, engine_cpus, stage_cpus = [], [], [], [], []
                 jvm = []
                 for _ in range(repeats):
                     before = _spark_cpu_s(spark)
-                    rr = run_replay(spark, layout, [date], opts)
+                    rr = run_backtest(spark, layout, [date], opts)
                     jvm.append(_spark_cpu_s(spark) - before)
                     walls.append(rr.seconds)
                     cpus.append(rr.task_cpu_s)

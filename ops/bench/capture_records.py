@@ -3,7 +3,8 @@
 root -> underlying map, in capture-time order across lines; and one engine's share of them,
 placed as a run's routing places underlyings on engines.
 
-``omdp bench engine --capture`` and the signal score (``signal_score.py``) read captures so.
+``omdp bench engine --capture`` and the signal score's one-engine reference run
+(tests/engine_capture_support.py) read captures so.
 """
 from __future__ import annotations
 

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from omdp.clock import now_ns
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_collector import LatencyCollector
-from omdp.metrics.latency_summary import HOP_KEYS
 from omdp.metrics.sample_identity import IdentityLayout
 from omdp.metrics.stats_segment import StatsReader, StatsWriter
 from omdp.record import RECORD_HEADER_DTYPE, RF_SAMPLED

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omdp.metrics.definitions import DEFAULT_RULE
 from omdp.units import fmt_us
-from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 from ops.pipeline.scaled_layout import CORES_PER_SENDER, scaled_layout, scaled_topology_toml
 from ops.pipeline.sweep import Config, hop_figure, run_sweep
 from ops.pipeline.sweep_points import Sweep, SweepPoint
 
 P99_BOUND_REASON = "p99 latency from intended"
-"""How a verdict's reason for the p99 bound begins (ops.pipeline.run_report.verdict)."""
+"""How a verdict's reason for the p99 bound begins (omdp.metrics.definitions.judge)."""
 
 
 def kept_up(point: SweepPoint) -> bool:
@@ -168,7 +168,7 @@ def run_scaling(cores: list[int], rates: list[str], data_dir: Path, capture_date
                              failed=lambda p: not kept_up(p))
     by_label = {f"{n} cores": n for n in cores}
     points = [_point(by_label[p.config], p) for p in sweep.points]
-    return ScalingResult(capture_date, seconds, MAX_P99_FROM_INTENDED_US, layouts,
+    return ScalingResult(capture_date, seconds, DEFAULT_RULE.max_p99_from_intended_us, layouts,
                          {n: str(p) for n, p in paths.items()}, points, sweep.sweep_id)
 
 

@@ -1,5 +1,5 @@
 """``omdp analytics feeds|latency|nightly``: the nightly Spark jobs (ops/spark) from the
-command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>_job.py``)."""
+command line. Each job is also a ``spark-submit`` entry (``ops/spark/<job>/<job>_job.py``)."""
 from __future__ import annotations
 
 import re
@@ -19,7 +19,7 @@ _DEFAULT_DATA = "./omdp-data"
 
 
 def _check_date(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from ops.spark.data_layout import check_date
+    from ops.spark.common.data_layout import check_date
 
     try:
         return check_date(value)
@@ -40,7 +40,7 @@ def _parse_conf(ctx: click.Context, param: click.Parameter, values: tuple[str, .
 
 def _spark_opts(f: Callable) -> Callable:
     """How Spark runs and how much it says: every analytics command takes these."""
-    from ops.spark.session import DEFAULT_LOG_LEVEL, LOG_LEVELS
+    from ops.spark.common.session import DEFAULT_LOG_LEVEL, LOG_LEVELS
 
     f = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")(f)
     f = click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", callback=_parse_conf,
@@ -68,7 +68,7 @@ def _common(f: Callable) -> Callable:
     f = click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
                      help="Spark master: local[N], spark://host:7077, yarn.")(f)
     f = click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-                     help="Data root: captures/, runs/, ticks/, tick_windows/, replay/, reports/.")(f)
+                     help="Data root: captures/, runs/, ticks/, tick_windows/, backtest/, reports/.")(f)
     f = click.option("--date", required=True, callback=_check_date, help="The night to process, YYYY-MM-DD.")(f)
     return f
 
@@ -108,7 +108,7 @@ def _run_job(name: str, master: str, ui: bool, spark: dict, job: Callable[[Any],
     from pyspark.errors import PySparkException
 
     from ops.progress import SparkTasksBar
-    from ops.spark.session import build_session
+    from ops.spark.common.session import build_session
 
     try:
         session = build_session(name, master, ui=ui, log_level=spark["spark_log_level"],
@@ -123,14 +123,14 @@ def _run_job(name: str, master: str, ui: bool, spark: dict, job: Callable[[Any],
 
 
 def _feeds_options(copies: str, chunk_packets: int, top_underlyings: int):
-    from ops.spark.feeds_job import FeedsOptions
+    from ops.spark.feeds.feeds_job import FeedsOptions
 
     return FeedsOptions(copies=copies, chunk_packets=chunk_packets, top_underlyings=top_underlyings)
 
 
 def _latency_options(regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int):
-    from ops.spark.latency_job import LatencyOptions
-    from ops.spark.regression_check import RegressionRule
+    from ops.spark.latency.latency_job import LatencyOptions
+    from ops.spark.latency.regression_check import RegressionRule
 
     return LatencyOptions(
         regression=RegressionRule(
@@ -139,10 +139,10 @@ def _latency_options(regression_threshold: float, regression_min_delta_ns: float
     )
 
 
-def _replay_options():
-    from ops.spark.replay_job import ReplayOptions
+def _backtest_options():
+    from ops.spark.backtest.backtest_job import BacktestOptions
 
-    return ReplayOptions()
+    return BacktestOptions()
 
 
 @click.group("analytics")
@@ -156,8 +156,8 @@ def analytics() -> None:
 def feeds(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
           **spark: Any) -> None:
     """Decode the day's captures into the tick table and profile the feed."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.feeds_job import run_feeds
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.feeds.feeds_job import run_feeds
 
     layout = DataLayout(data)
     _require_data(date, bool(layout.capture_files(date, copies.upper())),
@@ -177,8 +177,8 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
             lookback_nights: int, **spark: Any) -> None:
     """Latency breakdowns, sustainability and regressions of the day's runs (exit 1 on a
     flagged regression)."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.latency_job import run_latency
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.latency.latency_job import run_latency
 
     _require_data(date, _has_runs(DataLayout(data).runs(date)), f"no runs in {DataLayout(data).runs(date)}")
     r = _run_job("omdp-latency", master, ui, spark, lambda s: run_latency(
@@ -194,17 +194,19 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
 @_common
 @_feeds_opts
 @_latency_opts
-@click.option("--replay/--no-replay", default=True, show_default=True,
-              help="Replay the night's captures through the engines and reconcile the live runs.")
+@click.option("--backtest/--no-backtest", default=True, show_default=True,
+              help="Backtest the night's captures through the engines and reconcile the live runs.")
+@click.option("--replay/--no-replay", "replay_alias", default=None, hidden=True,
+              help="The former name of --backtest/--no-backtest.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
-            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, replay: bool,
-            **spark: Any) -> None:
-    """Feeds, latency and replay jobs, then the report page in reports/<date>/ (exit 1 on a
-    flagged regression or a live run that disagrees with the replay). DATE may be the date
+            regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, backtest: bool,
+            replay_alias: bool | None, **spark: Any) -> None:
+    """Feeds, latency and backtest jobs, then the report page in reports/<date>/ (exit 1 on a
+    flagged regression or a live run that disagrees with the backtest). DATE may be the date
     runs were made or a capture's date: the report says which it used."""
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.nightly_job import run_nightly, summary_lines
-    from ops.spark.replay_report import resolve_night
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.report.nightly_job import run_nightly, summary_lines
+    from ops.spark.report.backtest_report import resolve_night
 
     layout = DataLayout(data)
     _require_data(date, resolve_night(layout, date).read_as != "neither",
@@ -215,18 +217,18 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
         date,
         _feeds_options(copies, chunk_packets, top_underlyings),
         _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
-        _replay_options() if replay else None,
+        _backtest_options() if (backtest if replay_alias is None else replay_alias) else None,
     ))
     click.echo("\n".join(summary_lines(r)))
     if r.exit_status:
         raise SystemExit(r.exit_status)
 
 
-@analytics.command("replay")
-@click.option("--date", required=True, callback=_check_date, help="First capture date to replay, YYYY-MM-DD.")
+@analytics.command("backtest")
+@click.option("--date", required=True, callback=_check_date, help="First capture date to backtest, YYYY-MM-DD.")
 @click.option("--to", "to", default=None, help="Last capture date (inclusive); default: --date only.")
 @click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Data root: captures/, runs/, replay/.")
+              help="Data root: captures/, runs/, backtest/.")
 @click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
               help="Spark master: local[N], spark://host:7077, yarn.")
 @click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
@@ -238,16 +240,16 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the job's result (per day, configuration and run) as JSON here.")
 @_spark_opts
-def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
-           buckets: int | None, reconcile: bool, json_out: Path | None, **spark: Any) -> None:
-    """Replay captures through the decision engines on Spark: signals, per-underlying
-    statistics and smiles under DATA/replay/date=D/config=NAME/, reconciled with live runs."""
+def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
+             buckets: int | None, reconcile: bool, json_out: Path | None, **spark: Any) -> None:
+    """Run captures through the decision engines on Spark (a backtest): signals, per-underlying
+    statistics and smiles under DATA/backtest/date=D/config=NAME/, reconciled with live runs."""
     import json
 
     from ops.cli.options import check_positive
-    from ops.spark.data_layout import DataLayout
-    from ops.spark.replay_config import ReplayConfigError, load_configs
-    from ops.spark.replay_job import ReplayOptions, date_range, run_replay, summary_lines
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.backtest.backtest_config import BacktestConfigError, load_configs
+    from ops.spark.backtest.backtest_job import BacktestOptions, date_range, run_backtest, summary_lines
 
     try:
         dates = date_range(date, to)
@@ -258,13 +260,13 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         raise click.UsageError(f"--buckets must be at most 64 (the feed handler's engine ports), got {buckets}")
     try:
         loaded = tuple(load_configs([str(c) for c in configs]))
-    except ReplayConfigError as exc:
+    except BacktestConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--config") from None
     layout = DataLayout(data)
     _require_data(date, any(layout.captures(d).is_dir() for d in dates),
                   f"no capture in {layout.captures(date)}" + (f" nor of the dates to {to}" if to else ""))
-    r = _run_job("omdp-replay", master, ui, spark, lambda s: run_replay(
-        s, DataLayout(data), dates, ReplayOptions(loaded, buckets, reconcile)))
+    r = _run_job("omdp-backtest", master, ui, spark, lambda s: run_backtest(
+        s, DataLayout(data), dates, BacktestOptions(loaded, buckets, reconcile)))
     click.echo("\n".join(summary_lines(r)))
     if json_out is not None:
         doc = {"dates": r.dates, "messages": r.messages, "files": r.files, "seconds": r.seconds,
@@ -274,3 +276,11 @@ def replay(date: str, to: str | None, data: Path, master: str, ui: bool, configs
         json_out.write_text(json.dumps(doc, indent=2) + "\n")
     if r.exit_status:
         raise SystemExit(r.exit_status)
+
+
+analytics.add_command(
+    click.Command("replay", callback=backtest.callback, params=backtest.params, hidden=True,
+                  help="The former name of `omdp analytics backtest` (hidden; it still works)."),
+)
+"""``omdp analytics replay``: the name the backtest had before "replay" meant only the packet
+replayer; kept, hidden, so existing scripts and crontabs go on working."""

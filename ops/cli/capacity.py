@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from omdp.metrics.definitions import DEFAULT_RULE
 from ops.cli.options import DATA_ENVVAR, check_positive, topology_argument
-from ops.pipeline.run_report import MAX_P99_FROM_INTENDED_US
 
 
 def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -34,7 +34,7 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 @click.option("--cores-per-host", type=int, default=None, help="cores of one host (default: this machine's)")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the proposed topology here (default: print only)")
-@click.option("--max-p99-from-intended", "p99_bound_us", type=float, default=MAX_P99_FROM_INTENDED_US,
+@click.option("--max-p99-from-intended", "p99_bound_us", type=float, default=DEFAULT_RULE.max_p99_from_intended_us,
               show_default=True, help="the bound on p99 latency from intended (us) the queueing model checks")
 @click.option("--json", "json_out", is_flag=True, help="print the proposal as JSON")
 def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, capture_date: str | None,

@@ -27,6 +27,7 @@ from typing import Any
 
 import click
 
+from omdp.metrics.definitions import DEFAULT_RULE
 from ops.cli.options import (DATA_ENVVAR, check_positive, one_address, positive_seconds, topology_argument,
                              writable_output)
 from ops.progress import RunCountdown
@@ -144,7 +145,7 @@ def run_pipeline_command(topology: str, data_dir: Path, overrides: tuple[str, ..
                          rate: str, seconds: float | None, no_loop: bool, drops: str, seed: int,
                          sample_every: int | None, config_label: str, dashboard: str | None, json_out: str | None,
                          run_id: str | None = None, sweep_id: str = "",
-                         max_p99_from_intended: float | None = 1000.0, rate_schedule: str = "",
+                         max_p99_from_intended: float | None = DEFAULT_RULE.max_p99_from_intended_us, rate_schedule: str = "",
                          reshard_buckets: int = 0, reshard_every_ms: float = 0.0, quiet: bool = False) -> int:
     """Assemble, run and report a pipeline; returns the exit status. A countdown of the
     replay's seconds runs on stderr meanwhile (``ops.progress.RunCountdown``)."""
@@ -197,7 +198,8 @@ def is_pipeline(topology: str, overrides: tuple[str, ...]) -> bool:
 @click.option("--run-id", default=None, help="the run's id (default: time, pid and a random suffix)")
 @click.option("--json", "json_out", default=None, metavar="OUT", callback=writable_output,
               help="write the run's report as JSON to OUT ('-': stdout)")
-@click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=1000.0, show_default=True, metavar="US",
+@click.option("--max-p99-from-intended", type=click.FloatRange(min=0.0), default=DEFAULT_RULE.max_p99_from_intended_us,
+              show_default=True, metavar="US",
               help="a rate is sustainable only if p99 latency from intended stays below this (us; 0: no bound)")
 @click.option("--rate-schedule", default=None, metavar="NX:S,...",
               help="pipeline: step the rate through stages, e.g. 2x:20s,10x:20s,2x:20s (the run lasts their sum)")

@@ -1,7 +1,8 @@
 """``omdp runs ...``: finished runs, from their run directories.
 
 ``runs list`` lists every run under ``--data`` (id, topology, capture date, rate, verdict,
-when); ``runs show RUN`` prints one run's latency breakdown. A run is given by its id or
+when); ``runs show RUN`` prints one run's latency breakdown and whether its rate was
+sustainable. A run is given by its id or
 its directory (``ops.cli.run_ref``)."""
 from __future__ import annotations
 
@@ -52,16 +53,21 @@ def list_cmd(data_dir: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, hidden=True, help="old spelling of --output json")
 @output_option
 def show(run: str, data_dir: Path, as_json: bool, output: str) -> None:
-    """Print the latency breakdown of RUN (its id or its directory), rebuilt from its records
-    (``--output csv``: one row per hop, latencies in us)."""
+    """Print the latency breakdown of RUN (its id or its directory), rebuilt from its records,
+    and whether its rate was sustainable (the rule of docs/architecture.md, from the same
+    records). ``--output csv``: one row per hop, latencies in us (the breakdown alone)."""
     from omdp.metrics.breakdown import Breakdown, format_breakdown
+    from omdp.metrics.run_verdict import read_verdict
 
     run_dir = run_dir_of(run, data_dir, "RUN")
     b = Breakdown.from_run_dir(run_dir)  # a missing or damaged record: one line, exit 1 (ops/cli/errors.py)
+    v = read_verdict(run_dir, breakdown=b)
     output = chosen_output(output, as_json)
     if output == "json":
-        click.echo(json.dumps(b.to_dict(), indent=2))
+        click.echo(json.dumps({**b.to_dict(), "sustainable": v.judged, "reasons": list(v.reasons),
+                                "not_judged": list(v.unknown)}, indent=2))
     elif output == "csv":
         click.echo(csv_text({"hop": hop, **summary} for hop, summary in b.hops.items()))
     else:
         click.echo(format_breakdown(b))
+        click.echo("sustainable: " + v.text())

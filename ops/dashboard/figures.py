@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from omdp.metrics.breakdown import BASE_PPS
-from omdp.metrics.latency_summary import HOP_DEFINITIONS, HOP_KEYS, HOP_LABELS, summarize_hops
+from omdp.metrics.definitions import HOP_DEFINITIONS, HOP_KEYS, HOP_LABELS
+from omdp.metrics.latency_summary import summarize_hops
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES
 from omdp.transport.vega_status import PEER_STATES
 from ops.dashboard.models import (
@@ -124,6 +125,7 @@ def run(src: DashboardSource, replay_control: bool, with_plan: bool = True) -> R
     now = src.now_ns()
     target, achieved = st["target_pps"], st["achieved_pps"]
     end = st["ended_ns"] or now
+    verdict = src.verdict()
     return RunStatus(
         run_id=src.run_id, source=src.kind, state=st["state"], topology=st["topology"], config=st["config"],
         run_dir=st["run_dir"], knobs=st["knobs"], plan=st["plan"] if with_plan else None,
@@ -134,6 +136,8 @@ def run(src: DashboardSource, replay_control: bool, with_plan: bool = True) -> R
         started_ns=st["started_ns"], ended_ns=st["ended_ns"], uptime_s=max(0.0, (end - st["started_ns"]) / 1e9),
         heartbeat_age_s=(now - st["heartbeat_ns"]) / 1e9 if st["heartbeat_ns"] else None, pid=st["pid"],
         max_window_s=src.max_window_s, replay_control=replay_control,
+        sustainable=verdict.judged if verdict is not None else None,
+        sustainable_reasons=[*verdict.reasons, *verdict.unknown] if verdict is not None else [],
     )
 
 

@@ -21,17 +21,14 @@ import pyarrow as pa
 
 from feedhandlers.opra_record import PRICE_SCALE
 from omdp.metrics.breakdown import hop_histograms_from_table
+from omdp.metrics.definitions import HOP_KEYS, HOP_STAMPS
+from omdp.metrics.definitions import Verdict
 from omdp.metrics.histogram import LatencyHistogram
-from omdp.metrics.latency_summary import HOP_KEYS, summarize_hops
+from omdp.metrics.latency_summary import summarize_hops
 from omdp.metrics.run_files import RunRecordError, read_meta, read_run_file
+from omdp.metrics.run_verdict import read_verdict
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES
 from ops.dashboard.source import DashboardSource
-
-HOP_STAMPS: dict[str, tuple[str, str]] = {
-    "fh": ("fh_in", "fh_out"), "to_de": ("fh_out", "de_in"), "de": ("de_in", "de_out"),
-    "to_mc": ("de_out", "mc_in"), "e2e": ("fh_in", "mc_in"), "e2e_intended": ("intended", "mc_in"),
-}
-"""The two stamps each hop needs (``omdp.metrics.latency_summary.HOP_DEFINITIONS``)."""
 
 MAX_FINISHED_WINDOW_S = 86_400
 
@@ -89,6 +86,7 @@ class FinishedRunSource(DashboardSource):
         if ended <= 0:
             ended = int(self._mc_in.max()) if len(self._mc_in) else int(self.meta["started_ns"])
         self._end_ns = ended
+        self._verdict: Verdict | None = None
 
     @property
     def run_id(self) -> str:
@@ -198,6 +196,15 @@ class FinishedRunSource(DashboardSource):
 
     def signals_total(self) -> int:
         return 0 if self._signals is None else self._signals.num_rows
+
+    def verdict(self) -> Verdict | None:
+        """The run's verdict from its records, as ``omdp runs show`` and the nightly job judge it."""
+        if self._verdict is None and self._samples is not None:
+            try:
+                self._verdict = read_verdict(self.run_dir)
+            except RunRecordError:
+                return None
+        return self._verdict
 
     def run_status(self) -> dict[str, Any]:
         m = self.meta

@@ -194,6 +194,9 @@ class RunStatus(BaseModel):
     pid: int | None
     max_window_s: int = Field(description="longest latency window this run serves, in seconds")
     replay_control: bool = Field(description="the replay service's API is mounted at /api/v1/replay")
+    sustainable: bool | None = Field(None, description="a finished run: was its rate sustainable (docs/architecture.md); "
+                                                      "null while it runs")
+    sustainable_reasons: list[str] = Field(default_factory=list, description="why it was not sustainable")
 
 
 class Snapshot(BaseModel):

@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from omdp.metrics.latency_summary import HOP_KEYS
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES
 from ops.dashboard import figures
 from ops.dashboard.source import DashboardSource, SourceUnavailable

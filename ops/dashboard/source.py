@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Literal
 
+from omdp.metrics.definitions import Verdict
 from omdp.metrics.histogram import LatencyHistogram
 
 SourceKind = Literal["live", "finished"]
@@ -91,6 +92,11 @@ class DashboardSource(abc.ABC):
     def run_status(self) -> dict[str, Any]:
         """state, topology, config, run_dir, knobs, target_pps, achieved_pps, sample_every,
         messages_per_packet, started_ns, ended_ns, heartbeat_ns, pid, plan (dict or None)."""
+
+    def verdict(self) -> Verdict | None:
+        """Whether the run's rate was sustainable (omdp.metrics.definitions); None while it
+        runs or when its records cannot tell."""
+        return None
 
     def close(self) -> None:
         """Release what the source holds."""

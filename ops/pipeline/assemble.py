@@ -25,6 +25,7 @@ from typing import Any
 
 from feedhandlers.feed_handler import FeedLine
 from feedhandlers.routing import DEFAULT_SAMPLE_MESSAGES, RoutingTable, build_routing, count_roots
+from omdp.metrics.definitions import DEFAULT_RULE
 from omdp.plan import Plan
 from omdp.topology.load import TopologyError
 from omdp.topology.schema import Topology
@@ -51,7 +52,7 @@ class RunOptions:
     seed: int = 0
     sample_every: int | None = None
     routing_sample: int = DEFAULT_SAMPLE_MESSAGES
-    max_p99_from_intended_us: float | None = 1000.0  # sustainable only below it (run_report); None: no bound
+    max_p99_from_intended_us: float | None = DEFAULT_RULE.max_p99_from_intended_us  # sustainable only below it; None: no bound
     reshard_buckets: int = 0  # > 0: buckets (underlying % N) may move between engines (omdp.runtime.reshard)
     reshard_every_ms: float = 0.0  # > 0: move a bucket this often (ReshardSchedule)
 

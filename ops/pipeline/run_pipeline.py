@@ -26,6 +26,8 @@ from decision_engines.engine_config import DEFAULT_MAX_SERIES
 from feedhandlers.feed_handler import FeedHandlerParams
 from omdp.atomic_files import write_text_atomic
 from omdp.metrics.breakdown import Breakdown, format_breakdown
+from omdp.metrics.definitions import Growth, SustainabilityRule, Verdict, judge
+from omdp.metrics.run_verdict import p99_from_intended_us, read_growth
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
 from omdp.plan import Plan, build_plan
@@ -45,14 +47,11 @@ from ops.pipeline.registry import build_registry
 from ops.pipeline.run_report import (
     Accounting,
     Batching,
-    Growth,
     PartitionCost,
     ReplayTotals,
-    Verdict,
     accounting,
     batching,
     breakdown,
-    latency_growth,
     merge_intended,
     meta_row,
     partition_costs,
@@ -62,7 +61,6 @@ from ops.pipeline.run_report import (
     stamp_clock_line,
     stamp_clocks,
     summary_dict,
-    verdict,
     write_run_meta,
 )
 from ops.replay.capture_set import read_checked_pcap
@@ -353,13 +351,17 @@ def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: st
                                   topology_name=plan.topology, config=config or plan.topology,
                                   knobs_json=json.dumps(knobs, sort_keys=True), replay=replay, acc=acc,
                                   sample_every=sample_every))
-    growth = latency_growth(rdir)
+    growth = read_growth(rdir)
     bd = breakdown(rdir)
     if bd is not None and acc.unreported:  # what the dead partitions held is not counted: missed is unknown
         bd.messages_sent = bd.messages_missed = None
-    p99 = bd.hops["e2e_intended"]["p99_us"] if bd is not None else None
     bound = options.max_p99_from_intended_us if options is not None else RunOptions.max_p99_from_intended_us
+    rule = SustainabilityRule(max_p99_from_intended_us=bound)
+    v = judge(achieved_fraction=replay.achieved_fraction, messages_missed=acc.messages_missed,
+              messages_seen=acc.messages_received + acc.messages_missed, growth=growth,
+              p99_from_intended_us=p99_from_intended_us(bd), failed=not result.ok,
+              unreported=tuple(acc.unreported), rule=rule)
     return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
-                       growth=growth, verdict=verdict(replay, acc, growth, result.ok, p99, bound), breakdown=bd,
+                       growth=growth, verdict=v, breakdown=bd,
                        sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc),
                        clocks=stamp_clocks(result))

@@ -5,16 +5,9 @@ Sources: the partitions' final operator counters (run.json), the feed senders' r
 status (``replay-fs<k>/status.json``) and the collectors' files (samples.parquet). Nothing
 is measured here; figures are gathered, checked against each other and written.
 
-Sustainable (docs/architecture.md): the replayer achieved >= 99.99% of the target packets/s, at most
-0.01% of the messages were missed, and latency from ``intended`` did not grow over the run.
-"Did not grow" is made precise here: the samples, in arrival order, are cut into thirds;
-the median end-to-end latency from ``intended`` of the last third may exceed the first
-third's by at most ``GROWTH_ALLOWANCE_US`` or half the first third's median, whichever is
-larger. A queue that builds up under overload grows without bound and fails this at once;
-noise of a few microseconds does not. Beyond those rules, the p99 of end-to-end latency
-from ``intended`` must stay below a bound (``MAX_P99_FROM_INTENDED_US``, 1 ms by default;
-``omdp run --max-p99-from-intended``): the coordinated-omission-safe figure is the one a
-consumer of the feed sees.
+Sustainable: the rule of ``omdp.metrics.definitions`` (docs/architecture.md), judged from
+the run's files as every reader of a run directory judges it (``omdp.metrics.run_verdict``),
+with the live run's own bound on p99 from intended and whether the run failed.
 
 Also reported: the batches the feed handlers sent the engines (packets and messages per
 batch, ``Batching``) and each partition's loop thread CPU time per packet and per message
@@ -28,26 +21,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from omdp.atomic_files import atomic_path
 from omdp.metrics.breakdown import BASE_PPS, Breakdown
-from omdp.metrics.latency_summary import min_samples
-from omdp.metrics.run_files import RunRecordError, read_run_file, write_meta
+from omdp.metrics.definitions import Growth, Verdict
+from omdp.metrics.run_files import RunRecordError, write_meta
 from omdp.metrics.run_records import RUN_INTENDED_SCHEMA
 from omdp.runtime.machine import cpu_model
 from omdp.runtime.supervisor import RunResult
 from omdp.units import fmt_us
 from ops.pipeline.assemble import Assembly
 from ops.pipeline.feed_sender import read_replay_status, replay_dir
-from ops.replay.status import SUSTAINED_FRACTION
-MISSED_LIMIT = 0.0001
-GROWTH_ALLOWANCE_US = 50.0
-MAX_P99_FROM_INTENDED_US = 1000.0
-"""Default bound on the p99 of end-to-end latency from ``intended`` for a sustainable rate
-(``omdp run --max-p99-from-intended``, in us)."""
-MIN_GROWTH_SAMPLES = 30
 
 
 @dataclass
@@ -380,94 +365,6 @@ def merge_intended(run_dir: Path, senders: int) -> Path | None:
     for p in parts:
         p.unlink()
     return out
-
-
-@dataclass
-class Growth:
-    """Latency from intended, first vs last third of the run (medians, us)."""
-
-    first_us: float | None = None
-    last_us: float | None = None
-    samples: int = 0
-
-    @property
-    def growing(self) -> bool | None:
-        """None when there are too few samples to tell."""
-        if self.first_us is None or self.last_us is None:
-            return None
-        return self.last_us - self.first_us > max(GROWTH_ALLOWANCE_US, 0.5 * self.first_us)
-
-
-def latency_growth(run_dir: Path) -> Growth:
-    """Medians of latency from intended over the first and last third of the samples."""
-    try:
-        t = read_run_file(run_dir, "samples.parquet").select(["intended", "mc_in"])
-    except RunRecordError:
-        return Growth()
-    intended = t.column("intended").to_numpy()
-    mc_in = t.column("mc_in").to_numpy()
-    ok = (intended > 0) & (mc_in > 0)
-    lat, when = (mc_in[ok] - intended[ok]) / 1e3, mc_in[ok]
-    if len(lat) < MIN_GROWTH_SAMPLES:
-        return Growth(samples=int(len(lat)))
-    lat = lat[np.argsort(when, kind="stable")]
-    third = len(lat) // 3
-    return Growth(float(np.median(lat[:third])), float(np.median(lat[-third:])), int(len(lat)))
-
-
-@dataclass
-class Verdict:
-    """Sustainable, not, or unknown, and why. A test that could not be judged (too few samples
-    for the p99 bound or the growth test) makes the verdict unknown, never yes."""
-
-    sustainable: bool
-    """True only when every test was judged and passed."""
-    reasons: list[str]
-    """The tests that failed."""
-    unknown: list[str] = field(default_factory=list)
-    """The tests that could not be judged, and why."""
-
-    @property
-    def judged(self) -> bool | None:
-        """True (sustainable), False (a test failed) or None (none failed, some not judged)."""
-        return False if self.reasons else (None if self.unknown else True)
-
-    def text(self) -> str:
-        """``yes``, ``no (why)`` or ``unknown (what could not be judged)``."""
-        if self.reasons:
-            return "no (" + "; ".join(self.reasons) + ")"
-        return "unknown (" + "; ".join(self.unknown) + ")" if self.unknown else "yes"
-
-
-def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool, p99_from_intended_us: float | None = None,
-            max_p99_from_intended_us: float | None = MAX_P99_FROM_INTENDED_US) -> Verdict:
-    """The docs/architecture.md test of a rate, with the reasons it failed; and, with a
-    bound given, p99 of latency from intended below it. A test without enough samples to
-    judge (p99 n/a, growth) goes to ``unknown``: the verdict is then unknown, not yes."""
-    why: list[str] = []
-    unknown: list[str] = []
-    if max_p99_from_intended_us is not None:
-        if p99_from_intended_us is None:
-            unknown.append(f"p99 latency from intended is n/a (fewer than {min_samples(0.99):,} samples) against the "
-                           f"bound {fmt_us(max_p99_from_intended_us)}: run longer or sample more (--sample-every)")
-        elif p99_from_intended_us > max_p99_from_intended_us:
-            why.append(f"p99 latency from intended {fmt_us(p99_from_intended_us)} is above the bound "
-                       f"{fmt_us(max_p99_from_intended_us)}")
-    if not run_ok:
-        why.append("the run failed")
-    if replay.achieved_fraction is None or replay.achieved_fraction < SUSTAINED_FRACTION:
-        frac = "unknown" if replay.achieved_fraction is None else f"{replay.achieved_fraction:.4%}"
-        why.append(f"replayer kept {frac} of its schedule (needs >= {SUSTAINED_FRACTION:.2%})")
-    ratio = acc.missed_ratio
-    if acc.unreported:
-        why.append(f"missed messages unknown: partition {', '.join(acc.unreported)} died without its figures")
-    elif ratio is None or ratio > MISSED_LIMIT:
-        why.append("no messages received" if ratio is None else f"missed {ratio:.4%} (limit {MISSED_LIMIT:.2%})")
-    if growth.growing is None:
-        unknown.append(f"too few samples ({growth.samples}) to judge latency growth")
-    elif growth.growing:
-        why.append(f"latency from intended grew from {fmt_us(growth.first_us)} to {fmt_us(growth.last_us)} (median)")
-    return Verdict(not why and not unknown, why, unknown)
 
 
 def meta_row(*, run_id: str, sweep_id: str, run_date: str, assembly: Assembly, topology_name: str, config: str,

@@ -7,7 +7,7 @@ with the mutex on) and the feed handlers' input (``ring`` or ``multicast``). A t
 whose messages cross no channel (fused) has no knobs to vary and runs once per input.
 
 The sustainable rate of a configuration is the highest rate of the sweep that was
-sustainable (docs/architecture.md, ``ops.pipeline.run_report.verdict``). Rates are run in ascending
+sustainable (docs/architecture.md, ``omdp.metrics.definitions.judge``). Rates are run in ascending
 order; after ``stop_after_failures`` unsustainable rates in a row a configuration's higher
 rates are skipped (recorded as skipped), since a rate the machine cannot sustain is not
 sustained at a higher one.

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from pyspark.sql import SparkSession
 
-from ops.spark.session import build_session
+from ops.spark.common.session import build_session
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from omdp.metrics.breakdown import Breakdown
-from omdp.metrics.latency_summary import HOP_KEYS
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.run_files import read_meta, read_run_file
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource

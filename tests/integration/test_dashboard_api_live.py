@@ -17,10 +17,9 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from omdp.clock import now_ns
-from omdp.metrics.latency_summary import HOP_KEYS
+from omdp.metrics.definitions import HOP_KEYS, HOP_STAMPS
 from ops.dashboard.app import create_app
 from ops.dashboard.assets import plotly_js
-from ops.dashboard.finished_source import HOP_STAMPS
 from ops.dashboard.live_source import LiveSource
 from ops.dashboard.models import Snapshot
 from ops.dashboard.prometheus import BUCKET_BOUNDS_NS

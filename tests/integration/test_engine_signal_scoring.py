@@ -1,7 +1,7 @@
 """The decision engine's signals against the ground truth of a real synthetic capture:
 ``omdp synth`` writes pcaps + manifest + ground truth; they are decoded, routed by underlying
 with the manifest, run through one engine with its pricing refreshed every 100 ms of capture
-time, and scored (ops/bench/signal_score.py): precision >= 0.9 and recall >= 0.9."""
+time (tests/engine_capture_support.py), and scored (ops/spark/backtest/signal_score.py): precision >= 0.9 and recall >= 0.9."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from decision_engines.engine_config import EngineConfig
-from ops.bench.signal_score import run_capture, score
+from engine_capture_support import run_capture
+from ops.spark.backtest.signal_score import score
 from ops.synth.generator import SynthConfig, synthesize
 
 ANOMALIES = {"locked": 8.0, "crossed": 8.0, "off_smile": 16.0, "parity": 8.0}

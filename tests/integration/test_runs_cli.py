@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import cli
-from ops.spark.synthetic_runs import SyntheticRun, write_synthetic_run
+from ops.spark.latency.synthetic_runs import SyntheticRun, write_synthetic_run
 from ops.topologies import TOPOLOGIES
 
 CLI = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()"]

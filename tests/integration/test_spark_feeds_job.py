@@ -12,8 +12,8 @@ import pytest
 
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_fast import decode_batch
-from ops.spark.data_layout import DataLayout
-from ops.spark.feeds_job import FeedsResult, read_tick_windows, read_ticks, run_feeds
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.feeds.feeds_job import FeedsResult, read_tick_windows, read_ticks, run_feeds
 from spark_test_data import ROOTS, T0_NS, write_capture, write_manifest
 from spark_test_session import local_spark
 
@@ -226,7 +226,7 @@ def test_each_file_says_how_much_of_its_cpu_went_to_the_parquet_write(day) -> No
 def test_python_workers_start_no_blas_threads(spark) -> None:
     """build_session sets OPENBLAS/OMP/MKL_NUM_THREADS=1 in the executors' Python workers:
     their numpy must not start BLAS threads that spin beside the single-threaded tasks."""
-    from ops.spark.session import BLAS_THREAD_VARS
+    from ops.spark.common.session import BLAS_THREAD_VARS
 
     def worker_env(_: object) -> list[tuple[str, str | None]]:
         import os
@@ -237,7 +237,7 @@ def test_python_workers_start_no_blas_threads(spark) -> None:
 
 
 def test_python_workers_import_the_installed_pyspark(spark) -> None:
-    """build_session starts local masters' workers from ops.spark.worker_daemon: PySpark's zips
+    """build_session starts local masters' workers from ops.spark.common.worker_daemon: PySpark's zips
     go last on their path, so where PySpark is installed as a package (pip: here) the workers
     import its cached bytecode, not source compiled from the zip."""
     import pyspark
@@ -247,7 +247,7 @@ def test_python_workers_import_the_installed_pyspark(spark) -> None:
 
         import pyspark as worker_side
 
-        from ops.spark.worker_daemon import is_spark_zip
+        from ops.spark.common.worker_daemon import is_spark_zip
         spark_zip = [is_spark_zip(p) for p in sys.path]
         return [(sys.argv[0], worker_side.__file__, spark_zip == sorted(spark_zip))]  # False..., True...
 

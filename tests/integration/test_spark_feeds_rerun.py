@@ -8,8 +8,8 @@ import datetime as dt
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.feeds_job import read_ticks, run_feeds
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.feeds.feeds_job import read_ticks, run_feeds
 from ops.synth.generator import SynthConfig, synthesize
 from spark_test_session import local_spark
 

@@ -10,17 +10,17 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.latency_job import run_latency
-from ops.spark.nightly_job import EXIT_REGRESSION, NightlyResult, run_nightly
-from ops.spark.report_html import TABLES
-from ops.spark.report_schemas import (
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.latency.latency_job import run_latency
+from ops.spark.report.nightly_job import EXIT_REGRESSION, NightlyResult, run_nightly
+from ops.spark.report.report_html import TABLES
+from ops.spark.common.report_schemas import (
     FEEDS_CATEGORY_MIX, FEEDS_DAY, FEEDS_FILES, FEEDS_MESSAGES_PER_PACKET, FEEDS_RATE_PER_SECOND, FEEDS_RATE_PROFILE,
     FEEDS_TOP_UNDERLYINGS, LATENCY_BREAKDOWN, LATENCY_INGEST, LATENCY_REGRESSIONS, LATENCY_RUNS, LATENCY_SIGNALS,
     LATENCY_SWEEPS, SKIPPED_FILES,
 )
-from ops.spark.report_tables import arrow_schema, table_path
-from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
+from ops.spark.common.report_tables import arrow_schema, table_path
+from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from ops.synth.generator import SynthConfig, synthesize
 from spark_test_session import local_spark
 

@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.full  # Spark sessions
 
 PROBE = """
-from ops.spark.session import build_session
+from ops.spark.common.session import build_session
 s = build_session("omdp-probe", "local[1]", log_level=sys.argv[1], spark_conf={"spark.omdp.probe": "given"})
 print(s.conf.get("spark.omdp.probe"), s.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
 s.stop()

@@ -1,7 +1,7 @@
 """The nightly jobs on a real Spark standalone cluster: a master and two workers started from
 pyspark's own launcher (``bin/spark-class``) on this machine, the ``omdp analytics`` command
 line pointed at it with ``--master spark://...``; the second night regresses, so ``nightly``
-exits with status 1; the replay job runs its day x bucket tasks on both workers. Slow:
+exits with status 1; the backtest job runs its day x bucket tasks on both workers. Slow:
 three JVM daemons and several drivers."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ops.spark.data_layout import DataLayout
-from ops.spark.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.latency.synthetic_runs import DEFAULT_HOP_MEDIANS_NS, SyntheticRun, write_synthetic_run
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -124,12 +124,12 @@ def test_nightly_on_a_standalone_cluster_exits_1_on_a_regression(cluster, tmp_pa
     assert apps["omdp-latency"] == "FINISHED" and apps["omdp-nightly"] == "FINISHED"
 
 
-def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> None:
+def test_backtest_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> None:
     url, master_ui, logs = cluster
     synthesize(SynthConfig(data=tmp_path, date=dt.date.fromisoformat(NIGHT1), seconds=0.3, rate=0.3, seed=4, num_lines=2,
                            b_copy=True, progress=False))
-    out = tmp_path / "replay.json"
-    done = _omdp("analytics", "replay", "--date", NIGHT1, "--data", str(tmp_path), "--master", url, "--buckets", "4",
+    out = tmp_path / "backtest.json"
+    done = _omdp("analytics", "backtest", "--date", NIGHT1, "--data", str(tmp_path), "--master", url, "--buckets", "4",
                  "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(out.read_text())
@@ -137,9 +137,9 @@ def test_replay_on_a_standalone_cluster_uses_both_workers(cluster, tmp_path) -> 
     engines = [t for t in doc["tasks"] if t["stage"] == "engines"]    # day x bucket
     assert [t["line"] for t in decode] == [1, 2] and [t["bucket"] for t in engines] == [0, 1, 2, 3]
     assert doc["messages"] > 0 and sum(t["messages"] for t in engines) == sum(t["messages"] for t in decode) == doc["messages"]
-    day = tmp_path / "replay" / f"date={NIGHT1}" / "config=default" / "signals"
+    day = tmp_path / "backtest" / f"date={NIGHT1}" / "config=default" / "signals"
     assert sorted(p.name for p in day.glob("part-*.parquet")) == [f"part-b{b:03d}.parquet" for b in range(4)]
-    (app,) = [a for a in _state(master_ui)["completedapps"] if a["name"] == "omdp-replay"]
+    (app,) = [a for a in _state(master_ui)["completedapps"] if a["name"] == "omdp-backtest"]
     assert app["state"] == "FINISHED"
-    # each worker ran an executor of the replay (a worker keeps its executors' folders per app)
+    # each worker ran an executor of the backtest (a worker keeps its executors' folders per app)
     assert (logs / "work1" / app["id"]).is_dir() and (logs / "work2" / app["id"]).is_dir()

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.latency_collector import LatencyCollector
-from omdp.metrics.latency_summary import HOP_KEYS
 from omdp.metrics.stats_cleanup import clean_stats_segments, list_stats_segments, pid_alive
 from omdp.metrics.stats_segment import StatsReader, StatsWriter, stats_segment_name
 from omdp.native import lib

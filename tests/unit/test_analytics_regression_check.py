@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.spark.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
+from ops.spark.latency.regression_check import RegressionRule, compare_latency, compare_sustainable_rate
 
 RULE = RegressionRule(threshold=0.20, min_delta_ns=1_000.0)
 

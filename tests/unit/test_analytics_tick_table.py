@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from feedhandlers.opra_fast import decode_batch, encode_records, new_records
-from ops.spark.data_layout import DataLayout, check_date, parse_capture_name
-from ops.spark.tick_table import TICK_FILE_SCHEMA, TICK_SCHEMA, ticks_batch
+from ops.spark.common.data_layout import DataLayout, check_date, parse_capture_name
+from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA, TICK_SCHEMA, ticks_batch
 
 
 def _records() -> np.ndarray:

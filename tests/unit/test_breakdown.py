@@ -146,3 +146,24 @@ def test_a_seconds_long_latency_prints_in_seconds(tmp_path) -> None:
     assert re.search(r"from intended: p50 4\.3\d s, p99 4\.3\d s \| from fh_in: p50 [\d.]+ us", headline), headline
     row = next(line for line in text.splitlines() if line.startswith("end to end (from intended)"))
     assert "4,311" not in text and row.count(" s ") >= 4, row
+
+
+def test_runs_show_judges_the_rate_from_the_runs_files(tmp_path) -> None:
+    """The verdict of docs/architecture.md from the run directory: the feed senders' final
+    status (their share of the schedule) over the packet rates of meta.parquet, run.json's
+    failure, the same reasons the live report gives."""
+    make_run(tmp_path)
+    runner = CliRunner()
+    res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
+    assert res.exit_code == 0 and res.output.rstrip().endswith("sustainable: yes"), res.output
+    status = tmp_path / "replay-fs0" / "status.json"
+    status.parent.mkdir()
+    status.write_text(json.dumps({"achieved_fraction": 0.99}))
+    (tmp_path / "run.json").write_text(json.dumps({"status": "failed"}))
+    d = json.loads(runner.invoke(cli, ["runs", "show", "--json", str(tmp_path)]).output)
+    assert d["sustainable"] is False
+    assert d["reasons"] == ["the run failed", "replayer kept 99.0000% of its schedule (needs >= 99.99%)"]
+    status.write_text("{")
+    res = runner.invoke(cli, ["runs", "show", str(tmp_path)])
+    assert res.exit_code != 0 and "replay-fs0/status.json: unreadable replayer status" in res.output, res.output
+    assert "Traceback" not in res.output

@@ -1,4 +1,4 @@
-"""The feeds task's counts (ops.spark.feed_tally, from the counting decoder) equal counting
+"""The feeds task's counts (ops.spark.feeds.feed_tally, from the counting decoder) equal counting
 the tick rows one by one: 10 ms windows (packets on their msg_index 0 row, messages, packet
 bytes, first and last time), packets per message count, messages per (underlying, category),
 nulls included. On the C decoder's own calls (small chunks, packet times out of order,
@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedhandlers.captures import read_pcap
-from ops.spark.data_layout import DataLayout
-from ops.spark.feed_tally import TICK_WINDOWS_SCHEMA, WINDOW_NS, FeedTally
-from ops.spark.manifest_roots import load_root_map
-from ops.spark.tick_arrow import ArrowDecoded, ArrowTickDecoder
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.feeds.feed_tally import TICK_WINDOWS_SCHEMA, WINDOW_NS, FeedTally
+from ops.spark.feeds.manifest_roots import load_root_map
+from ops.spark.feeds.tick_arrow import ArrowDecoded, ArrowTickDecoder
 from ops.synth.generator import SynthConfig, synthesize
 
 COLUMNS = ("ts_ns", "msg_index", "packet_messages", "packet_bytes", "underlying", "category")

@@ -1,9 +1,9 @@
-"""The feeds job's task groups (ops.spark.feeds_job.task_groups): every file in exactly one
+"""The feeds job's task groups (ops.spark.feeds.feeds_job.task_groups): every file in exactly one
 group, at most the tasks asked for and none empty, totals balanced largest first, one file
 per task when there are fewer files than tasks."""
 from __future__ import annotations
 
-from ops.spark.feeds_job import task_groups
+from ops.spark.feeds.feeds_job import task_groups
 
 
 def test_every_file_once_and_groups_balanced() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from ops.pipeline.run_report import stamp_clock_line
-from ops.spark.report_html import headline_rows, render_report
-from ops.spark.report_tables import write_arrow
+from ops.spark.common.report_tables import write_arrow
+from ops.spark.report.report_html import headline_rows, render_report
 
 INDEX = Path(__file__).resolve().parents[2] / "ops" / "dashboard" / "static" / "index.html"
 

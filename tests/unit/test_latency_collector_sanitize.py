@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_collector import LatencyCollector, RecordBatchError, middle_rows
-from omdp.metrics.latency_summary import HOP_KEYS, PERCENTILES, min_samples, percentile_field, summarize
+from omdp.metrics.latency_summary import PERCENTILES, min_samples, percentile_field, summarize
 from omdp.metrics.sample_identity import SAMPLE_ID_DTYPE, IdentityField, IdentityLayout
 from omdp.native import ffi, lib
 from omdp.record import RECORD_HEADER_DTYPE, RF_SAMPLED, STAMPS_DTYPE

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import BUCKETS, MAX_VALUE_NS
 from omdp.metrics.ingest_collector import LINE_COUNTS_DTYPE
-from omdp.metrics.latency_summary import HOP_KEYS
 from omdp.metrics.sample_identity import IDENTITY_COLUMNS, SAMPLE_ID_DTYPE
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES
 from omdp.native import ffi, lib

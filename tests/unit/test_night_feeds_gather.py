@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ops.spark.feeds_job import FeedsResult
-from ops.spark.nightly_job import gather_feeds_tables
-from ops.spark.report_plots import plot_messages_per_packet, plot_rate_profile
-from ops.spark.report_schemas import FEEDS_MESSAGES_PER_PACKET, FEEDS_RATE_PER_SECOND
-from ops.spark.report_tables import table_path, write_rows
+from ops.spark.common.report_schemas import FEEDS_MESSAGES_PER_PACKET, FEEDS_RATE_PER_SECOND
+from ops.spark.common.report_tables import table_path, write_rows
+from ops.spark.feeds.feeds_job import FeedsResult
+from ops.spark.report.nightly_job import gather_feeds_tables
+from ops.spark.report.report_plots import plot_messages_per_packet, plot_rate_profile
 
 DATES = ("2008-02-04", "2008-02-05")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ops.spark.latency_hops import PERCENTILES
-from ops.spark.report_html import render_report
-from ops.spark.report_tables import write_arrow
+from ops.spark.common.report_schemas import PERCENTILES
+from ops.spark.common.report_tables import write_arrow
+from ops.spark.report.report_html import render_report
 
 HOPS = ("fh", "to_de", "de", "to_mc", "e2e_fh", "e2e_intended")
 

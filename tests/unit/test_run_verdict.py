@@ -2,11 +2,21 @@
 that could not be judged makes it unknown, never yes."""
 from __future__ import annotations
 
-from ops.pipeline.run_report import Accounting, Growth, ReplayTotals, verdict
+from omdp.metrics.definitions import Growth, SustainabilityRule, Verdict, judge
+from ops.pipeline.run_report import Accounting, ReplayTotals
 
 ON_TIME = ReplayTotals(target_pps=24_000, achieved_pps=24_000, achieved_fraction=1.0)
 NONE_MISSED = Accounting(messages_received=1_000_000, messages_missed=0)
 FLAT = Growth(first_us=40.0, last_us=41.0, samples=6_000)
+
+
+def verdict(replay: ReplayTotals, acc: Accounting, growth: Growth, run_ok: bool, p99_from_intended_us: float | None,
+            max_p99_from_intended_us: float | None) -> Verdict:
+    """The one rule (omdp.metrics.definitions) applied to a live run's figures, as run_pipeline does."""
+    return judge(achieved_fraction=replay.achieved_fraction, messages_missed=acc.messages_missed,
+                 messages_seen=acc.messages_received + acc.messages_missed, growth=growth,
+                 p99_from_intended_us=p99_from_intended_us, failed=not run_ok, unreported=tuple(acc.unreported),
+                 rule=SustainabilityRule(max_p99_from_intended_us=max_p99_from_intended_us))
 
 
 def test_every_test_judged_and_passed_is_yes() -> None:
@@ -16,7 +26,7 @@ def test_every_test_judged_and_passed_is_yes() -> None:
 
 def test_p99_na_against_a_bound_is_unknown_not_yes() -> None:
     v = verdict(ON_TIME, NONE_MISSED, FLAT, True, p99_from_intended_us=None, max_p99_from_intended_us=1000.0)
-    assert v.sustainable is False and v.judged is None and v.reasons == []
+    assert v.sustainable is False and v.judged is None and v.reasons == ()
     assert v.text().startswith("unknown (p99 latency from intended is n/a (fewer than 1,000 samples)")
 
 

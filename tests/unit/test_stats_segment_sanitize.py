@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.histogram import LatencyHistogram
 from omdp.metrics.latency_collector import LatencyCollector
-from omdp.metrics.latency_summary import HOP_KEYS
 from omdp.metrics.stats_segment import (
     RING_SECONDS,
     SIGNALS,

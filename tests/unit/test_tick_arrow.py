@@ -1,4 +1,4 @@
-"""The C decode straight into Arrow columns (ops.spark.tick_arrow, native opra_arrow.c) gives
+"""The C decode straight into Arrow columns (ops.spark.feeds.tick_arrow, native opra_arrow.c) gives
 the same tick batches, field by field, as decoding to records and converting them
 (BatchDecoder + ticks_batch), on a synthetic day's capture and on one with malformed packets;
 bad packets are skipped and counted with the same errors. With dictionary columns (what the
@@ -19,11 +19,11 @@ import pytest
 
 from feedhandlers.captures import read_pcap
 from feedhandlers.opra_fast import BatchDecoder
-from ops.spark.data_layout import DataLayout
-from ops.spark.manifest_roots import load_root_map
-from ops.spark.capture_decode import TICK_FILE_WRITE_OPTIONS
-from ops.spark.tick_arrow import DICT_COLUMNS, NEVER_NULL, TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
-from ops.spark.tick_table import TICK_FILE_SCHEMA, ticks_batch
+from ops.spark.common.data_layout import DataLayout
+from ops.spark.feeds.capture_decode import TICK_FILE_WRITE_OPTIONS
+from ops.spark.feeds.manifest_roots import load_root_map
+from ops.spark.feeds.tick_arrow import DICT_COLUMNS, NEVER_NULL, TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
+from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA, ticks_batch
 from ops.synth.generator import SynthConfig, synthesize
 
 DATE = dt.date(2008, 2, 4)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from feedhandlers.opra_fast import encode_stream
 from ops.bench.random_capture import random_packets, random_records
-from ops.spark.tick_arrow import DICT_COLUMNS, ArrowTickDecoder
+from ops.spark.feeds.tick_arrow import DICT_COLUMNS, ArrowTickDecoder
 
 
 def _both(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, roots: dict[str, str]) -> tuple:

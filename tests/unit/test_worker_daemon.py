@@ -1,12 +1,12 @@
-"""ops.spark.worker_daemon: PySpark's and py4j's zips move to the end of the path, the rest
+"""ops.spark.common.worker_daemon: PySpark's and py4j's zips move to the end of the path, the rest
 keeps its order; it imports nothing of PySpark before the path is set."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from ops.spark import worker_daemon
-from ops.spark.worker_daemon import zips_last
+from ops.spark.common import worker_daemon
+from ops.spark.common.worker_daemon import zips_last
 
 
 def test_zips_go_last_in_their_order() -> None:

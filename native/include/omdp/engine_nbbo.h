@@ -1,8 +1,8 @@
-/* The engine's NBBO-change log (docs/analytics.md "Replay": the nbbo table).
+/* The engine's NBBO-change log (docs/analytics.md "Backtest": the nbbo table).
  *
  * When a log is set, every quote that changes a series' NBBO (bid or offer: price, size or
  * exchange) appends one omdp_engine_nbbo_t - the NBBO after the quote, as the engine holds
- * it - until the log is full; further changes are counted as dropped. The offline replay
+ * it - until the log is full; further changes are counted as dropped. The backtest
  * sets a log as long as its batches (a message changes one NBBO at most, so a batch never
  * overflows it) and takes it after every omdp_engine_process_batch call. Set, take and the
  * hot path must run on one thread (the replay's); no log is set by default (the live path

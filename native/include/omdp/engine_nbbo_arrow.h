@@ -2,7 +2,7 @@
  * table columns in Arrow's layout (engine_nbbo_arrow.c).
  *
  * The replay writes every change of a day (4.4 M for a 30 s synthetic day) as a row of its
- * NBBO table (ops/spark/replay_nbbo.py REPLAY_NBBO_SCHEMA). Taking each field out of the
+ * NBBO table (ops/spark/backtest/backtest_nbbo.py BACKTEST_NBBO_SCHEMA). Taking each field out of the
  * 80-byte records with numpy, one strided copy and conversion per column, cost about 98 ns
  * a change; this writes every column in one pass over the records (11 ns), into caller-owned
  * buffers that Python wraps as pyarrow arrays without a copy.

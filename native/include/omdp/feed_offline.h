@@ -1,5 +1,5 @@
-/* The feed handler's per-packet rules over captured packets, for the offline replay
- * (docs/analytics.md "Replay").
+/* The feed handler's per-packet rules over captured packets, for the backtest
+ * (docs/analytics.md "Backtest").
  *
  * A Spark task hands a day's packets - every line, A and B copies, merged in arrival order
  * (capture time, then line, then A before B: the replayer's order) - to
@@ -98,7 +98,7 @@ typedef struct omdp_fh_offline_stage {
 
 /* omdp_fh_offline_run's rules over every engine's messages, each accepted message packed
  * straight into its engine's region in the staged form (no full record is written): the
- * offline replay's decode stage. Appends at regions[e].n while every region has room for a
+ * backtest's decode stage. Appends at regions[e].n while every region has room for a
  * whole packet. Returns the packets consumed (fewer than n_packets when a region filled:
  * empty the regions and call again with the rest); -1 on a bad argument (NULL, fewer
  * regions than engines, a region without memory); -3 when the tables cannot grow (the

@@ -1,4 +1,4 @@
-/* Staged records between the offline replay's two stages (docs/analytics.md "Replay").
+/* Staged records between the backtest's two stages (docs/analytics.md "Backtest").
  *
  * The day x line decode tasks write each underlying bucket's accepted records in a compact
  * form, omdp_fh_staged_t (64 bytes: what the engine, the replay's tables and the
@@ -9,8 +9,8 @@
  * the end of the line. The day x bucket engine tasks map every line's part and tables,
  * merge the parts in time order and expand them back to full records in one pass. Packing
  * takes an optional gather order, so splitting by bucket costs no extra pass. Python reads
- * them as ops.spark.replay_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE, built from these
- * structs (omdp.c_layout). */
+ * them as ops.spark.backtest.backtest_stage.STAGE_DTYPE, SERIES_DTYPE and EXTRA_DTYPE, built
+ * from these structs (omdp.c_layout). */
 #ifndef OMDP_FEED_STAGE_H
 #define OMDP_FEED_STAGE_H
 
@@ -140,7 +140,7 @@ int64_t omdp_fh_stage_merge_counted(const omdp_fh_stage_part_t *parts, uint32_t 
 
 /* ---- scans for the engine tasks (feed_handler_stage_scan.c) ---- */
 
-/* The (line, series, exchange) key of a quote: ops.spark.replay_score.quote_hash. */
+/* The (line, series, exchange) key of a quote: ops.spark.backtest.backtest_score.quote_hash. */
 uint64_t omdp_fh_stage_quote_hash(uint32_t line, const omdp_fh_stage_series_t *s, uint8_t participant);
 
 /* Indices of the part's records whose strike_px is among `strikes` and whose quote hash is

@@ -11,7 +11,7 @@
  * offsets[0] = 0) plus UTF-8 data. Rows are written from row 0 on every call, in packet order;
  * with rest_row set, quotes from row 0 and the other messages from rest_row (below).
  *
- * Columns (ops/spark/tick_table.py TICK_FIELDS, same order and meaning):
+ * Columns (ops/spark/feeds/tick_table.py TICK_FIELDS, same order and meaning):
  *   ts_ns            int64   the packet's capture time (caller's pkt_ts_ns[i])
  *   block_seq, msg_seq int64
  *   msg_index, packet_messages, packet_bytes int32

@@ -1,4 +1,4 @@
-/* The offline replay's staged records (feed_stage.h): OPRA record <-> compact form, with a
+/* The backtest's staged records (feed_stage.h): OPRA record <-> compact form, with a
  * gather order, every index checked against the input's length and the line's tables. */
 #include <stddef.h>
 #include <string.h>

@@ -26,7 +26,7 @@ from ops.cli.options import DATA_ENVVAR, positive_seconds
 @click.option("--run-seconds", type=float, default=5.0, show_default=True, help="Length of each synthetic run.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Measured passes per figure (median).")
 @click.option("--replay-config", "replay_configs", multiple=True, type=click.Path(dir_okay=False),
-              help="Replay configuration file (omdp analytics replay --config); repeatable. Default: the live "
+              help="Backtest configuration file (omdp analytics backtest --config); repeatable. Default: the live "
                    "defaults and book checks only.")
 @click.option("--jobs", "jobs_text", default="feeds,replay,latency", show_default=True,
               help="Which jobs to measure, comma-separated: feeds, replay, latency.")
@@ -39,7 +39,7 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     from ops.bench.analytics import JOBS, run_analytics_bench
     from ops.cli.options import parse_rate_x
 
-    from ops.spark.replay_config import ReplayConfigError, load_configs
+    from ops.spark.backtest.backtest_config import BacktestConfigError, load_configs
 
     jobs = tuple(j.strip() for j in jobs_text.split(",") if j.strip())
     unknown = sorted(set(jobs) - set(JOBS))
@@ -49,7 +49,7 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     rate = parse_rate_x(rate_text)
     try:
         configs = tuple(load_configs(list(replay_configs))) if replay_configs else None
-    except ReplayConfigError as exc:
+    except BacktestConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--replay-config") from None
 
     scale_list = [int(s) for s in scales.split(",")]
