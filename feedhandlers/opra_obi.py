@@ -49,6 +49,16 @@ def is_obi(data: bytes | bytearray | memoryview) -> bool:
     return HEADER_SIZE <= size <= min(len(data), MAX_BLOCK_BYTES)
 
 
+def detect_feed(data: bytes | bytearray | memoryview) -> str | None:
+    """'obi' for an OBI v6 block, 'fast' for a FAST V2 packet (SOH, version 2), None when the
+    bytes are neither: how ``--format auto`` tells a capture's feed from its first packet."""
+    if is_obi(data):
+        return "obi"
+    if bytes(data[:2]) == b"\x01\x02":
+        return "fast"
+    return None
+
+
 def checksum(data: bytes | bytearray | memoryview) -> int:
     """The spec's block checksum (section 4.2) of ``data``."""
     return int(lib.omdp_obi_checksum(bytes(data), len(data)))

@@ -1,4 +1,4 @@
-"""``omdp bench decode``: OPRA FAST V2 decode throughput per core.
+"""``omdp bench decode``: OPRA decode throughput per core, FAST V2 and the binary OBI feed.
 
 Over a capture held in memory: per packet driven from C (``opra_bench.h``: one
 ``omdp_opra_decode_packet`` per packet into a small reused record buffer, four packets'
@@ -10,6 +10,9 @@ batch path (many packets per call from Python, into a reused record buffer) and 
 per-packet Python API (``decode_packet``). Throughput is messages per second of the decoding
 thread's CPU time (per core, unaffected by other processes taking the CPU), with wall-clock
 figures beside it; each is the median of several repetitions.
+
+An OBI capture is measured per block from C, beside the same messages as FAST V2 packets
+decoded per packet from C in the same run (``run_obi_decode_bench``).
 
 The command line is ``ops/cli/bench/decode.py``; this module only measures.
 """
@@ -143,4 +146,84 @@ def run_decode_bench(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, 
         "c_batch": batch,
         "c_batch_field_by_field": measure_batch(buf, offsets, lengths, chunk, max(1, repeats // 2), fast=False),
         "python_per_packet": measure_python(buf, offsets, lengths, min(python_packets, n), max(1, repeats // 2)),
+    }
+
+
+def measure_obi_c_blocks(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, repeats: int,
+                         group: int = FH_GROUP) -> dict:
+    """Per block, the loop in C (``omdp_obi_bench_decode_blocks``): what a feed handler on
+    OPRA's binary feed pays to decode, checksum included."""
+    n = int(offsets.shape[0])
+    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    lens = np.ascontiguousarray(lengths, dtype=np.uint32)
+    out = np.zeros(group * int(lib.OMDP_OBI_MAX_MESSAGES), dtype=OPRA_MSG_DTYPE)
+    side = np.zeros(1 << 16, dtype=np.uint8)
+    msgs, bad, wall = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("int64_t *")
+    cpu_rates: list[float] = []
+    wall_rates: list[float] = []
+    for _ in range(repeats + 1):  # the first pass warms caches and page tables
+        cpu = lib.omdp_obi_bench_decode_blocks(
+            ffi.from_buffer("uint8_t[]", buf), buf.shape[0], ffi.from_buffer("uint64_t[]", offs),
+            ffi.from_buffer("uint32_t[]", lens), n, group, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)),
+            out.shape[0], ffi.from_buffer("uint8_t[]", side), side.shape[0], msgs, bad, wall)
+        if cpu < 0:
+            raise RuntimeError("omdp_obi_bench_decode_blocks: bad arguments")
+        cpu_rates.append(msgs[0] / (cpu / 1e9))
+        wall_rates.append(msgs[0] / (wall[0] / 1e9))
+    return {"messages": int(msgs[0]), "malformed_packets": int(bad[0]), "group_packets": group,
+            "msgs_per_s_cpu": _stats(cpu_rates[1:]), "msgs_per_s_wall": _stats(wall_rates[1:])}
+
+
+def fast_twin_of_obi(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The same messages as FAST V2 packets, one packet per block where FAST can carry them:
+    the OBI capture decoded, its 'a' 'k' 'd' 'f' messages re-encoded as FAST V2 (the others,
+    'C' 'H' 'R' 'Y', differ in kind between the formats and are left out of both sides'
+    comparison by counting messages per second of what each decodes)."""
+    from feedhandlers.opra_fast import encode_stream as fast_stream
+    from feedhandlers.opra_obi import decode_blocks
+
+    d = decode_blocks(buf, offsets, lengths)
+    keep = np.isin(d.records["category"], np.frombuffer(b"akdf", np.uint8))
+    recs = d.records[keep].copy()
+    recs["wire"] = 0
+    recs["session"] = np.where(recs["session"] == 0, ord(" "), recs["session"])
+    per_block = np.add.reduceat(keep.astype(np.int64), d.blocks["first"].astype(np.int64)) if len(d.blocks) else np.zeros(0)
+    wanted = np.clip(per_block[per_block > 0], 1, 999)
+    fbuf, foff, flen, _ = fast_stream(recs, b"", wanted if wanted.size else [1])
+    return np.frombuffer(fbuf, dtype=np.uint8), foff.astype(np.int64), flen.astype(np.uint32)
+
+
+def run_obi_decode_bench(obi: tuple[np.ndarray, np.ndarray, np.ndarray], fast: tuple[np.ndarray, np.ndarray, np.ndarray],
+                         *, repeats: int, in_cache_packets: int = 20000, in_cache_passes: int = 60) -> dict:
+    """OBI per block from C beside FAST V2 per packet from C over the same messages, the two
+    loops alternated repetition by repetition so both see the same machine."""
+    buf, offsets, lengths = obi
+    fbuf, foff, flen = fast
+    obi_runs, fast_runs = [], []
+    for _ in range(repeats):
+        obi_runs.append(measure_obi_c_blocks(buf, offsets, lengths, 1))
+        fast_runs.append(measure_c_packets(fbuf, foff, flen, 1))
+
+    def merged(runs: list[dict]) -> dict:
+        cpu = [r["msgs_per_s_cpu"]["median"] for r in runs]
+        wall = [r["msgs_per_s_wall"]["median"] for r in runs]
+        return {**runs[0], "msgs_per_s_cpu": _stats(cpu), "msgs_per_s_wall": _stats(wall)}
+
+    o, f = merged(obi_runs), merged(fast_runs)
+    n = int(offsets.shape[0])
+    k = min(in_cache_packets, n)
+    hot = None
+    if k:
+        hot = measure_obi_c_blocks(buf, offsets[:k], lengths[:k], in_cache_passes)
+        hot.update(packets=k, passes=in_cache_passes, best_msgs_per_s_cpu=hot["msgs_per_s_cpu"]["max"])
+    return {
+        "capture": {"packets": n, "messages": o["messages"], "bytes": int(lengths.astype(np.int64).sum()),
+                    "msgs_per_packet": o["messages"] / n if n else 0.0,
+                    "bytes_per_packet": float(lengths.mean()) if n else 0.0},
+        "fast_twin": {"packets": int(foff.shape[0]), "messages": f["messages"],
+                      "bytes_per_packet": float(flen.mean()) if flen.size else 0.0},
+        "obi_c_per_packet": o,
+        "obi_c_per_packet_in_cache": hot,
+        "fast_c_per_packet": f,
+        "obi_over_fast": o["msgs_per_s_cpu"]["median"] / f["msgs_per_s_cpu"]["median"] if f["messages"] else None,
     }

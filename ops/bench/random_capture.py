@@ -75,3 +75,16 @@ def random_packets(n_messages: int, seed: int = 1, mean_per_packet: float = 14.0
     wanted = np.clip(rng.poisson(mean_per_packet - 1, size=4096) + 1, 1, 60)
     buf, offsets, lengths, _ = encode_stream(random_records(n_messages, seed), b"", wanted)
     return np.frombuffer(buf, dtype=np.uint8), offsets, lengths
+
+
+def random_obi_blocks(n_messages: int, seed: int = 1, mean_per_packet: float = 14.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The messages of ``random_packets`` as OPRA binary (OBI v6) blocks, cut alike: short
+    quotes where OPRA would send them (nearly every quote here), a block time per message."""
+    from feedhandlers.opra_obi_stream import as_obi, encode_stream as obi_stream
+
+    rng = np.random.default_rng(seed + 1)
+    wanted = np.clip(rng.poisson(mean_per_packet - 1, size=4096) + 1, 1, 60)
+    recs = as_obi(random_records(n_messages, seed))
+    ts = 1_771_857_000 * 10**9 + np.arange(n_messages, dtype=np.int64) * 250  # 09:30 ET, 4 messages/us
+    buf, offsets, lengths, _ = obi_stream(recs, b"", wanted, ts_ns=ts)
+    return np.frombuffer(buf, dtype=np.uint8), offsets, lengths

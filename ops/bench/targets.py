@@ -41,6 +41,9 @@ class Target:
 
 DECODE = Target("decode per packet from C, as the feed handler", 30e6, True, "M messages/s per core", 1e6)
 """On a 30 s synthetic line (``omdp synth --seconds 30 --num-lines 1``); the median of the runs."""
+OBI_DECODE = Target("OBI decode per block from C, as a feed handler", 100e6, True, "M messages/s per core", 1e6)
+"""Issue 38: today's feed at 120 M messages/s on one server needs a decoder this fast per core."""
+OBI_OVER_FAST = Target("OBI decode over FAST V2 decode, same messages, same run", 2.0, True, "x")
 ENGINE = Target("engine at the pipeline's batch sizes (the slower of 56 and 28 messages)", 60.0, False,
                 "ns per message")
 """The fused pipeline's engine calls carry 40-43 messages (the run summary's "messages per engine call")."""

@@ -21,4 +21,12 @@ int64_t omdp_opra_bench_decode_packets(const uint8_t *buf, uint64_t buf_len, con
                                        omdp_opra_msg_t *out, uint64_t out_cap, uint8_t *side, uint32_t side_cap,
                                        uint64_t *messages, uint64_t *bad, int64_t *wall_ns);
 
+/* The same loop for OPRA's binary feed (opra_obi.h): one omdp_obi_decode_block per block,
+ * checksum verified, as a feed handler on OBI decodes. out must hold group x
+ * OMDP_OBI_MAX_MESSAGES records. */
+int64_t omdp_obi_bench_decode_blocks(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                     const uint32_t *lengths, uint64_t npkts, uint32_t group,
+                                     omdp_opra_msg_t *out, uint64_t out_cap, uint8_t *side, uint32_t side_cap,
+                                     uint64_t *messages, uint64_t *bad, int64_t *wall_ns);
+
 #endif /* OMDP_OPRA_BENCH_H */

@@ -194,6 +194,29 @@ int64_t omdp_obi_encode_block(const omdp_obi_block_t *hdr, const omdp_opra_msg_t
                               const uint8_t *side, uint64_t side_len,
                               uint8_t *out, uint64_t cap, omdp_obi_error_t *err);
 
+/* What one encode_stream call did. */
+typedef struct omdp_obi_stream_result {
+    uint64_t messages_done;   /* records encoded (all unless out or max_blocks ran out) */
+    uint64_t bytes_used;      /* bytes of out written */
+} omdp_obi_stream_result_t;
+
+/* Encode a run of records as consecutive blocks, as OPRA packs a line: block k takes up to
+ * wanted_counts[k % n_wanted] records (clamped to 1..255) and closes early when the next
+ * record would make it longer than max_block_bytes (<= 1000, pad byte included), when the
+ * next record's session or retransmission byte differs or its msg_seq does not follow on, and around 'C' and 'H' records,
+ * which travel alone. Block k's header: block_seq = its first record's msg_seq (low 32
+ * bits), time = ts_ns[its last record] (UTC ns; 0 when ts_ns is NULL: OPRA stamps a block
+ * when it finished it), feed 'O'. Block k is out[blk_off[k] .. blk_off[k]+blk_len[k]) and
+ * starts with record blk_first[k]. Returns the blocks written (stops early when out or
+ * max_blocks is full; res says how far), or a record's error (err->message_index: its
+ * index in msgs). */
+int64_t omdp_obi_encode_stream(const omdp_opra_msg_t *msgs, uint64_t n, const int64_t *ts_ns,
+                               const uint8_t *side, uint64_t side_len,
+                               const uint32_t *wanted_counts, uint64_t n_wanted, uint32_t max_block_bytes,
+                               uint8_t *out, uint64_t out_cap,
+                               uint64_t *blk_off, uint32_t *blk_len, uint64_t *blk_first, uint64_t max_blocks,
+                               omdp_obi_stream_result_t *res, omdp_obi_error_t *err);
+
 /* The wire length of one record as an OBI message, or a negative code. */
 int omdp_obi_message_length(const omdp_opra_msg_t *msg);
 

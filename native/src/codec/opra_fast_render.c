@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "omdp/opra_obi.h"
 #include "opra_fast_internal.h"
 
 typedef struct writer {
@@ -171,10 +172,18 @@ static void w_text(writer_t *w, const uint8_t *s, uint32_t len) {
     w_char(w, '"');
 }
 
+/* A signed OBI price (i32 bits, or the i64 of an index value) with its code. */
+static void w_signed_price(writer_t *w, uint8_t den, int64_t v) {
+    if (v < 0) w_char(w, '-');
+    w_price(w, den, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
 static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *side, uint64_t side_len) {
     const uint8_t *var = var_part(m, side, side_len);
     uint8_t c = m->category;
-    if (!is_series(c) && !is_text(c) && c != 'Y') {
+    /* records decoded from OBI (opra_obi.h): 'R' is a series, 'Y' one index value */
+    int obi = (m->wire & OMDP_OBI_WIRE_OBI) != 0;
+    if (!is_series(c) && !is_text(c) && c != 'Y' && !(obi && c == 'R')) {
         if (!var) return OMDP_OPRA_E_VAR_OUTSIDE;
         w_fmt(w, "%c default ", c);
         w_text(w, var, m->var_len);
@@ -187,6 +196,20 @@ static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
         if (!var) return OMDP_OPRA_E_VAR_OUTSIDE;
         w_fmt(w, "type %c ", m->msg_type);
         w_text(w, var, m->var_len);
+        return 0;
+    }
+    if (c == 'Y' && obi) {
+        w_fmt(w, "type '%c' ", m->msg_type);
+        w_bytes(w, m->root, root_len(m));
+        if (m->msg_type == 'I') {
+            w_fmt(w, " bid ");
+            w_signed_price(w, m->underlying_den, (int32_t)m->bid);
+            w_fmt(w, " offer ");
+            w_signed_price(w, m->underlying_den, (int32_t)m->offer);
+        } else {
+            w_fmt(w, " value ");
+            w_signed_price(w, m->underlying_den, (int64_t)m->underlying_raw);
+        }
         return 0;
     }
     if (c == 'Y') {
@@ -243,6 +266,9 @@ static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
     case 'd':
         w_fmt(w, "open interest %u", m->open_interest);
         break;
+    case 'R':
+        w_fmt(w, "series on line %u", m->volume);
+        break;
     default: /* 'f' */
         w_fmt(w, "volume %u open interest %u open ", m->volume, m->open_interest);
         w_price(w, m->premium_den, m->open);
@@ -255,7 +281,10 @@ static int render_table(writer_t *w, const omdp_opra_msg_t *m, const uint8_t *si
         w_fmt(w, " change %c", m->net_change_ind);
         w_price(w, m->premium_den, m->net_change);
         w_fmt(w, " underlying ");
-        w_price(w, m->underlying_den, m->underlying_raw);
+        if (obi)
+            w_signed_price(w, m->underlying_den, (int64_t)m->underlying_raw);
+        else
+            w_price(w, m->underlying_den, m->underlying_raw);
         w_fmt(w, " bid ");
         w_price(w, m->premium_den, m->bid);
         w_fmt(w, " offer ");

@@ -244,3 +244,69 @@ int64_t omdp_obi_encode_block(const omdp_obi_block_t *hdr, const omdp_opra_msg_t
     obi_wr16(out + 19, omdp_obi_checksum(out, off));
     return off;
 }
+
+static inline int travels_alone(const omdp_opra_msg_t *m) { return m->category == 'C' || m->category == 'H'; }
+
+int64_t omdp_obi_encode_stream(const omdp_opra_msg_t *msgs, uint64_t n, const int64_t *ts_ns,
+                               const uint8_t *side, uint64_t side_len,
+                               const uint32_t *wanted_counts, uint64_t n_wanted, uint32_t max_block_bytes,
+                               uint8_t *out, uint64_t out_cap,
+                               uint64_t *blk_off, uint32_t *blk_len, uint64_t *blk_first, uint64_t max_blocks,
+                               omdp_obi_stream_result_t *res, omdp_obi_error_t *err)
+{
+    if (max_block_bytes > OMDP_OBI_MAX_BLOCK || max_block_bytes < OMDP_OBI_HEADER_SIZE + OMDP_OBI_MAX_MSG + 1)
+        max_block_bytes = OMDP_OBI_MAX_BLOCK;
+    uint64_t i = 0, pos = 0, k = 0;
+    while (i < n && k < max_blocks) {
+        uint32_t want = n_wanted ? wanted_counts[k % n_wanted] : OMDP_OBI_MAX_MESSAGES;
+        want = want < 1 ? 1 : want > OMDP_OBI_MAX_MESSAGES ? OMDP_OBI_MAX_MESSAGES : want;
+        /* how many records go in this block */
+        uint32_t size = OMDP_OBI_HEADER_SIZE, cnt = 0;
+        while (i + cnt < n && cnt < want) {
+            const omdp_opra_msg_t *m = &msgs[i + cnt];
+            int len = omdp_obi_message_length(m);
+            if (len < 0)
+                return fail(err, len, (int)(i + cnt), m->category);
+            /* message i of a block is number block_seq + i: a gap in msg_seq starts a new block */
+            if (cnt && (travels_alone(m) || travels_alone(&msgs[i]) || m->session != msgs[i].session ||
+                        m->retrans != msgs[i].retrans || m->msg_seq != msgs[i].msg_seq + cnt))
+                break;
+            uint32_t grown = size + (uint32_t)len;
+            if (grown + (grown & 1u) > max_block_bytes) {
+                if (!cnt)
+                    return fail(err, OMDP_OBI_E_BLOCK_TOO_BIG, (int)(i + cnt), m->category);
+                break;
+            }
+            size = grown;
+            cnt++;
+        }
+        if (pos + OMDP_OBI_MAX_BLOCK + 1 > out_cap)
+            break;
+        int64_t t = ts_ns ? ts_ns[i + cnt - 1] : 0;
+        omdp_obi_block_t hdr = {
+            .block_seq = (uint32_t)msgs[i].msg_seq,
+            .ts_sec = (uint32_t)(t / 1000000000LL),
+            .ts_nsec = (uint32_t)(t % 1000000000LL),
+            .feed = 'O',
+            .retrans = msgs[i].retrans,
+            .session = msgs[i].session,
+        };
+        int64_t len = omdp_obi_encode_block(&hdr, msgs + i, cnt, side, side_len, out + pos, out_cap - pos, err);
+        if (len < 0) {
+            if (err)
+                err->message_index += (int32_t)i;
+            return len;
+        }
+        blk_off[k] = pos;
+        blk_len[k] = (uint32_t)len;
+        blk_first[k] = i;
+        pos += (uint64_t)len;
+        i += cnt;
+        k++;
+    }
+    if (res) {
+        res->messages_done = i;
+        res->bytes_used = pos;
+    }
+    return (int64_t)k;
+}
