@@ -1,0 +1,155 @@
+/* A/B arbitration and gap detection of one OBI v6 line: the spec's recommended receiver
+ * (opra-binary.md 9.2), with its rule that a gap is a loss only once both streams passed
+ * it (feed_handler.h, "OBI v6: arbitration and gaps"). */
+#include "omdp/feed_handler.h"
+
+#include <string.h>
+
+static inline uint32_t copy_of(uint32_t copy)
+{
+    return copy == 0 ? 0 : 1;
+}
+
+void omdp_fh_obi_arb_init(omdp_fh_obi_arb_t *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+/* The pending gap, if any, is lost: neither stream will bring it now. */
+static void declare_lost(omdp_fh_obi_arb_t *a)
+{
+    a->missed += a->gap_hi - a->gap_lo;
+    a->gap_lo = a->gap_hi = 0;
+}
+
+/* Stream `c` jumped from `next` to `to`: [next, to) is pending until the other stream
+ * passes it. One gap is kept pending; an older one is declared lost. */
+static void open_gap(omdp_fh_obi_arb_t *a, uint32_t c, uint64_t to)
+{
+    declare_lost(a);
+    a->gap_lo = a->next;
+    a->gap_hi = to;
+    a->gap_copy = c;
+}
+
+/* H C and H K: the line's numbering restarts at `next`, on both streams. */
+static void restart(omdp_fh_obi_arb_t *a, uint64_t next)
+{
+    declare_lost(a);
+    a->next = next;
+    a->copy_next[0] = a->copy_next[1] = next;
+    a->known = 1;
+    a->resets++;
+}
+
+int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, uint64_t block_seq, uint32_t ts_sec,
+                            uint32_t ts_nsec)
+{
+    uint32_t c = copy_of(copy);
+    /* A stream never repeats a block, so only a block not yet seen on this stream can be its
+     * copy; once both streams brought it, it is forgotten (a later one of the same content,
+     * as a replay's next lap sends, is new). */
+    const uint8_t bit = (uint8_t)(1u << c);
+    for (uint32_t k = 0; k < OMDP_FH_OBI_CTL_KEYS; k++) {
+        omdp_fh_obi_ctl_key_t *q = &a->ctl[k];
+        if (q->seen && !(q->seen & bit) && q->type == type && q->block_seq == (uint32_t)block_seq &&
+            q->ts_sec == ts_sec && q->ts_nsec == ts_nsec) {
+            q->seen = 0; /* both copies in */
+            if (type != 'N')
+                a->duplicates++; /* the other stream's copy of a delivered message */
+            return OMDP_FH_DUPLICATE;
+        }
+    }
+    omdp_fh_obi_ctl_key_t *slot = &a->ctl[a->ctl_next++ % OMDP_FH_OBI_CTL_KEYS];
+    *slot = (omdp_fh_obi_ctl_key_t){.block_seq = (uint32_t)block_seq, .ts_sec = ts_sec, .ts_nsec = ts_nsec,
+                                    .type = type, .seen = bit};
+    switch (type) {
+    case 'C': /* start of day: the first message after it is number 1 (spec Q5) */
+        restart(a, 1);
+        a->accepted++;
+        return OMDP_FH_RESET;
+    case 'K': /* reset block sequence: the next block is numbered one above it */
+        restart(a, block_seq + 1);
+        a->accepted++;
+        return OMDP_FH_RESET;
+    case 'N': /* line integrity: the last MSN sent; uses no number, delivers nothing */
+        if (a->known && block_seq >= a->next)
+            open_gap(a, c, block_seq + 1);
+        if (!a->known || block_seq >= a->next) {
+            a->next = block_seq + 1;
+            a->known = 1;
+        }
+        if (a->copy_next[c] < block_seq + 1)
+            a->copy_next[c] = block_seq + 1;
+        return OMDP_FH_INTEGRITY;
+    default: /* E F J L M P: delivered; only a number above next reports a loss (spec Q3) */
+        if (a->known && block_seq > a->next)
+            open_gap(a, c, block_seq);
+        if (!a->known || block_seq >= a->next) {
+            a->next = block_seq + 1;
+            a->known = 1;
+        }
+        if (a->copy_next[c] < block_seq + 1)
+            a->copy_next[c] = block_seq + 1;
+        a->accepted++;
+        return OMDP_FH_ACCEPT;
+    }
+}
+
+uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count,
+                              uint32_t range[4])
+{
+    uint32_t c = copy_of(copy);
+    uint64_t s = block_seq, end = block_seq + count;
+    uint32_t nr = 0, delivered = 0;
+    if (count == 0)
+        return 0; /* an empty block uses no numbers (spec Q8) */
+    if (a->copy_next[c] < end)
+        a->copy_next[c] = end;
+    if (!a->known) {
+        a->next = s; /* joining mid-day */
+        a->known = 1;
+    }
+    /* The other stream at a gap this one's partner jumped: fill it, or pass it (lost). */
+    if (a->gap_lo < a->gap_hi && c != a->gap_copy && end > a->gap_lo) {
+        if (s >= a->gap_hi) {
+            declare_lost(a);
+        } else {
+            if (s > a->gap_lo)
+                a->missed += s - a->gap_lo; /* the other stream lost these too */
+            uint64_t lo = s > a->gap_lo ? s : a->gap_lo, hi = end < a->gap_hi ? end : a->gap_hi;
+            range[0] = (uint32_t)(lo - s);
+            range[1] = (uint32_t)(hi - s);
+            nr = 1;
+            delivered = (uint32_t)(hi - lo);
+            a->filled += delivered;
+            a->gap_lo = hi;
+            if (a->gap_lo >= a->gap_hi)
+                a->gap_lo = a->gap_hi = 0;
+        }
+    }
+    if (end <= a->next) {
+        /* already delivered from the other stream (but for a gap filled above) */
+    } else if (s > a->next) {
+        open_gap(a, c, s);
+        range[2 * nr] = 0;
+        range[2 * nr + 1] = count;
+        nr++;
+        delivered += count;
+        a->next = end;
+    } else {
+        range[2 * nr] = (uint32_t)(a->next - s);
+        range[2 * nr + 1] = count;
+        nr++;
+        delivered += (uint32_t)(end - a->next);
+        a->next = end;
+    }
+    a->accepted += delivered;
+    a->duplicates += count - delivered;
+    return nr;
+}
+
+void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a)
+{
+    declare_lost(a);
+}
