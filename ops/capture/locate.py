@@ -35,7 +35,10 @@ def capture_lines(path: str | Path, copy: str = "a") -> dict[int, list[Path]]:
         missing = [str(f) for files in out.values() for f in files if not f.exists()]
         if missing:
             raise CaptureNotFound(f"{path}: files named in the manifest are missing: {', '.join(missing[:5])}")
-        return {k: v for k, v in out.items() if v}
+        found_files = {k: v for k, v in out.items() if v}
+        if not found_files:
+            raise CaptureNotFound(f"{path}: the manifest names no files of copy {copy.upper()}")
+        return found_files
     found: dict[int, list[tuple[int, Path]]] = {}
     for f in path.iterdir():
         m = _LINE_FILE.match(f.name)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from pipeline_support import make_obi_capture
 from test_feed_handler_ring_sanitize import frame, run_handler
 
 from feedhandlers.captures import read_capture
@@ -17,7 +18,7 @@ from feedhandlers.opra_obi import decode_blocks
 from feedhandlers.opra_record import NO_UNDERLYING
 from omdp.record import RF_LAST_IN_PACKET
 from ops.pipeline.capture_info import open_capture
-from ops.synth.today.generator import FAULTS_FILE, TodayConfig, synthesize_today
+from ops.synth.today.generator import FAULTS_FILE
 
 pytestmark = pytest.mark.full
 
@@ -27,9 +28,7 @@ LAG = 2
 
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cfg = TodayConfig(data=tmp_path_factory.mktemp("obi"), seconds=0.5, rate=0.005, underlyings=120, series=8_000,
-                      b_copy=True, gaps_per_second=8.0, checksums_per_second=8.0, num_lines=8, progress=False)
-    return synthesize_today(cfg).directory
+    return make_obi_capture(tmp_path_factory.mktemp("obi"))
 
 
 def _blocks(path: Path) -> list[bytes]:
