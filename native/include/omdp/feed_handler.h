@@ -140,11 +140,13 @@ int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int i
  * loss of [next, s]. A gap opened on one stream is only a loss once the other stream has
  * passed it too: until then it is pending, and the other stream's messages inside it are
  * still delivered (after later ones). A pending gap is declared lost (counted in `missed`)
- * when the other stream moves past it, when a new gap opens, when H C or H K restarts the
- * line, or at the end of the stream (omdp_fh_obi_arb_finish). Retransmitted ('V') blocks are
+ * when the other stream moves past it, when OMDP_FH_OBI_GAPS newer gaps are pending, when
+ * H C or H K restarts the line, or at the end of the stream (omdp_fh_obi_arb_finish). Retransmitted ('V') blocks are
  * not arbitrated here (the spec: a receiver ignores those it did not request). */
 
 #define OMDP_FH_OBI_CTL_KEYS 8   /* control blocks remembered per line for the content check */
+#define OMDP_FH_OBI_GAPS 8       /* pending gaps per line; a ninth declares the oldest lost */
+#define OMDP_FH_OBI_RANGES 4     /* ranges one data block may deliver (gaps filled, then the new part) */
 #define OMDP_FH_INTEGRITY 3      /* omdp_fh_obi_arb_control(): H N, nothing to deliver */
 
 typedef struct omdp_fh_obi_ctl_key {
@@ -152,14 +154,19 @@ typedef struct omdp_fh_obi_ctl_key {
     uint8_t type, seen, pad[2]; /* seen: the streams that brought it (bit per copy), 0: free */
 } omdp_fh_obi_ctl_key_t; /* 16 bytes */
 
+typedef struct omdp_fh_obi_gap {
+    uint64_t lo, hi;                      /* MSNs [lo, hi) */
+    uint32_t copy;                        /* the stream that jumped over them */
+    uint32_t reserved;
+} omdp_fh_obi_gap_t;
+
 typedef struct omdp_fh_obi_arb {
     uint64_t next;                        /* next MSN expected (valid when known) */
-    uint64_t copy_next[OMDP_FH_COPIES];   /* each stream's next MSN: one past its last data block */
-    uint64_t gap_lo, gap_hi;              /* the pending gap [gap_lo, gap_hi), empty when lo == hi */
     uint32_t known;                       /* 0 until the first block sets `next` */
-    uint32_t gap_copy;                    /* the stream that jumped over the pending gap */
+    uint32_t n_gaps;                      /* pending gaps in gaps[], oldest (lowest) first */
     uint32_t ctl_next;                    /* next slot of ctl[] to overwrite */
     uint32_t reserved;
+    omdp_fh_obi_gap_t gaps[OMDP_FH_OBI_GAPS];
     omdp_fh_obi_ctl_key_t ctl[OMDP_FH_OBI_CTL_KEYS];
     uint64_t accepted;                    /* messages delivered (control messages included) */
     uint64_t duplicates;                  /* messages dropped as the other stream's copies */
@@ -175,10 +182,11 @@ void omdp_fh_obi_arb_init(omdp_fh_obi_arb_t *a);
 int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, uint64_t block_seq, uint32_t ts_sec,
                             uint32_t ts_nsec);
 /* A data block of `count` messages from MSN `block_seq` on `copy`: the messages to deliver,
- * as up to two ranges of message indices [range[2k], range[2k+1]) in the block (a pending
- * gap filled first, then what is new). Returns the number of ranges (0: drop the block). */
+ * as up to OMDP_FH_OBI_RANGES ranges of message indices [range[2k], range[2k+1]) in the
+ * block, in MSN order (pending gaps filled, then what is new). Returns the number of ranges
+ * (0: drop the block). */
 uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count,
-                              uint32_t range[4]);
+                              uint32_t range[2 * OMDP_FH_OBI_RANGES]);
 /* End of stream: a gap still pending is lost. */
 void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a);
 

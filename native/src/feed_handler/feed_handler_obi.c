@@ -19,7 +19,10 @@ static inline int behind(const omdp_fh_obi_arb_t *a, const uint8_t *pkt, uint32_
         return 0;
     if (n == 1 && pkt[OBI_CATEGORY_OFF] == 'H')
         return 0;
-    return a->gap_lo >= a->gap_hi || s + n <= a->gap_lo || s >= a->gap_hi;
+    for (uint32_t g = 0; g < a->n_gaps; g++)
+        if (s + n > a->gaps[g].lo && s < a->gaps[g].hi)
+            return 0;
+    return 1;
 }
 
 int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
@@ -55,7 +58,7 @@ int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const 
         fh->last_error.code = n;
         return OMDP_OK;
     }
-    uint32_t range[4], nr;
+    uint32_t range[2 * OMDP_FH_OBI_RANGES], nr;
     if (n == 1 && dec[0].category == 'H') {
         int r = omdp_fh_obi_arb_control(a, copy, dec[0].msg_type, blk.block_seq, blk.ts_sec, blk.ts_nsec);
         if (r == OMDP_FH_INTEGRITY)

@@ -15,29 +15,36 @@ void omdp_fh_obi_arb_init(omdp_fh_obi_arb_t *a)
     memset(a, 0, sizeof *a);
 }
 
-/* The pending gap, if any, is lost: neither stream will bring it now. */
-static void declare_lost(omdp_fh_obi_arb_t *a)
+/* Pending gap g is lost: neither stream will bring it now. */
+static void drop_gap(omdp_fh_obi_arb_t *a, uint32_t g, int lost)
 {
-    a->missed += a->gap_hi - a->gap_lo;
-    a->gap_lo = a->gap_hi = 0;
+    if (lost)
+        a->missed += a->gaps[g].hi - a->gaps[g].lo;
+    for (uint32_t k = g + 1; k < a->n_gaps; k++)
+        a->gaps[k - 1] = a->gaps[k];
+    a->n_gaps--;
+}
+
+static void declare_all_lost(omdp_fh_obi_arb_t *a)
+{
+    while (a->n_gaps)
+        drop_gap(a, 0, 1);
 }
 
 /* Stream `c` jumped from `next` to `to`: [next, to) is pending until the other stream
- * passes it. One gap is kept pending; an older one is declared lost. */
+ * passes it. When OMDP_FH_OBI_GAPS are pending the oldest is declared lost. */
 static void open_gap(omdp_fh_obi_arb_t *a, uint32_t c, uint64_t to)
 {
-    declare_lost(a);
-    a->gap_lo = a->next;
-    a->gap_hi = to;
-    a->gap_copy = c;
+    if (a->n_gaps == OMDP_FH_OBI_GAPS)
+        drop_gap(a, 0, 1);
+    a->gaps[a->n_gaps++] = (omdp_fh_obi_gap_t){.lo = a->next, .hi = to, .copy = c};
 }
 
-/* H C and H K: the line's numbering restarts at `next`, on both streams. */
+/* H C and H K: the line's numbering restarts at `next`. */
 static void restart(omdp_fh_obi_arb_t *a, uint64_t next)
 {
-    declare_lost(a);
+    declare_all_lost(a);
     a->next = next;
-    a->copy_next[0] = a->copy_next[1] = next;
     a->known = 1;
     a->resets++;
 }
@@ -79,8 +86,6 @@ int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, u
             a->next = block_seq + 1;
             a->known = 1;
         }
-        if (a->copy_next[c] < block_seq + 1)
-            a->copy_next[c] = block_seq + 1;
         return OMDP_FH_INTEGRITY;
     default: /* E F J L M P: delivered; only a number above next reports a loss (spec Q3) */
         if (a->known && block_seq > a->next)
@@ -89,47 +94,52 @@ int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, u
             a->next = block_seq + 1;
             a->known = 1;
         }
-        if (a->copy_next[c] < block_seq + 1)
-            a->copy_next[c] = block_seq + 1;
         a->accepted++;
         return OMDP_FH_ACCEPT;
     }
 }
 
 uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count,
-                              uint32_t range[4])
+                              uint32_t range[2 * OMDP_FH_OBI_RANGES])
 {
     uint32_t c = copy_of(copy);
     uint64_t s = block_seq, end = block_seq + count;
     uint32_t nr = 0, delivered = 0;
     if (count == 0)
         return 0; /* an empty block uses no numbers (spec Q8) */
-    if (a->copy_next[c] < end)
-        a->copy_next[c] = end;
     if (!a->known) {
         a->next = s; /* joining mid-day */
         a->known = 1;
     }
-    /* The other stream at a gap this one's partner jumped: fill it, or pass it (lost). */
-    if (a->gap_lo < a->gap_hi && c != a->gap_copy && end > a->gap_lo) {
-        if (s >= a->gap_hi) {
-            declare_lost(a);
-        } else {
-            if (s > a->gap_lo)
-                a->missed += s - a->gap_lo; /* the other stream lost these too */
-            uint64_t lo = s > a->gap_lo ? s : a->gap_lo, hi = end < a->gap_hi ? end : a->gap_hi;
-            range[0] = (uint32_t)(lo - s);
-            range[1] = (uint32_t)(hi - s);
-            nr = 1;
-            delivered = (uint32_t)(hi - lo);
-            a->filled += delivered;
-            a->gap_lo = hi;
-            if (a->gap_lo >= a->gap_hi)
-                a->gap_lo = a->gap_hi = 0;
+    /* The gaps the other stream jumped: this stream passed them (lost), or fills them. */
+    for (uint32_t g = 0; g < a->n_gaps && nr + 1 < OMDP_FH_OBI_RANGES;) {
+        omdp_fh_obi_gap_t *gp = &a->gaps[g];
+        if (gp->copy == c || gp->lo >= end) {
+            g++;
+            continue;
         }
+        if (gp->hi <= s) {
+            drop_gap(a, g, 1);
+            continue;
+        }
+        if (s > gp->lo) {
+            a->missed += s - gp->lo; /* this stream lost these too */
+            gp->lo = s;
+        }
+        uint64_t hi = end < gp->hi ? end : gp->hi;
+        range[2 * nr] = (uint32_t)(gp->lo - s);
+        range[2 * nr + 1] = (uint32_t)(hi - s);
+        nr++;
+        delivered += (uint32_t)(hi - gp->lo);
+        a->filled += hi - gp->lo;
+        gp->lo = hi;
+        if (gp->lo >= gp->hi)
+            drop_gap(a, g, 0);
+        else
+            g++;
     }
     if (end <= a->next) {
-        /* already delivered from the other stream (but for a gap filled above) */
+        /* already delivered from the other stream (but for gaps filled above) */
     } else if (s > a->next) {
         open_gap(a, c, s);
         range[2 * nr] = 0;
@@ -151,5 +161,5 @@ uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t bloc
 
 void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a)
 {
-    declare_lost(a);
+    declare_all_lost(a);
 }
