@@ -77,7 +77,8 @@
 #define OMDP_FH_TABLE_NAME 128   /* bytes of an intended table's shm name, NUL included */
 #define OMDP_FH_ROOT_KEY 8       /* root bytes in a route entry (6 used, NUL padded) */
 
-/* The feed's wire format (omdp_fh_params_t.format): which decoder and which arbitration. */
+/* The feed's wire format (omdp_fh_params_t.format, omdp_fh_offline_set_format): which
+ * decoder and which arbitration. */
 #define OMDP_FH_FORMAT_FAST 0    /* OPRA FAST V2 (opra_fast.h), arbitration by omdp_fh_arb_* */
 #define OMDP_FH_FORMAT_OBI 1     /* OPRA binary v6 (opra_obi.h), arbitration by omdp_fh_obi_arb_* */
 
@@ -187,8 +188,19 @@ int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, u
  * (0: drop the block). */
 uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count,
                               uint32_t range[2 * OMDP_FH_OBI_RANGES]);
+/* A decoded block of n records with its header's sequence and time: a control block ('H'
+ * alone) through omdp_fh_obi_arb_control, *result its answer, and one range [0, 1) unless
+ * it is a duplicate or H N; else a data block through omdp_fh_obi_arb_data, *result
+ * OMDP_FH_ACCEPT. Returns the ranges to deliver. */
+uint32_t omdp_fh_obi_arb_block(omdp_fh_obi_arb_t *a, uint32_t copy, const omdp_opra_msg_t *recs, uint32_t n,
+                               uint64_t block_seq, uint32_t ts_sec, uint32_t ts_nsec,
+                               uint32_t range[2 * OMDP_FH_OBI_RANGES], int *result);
 /* End of stream: a gap still pending is lost. */
 void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a);
+/* 1 when the block (len bytes) is a data block whose messages all lie behind `next`, none
+ * in a pending gap: the other stream's copy, to drop unread (its checksum unchecked). A
+ * control block is never one (it is checked on its content), nor a short datagram. */
+int omdp_fh_obi_arb_is_behind(const omdp_fh_obi_arb_t *a, const uint8_t *blk, size_t len);
 
 /* ---- routing by root ---------------------------------------------------------------- */
 

@@ -8,22 +8,6 @@
 #include "feed_handler_internal.h"
 
 #define OBI_RETRANS_OFF 4   /* block header byte: ' ' original, 'V' retransmitted */
-#define OBI_CATEGORY_OFF 22 /* the first message's category (header 21 + participant) */
-
-/* 1 when the block's messages all lie behind `next` and none is in the pending gap: the
- * other stream's copy, dropped unread (a control block is never one: it is checked on
- * its content). */
-static inline int behind(const omdp_fh_obi_arb_t *a, const uint8_t *pkt, uint32_t len, uint64_t s, uint32_t n)
-{
-    if (!a->known || n == 0 || s + n > a->next || len <= OBI_CATEGORY_OFF)
-        return 0;
-    if (n == 1 && pkt[OBI_CATEGORY_OFF] == 'H')
-        return 0;
-    for (uint32_t g = 0; g < a->n_gaps; g++)
-        if (s + n > a->gaps[g].lo && s < a->gaps[g].hi)
-            return 0;
-    return 1;
-}
 
 int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
                           int64_t fh_in, int64_t intended, const omdp_emitter_t *em)
@@ -38,7 +22,7 @@ int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const 
         l->retrans_ignored++; /* only requested retransmissions matter; none are requested */
         return OMDP_OK;
     }
-    if (behind(a, pkt, len, block_seq, count)) {
+    if (omdp_fh_obi_arb_is_behind(a, pkt, len)) {
         l->packets_duplicate++;
         a->duplicates += count;
         return OMDP_OK;
@@ -58,22 +42,18 @@ int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const 
         fh->last_error.code = n;
         return OMDP_OK;
     }
-    uint32_t range[2 * OMDP_FH_OBI_RANGES], nr;
-    if (n == 1 && dec[0].category == 'H') {
-        int r = omdp_fh_obi_arb_control(a, copy, dec[0].msg_type, blk.block_seq, blk.ts_sec, blk.ts_nsec);
-        if (r == OMDP_FH_INTEGRITY)
-            l->integrity++;
-        if (r == OMDP_FH_DUPLICATE || r == OMDP_FH_INTEGRITY) {
-            l->packets_duplicate += r == OMDP_FH_DUPLICATE;
-            return OMDP_OK;
-        }
-        range[0] = 0;
-        range[1] = 1;
-        nr = 1;
-    } else {
-        nr = omdp_fh_obi_arb_data(a, copy, blk.block_seq, (uint32_t)n, range);
+    uint32_t range[2 * OMDP_FH_OBI_RANGES];
+    int result;
+    uint32_t nr = omdp_fh_obi_arb_block(a, copy, dec, (uint32_t)n, blk.block_seq, blk.ts_sec, blk.ts_nsec, range, &result);
+    if (result == OMDP_FH_INTEGRITY) {
+        l->integrity++; /* nothing to deliver */
+        return OMDP_OK;
     }
-    if (n > 0 && intended == 0 && l->table >= 0 && nr > 0)
+    if (result == OMDP_FH_DUPLICATE) {
+        l->packets_duplicate++; /* a control block's other copy */
+        return OMDP_OK;
+    }
+    if (intended == 0 && l->table >= 0 && nr > 0)
         intended = omdp_fh_intended_lookup(fh, l, block_seq);
 
     uint32_t kept = 0, last = 0, i = 0;

@@ -5,6 +5,10 @@
 
 #include <string.h>
 
+#include "omdp/opra_obi.h"
+
+#define OBI_CATEGORY_OFF 22 /* the first message's category (header 21 + participant) */
+
 static inline uint32_t copy_of(uint32_t copy)
 {
     return copy == 0 ? 0 : 1;
@@ -159,7 +163,38 @@ uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t bloc
     return nr;
 }
 
+uint32_t omdp_fh_obi_arb_block(omdp_fh_obi_arb_t *a, uint32_t copy, const omdp_opra_msg_t *recs, uint32_t n,
+                               uint64_t block_seq, uint32_t ts_sec, uint32_t ts_nsec,
+                               uint32_t range[2 * OMDP_FH_OBI_RANGES], int *result)
+{
+    if (n == 1 && recs[0].category == 'H') {
+        *result = omdp_fh_obi_arb_control(a, copy, recs[0].msg_type, block_seq, ts_sec, ts_nsec);
+        if (*result == OMDP_FH_DUPLICATE || *result == OMDP_FH_INTEGRITY)
+            return 0;
+        range[0] = 0;
+        range[1] = 1;
+        return 1;
+    }
+    *result = OMDP_FH_ACCEPT;
+    return omdp_fh_obi_arb_data(a, copy, block_seq, n, range);
+}
+
 void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a)
 {
     declare_all_lost(a);
+}
+
+int omdp_fh_obi_arb_is_behind(const omdp_fh_obi_arb_t *a, const uint8_t *blk, size_t len)
+{
+    uint64_t s;
+    uint32_t n;
+    omdp_obi_header_peek(blk, len, &s, &n);
+    if (!a->known || n == 0 || s + n > a->next || len <= OBI_CATEGORY_OFF)
+        return 0;
+    if (n == 1 && blk[OBI_CATEGORY_OFF] == 'H')
+        return 0;
+    for (uint32_t g = 0; g < a->n_gaps; g++)
+        if (s + n > a->gaps[g].lo && s < a->gaps[g].hi)
+            return 0;
+    return 1;
 }
