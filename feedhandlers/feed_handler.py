@@ -36,6 +36,8 @@ ENGINE_PORTS: tuple[str, ...] = tuple(f"de{k}" for k in range(MAX_ENGINES))
 RING_FRAME_HEADER = 24
 """sizeof(omdp_replay_frame_t): what precedes a packet in a ring slot."""
 _INPUT_CODES = {"ring": lib.OMDP_FH_INPUT_RING, "multicast": lib.OMDP_FH_INPUT_MULTICAST}
+FEED_FORMATS: dict[str, int] = {"opra-fast-v2": lib.OMDP_FH_FORMAT_FAST, "obi-v6": lib.OMDP_FH_FORMAT_OBI}
+"""A capture manifest's ``feed_format`` -> the C handler's decoder and arbitration."""
 _RECEIVE_CODES = {"sockets": lib.OMDP_FH_RECEIVE_SOCKETS, "packet_ring": lib.OMDP_FH_RECEIVE_PACKET_RING}
 RX_RING_BLOCK = 4 << 20
 """The packet ring is allocated in blocks of this many bytes (feed_handler_rxring.c)."""
@@ -74,6 +76,9 @@ class FeedHandlerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     input: Literal["ring", "multicast"] = Field("ring", description="packets from the replayer's ring, or multicast")
+    format: Literal["opra-fast-v2", "obi-v6"] = Field(
+        "opra-fast-v2", description="the feed's wire format (the capture manifest's feed_format; the pipeline assembly "
+                                    "fills it): FAST V2 arbitrated per message, or OBI v6 arbitrated per spec 9.2")
     lines: list[FeedLine] = Field(default_factory=list, description="the lines of the feed, with handler and sender")
     routing: RoutingTable = Field(default_factory=RoutingTable, description="root -> underlying, engine")
     default_engine: int = Field(0, ge=0, lt=MAX_ENGINES, description="engine of messages without a root")
@@ -244,7 +249,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
             "coalesce_packets": p.coalesce_packets, "reshard": reshard.c_handle if reshard else ffi.NULL,
             "receive": _RECEIVE_CODES[p.receive], "rx_iface_addr": _iface_addr(p.interface),
-            "rx_ring_bytes": p.rx_ring_bytes,
+            "rx_ring_bytes": p.rx_ring_bytes, "format": FEED_FORMATS[p.format],
         })
     except BaseException:
         for s in sockets:

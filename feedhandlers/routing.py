@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from feedhandlers.captures import Capture, read_capture
-from feedhandlers.opra_batch import BatchDecoder
+from feedhandlers.packet_batch import PacketBatchDecoder
 
 MAX_ENGINES = 64
 """Output ports of the feed handler (OMDP_FH_MAX_ENGINES)."""
@@ -83,13 +83,18 @@ def count_roots(files: Iterable[str | Path | Capture], max_messages: int = DEFAU
     """Messages per root over the first ``max_messages`` of each file's packets (files by path
     or already read), decoded in C a batch of packets per call straight from the mapped file
     and counted with numpy on the roots as 8-byte integers (sorting them as strings, and
-    packing the packets first, had been most of the count)."""
+    packing the packets first, had been most of the count). Each file's format (FAST V2 or
+    OBI v6) is told from its first packet."""
     keys: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     seen = 0
-    dec = BatchDecoder()
+    decoders: dict[str, PacketBatchDecoder] = {}
     for path in files:
         cap = path if isinstance(path, Capture) else read_capture(path)
+        if not len(cap.offsets):
+            continue
+        first = PacketBatchDecoder.for_packet(cap.payload(0))
+        dec = decoders.setdefault(first.feed, first)
         taken = 0
         for start in range(0, len(cap.offsets), _PACKETS_PER_CALL):
             if taken >= max_messages:

@@ -22,6 +22,17 @@ def make_capture(data_dir: Path, seconds: float = 0.5, lines: int = 4, seed: int
     return res.directory
 
 
+def make_obi_capture(data_dir: Path, seconds: float = 0.5, lines: int = 8, faults_per_second: float = 8.0) -> Path:
+    """A small capture of today's market (OBI v6, A and B copies, injected gaps and bad
+    checksums at ``faults_per_second`` per line each) under data_dir/captures/<date>/."""
+    from ops.synth.today.generator import TodayConfig, synthesize_today
+
+    cfg = TodayConfig(data=data_dir, seconds=seconds, rate=0.005, underlyings=120, series=8_000, b_copy=True,
+                      gaps_per_second=faults_per_second, checksums_per_second=faults_per_second, num_lines=lines,
+                      progress=False)
+    return synthesize_today(cfg).directory
+
+
 @dataclass
 class LinePackets:
     """One line's packets in capture order: payloads, message counts, first sequences."""

@@ -17,13 +17,13 @@ import numpy as np
 from tqdm import tqdm
 
 from feedhandlers.captures import read_pcap
-from feedhandlers.opra_batch import BatchDecoder
+from feedhandlers.packet_batch import PacketBatchDecoder
 from ops.capture.locate import capture_lines
 
 WINDOWS_NS = {"100ms": 100_000_000, "10ms": 10_000_000}
 DECODE_BATCH = 1 << 15
 CATEGORY_NAMES = {"k": "quote", "a": "last sale", "d": "open interest", "f": "summary", "Y": "underlying value",
-                  "C": "admin", "H": "control", "?": "default"}
+                  "C": "admin", "H": "control", "R": "series mapping", "?": "default"}
 
 
 @dataclass
@@ -116,12 +116,13 @@ def rate_stats(ts: np.ndarray, msgs: np.ndarray, sizes: np.ndarray, categories: 
     )
 
 
-def _line_arrays(files: list[Path], decoder: BatchDecoder, truncated: list[str],
+def _line_arrays(files: list[Path], truncated: list[str],
                  malformed: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Packet times, message counts and sizes of a line's files; category counts. A file
     cut inside a packet adds its ``TruncatedTail`` to ``truncated`` and one bad packet; its
     frames cut short or with a bad IPv4/UDP header add their ``MalformedFrames`` to
-    ``malformed`` and their count."""
+    ``malformed`` and their count. The line's first packet tells its format (FAST V2 or OBI v6)."""
+    decoder: PacketBatchDecoder | None = None
     ts, msgs, sizes = [], [], []
     cats = np.zeros(256, dtype=np.int64)
     bad = 0
@@ -133,12 +134,15 @@ def _line_arrays(files: list[Path], decoder: BatchDecoder, truncated: list[str],
         if cap.meta.get("malformed_frames") is not None:
             malformed.append(cap.meta["malformed_frames"].describe())
             bad += int(cap.meta["malformed_packets"])
+        if decoder is None and len(cap):
+            decoder = PacketBatchDecoder.for_packet(cap.payload(0))
         for s in range(0, len(cap), DECODE_BATCH):
             e = min(len(cap), s + DECODE_BATCH)
+            assert decoder is not None
             out = decoder.decode(cap.buf, cap.offsets[s:e], cap.lengths[s:e], s)
             cats += np.bincount(out.records["category"], minlength=256)
-            msgs.append(out.pkt_count.astype(np.int64).copy())
-            bad += int(out.counters.get("packets_bad", 0))
+            msgs.append(out.counts.copy())
+            bad += out.bad
         ts.append(cap.ts_ns)
         sizes.append(cap.lengths.astype(np.int64))
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
@@ -167,13 +171,12 @@ def capture_packets(path: str | Path, copy: str = "a", progress: bool = False) -
     """Every packet of the capture at ``path`` (a capture directory or one pcap), per line:
     the one decoding pass that the statistics and the capacity planner's queueing model
     (ops/pipeline/latency_model.py) are computed from."""
-    decoder = BatchDecoder()
     out: dict[int, LinePackets] = {}
     for ln, files in tqdm(sorted(capture_lines(path, copy).items()), desc="lines", unit="line", disable=not progress,
                           leave=False):
         truncated: list[str] = []
         malformed: list[str] = []
-        ts, msgs, sizes, cats, bad = _line_arrays(files, decoder, truncated, malformed)
+        ts, msgs, sizes, cats, bad = _line_arrays(files, truncated, malformed)
         out[ln] = LinePackets(ts, msgs, sizes, _category_dict(cats), bad, truncated, malformed)
     return out
 

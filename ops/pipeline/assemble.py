@@ -185,7 +185,7 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
     check_reshard(g, data, options, source)
     routing = routing_for(capture, engines, options.routing_sample, options.reshard_buckets)
     line_dicts = [ln.model_dump(mode="json") for ln in lines]
-    fh_params.update(lines=line_dicts, routing=routing.model_dump(mode="json"),
+    fh_params.update(lines=line_dicts, routing=routing.model_dump(mode="json"), format=capture.feed_format,
                      intended_table=fh_params.get("intended_table") or INTENDED_TABLE_TEMPLATE)
     if g.feed_senders:
         fs = ops[g.feed_senders]["params"]

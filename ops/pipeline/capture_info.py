@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedhandlers.feed_handler import Endpoint
+from feedhandlers.feed_handler import FEED_FORMATS, Endpoint
 from ops.replay.capture_set import CaptureInputError, CaptureSet
 
 __all__ = ["CaptureInfo", "CaptureInputError", "capture_dir", "open_capture"]
@@ -44,6 +44,8 @@ class CaptureInfo:
     messages_per_packet: float
     line_packets: dict[int, int]
     """Packets per line as the manifest counts them (lines it does not count are absent)."""
+    feed_format: str = "opra-fast-v2"
+    """The manifest's ``feed_format``: ``opra-fast-v2`` (older manifests) or ``obi-v6``."""
 
     def line_files(self) -> list[Path]:
         """Every capture file, line by line."""
@@ -65,13 +67,16 @@ def open_capture(directory: str | Path, check_sizes: bool = True) -> CaptureInfo
         rate = m.get("rate") or {}
         pps = float(rate.get("packets_per_second") or 0.0)
         mpp = float(rate.get("messages_per_packet") or 0.0)
+        feed_format = str(m.get("feed_format") or "opra-fast-v2")
+        if feed_format not in FEED_FORMATS:
+            raise ValueError(f"feed_format {feed_format!r} is none of {', '.join(FEED_FORMATS)}")
         counted = {int(ln["line"]): int(ln["packets"]) for ln in m.get("lines", [])
                    if isinstance(ln, dict) and "line" in ln and ln.get("packets")}
     except KeyError as e:
         raise CaptureInputError(f"{where}: a root names underlying {e} that 'underlyings' does not list") from None
     except (TypeError, ValueError) as e:
-        raise CaptureInputError(f"{where}: date, underlyings, roots or rate malformed ({e})") from None
+        raise CaptureInputError(f"{where}: date, underlyings, roots, rate or feed_format malformed ({e})") from None
     endpoints = {ln: {c: Endpoint(group=g, port=p) for c, (g, p) in cs.endpoints[ln].groups.items()} for ln in cs.lines}
     return CaptureInfo(directory=cs.capture_dir, date=date, lines=cs.lines, files=cs.files, endpoints=endpoints,
                        root_underlying=roots, underlying_symbols=symbols, recorded_pps=pps, messages_per_packet=mpp,
-                       line_packets={ln: n for ln, n in counted.items() if ln in cs.lines})
+                       line_packets={ln: n for ln, n in counted.items() if ln in cs.lines}, feed_format=feed_format)

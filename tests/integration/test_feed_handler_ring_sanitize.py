@@ -40,9 +40,12 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_handler(capture: Path, frames: list[bytes], engines: int = 2, coalesce: int | None = None,
                 prefill: int = 0) -> tuple[dict[str, int], list[np.ndarray]]:
     """One partition: feed_handler -> Keep x engines; frames put into its ring (the first
-    ``prefill`` of them before the loop starts, so that they wait together)."""
-    extra = {} if coalesce is None else {"coalesce_packets": coalesce}
+    ``prefill`` of them before the loop starts, so that they wait together). The handler
+    reads the capture's format from its manifest, as the pipeline assembly does."""
     info = open_capture(capture)
+    extra: dict[str, object] = {"format": info.feed_format}
+    if coalesce is not None:
+        extra["coalesce_packets"] = coalesce
     routing = routing_for(info, engines)
     registry = build_registry()
     registry.add(OperatorKind("keep", (Port("in", "opra_msg"),), (), Keep, native=False))

@@ -42,5 +42,5 @@ def test_histogram_geometry() -> None:
 def test_stats_layout_is_pinned() -> None:
     # Readers in other processes (and languages) rely on this layout: a change of size is a
     # layout change and must bump OMDP_STATS_VERSION together with this number.
-    assert lib.OMDP_STATS_VERSION == 1
-    assert lib.omdp_stats_layout_size() == 12_093_096
+    assert lib.OMDP_STATS_VERSION == 2  # 2: 128 lines (OBI has 96)
+    assert lib.omdp_stats_layout_size() == 12_101_800

@@ -80,6 +80,11 @@
 #define OMDP_FH_TABLE_NAME 128   /* bytes of an intended table's shm name, NUL included */
 #define OMDP_FH_ROOT_KEY 8       /* root bytes in a route entry (6 used, NUL padded) */
 
+/* The feed's wire format (omdp_fh_params_t.format, omdp_fh_offline_set_format): which
+ * decoder and which arbitration. */
+#define OMDP_FH_FORMAT_FAST 0    /* OPRA FAST V2 (opra_fast.h), arbitration by omdp_fh_arb_* */
+#define OMDP_FH_FORMAT_OBI 1     /* OPRA binary v6 (opra_obi.h), arbitration by omdp_fh_obi_arb_* */
+
 #define OMDP_FH_INPUT_RING 0
 #define OMDP_FH_INPUT_MULTICAST 1
 
@@ -132,6 +137,79 @@ void omdp_fh_arb_observe_block(omdp_fh_arb_t *a, uint64_t block_seq, uint64_t fi
 /* One decoded message on `copy` (0 or 1; others are treated as 1): OMDP_FH_ACCEPT,
  * OMDP_FH_DUPLICATE or OMDP_FH_RESET. `is_reset`: the message is 'H' type 'K'. */
 int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int is_reset);
+
+/* ---- OBI v6: arbitration and gaps of one line (spec opra-binary.md 9.2) --------------
+ *
+ * The spec's recommended receiver, per line on message sequence numbers (MSNs): each MSN
+ * delivered once, from whichever stream brings it first; a data block whose MSNs are all
+ * behind `next` is the other stream's copy and dropped; control blocks (category 'H',
+ * always alone) are deduplicated on their content (type, block_seq, time) because H C and
+ * H K move `next` backwards; H N (line integrity) carries the last MSN sent and reports the
+ * loss of [next, s]. A gap opened on one stream is only a loss once the other stream has
+ * passed it too: until then it is pending, and the other stream's messages inside it are
+ * still delivered (after later ones). A pending gap is declared lost (counted in `missed`)
+ * when the other stream moves past it, when OMDP_FH_OBI_GAPS newer gaps are pending, when
+ * H C or H K restarts the line, or at the end of the stream (omdp_fh_obi_arb_finish). Retransmitted ('V') blocks are
+ * not arbitrated here (the spec: a receiver ignores those it did not request). */
+
+/* cdef: begin */
+#define OMDP_FH_OBI_CTL_KEYS 8   /* control blocks remembered per line for the content check */
+#define OMDP_FH_OBI_GAPS 8       /* pending gaps per line; a ninth declares the oldest lost */
+#define OMDP_FH_OBI_RANGES 4     /* ranges one data block may deliver (gaps filled, then the new part) */
+#define OMDP_FH_INTEGRITY 3      /* omdp_fh_obi_arb_control(): H N, nothing to deliver */
+
+typedef struct omdp_fh_obi_ctl_key {
+    uint32_t block_seq, ts_sec, ts_nsec;
+    uint8_t type, seen, pad[2]; /* seen: the streams that brought it (bit per copy), 0: free */
+} omdp_fh_obi_ctl_key_t; /* 16 bytes */
+
+typedef struct omdp_fh_obi_gap {
+    uint64_t lo, hi;                      /* MSNs [lo, hi) */
+    uint32_t copy;                        /* the stream that jumped over them */
+    uint32_t reserved;
+} omdp_fh_obi_gap_t;
+
+typedef struct omdp_fh_obi_arb {
+    uint64_t next;                        /* next MSN expected (valid when known) */
+    uint32_t known;                       /* 0 until the first block sets `next` */
+    uint32_t n_gaps;                      /* pending gaps in gaps[], oldest (lowest) first */
+    uint32_t ctl_next;                    /* next slot of ctl[] to overwrite */
+    uint32_t reserved;
+    omdp_fh_obi_gap_t gaps[OMDP_FH_OBI_GAPS];
+    omdp_fh_obi_ctl_key_t ctl[OMDP_FH_OBI_CTL_KEYS];
+    uint64_t accepted;                    /* messages delivered (control messages included) */
+    uint64_t duplicates;                  /* messages dropped as the other stream's copies */
+    uint64_t missed;                      /* MSNs declared lost (on both streams) */
+    uint64_t resets;                      /* H C and H K honoured */
+    uint64_t filled;                      /* messages of a pending gap delivered from the other stream */
+} omdp_fh_obi_arb_t;
+/* cdef: end */
+
+void omdp_fh_obi_arb_init(omdp_fh_obi_arb_t *a);
+/* A control block (type = the 'H' message's type) on `copy`: OMDP_FH_DUPLICATE (the other
+ * stream's copy: drop), OMDP_FH_RESET (H C or H K: deliver), OMDP_FH_INTEGRITY (H N:
+ * nothing to deliver) or OMDP_FH_ACCEPT (E F J L M P and others: deliver). */
+int omdp_fh_obi_arb_control(omdp_fh_obi_arb_t *a, uint32_t copy, uint8_t type, uint64_t block_seq, uint32_t ts_sec,
+                            uint32_t ts_nsec);
+/* A data block of `count` messages from MSN `block_seq` on `copy`: the messages to deliver,
+ * as up to OMDP_FH_OBI_RANGES ranges of message indices [range[2k], range[2k+1]) in the
+ * block, in MSN order (pending gaps filled, then what is new). Returns the number of ranges
+ * (0: drop the block). */
+uint32_t omdp_fh_obi_arb_data(omdp_fh_obi_arb_t *a, uint32_t copy, uint64_t block_seq, uint32_t count,
+                              uint32_t range[2 * OMDP_FH_OBI_RANGES]);
+/* A decoded block of n records with its header's sequence and time: a control block ('H'
+ * alone) through omdp_fh_obi_arb_control, *result its answer, and one range [0, 1) unless
+ * it is a duplicate or H N; else a data block through omdp_fh_obi_arb_data, *result
+ * OMDP_FH_ACCEPT. Returns the ranges to deliver. */
+uint32_t omdp_fh_obi_arb_block(omdp_fh_obi_arb_t *a, uint32_t copy, const omdp_opra_msg_t *recs, uint32_t n,
+                               uint64_t block_seq, uint32_t ts_sec, uint32_t ts_nsec,
+                               uint32_t range[2 * OMDP_FH_OBI_RANGES], int *result);
+/* End of stream: a gap still pending is lost. */
+void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a);
+/* 1 when the block (len bytes) is a data block whose messages all lie behind `next`, none
+ * in a pending gap: the other stream's copy, to drop unread (its checksum unchecked). A
+ * control block is never one (it is checked on its content), nor a short datagram. */
+int omdp_fh_obi_arb_is_behind(const omdp_fh_obi_arb_t *a, const uint8_t *blk, size_t len);
 
 /* ---- routing by root ---------------------------------------------------------------- */
 
@@ -186,6 +264,7 @@ typedef struct omdp_fh_params {
                                              feed handler `replica` of the segment's n_fh */
     uint32_t rx_iface_addr;               /* packet ring: IPv4 address of the interface (network order) */
     uint32_t rx_ring_bytes;               /* packet ring: bytes of the RX ring (a multiple of 4 MiB) */
+    uint32_t format;                      /* OMDP_FH_FORMAT_*: the capture's (its manifest's feed_format) */
 } omdp_fh_params_t;
 /* cdef: end */
 

@@ -1,7 +1,7 @@
 /* The feed handler's per-packet rules over captured packets, for the backtest
  * (docs/analytics.md "Backtest").
  *
- * A Spark task hands a day's packets - every line, A and B copies, merged in arrival order
+ * A Spark task hands a day's packets (FAST V2, or OBI v6 after omdp_fh_offline_set_format) - every line, A and B copies, merged in arrival order
  * (capture time, then line, then A before B: the replayer's order) - to
  * omdp_fh_offline_run, which writes the accepted records in that order. Per packet it
  * does what feed_handler_packet.c does, with the same functions: the pre-decode duplicate
@@ -52,6 +52,10 @@ typedef struct omdp_fh_offline omdp_fh_offline_t;
 omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n_routes, uint32_t n_engines,
                                        uint32_t default_engine, char *err, size_t errlen);
 void omdp_fh_offline_free(omdp_fh_offline_t *h);
+/* The packets' format, OMDP_FH_FORMAT_FAST (the default) or OMDP_FH_FORMAT_OBI: OBI blocks
+ * are arbitrated as feed_handler_obi.c does (spec 9.2). Set before the first packet. 0, or
+ * -1 for an unknown format. */
+int omdp_fh_offline_set_format(omdp_fh_offline_t *h, uint32_t format);
 
 /* A source buffer: one capture file's bytes. */
 /* cdef: begin */

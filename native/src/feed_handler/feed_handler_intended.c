@@ -72,6 +72,11 @@ void omdp_fh_count_tails(feed_handler_t *fh)
             l->arb.missed += end - l->arb.next;
             l->arb.next = end;
         }
+        omdp_fh_obi_arb_finish(&l->obi); /* OBI: a gap still pending is lost, then the tail */
+        if (l->obi.known && end > l->obi.next) {
+            l->obi.missed += end - l->obi.next;
+            l->obi.next = end;
+        }
     }
 }
 

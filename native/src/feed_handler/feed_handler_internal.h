@@ -5,6 +5,7 @@
 #define OMDP_FEED_HANDLER_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -29,9 +30,11 @@ typedef struct fh_line {
     int fd[OMDP_FH_COPIES];
     int table;                       /* index into fh->tables, -1: none */
     int stats_index;                 /* line entry in the stats segment, -1: none */
-    omdp_fh_arb_t arb;
+    omdp_fh_arb_t arb;               /* FAST V2 */
+    omdp_fh_obi_arb_t obi;           /* OBI v6 */
     uint64_t packets[OMDP_FH_COPIES];
     uint64_t packets_accepted, packets_duplicate, decode_errors;
+    uint64_t checksum_errors, retrans_ignored, integrity; /* OBI: bad checksums, 'V' blocks, H N blocks */
 } fh_line_t;
 
 /* Packet-ring receive: where a line's copy is sent (its join socket's group and port). */
@@ -49,6 +52,7 @@ typedef struct fh_table {
 
 typedef struct feed_handler {
     uint32_t input, n_lines, n_engines, default_engine, batch;
+    uint32_t format;             /* OMDP_FH_FORMAT_* */
     fh_line_t *lines;
     uint8_t line_index[OMDP_FH_MAX_LINE + 1];
     omdp_fh_routes_t *routes;
@@ -117,8 +121,9 @@ typedef struct feed_handler {
 } feed_handler_t;
 
 /* The sources, each using only those listed before it (and feed_handler_arb.c and
- * feed_handler_routes.c, which use none of them):
- *   feed_handler_intended.c <- feed_handler_packet.c <- feed_handler_rxring.c <- feed_handler_input.c
+ * feed_handler_obi_arb.c and feed_handler_routes.c, which use none of them):
+ *   feed_handler_intended.c <- feed_handler_packet.c (<-> feed_handler_obi.c) <- feed_handler_rxring.c
+ *   <- feed_handler_input.c
  *   <- feed_handler_reshard.c
  *   <- feed_handler_op.c */
 
@@ -139,6 +144,86 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
 /* Send the packets held (if any) to their engines: the end of every poll calls it. */
 int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em);
+
+/* Route held message m (decoded at fh->dec index `at`) of line l: its underlying and engine,
+ * stamps and flags set, its engine noted in msg_engine and the per-engine counts. The
+ * per-message step of both formats' packet paths. */
+static inline __attribute__((always_inline)) void omdp_fh_route_message(feed_handler_t *fh, const fh_line_t *l,
+                                                                        omdp_opra_msg_t *m, uint16_t *msg_engine,
+                                                                        int64_t intended, int64_t fh_in,
+                                                                        uint32_t *first_engine, uint32_t *mixed)
+{
+    uint32_t uid, e = fh->default_engine;
+    int found;
+    uint32_t k_lo; /* the 6 root bytes and root_len, combined in registers (no store-forwarding stall) */
+    uint16_t k_hi;
+    memcpy(&k_lo, m->root, 4);
+    memcpy(&k_hi, m->root + 4, 2);
+    uint64_t key = (uint64_t)k_lo | ((uint64_t)k_hi << 32) | ((uint64_t)m->root_len << 48);
+    if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
+        /* messages of one root come in runs: the last lookup answers most of them */
+        found = fh->route_found;
+        uid = fh->route_uid;
+        e = fh->route_engine;
+    } else {
+        found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+        if (fh->bucket_engine && found > 0)
+            e = fh->bucket_engine[uid & fh->bucket_mask]; /* re-sharding: the bucket's engine now */
+        fh->route_key = key;
+        fh->route_found = found;
+        fh->route_uid = uid;
+        fh->route_engine = e;
+    }
+    if (found < 0) {
+        fh->no_root++;
+        e = fh->default_engine;
+    } else if (found == 0) {
+        fh->unknown_root++;
+    }
+    m->underlying_id = uid;
+    m->line = (uint16_t)l->line;
+    m->var_off = 0;
+    m->var_len = 0;
+    m->hdr.flags = 0;
+    m->hdr.stamps.intended = intended;
+    m->hdr.stamps.fh_in = fh_in;
+    *msg_engine = (uint16_t)e;
+    fh->acc_per_engine[e]++;
+    if (*first_engine == FH_SKIP)
+        *first_engine = e;
+    else if (e != *first_engine)
+        *mixed = 1;
+}
+
+/* After a packet's messages were routed: hold them (n decoded from fh->dec[base], kept
+ * routed, `last` the index of the last kept) for the next output batch, which leaves once
+ * the packets held reach the cap. */
+static inline __attribute__((always_inline)) int omdp_fh_hold_packet(feed_handler_t *fh, fh_line_t *l, uint32_t base,
+                                                                     uint32_t n, uint32_t kept, uint32_t last,
+                                                                     uint32_t first_engine, uint32_t mixed,
+                                                                     const omdp_emitter_t *em)
+{
+    if (kept == 0) {
+        l->packets_duplicate++; /* nothing held: the next packet decodes over it */
+        return OMDP_OK;
+    }
+    l->packets_accepted++;
+    fh->routed += kept;
+    fh->dec[base + last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
+    fh->acc_first_engine = first_engine;
+    fh->acc_mixed = mixed;
+    fh->acc_n = base + n;
+    fh->acc_kept += kept;
+    fh->acc_packets++;
+    if (fh->acc_packets >= fh->coalesce || fh->acc_n >= OMDP_FH_COALESCE_MSGS)
+        return omdp_fh_flush(fh, em);
+    return OMDP_OK;
+}
+
+/* feed_handler_obi.c: one OBI v6 block (omdp_fh_process_packet hands it over when the
+ * handler's format is OBI). */
+int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
+                          int64_t fh_in, int64_t intended, const omdp_emitter_t *em);
 
 /* feed_handler_rxring.c: the packet ring of the multicast input (OMDP_FH_RECEIVE_PACKET_RING) */
 int omdp_fh_rxring_open(feed_handler_t *fh, char *err, size_t errlen);

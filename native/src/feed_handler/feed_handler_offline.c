@@ -1,29 +1,33 @@
 /* The feed handler's per-packet rules over captured packets (feed_offline.h): the offline
  * replay's arbitration, decode and routing, with the functions the live handler uses
- * (feed_handler_packet.c does the same steps in the same order). Uses feed_handler_arb.c
- * and feed_handler_routes.c only. */
+ * (feed_handler_packet.c, feed_handler_obi.c do the same steps in the same order). Uses
+ * feed_handler_arb.c, feed_handler_obi_arb.c and feed_handler_routes.c only. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "feed_handler_stage_internal.h"
 #include "omdp/feed_offline.h"
 #include "omdp/opra_fast.h"
+#include "omdp/opra_obi.h"
 
 _Static_assert(OMDP_FH_MAX_ENGINES <= 0xFFFFFFu, "a staged series keeps its engine in 24 bits (stage_route_word)");
 
 #define OFFLINE_SIDE_BYTES (256u * 1024u) /* one packet's variable parts (discarded) */
 
 typedef struct offline_line {
-    omdp_fh_arb_t arb;
+    omdp_fh_arb_t arb;        /* FAST V2 */
+    omdp_fh_obi_arb_t obi;    /* OBI v6 */
     omdp_fh_offline_counts_t c;
 } offline_line_t;
 
 struct omdp_fh_offline {
     omdp_fh_routes_t *routes;
     uint32_t n_engines, default_engine;
+    uint32_t format;          /* OMDP_FH_FORMAT_* */
     uint64_t packet_index;
     offline_line_t lines[OMDP_FH_MAX_LINE + 1];
     omdp_opra_msg_t dec[OMDP_OPRA_MAX_MESSAGES];
+    uint8_t keep[OMDP_OPRA_MAX_MESSAGES]; /* per decoded message: the arbiter accepted it */
     uint8_t side[OFFLINE_SIDE_BYTES];
 };
 
@@ -48,9 +52,19 @@ omdp_fh_offline_t *omdp_fh_offline_new(const omdp_fh_route_t *routes, uint32_t n
     }
     h->n_engines = n_engines;
     h->default_engine = default_engine;
-    for (uint32_t i = 0; i <= OMDP_FH_MAX_LINE; i++)
+    for (uint32_t i = 0; i <= OMDP_FH_MAX_LINE; i++) {
         omdp_fh_arb_init(&h->lines[i].arb);
+        omdp_fh_obi_arb_init(&h->lines[i].obi);
+    }
     return h;
+}
+
+int omdp_fh_offline_set_format(omdp_fh_offline_t *h, uint32_t format)
+{
+    if (!h || (format != OMDP_FH_FORMAT_FAST && format != OMDP_FH_FORMAT_OBI))
+        return -1;
+    h->format = format;
+    return 0;
 }
 
 void omdp_fh_offline_free(omdp_fh_offline_t *h)
@@ -93,17 +107,11 @@ static inline void count_route(offline_line_t *l, uint32_t route)
         l->c.unknown_root++;
 }
 
-/* One packet: arbitrate, decode, route; accepted messages handed to the sink. Returns 0, or
- * the staging's error (-1, -3) with the packet part staged. */
-static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
-                          uint32_t len, int64_t ts, const sink_t *k)
+/* A FAST V2 packet's pre-decode check, decode and arbitration (feed_handler_packet.c):
+ * the messages decoded into h->dec with h->keep set for those accepted; 0 when there is
+ * nothing to route (counted). */
+static int fast_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t copy, const uint8_t *pkt, uint32_t len)
 {
-    uint32_t want = k->want;
-    omdp_opra_msg_t *out = k->out;
-    uint16_t *engines = k->engines;
-    uint64_t *n_out = k->n_out;
-    omdp_fh_staged_t *last_st = NULL;
-    l->c.packets[copy & 1]++;
     uint64_t block_seq;
     uint32_t count;
     omdp_opra_header_peek(pkt, len, &block_seq, &count);
@@ -125,12 +133,72 @@ static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line
         return 0;
     }
     omdp_fh_arb_observe_block(&l->arb, block_seq, h->dec[0].msg_seq);
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        const omdp_opra_msg_t *m = &h->dec[i];
+        int reset = m->category == 'H' && m->msg_type == 'K';
+        h->keep[i] = omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) != OMDP_FH_DUPLICATE;
+    }
+    return n;
+}
+
+/* The same for an OBI v6 block (feed_handler_obi.c): 'V' blocks and the other stream's
+ * copies dropped unread, a bad checksum a decode error, spec 9.2's arbitration. */
+static int obi_block(omdp_fh_offline_t *h, offline_line_t *l, uint32_t copy, const uint8_t *pkt, uint32_t len)
+{
+    uint64_t block_seq;
+    uint32_t count;
+    omdp_obi_header_peek(pkt, len, &block_seq, &count);
+    if ((len > 4 && pkt[4] == 'V') || omdp_fh_obi_arb_is_behind(&l->obi, pkt, len)) {
+        l->c.packets_duplicate++;
+        if (!(len > 4 && pkt[4] == 'V'))
+            l->obi.duplicates += count;
+        return 0;
+    }
+    uint32_t side_used = 0;
+    omdp_obi_block_t blk;
+    int n = omdp_obi_decode_block(pkt, len, h->packet_index++, 0, h->dec, OMDP_OBI_MAX_MESSAGES, h->side,
+                                  OFFLINE_SIDE_BYTES, &side_used, &blk, NULL, NULL);
+    if (n < 0) {
+        l->c.decode_errors++;
+        return 0;
+    }
+    if (n == 0) {
+        l->c.packets_accepted++;
+        return 0;
+    }
+    uint32_t range[2 * OMDP_FH_OBI_RANGES];
+    int result;
+    uint32_t nr = omdp_fh_obi_arb_block(&l->obi, copy, h->dec, (uint32_t)n, blk.block_seq, blk.ts_sec, blk.ts_nsec,
+                                        range, &result);
+    if (result == OMDP_FH_DUPLICATE || result == OMDP_FH_INTEGRITY) {
+        l->c.packets_duplicate += result == OMDP_FH_DUPLICATE;
+        return 0;
+    }
+    memset(h->keep, 0, (size_t)n);
+    for (uint32_t r = 0; r < nr; r++)
+        memset(h->keep + range[2 * r], 1, range[2 * r + 1] - range[2 * r]);
+    return n;
+}
+
+/* One packet: arbitrate, decode, route; accepted messages handed to the sink. Returns 0, or
+ * the staging's error (-1, -3) with the packet part staged. */
+static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line, uint32_t copy, const uint8_t *pkt,
+                          uint32_t len, int64_t ts, const sink_t *k)
+{
+    uint32_t want = k->want;
+    omdp_opra_msg_t *out = k->out;
+    uint16_t *engines = k->engines;
+    uint64_t *n_out = k->n_out;
+    omdp_fh_staged_t *last_st = NULL;
+    l->c.packets[copy & 1]++;
+    int n = h->format == OMDP_FH_FORMAT_OBI ? obi_block(h, l, copy, pkt, len) : fast_packet(h, l, copy, pkt, len);
+    if (n <= 0)
+        return 0;
     uint32_t kept = 0, last_kept = 0, last_written = UINT32_MAX;
     uint64_t last = 0;
     for (uint32_t i = 0; i < (uint32_t)n; i++) {
         omdp_opra_msg_t *m = &h->dec[i];
-        int reset = m->category == 'H' && m->msg_type == 'K';
-        if (omdp_fh_arb_message(&l->arb, copy, m->msg_seq, reset) == OMDP_FH_DUPLICATE)
+        if (!h->keep[i])
             continue;
         kept++;
         last_kept = i;
@@ -265,8 +333,11 @@ void omdp_fh_offline_line_counts(const omdp_fh_offline_t *h, uint32_t line, omdp
     if (!h || line > OMDP_FH_MAX_LINE)
         return;
     *out = h->lines[line].c;
-    out->accepted = h->lines[line].arb.accepted;
-    out->duplicates = h->lines[line].arb.duplicates;
-    out->missed = h->lines[line].arb.missed;
-    out->resets = h->lines[line].arb.resets;
+    const offline_line_t *l = &h->lines[line];
+    omdp_fh_obi_arb_t obi = l->obi;
+    omdp_fh_obi_arb_finish(&obi); /* the counts as if the stream ended here: pending gaps lost */
+    out->accepted = l->arb.accepted + obi.accepted; /* one of the two arbiters is used */
+    out->duplicates = l->arb.duplicates + obi.duplicates;
+    out->missed = l->arb.missed + obi.missed;
+    out->resets = l->arb.resets + obi.resets;
 }

@@ -46,6 +46,8 @@ static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
     if (p->input == OMDP_FH_INPUT_MULTICAST && p->receive != OMDP_FH_RECEIVE_SOCKETS &&
         p->receive != OMDP_FH_RECEIVE_PACKET_RING)
         return omdp_op_init_fail(init, "receive %u is neither sockets (0) nor packet_ring (1)", p->receive);
+    if (p->format != OMDP_FH_FORMAT_FAST && p->format != OMDP_FH_FORMAT_OBI)
+        return omdp_op_init_fail(init, "format %u is neither FAST V2 (0) nor OBI v6 (1)", p->format);
     if (p->input == OMDP_FH_INPUT_RING && !p->ring)
         return omdp_op_init_fail(init, "ring input without a ring");
     return OMDP_OK;
@@ -83,6 +85,7 @@ static int setup_lines(feed_handler_t *fh, const omdp_fh_params_t *p, const omdp
         l->table = lp->intended[0] ? add_table(fh, lp->intended) : -1;
         l->stats_index = -1;
         omdp_fh_arb_init(&l->arb);
+        omdp_fh_obi_arb_init(&l->obi);
         if (fh->stats) {
             int idx = omdp_stats_line_register(fh->stats, lp->line);
             if (idx < 0)
@@ -107,8 +110,8 @@ static void publish_lines(feed_handler_t *fh, int64_t now_ns, int force)
             continue;
         omdp_line_counts_t c = {
             .packets_received = (int64_t)l->packets_accepted,
-            .messages_received = (int64_t)l->arb.accepted,
-            .messages_missed = (int64_t)l->arb.missed,
+            .messages_received = (int64_t)(l->arb.accepted + l->obi.accepted), /* one of them is used */
+            .messages_missed = (int64_t)(l->arb.missed + l->obi.missed),
             .packets_duplicate = (int64_t)l->packets_duplicate,
             .decode_errors = (int64_t)l->decode_errors,
         };
@@ -135,6 +138,7 @@ static int fh_init(void **state, const omdp_op_init_t *init)
     fh->rx_ring_bytes = p->rx_ring_bytes;
     fh->route_found = FH_ROUTE_NONE;
     fh->input = p->input;
+    fh->format = p->format;
     fh->n_lines = p->n_lines;
     fh->n_engines = p->n_engines;
     fh->default_engine = p->default_engine;
@@ -217,17 +221,22 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
 {
     feed_handler_t *fh = state;
     uint64_t pk_a = 0, pk_b = 0, acc = 0, dup_pk = 0, msgs = 0, dup_msgs = 0, missed = 0, dec_err = 0, resets = 0;
+    uint64_t sums = 0, retrans = 0, integrity = 0, filled = 0;
     for (uint32_t i = 0; i < fh->n_lines; i++) {
         const fh_line_t *l = &fh->lines[i];
         pk_a += l->packets[0];
         pk_b += l->packets[1];
         acc += l->packets_accepted;
         dup_pk += l->packets_duplicate;
-        msgs += l->arb.accepted;
-        dup_msgs += l->arb.duplicates;
-        missed += l->arb.missed;
+        msgs += l->arb.accepted + l->obi.accepted; /* a handler uses one of the two arbiters */
+        dup_msgs += l->arb.duplicates + l->obi.duplicates;
+        missed += l->arb.missed + l->obi.missed;
         dec_err += l->decode_errors;
-        resets += l->arb.resets;
+        resets += l->arb.resets + l->obi.resets;
+        sums += l->checksum_errors;
+        retrans += l->retrans_ignored;
+        integrity += l->integrity;
+        filled += l->obi.filled;
     }
     omdp_counter_t c[] = {
         {"lines", fh->n_lines},
@@ -240,6 +249,11 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"messages_missed", missed},
         {"decode_errors", dec_err},
         {"resets", resets},
+        {"format", fh->format},
+        {"checksum_errors", sums},
+        {"retrans_ignored", retrans},
+        {"line_integrity", integrity},
+        {"gap_filled", filled},
         {"routed", fh->routed},
         {"no_root", fh->no_root},
         {"unknown_root", fh->unknown_root},
@@ -270,7 +284,8 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"reshard_moves", fh->moves_applied},
         {"reshard_markers_sent", fh->markers_sent},
         {"reshard_moves_bad", fh->moves_bad},
-        {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* negated; 0: none */
+        {"last_error_code", (uint64_t)(-(int64_t)fh->last_error.code)}, /* OMDP_OPRA_E_* or OMDP_OBI_E_* (by format)
+                                                                          negated; 0: none */
     };
     uint32_t n = sizeof c / sizeof c[0];
     memcpy(out, c, (n < max ? n : max) * sizeof c[0]);

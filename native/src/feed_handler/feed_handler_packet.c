@@ -71,6 +71,8 @@ int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em)
 int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const uint8_t *pkt, uint32_t len,
                            int64_t fh_in, int64_t intended, const omdp_emitter_t *em)
 {
+    if (fh->format == OMDP_FH_FORMAT_OBI)
+        return omdp_fh_process_block(fh, li, copy, pkt, len, fh_in, intended, em);
     fh_line_t *l = &fh->lines[li];
     l->packets[copy & 1]++;
     uint64_t block_seq;
@@ -115,62 +117,9 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
             intended = omdp_fh_intended_lookup(fh, l, block_seq);
             need_intended = 0;
         }
-        uint32_t uid, e = fh->default_engine;
-        int found;
-        uint32_t k_lo; /* the 6 root bytes and root_len, combined in registers (no store-forwarding stall) */
-        uint16_t k_hi;
-        memcpy(&k_lo, m->root, 4);
-        memcpy(&k_hi, m->root + 4, 2);
-        uint64_t key = (uint64_t)k_lo | ((uint64_t)k_hi << 32) | ((uint64_t)m->root_len << 48);
-        if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
-            /* messages of one root come in runs: the last lookup answers most of them */
-            found = fh->route_found;
-            uid = fh->route_uid;
-            e = fh->route_engine;
-        } else {
-            found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
-            if (fh->bucket_engine && found > 0)
-                e = fh->bucket_engine[uid & fh->bucket_mask]; /* re-sharding: the bucket's engine now */
-            fh->route_key = key;
-            fh->route_found = found;
-            fh->route_uid = uid;
-            fh->route_engine = e;
-        }
-        if (found < 0) {
-            fh->no_root++;
-            e = fh->default_engine;
-        } else if (found == 0) {
-            fh->unknown_root++;
-        }
-        m->underlying_id = uid;
-        m->line = (uint16_t)l->line;
-        m->var_off = 0;
-        m->var_len = 0;
-        m->hdr.flags = 0;
-        m->hdr.stamps.intended = intended;
-        m->hdr.stamps.fh_in = fh_in;
-        msg_engine[i] = (uint16_t)e;
-        fh->acc_per_engine[e]++;
-        if (first_engine == FH_SKIP)
-            first_engine = e;
-        else if (e != first_engine)
-            mixed = 1;
+        omdp_fh_route_message(fh, l, m, &msg_engine[i], intended, fh_in, &first_engine, &mixed);
         kept++;
         last = i;
     }
-    if (kept == 0) {
-        l->packets_duplicate++; /* nothing held: the next packet decodes over it */
-        return OMDP_OK;
-    }
-    l->packets_accepted++;
-    fh->routed += kept;
-    dec[last].hdr.flags |= OMDP_RF_LAST_IN_PACKET;
-    fh->acc_first_engine = first_engine;
-    fh->acc_mixed = mixed;
-    fh->acc_n = base + (uint32_t)n;
-    fh->acc_kept += kept;
-    fh->acc_packets++;
-    if (fh->acc_packets >= fh->coalesce || fh->acc_n >= OMDP_FH_COALESCE_MSGS)
-        return omdp_fh_flush(fh, em);
-    return OMDP_OK;
+    return omdp_fh_hold_packet(fh, l, base, (uint32_t)n, kept, last, first_engine, mixed, em);
 }

@@ -23,6 +23,7 @@
 
 #include "omdp/clock.h"
 #include "omdp/opra_fast.h"
+#include "omdp/opra_obi.h"
 #include "omdp/replay.h"
 #include "replay_lookahead.h"
 #include "replay_sink.h"
@@ -368,7 +369,10 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
     q->line = p->line;
     q->flags = p->flags;
     uint32_t count;
-    omdp_opra_header_peek(data, p->len, &q->block_seq, &count);
+    if (data[0] == OMDP_OBI_VERSION) /* an OBI block (FAST V2 starts with SOH, 0x01) */
+        omdp_obi_header_peek(data, p->len, &q->block_seq, &count);
+    else
+        omdp_opra_header_peek(data, p->len, &q->block_seq, &count);
     q->messages = (uint16_t)count;
     lookahead_sent(la, q->line, q->block_seq, q->messages);
     if (p->flags & OMDP_REPLAY_PKT_CONTROL)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from feedhandlers.captures import PcapError, read_capture
+from feedhandlers.feed_handler import FEED_FORMATS
+from feedhandlers.opra_obi import detect_feed
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
@@ -82,7 +84,8 @@ def route_array(routes: Routes) -> np.ndarray:
 class OfflineFeedHandler:
     """``omdp_fh_offline_*``: the feed handler's arbitration, decode and routing over files."""
 
-    def __init__(self, routes: Routes, default_engine: int = 0) -> None:
+    def __init__(self, routes: Routes, default_engine: int = 0, feed_format: str = "opra-fast-v2") -> None:
+        """``feed_format``: the packets' format (a capture manifest's ``feed_format``)."""
         arr = route_array(routes)
         err = ffi.new("char[256]")
         ptr = lib.omdp_fh_offline_new(ffi.cast("omdp_fh_route_t *", ffi.from_buffer(arr)), len(routes.roots), routes.engines,
@@ -90,6 +93,7 @@ class OfflineFeedHandler:
         if ptr == ffi.NULL:
             raise ValueError(f"routing table: {ffi.string(err).decode(errors='replace')}")
         self._ptr = ffi.gc(ptr, lib.omdp_fh_offline_free)
+        lib.omdp_fh_offline_set_format(self._ptr, FEED_FORMATS[feed_format])
 
     @staticmethod
     def _sources(sources: list[np.ndarray]):
@@ -163,12 +167,26 @@ class OfflineFeedHandler:
         return out
 
 
+def packets_format(sources: list[np.ndarray], pkts: np.ndarray) -> str:
+    """The feed format of a line's packets, told from the first one's bytes (as ``omdp
+    decode --format auto`` does): "obi-v6" or "opra-fast-v2"."""
+    if not len(pkts):
+        return "opra-fast-v2"
+    p = pkts[0]
+    first = sources[int(p["src"])][int(p["off"]) : int(p["off"]) + int(p["len"])]
+    return "obi-v6" if detect_feed(first.tobytes()) == "obi" else "opra-fast-v2"
+
+
 def header_messages(sources: list[np.ndarray], pkts: np.ndarray) -> int:
     """The sum of the packets' header message counts (three ASCII digits at bytes 12-14 of
-    an OPRA packet; a packet too short to have them counts 0)."""
+    a FAST V2 packet, byte 10 of an OBI block; a packet too short to have them counts 0)."""
     total = 0
     for k, src in enumerate(sources):
         p = pkts[pkts["src"] == k]
+        if len(p) and len(src) > int(p["off"][0]) and src[int(p["off"][0])] == lib.OMDP_OBI_VERSION:
+            ok = (p["len"] >= lib.OMDP_OBI_HEADER_SIZE) & (p["off"] + np.uint64(11) <= np.uint64(len(src)))
+            total += int(src[p["off"][ok].astype(np.int64) + 10].astype(np.int64).sum())
+            continue
         ok = (p["len"] >= 15) & (p["off"] + np.uint64(15) <= np.uint64(len(src)))
         off = p["off"][ok].astype(np.int64)
         if not len(off):
@@ -245,7 +263,7 @@ def decode_line(lf: LineFiles, routes: Routes, day_dir: str) -> LineFeed:
     at a time; with what each bucket's engine must hold of the line."""
     problems: list[tuple[str, str, str]] = []
     sources, pkts, files = read_packets([lf], problems)
-    fh = OfflineFeedHandler(routes)
+    fh = OfflineFeedHandler(routes, feed_format=packets_format(sources, pkts))
     with BucketWriter(day_dir, lf.line, routes.engines) as writer:
         messages = fh.stage(sources, pkts, writer)
     return LineFeed(lf.line, messages, fh.counts(lf.line), problems, files, writer.sizes)

@@ -107,6 +107,7 @@ def decode_capture(
     ``dictionary`` mode) lends its column buffers, already faulted in by earlier files;
     by default the file gets a decoder of its own."""
     from feedhandlers.captures import PcapError, read_pcap
+    from feedhandlers.opra_obi import is_obi
 
     try:
         cap = read_pcap(capture.path)
@@ -114,6 +115,11 @@ def decode_capture(
         outcome.status, outcome.error = "skipped", str(exc)
         return
     outcome.frames_skipped = int(cap.skipped)
+    if len(cap) and is_obi(cap.payload(0)):
+        # The tick table's decoder writes FAST V2 packets' columns (opra_arrow.h); an OBI
+        # file is said to be skipped, with why, rather than counted as bad packets.
+        outcome.status, outcome.error = "skipped", "an OBI v6 capture: the tick table decodes OPRA FAST V2 only"
+        return
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
