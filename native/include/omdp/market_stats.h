@@ -82,6 +82,16 @@ typedef struct omdp_market_merge_params {
 
 /* Where the core functions hand records: the operators pass omdp_emit, tests a callback. */
 typedef int (*omdp_market_out_fn)(void *ctx, uint32_t port, const uint8_t *records, uint32_t nbytes);
+
+/* What omdp_market_bench_run measured (thread CPU time, ns). */
+typedef struct omdp_market_bench_result {
+    uint64_t partition_ns; /* market_stats over every partition's records, leaders' time excluded */
+    uint64_t leader_ns;    /* market_merge over every delta batch */
+    uint64_t messages;     /* records fed */
+    uint64_t delta_batches;
+    uint64_t window_records; /* AGG and END records the leaders emitted */
+    uint64_t ends;           /* END records */
+} omdp_market_bench_result_t;
 /* cdef: end */
 
 /* Hash of one key in one dimension (splitmix64's finalizer; the leader is it mod leaders). */
@@ -107,5 +117,13 @@ int omdp_market_merge_feed(void *state, const uint8_t *records, uint32_t nbytes,
 int omdp_market_merge_finish(void *state, omdp_market_out_fn out, void *ctx);
 const omdp_operator_vtable_t *omdp_market_stats_vtable(void);
 const omdp_operator_vtable_t *omdp_market_merge_vtable(void);
+
+/* The benchmark's loop (ops/market/bench.py): partition k's records (parts[k], sizes[k]
+ * bytes) fed in batches of `batch` records, round robin over the partitions, each delta
+ * batch handed straight to its leader's merge; then every partition finishes and every
+ * leader. No transport: it measures the operators' own CPU. */
+int omdp_market_bench_run(void *const *stats, uint32_t n_parts, void *const *merges, uint32_t n_leaders,
+                          const uint8_t *const *parts, const uint64_t *sizes, uint32_t batch,
+                          omdp_market_bench_result_t *out);
 
 #endif /* OMDP_MARKET_STATS_H */
