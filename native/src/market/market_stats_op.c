@@ -11,6 +11,7 @@
 #include "omdp/opra_msg.h"
 
 #define MAX_OPEN 4 /* lateness 0 .. 3 */
+#define PREFETCH_AHEAD 2u /* messages: the slots of the one this far ahead are loaded now */
 
 typedef struct stats_state {
     omdp_market_stats_params_t p;
@@ -193,6 +194,30 @@ static uint64_t series_key(const omdp_opra_msg_t *m)
     return omdp_market_mix(h ^ m->put_call);
 }
 
+/* The message's window, or UINT64_MAX when its time is not a time of day. */
+static uint64_t window_of_time(const stats_state_t *s, uint32_t t)
+{
+    uint32_t hh = t / 10000000u, mi = t / 100000u % 100u, ss = t / 1000u % 100u;
+    if (hh > 23 || mi > 59 || ss > 59)
+        return UINT64_MAX;
+    return ((uint64_t)((hh * 60u + mi) * 60u + ss) * 1000u + t % 1000u) / s->p.window_ms;
+}
+
+/* Start loading the three slots the next message will touch (the tables are larger than the
+ * caches: a slot's miss, not the arithmetic, is what an update costs). */
+static void prefetch_message(const stats_state_t *s, const omdp_opra_msg_t *m)
+{
+    if (s->p.mode != OMDP_MKT_MODE_SHARED || !s->started)
+        return;
+    uint64_t w = window_of_time(s, m->time);
+    if (w == UINT64_MAX || w < s->base)
+        return;
+    const mkt_table_t *t = &s->tab[w % s->open];
+    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_UNDERLYING, m->underlying_id) & t->mask], 1);
+    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_SERIES, series_key(m)) & t->mask], 1);
+    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_EXCHANGE, m->participant) & t->mask], 1);
+}
+
 static int one_message(stats_state_t *s, const omdp_opra_msg_t *m, omdp_market_out_fn out, void *ctx)
 {
     s->c_seen++;
@@ -200,12 +225,11 @@ static int one_message(stats_state_t *s, const omdp_opra_msg_t *m, omdp_market_o
         s->c_other++;
         return OMDP_OK;
     }
-    uint32_t t = m->time, hh = t / 10000000u, mi = t / 100000u % 100u, ss = t / 1000u % 100u;
-    if (hh > 23 || mi > 59 || ss > 59) {
+    uint64_t w = window_of_time(s, m->time);
+    if (w == UINT64_MAX) {
         s->c_bad_time++;
         return OMDP_OK;
     }
-    uint64_t w = ((uint64_t)((hh * 60u + mi) * 60u + ss) * 1000u + t % 1000u) / s->p.window_ms;
     if (!s->started) {
         s->started = 1;
         s->base = w >= s->p.lateness ? w - s->p.lateness : 0;
@@ -254,6 +278,8 @@ int omdp_market_stats_feed(void *state, const uint8_t *records, uint32_t nbytes,
             s->c_other++;
             continue;
         }
+        if (nbytes - off >= PREFETCH_AHEAD * OMDP_OPRA_MSG_SIZE) /* its slots load while these run */
+            prefetch_message(s, (const omdp_opra_msg_t *)(records + off + (PREFETCH_AHEAD - 1) * OMDP_OPRA_MSG_SIZE));
         int e = one_message(s, (const omdp_opra_msg_t *)rec, out, ctx);
         if (e < 0)
             return e;
