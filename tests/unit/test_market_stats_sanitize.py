@@ -4,7 +4,7 @@ the key skew, the number of partitions and leaders, and the order in which the l
 the sources; a partition that dies leaves its windows incomplete, never silently short; a
 full table and a late message are counted, not lost silently. The C core runs here without
 a partition (ops.market.core); tests/integration/test_market_pipeline.py runs the operators
-in a pipeline."""
+in a pipeline. Named "sanitize": CI runs it under ASan/UBSan."""
 from __future__ import annotations
 
 import re
