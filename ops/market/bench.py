@@ -30,7 +30,8 @@ def measure(msgs: np.ndarray, partitions: int, mode: str, cfg: MarketConfig, bat
     try:
         rc = lib.omdp_market_bench_run(ffi.new("void *[]", [s.state for s in stats]), partitions,
                                        ffi.new("void *[]", [m.state for m in merges]), cfg.leaders,
-                                       ffi.new("const uint8_t *[]", bufs), ffi.new("uint64_t[]", [len(a) for a in arrays]),
+                                       ffi.new("const uint8_t *[]", bufs),
+                                       ffi.new("uint64_t[]", [len(a) for a in arrays]),
                                        batch, res)
         if rc != 0:
             raise RuntimeError(f"omdp_market_bench_run: {rc}")

@@ -39,7 +39,8 @@ class MarketStatsParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     window_ms: int = Field(1000, ge=1, description="tumbling window of event time (the OPRA time), ms")
-    capacity: int = Field(1 << 17, le=1 << 26, description="table slots per open window (power of two; 3/4 fill; 64 B each)")
+    capacity: int = Field(1 << 17, le=1 << 26,
+                          description="table slots per open window (power of two; 3/4 fill; 64 B each)")
     leaders: int = Field(1, ge=1, le=int(lib.OMDP_MKT_MAX_LEADERS), description="leaders: port d<l> feeds leader l")
     lateness: int = Field(1, ge=0, le=3, description="windows kept open behind the newest")
     mode: Literal["shared", "route"] = Field("shared", description="shared: partial state; route: the baseline")
@@ -56,7 +57,8 @@ class MarketMergeParams(BaseModel):
 
     sources: int = Field(1, ge=1, le=int(lib.OMDP_MKT_MAX_SOURCES), description="market_stats instances feeding it")
     capacity: int = Field(1 << 17, le=1 << 26, description="table slots per pending window (power of two; 64 B each)")
-    pending: int = Field(8, ge=2, le=64, description="windows held for watermarks; more force the oldest out incomplete")
+    pending: int = Field(8, ge=2, le=64,
+                         description="windows held for watermarks; more force the oldest out incomplete")
     out_records: int = Field(64, ge=1, le=4096, description="records per emitted batch")
 
     _cap = field_validator("capacity")(classmethod(lambda cls, v: _pow2(v)))
@@ -82,6 +84,7 @@ def register_market(registry: Registry, opra_msg: str) -> None:
         tuple(Port(p, MARKET.name) for p in LEADER_PORTS), _stats, MarketStatsParams,
         doc="windowed partial state by underlying, series, exchange; deltas and watermarks to leaders (C)"))
     registry.add(OperatorKind("market_merge", (Port("in", MARKET.name),), (Port("out", MARKET.name),), _merge,
-                              MarketMergeParams, doc="a leader: merges deltas, emits windows every watermark passed (C)"))
+                              MarketMergeParams,
+                              doc="a leader: merges deltas, emits windows every watermark passed (C)"))
     registry.add(OperatorKind("market_sink", (Port("in", MARKET.name),), (), MarketSink, MarketSinkParams,
                               native=False, doc="market windows to market_windows.parquet and market_live.json"))

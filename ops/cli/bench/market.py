@@ -21,7 +21,8 @@ def _floats(text: str) -> list[float]:
 @click.option("--partitions", default="1,2,4", show_default=True, help="partition counts (leaders = partitions, <= 8)")
 @click.option("--skew", "skews", default="0.2,1.0,2.0", show_default=True, help="Zipf exponents of the underlyings")
 @click.option("--window-ms", type=click.IntRange(min=1), default=1000, show_default=True, help="window length")
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, help="runs per point; medians reported")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="runs per point; medians reported")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write results here")
 def bench_market(messages: int, partitions: str, skews: str, window_ms: int, runs: int, json_out: Path | None) -> None:
     """CPU per message of market statistics: shared state vs the re-partitioning baseline."""
@@ -41,7 +42,8 @@ def bench_market(messages: int, partitions: str, skews: str, window_ms: int, run
             shared[key] = r["total_ns_per_msg"]
         ratio = f"{r['total_ns_per_msg'] / shared[key]:.1f}x" if r["mode"] == "route" and key in shared else ""
         click.echo(f"{r['skew']:>5g} {r['partitions']:>5} {r['mode']:>7} {r['partition_ns_per_msg']:>17.1f} "
-                   f"{r['leader_ns_per_msg']:>14.1f} {r['total_ns_per_msg']:>13.1f} {r['deltas_per_msg']:>11.3f} {ratio:>16}")
+                   f"{r['leader_ns_per_msg']:>14.1f} {r['total_ns_per_msg']:>13.1f} "
+                   f"{r['deltas_per_msg']:>11.3f} {ratio:>16}")
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2))
         click.echo(f"wrote {json_out}")
