@@ -25,6 +25,7 @@ from ops.dashboard import figures
 from ops.dashboard.access import read_token_middleware
 from ops.dashboard.api_docs import offline_docs_app
 from ops.dashboard.assets import STATIC_PACKAGE, plotly_js, static_dir
+from ops.dashboard.market import market_view
 from ops.dashboard.models import Ingest, IngestHistory, Latency, LatencyHistory, Operators, RunStatus, Signals, Snapshot
 from ops.dashboard.prometheus import metrics_registry
 from ops.dashboard.source import DashboardSource, SourceUnavailable
@@ -118,6 +119,11 @@ def create_app(source: DashboardSource, replay_router: APIRouter | None = None, 
                     ) -> Signals:
         """The latest decision-engine signals."""
         return figures.signals(source, limit)
+
+    @app.get(f"{API}/market", tags=["market"])
+    def get_market(windows: Annotated[int, Query(ge=1, le=60, description="how many, newest first")] = 10) -> dict:
+        """Market activity per window: top underlyings, exchange shares (docs/market_stats.md)."""
+        return market_view(source, windows)
 
     @app.get(f"{API}/run", response_model=RunStatus, tags=["run"])
     def get_run() -> RunStatus:

@@ -18,6 +18,7 @@ from prometheus_client.utils import floatToGoString
 from omdp.metrics.definitions import HOP_KEYS
 from omdp.metrics.stats_segment import LINE_COUNTER_NAMES
 from ops.dashboard import figures
+from ops.dashboard.market import market_metrics
 from ops.dashboard.source import DashboardSource, SourceUnavailable
 
 BUCKET_BOUNDS_NS: tuple[int, ...] = tuple(m * 10**e for e in range(2, 10) for m in (1, 2, 5)) + (10_000_000_000,)
@@ -51,6 +52,7 @@ class RunCollector(Collector):
         signals.add_metric([], src.signals_total())
         yield signals
         yield from self._run(src)
+        yield from market_metrics(src)
 
     @staticmethod
     def _latency(src: DashboardSource) -> Iterator[Metric]:

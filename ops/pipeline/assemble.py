@@ -210,8 +210,13 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
     return Assembly(topology=Topology.model_validate(data), groups=g, lines=lines, routing=routing, capture=capture)
 
 
+TAP_KINDS = ("market_stats",)
+"""Operators that may take a feed handler's engine ports beside the engines (fan-out)."""
+
+
 def check_engine_edges(plan: Plan, groups: PipelineGroups, engines: int) -> None:
-    """Port ``de<k>`` of every feed handler must feed exactly engine k's ``quotes``."""
+    """Port ``de<k>`` of every feed handler must feed exactly engine k's ``quotes`` (and
+    any tap of TAP_KINDS)."""
     targets: dict[str, set[str]] = defaultdict(set)
     for p in plan.partitions:
         for f in p.fused:
@@ -219,12 +224,13 @@ def check_engine_edges(plan: Plan, groups: PipelineGroups, engines: int) -> None
     for c in plan.channels:
         for r in c.routes:
             targets[r.source].update(r.targets)
+    taps = {name for name, op in plan.operators.items() if op.kind in TAP_KINDS}  # may read every port too
     problems = []
     for name, op in plan.operators.items():
         if op.group != groups.feed_handler:
             continue
         for k in range(len(op.outputs)):
-            got = targets.get(f"{name}.de{k}", set())
+            got = {t for t in targets.get(f"{name}.de{k}", set()) if t.split(".")[0] not in taps}
             want = {f"{groups.engines}[{k}].quotes" if engines > 1 else f"{groups.engines}.quotes"} if k < engines else set()
             if got != want:
                 problems.append(f"{name}.de{k} feeds {sorted(got) or 'nothing'}, expected {sorted(want) or 'nothing'}")

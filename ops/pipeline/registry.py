@@ -10,6 +10,7 @@ pipeline's kinds are:
   latency_collector  per-hop latency of the samples, samples.parquet (C; omdp.metrics)
   signal_collector   signals.parquet (ops.pipeline.signal_collector)
   ingest_collector   ingest.parquet from the handlers' live line counters (omdp.metrics)
+  market_stats, market_merge, market_sink   market-wide windows (ops.market, docs/market_stats.md)
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from omdp.metrics.latency_operator import register_latency_collector
 from omdp.metrics.sample_identity import IdentityLayout
 from omdp.registry import OperatorKind, Port, Registry
 from omdp.seq_ops import register_seq_ops
+from ops.market.operators import register_market
 from ops.pipeline.feed_sender import FeedSender, FeedSenderParams
 from ops.pipeline.signal_collector import SignalCollector
 
@@ -43,6 +45,7 @@ def register_pipeline(registry: Registry) -> None:
                               make_feed_handler, FeedHandlerParams,
                               doc="A/B arbitration, gaps, decode, stamps, routing by underlying to port de<k> (C)"))
     register_latency_collector(registry, OPRA_MSG.name, OPRA_SAMPLE_IDENTITY)
+    register_market(registry, OPRA_MSG.name)
     registry.add(OperatorKind("signal_collector", (Port("in", SIGNAL.name),), (), SignalCollector, native=False,
                               doc="every signal, to signals.parquet and the live stats segment"))
     registry.add(OperatorKind("ingest_collector", (), (), IngestCollectorOperator, IngestCollectorParams,

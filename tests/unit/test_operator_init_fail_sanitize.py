@@ -14,6 +14,8 @@ VTABLES = {
     "decision_engine": (lib.omdp_engine_op_vtable, "params: expected omdp_engine_op_params_t"),
     "elastic_engine": (lib.omdp_elastic_op_vtable, "params: expected omdp_elastic_op_params_t"),
     "latency_collector": (lib.omdp_latency_collector_vtable, "params: expected omdp_latency_op_params_t"),
+    "market_stats": (lib.omdp_market_stats_vtable, "params: expected omdp_market_stats_params_t"),
+    "market_merge": (lib.omdp_market_merge_vtable, "params: expected omdp_market_merge_params_t"),
 }
 
 

@@ -32,6 +32,7 @@ C_MAY_USE = {
     "replay": ("runtime", "codec", "transport"), "reshard": ("runtime",),
     "feed_handler": ("runtime", "codec", "transport", "metrics", "replay", "reshard"),
     "engine": ("runtime", "codec", "reshard"), "elastic": ("runtime", "codec", "engine"), "synth": ("runtime", "codec"),
+    "market": ("runtime", "codec"),
 }
 """native/README.md: the components each component may use (besides itself)."""
 
@@ -48,6 +49,7 @@ HEADER_OWNER = {
     "feed_stage": "feed_handler", "engine": "engine", "engine_nbbo": "engine", "engine_op": "engine",
     "engine_reshard": "engine", "signal": "engine", "engine_bench": "engine", "engine_fit": "engine",
     "engine_nbbo_arrow": "engine", "elastic": "elastic", "elastic_op": "elastic",
+    "market_stats": "market",
 }
 """Each public header's component (native/README.md)."""
 

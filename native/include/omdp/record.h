@@ -19,6 +19,7 @@
 #define OMDP_RT_BENCH 3      /* transports' microbenchmarks: opaque payload */
 #define OMDP_RT_SEQ 4        /* omdp runtime tests/benchmarks: numbered, checksummed (seq_ops.h) */
 #define OMDP_RT_RESHARD 5    /* omdp runtime: a re-sharding marker (reshard.h) */
+/* 8: market statistics, OMDP_RT_MARKET (market_stats.h) */
 
 /* Record flags. */
 #define OMDP_RF_SAMPLED 0x1u        /* forwarded to the latency collector as a sample */

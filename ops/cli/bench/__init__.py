@@ -13,6 +13,7 @@ from ops.cli.bench.collector import collector
 from ops.cli.bench.decode import decode_bench
 from ops.cli.bench.elastic import bench_elastic
 from ops.cli.bench.engine import bench_engine
+from ops.cli.bench.market import bench_market
 from ops.cli.bench.replay import bench_replay
 from ops.cli.bench.report import bench_report
 from ops.cli.bench.scaling import bench_scaling
@@ -27,7 +28,7 @@ def bench() -> None:
     """Benchmarks (results and commands: docs/benchmarks.md)."""
 
 
-for _command in (analytics_bench, bench_clock, bench_elastic, bench_engine, bench_replay, bench_report, bench_scaling, bench_soak,
-                 bench_sweep, bench_synth,
+for _command in (analytics_bench, bench_clock, bench_elastic, bench_engine, bench_market, bench_replay, bench_report,
+                 bench_scaling, bench_soak, bench_sweep, bench_synth,
                  collector, decode_bench, transport):
     bench.add_command(_command)

@@ -410,6 +410,26 @@ async function replayAction(path, body) {
   refreshReplay();
 }
 
+async function refreshMarket() {
+  const r = await read("/api/v1/market?windows=5");
+  if (!r.ok) return;
+  const m = await r.json();
+  $("#market").hidden = !m.available;
+  if (!m.available) return;
+  $("#market-note").textContent = `${m.window_ms} ms windows, newest first`;
+  $("#market-table tbody").replaceChildren(...m.windows.map((w) => {
+    const tr = document.createElement("tr");
+    const cells = [
+      clock(w.start_ms * 1e6) + (w.complete ? "" : " (incomplete)"),
+      w.messages.toLocaleString(),
+      w.top_underlyings.slice(0, 5).map((u) => `${u.underlying} (${u.messages})`).join(", "),
+      w.exchanges.map((e) => `${e.exchange} ${(100 * e.quote_share).toFixed(0)}%`).join(" "),
+    ];
+    tr.append(...cells.map((text) => { const td = document.createElement("td"); td.textContent = text; return td; }));
+    return tr;
+  }));
+}
+
 function wire() {
   for (const b of document.querySelectorAll("#windows button")) {
     b.addEventListener("click", () => {
@@ -431,4 +451,6 @@ function wire() {
 }
 
 wire();
+refreshMarket().catch(() => true);
+setInterval(() => refreshMarket().catch(() => true), 2000);
 loadHistory().catch(() => true).then((ok) => { if (ok) connect(); });

@@ -1,0 +1,125 @@
+"""The market windows' sink (``market_sink``): the leaders' AGG and END records kept for
+market_windows.parquet, and after each window every leader has ended, a summary in
+market_live.json (top underlyings, exchange shares) for the dashboard's market panel and
+``/api/v1/market``. A Python sink: a few hundred records a window, once a second."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from omdp.atomic_files import write_parquet_atomic, write_text_atomic
+from omdp.operator import Operator, OperatorContext
+from ops.market.records import AGG, DIMS, END, MARKET_DTYPE, RT_MARKET, VALUES
+
+LIVE_FILE = "market_live.json"
+WINDOWS_FILE = "market_windows.parquet"
+TOP = 10
+
+
+class MarketSinkParams(BaseModel):
+    """market_sink parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    leaders: int = Field(1, ge=1, le=8, description="leaders feeding it: a window is shown once all have ended it")
+    window_ms: int = Field(1000, ge=1, description="the market_stats window, for the windows' start times")
+    history: int = Field(60, ge=1, description="windows kept in market_live.json")
+
+
+def windows_table(recs: np.ndarray, window_ms: int) -> pa.Table:
+    """AGG and END records as market_windows.parquet's rows (one schema for both kinds)."""
+    is_end = recs["kind"] == END
+    dim = np.where(is_end, len(DIMS), recs["dim"].astype(np.int64))
+    cols: dict[str, Any] = {
+        "window": pa.array(recs["window"].astype(np.int64)),
+        "start_ms": pa.array(recs["window"].astype(np.int64) * window_ms),
+        "leader_or_source": pa.array(recs["source"].astype(np.uint16)),
+        "kind": pa.array(np.where(is_end, "end", "agg").tolist(), pa.string()),
+        "dim": pa.array([(*DIMS, "")[int(d)] for d in dim], pa.string()),
+        "key": pa.array(np.where(is_end, 0, recs["key"]).astype(np.uint64)),
+    }
+    for v in VALUES:
+        cols[v] = pa.array(np.where(is_end, 0, recs[v]).astype(np.int64))
+    cols["incomplete"] = pa.array(is_end & (recs["dim"] != 0))
+    cols["missing_sources"] = pa.array(np.where(is_end, recs["key"], 0).astype(np.uint64))
+    cols["messages"] = pa.array(np.where(is_end, recs["quotes"], 0).astype(np.int64))
+    cols["overflow"] = pa.array(np.where(is_end, recs["trades"], 0).astype(np.int64))
+    cols["late"] = pa.array(np.where(is_end, recs["contracts"], 0).astype(np.int64))
+    return pa.table(cols)
+
+
+def window_summary(recs: np.ndarray, ends: list[np.void], window_ms: int) -> dict[str, Any]:
+    """One window for people: its messages, completeness, top underlyings and each
+    exchange's share of quotes and of contracts."""
+    und = recs[recs["dim"] == 0]
+    order = np.argsort(-(und["quotes"] + und["trades"]).astype(np.int64), kind="stable")[:TOP]
+    ex = recs[recs["dim"] == 2]
+    quotes, contracts = max(int(ex["quotes"].sum()), 1), max(int(ex["contracts"].sum()), 1)
+    return {
+        "window": int(ends[0]["window"]),
+        "start_ms": int(ends[0]["window"]) * window_ms,
+        "complete": not any(int(e["dim"]) for e in ends),
+        "missing_sources": int(np.bitwise_or.reduce([int(e["key"]) for e in ends])),
+        "messages": max(int(e["quotes"]) for e in ends),
+        "overflow": sum(int(e["trades"]) for e in ends),
+        "top_underlyings": [{"underlying": int(u["key"]), "messages": int(u["quotes"] + u["trades"]),
+                             "contracts": int(u["contracts"]), "notional": int(u["notional"]) / 1e4,
+                             "nbbo_changes": int(u["nbbo"])} for u in und[order]],
+        "exchanges": [{"exchange": chr(int(e["key"])) if 32 < int(e["key"]) < 127 else str(int(e["key"])),
+                       "quote_share": int(e["quotes"]) / quotes, "contract_share": int(e["contracts"]) / contracts}
+                      for e in ex[np.argsort(ex["key"])]],
+    }
+
+
+class MarketSink(Operator):
+    """Keeps every window record; a window's summary goes live once every leader ended it."""
+
+    def __init__(self, params: MarketSinkParams, ctx: OperatorContext) -> None:
+        super().__init__(params, ctx)
+        self.p = params
+        self.parts: list[np.ndarray] = []
+        self.open: dict[int, list[np.ndarray]] = defaultdict(list)
+        self.ends: dict[int, list[np.void]] = defaultdict(list)
+        self.live: list[dict[str, Any]] = []
+        self.records = self.windows = self.incomplete = self.foreign = 0
+
+    def process_batch(self, records: np.ndarray, port: str) -> None:
+        """Copy the batch; summarize the windows it completes."""
+        ok = records["hdr"]["type"] == RT_MARKET
+        self.foreign += int((~ok).sum())
+        recs = records[ok].copy()
+        self.parts.append(recs)
+        self.records += len(recs)
+        for w in np.unique(recs["window"]):
+            mine = recs[recs["window"] == w]
+            self.open[int(w)].append(mine[mine["kind"] == AGG])
+            self.ends[int(w)].extend(mine[mine["kind"] == END])
+            if len(self.ends[int(w)]) >= self.p.leaders:
+                self._show(int(w))
+
+    def _show(self, w: int) -> None:
+        summary = window_summary(np.concatenate(self.open.pop(w)), self.ends.pop(w), self.p.window_ms)
+        self.windows += 1
+        self.incomplete += not summary["complete"]
+        self.live = [*self.live, summary][-self.p.history:]
+        if self.ctx.run_dir is not None:
+            write_text_atomic(Path(self.ctx.run_dir) / LIVE_FILE,
+                              json.dumps({"window_ms": self.p.window_ms, "windows": self.live}))
+
+    def end_of_stream(self) -> None:
+        """Write market_windows.parquet (empty when no window came)."""
+        if self.ctx.run_dir is None:
+            return
+        recs = np.concatenate(self.parts) if self.parts else np.zeros(0, MARKET_DTYPE)
+        write_parquet_atomic(windows_table(recs, self.p.window_ms), Path(self.ctx.run_dir) / WINDOWS_FILE)
+
+    def counters(self) -> dict[str, int]:
+        """Records and windows seen, incomplete windows, records of another type."""
+        return {"records": self.records, "windows": self.windows, "incomplete": self.incomplete,
+                "foreign": self.foreign}

@@ -1,0 +1,124 @@
+"""Market-wide statistics (docs/market_stats.md): the partitions' partial state merged by the
+leaders, and the re-partitioning baseline, both equal the sequential oracle exactly, whatever
+the key skew, the number of partitions and leaders, and the order in which the leaders hear
+the sources; a partition that dies leaves its windows incomplete, never silently short; a
+full table and a late message are counted, not lost silently. The C core runs here without
+a partition (ops.market.core); tests/integration/test_market_pipeline.py runs the operators
+in a pipeline. Named "sanitize": CI runs it under ASan/UBSan."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from ops.market.core import MarketConfig, Network, stats_op
+from ops.market.oracle import oracle_windows
+from ops.market.records import window_rows
+from ops.market.stream import zipf_stream
+
+BATCH = 500
+
+
+def _run(msgs: np.ndarray, partitions: int, cfg: MarketConfig, mode: str, kill: tuple[int, int] | None = None,
+         seed: int = 0) -> Network:
+    """Every message to the partition of its line, batch by batch; the leaders hear the
+    queued deltas in a seeded random order after each step. ``kill`` = (partition, at batch)."""
+    net = Network(cfg, partitions, mode=mode, seed=seed)
+    part = msgs["line"] % partitions
+    for i, start in enumerate(range(0, len(msgs), BATCH)):
+        sl = slice(start, start + BATCH)
+        for k in range(partitions):
+            if kill and k == kill[0] and i >= kill[1]:
+                if i == kill[1]:
+                    net.kill(k)
+                continue
+            net.feed(k, msgs[sl][part[sl] == k])
+        net.deliver()
+    return net
+
+
+@pytest.mark.parametrize("skew", [pytest.param(0.2, marks=pytest.mark.full), 1.0,
+                                  pytest.param(2.0, marks=pytest.mark.full)])
+@pytest.mark.parametrize("partitions,leaders", [(1, 1), (2, 2), (3, 4)])
+def test_merged_windows_equal_the_baseline_and_the_oracle(skew: float, partitions: int, leaders: int) -> None:
+    msgs = zipf_stream(15_000, skew, seed=int(skew * 10) + partitions, step_us=60.0)
+    cfg = MarketConfig(leaders=leaders, window_ms=250)
+    want, counts = oracle_windows(msgs, window_ms=250)
+    for mode in ("shared", "route"):
+        net = _run(msgs, partitions, cfg, mode, seed=partitions)
+        aggs, ends = window_rows(net.finish())
+        assert aggs == want, mode
+        assert {w: e["messages"] for w, e in ends.items()} == counts
+        assert not any(e["incomplete"] or e["overflow"] or e["late"] for e in ends.values())
+        assert all(e["leaders"] == leaders for e in ends.values())
+        net.close()
+
+
+def test_shared_state_sends_fewer_records_than_routing_every_update() -> None:
+    msgs = zipf_stream(40_000, 1.2, underlyings=200)
+    sent = {}
+    for mode in ("shared", "route"):
+        net = _run(msgs, 2, MarketConfig(leaders=2), mode)
+        net.finish()
+        sent[mode] = sum(m.counters()["deltas"] for m in net.merges)
+        net.close()
+    assert sent["route"] == 3 * 40_000  # one update per message and dimension
+    assert sent["shared"] < sent["route"] / 4
+
+
+@pytest.mark.parametrize("mode", ["shared", "route"])
+def test_a_dead_partition_leaves_its_windows_incomplete_never_short(mode: str) -> None:
+    msgs = zipf_stream(40_000, 1.0, step_us=60.0)
+    cfg = MarketConfig(leaders=2, window_ms=250)
+    want, counts = oracle_windows(msgs, window_ms=250)
+    net = _run(msgs, 3, cfg, mode, kill=(1, 40))
+    aggs, ends = window_rows(net.finish())
+    complete = {w for w, e in ends.items() if not e["incomplete"]}
+    incomplete = set(ends) - complete
+    assert complete and incomplete
+    assert all(ends[w]["missing"] == 0b010 for w in incomplete)  # partition 1, named
+    # every complete window is exact; the dead partition's last windows and after are incomplete
+    assert {k: v for k, v in aggs.items() if k[0] in complete} == {k: v for k, v in want.items() if k[0] in complete}
+    assert all(ends[w]["messages"] == counts[w] for w in complete)
+    assert max(complete) < min(incomplete)
+    assert all(ends[w]["messages"] < counts[w] for w in incomplete)  # short, and saying so
+    net.close()
+
+
+def test_a_full_table_counts_every_update_it_drops() -> None:
+    msgs = zipf_stream(20_000, 0.2, underlyings=5000)
+    net = _run(msgs, 2, MarketConfig(leaders=1, capacity=64), "shared")
+    aggs, ends = window_rows(net.finish())
+    lost = sum(e["overflow"] for e in ends.values())
+    dropped = sum(s.counters()["overflow"] for s in net.stats) + sum(m.counters()["overflow"] for m in net.merges)
+    assert lost == dropped > 0
+    # what was kept plus what was dropped is every update of the underlying dimension
+    kept = sum(v[0] + v[1] for k, v in aggs.items() if k[1] == 0)
+    assert kept <= len(msgs) and sum(e["messages"] for e in ends.values()) == len(msgs)
+    net.close()
+
+
+def test_a_message_older_than_the_open_windows_is_counted_late() -> None:
+    msgs = zipf_stream(6000, 1.0, lines=1, step_us=500.0)
+    late = msgs[:10].copy()  # from the first window, re-sent at the end
+    net = Network(MarketConfig(window_ms=100, lateness=1), 1)
+    net.feed(0, msgs)
+    net.feed(0, late)
+    aggs, ends = window_rows(net.finish())
+    want, counts = oracle_windows(msgs, window_ms=100)
+    assert aggs == want
+    assert sum(e["late"] for e in ends.values()) == 10 == net.stats[0].counters()["late"]
+    net.close()
+
+
+@pytest.mark.parametrize("field,value,reason", [
+    ("window_ms", 0, "window_ms must be at least 1"),
+    ("leaders", 9, "leaders must be 1 .. 8, not 9"),
+    ("capacity", 100, "capacity must be a power of two, 64 .. 2^26, not 100"),
+    ("lateness", 4, "lateness must be 0 .. 3 windows, not 4"),
+])
+def test_bad_parameters_are_refused_with_the_field(field: str, value: int, reason: str) -> None:
+    cfg = MarketConfig(**{field: value})
+    with pytest.raises(ValueError, match=re.escape(f"market_stats[0]: {reason}")):
+        stats_op(cfg, 0)
