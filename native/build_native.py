@@ -14,7 +14,8 @@ adding files.
 
 Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
 ``infiniband/verbs.h`` exists (docs/architecture.md principle 8), and its cdef must be named
-``*_ib.cdef``.
+``*_ib.cdef``; likewise ``_xdp.c`` / ``*_xdp.cdef`` (AF_XDP, docs/xdp.md) only where libxdp's
+``xdp/xsk.h`` and libbpf's ``bpf/bpf.h`` exist, and then every source sees ``OMDP_HAVE_XDP``.
 
 Environment knobs (documented in the README):
   OMDP_SANITIZE=1   build with -fsanitize=address,undefined (CI runs the codec tests so)
@@ -46,7 +47,14 @@ def _have_verbs() -> bool:
     return any(Path(p, "infiniband", "verbs.h").exists() for p in ("/usr/include", "/usr/local/include"))
 
 
+def _have_xdp() -> bool:
+    return all(any(Path(p, h).exists() for p in ("/usr/include", "/usr/local/include"))
+               for h in ("xdp/xsk.h", "bpf/bpf.h"))
+
+
 def _wanted(path: Path, suffix: str) -> bool:
+    if path.stem.endswith("_xdp"):
+        return _have_xdp()
     return not path.stem.endswith("_ib") or _have_verbs()
 
 
@@ -62,6 +70,8 @@ def _compile_args() -> list[str]:
     args = ["-std=gnu11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-strict-aliasing",
             "-fno-semantic-interposition"]
     march = os.environ.get("OMDP_MARCH", "native")
+    if _have_xdp():
+        args.append("-DOMDP_HAVE_XDP")
     if march != "none":
         args.append(f"-march={march}")
     if os.environ.get("OMDP_SANITIZE") == "1":
@@ -75,6 +85,8 @@ def _link_args() -> list[str]:
         args += ["-fsanitize=address,undefined"]
     if _have_verbs() and any(p.stem.endswith("_ib") for p in _sources()):
         args += ["-libverbs"]
+    if _have_xdp():
+        args += ["-lxdp", "-lbpf"]
     return args
 
 
