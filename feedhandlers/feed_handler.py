@@ -89,7 +89,7 @@ class FeedHandlerParams(BaseModel):
                                "one AF_XDP socket on the queue named by 'xdp' (docs/xdp.md; root)")
     xdp: str = Field("", description="receive = 'xdp': the interface and its receive queue, IFACE:QUEUE")
     rx_ring_bytes: int = Field(256 << 20, ge=RX_RING_BLOCK, le=1 << 30,
-                               description="packet_ring: bytes of the RX ring, a multiple of 4 MiB (2 KiB per datagram: "
+                               description="packet_ring: bytes of the RX ring (xdp: of the UMEM), a multiple of 4 MiB (2 KiB per datagram: "
                                            "131,072 datagrams by default, about what 24 sockets' buffers hold)")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
     coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),

@@ -34,12 +34,14 @@ def _ip(*args: str) -> None:
 
 @dataclass
 class VethPair:
-    """``tx`` in namespace ``ns`` (the sender's), ``rx`` here with address ``rx_addr``."""
+    """``tx`` in namespace ``ns`` (the sender's) with address ``tx_addr``, ``rx`` here with
+    address ``rx_addr``."""
 
     ns: str
     tx: str
     rx: str
     rx_addr: str
+    tx_addr: str
 
     def xdp_attached(self) -> bool:
         """Whether an XDP program is attached to the receiving end."""
@@ -76,26 +78,28 @@ def make_veth() -> VethPair:
     """A fresh veth pair: one end in a new namespace, the other here, both up."""
     tag = f"{os.getpid() % 10000:04d}{random.randint(0, 999):03d}"
     sub = random.randint(1, 250)
-    pair = VethPair(ns=f"omdpx{tag}", tx=f"oxt{tag}", rx=f"oxr{tag}", rx_addr=f"10.213.{sub}.2")
+    pair = VethPair(ns=f"omdpx{tag}", tx=f"oxt{tag}", rx=f"oxr{tag}", rx_addr=f"10.213.{sub}.2",
+                     tx_addr=f"10.213.{sub}.1")
     _ip("netns", "add", pair.ns)
     try:
         _ip("link", "add", pair.rx, "type", "veth", "peer", "name", pair.tx, "netns", pair.ns)
         _ip("addr", "add", f"{pair.rx_addr}/24", "dev", pair.rx)
         _ip("link", "set", pair.rx, "up")
         _ip("-n", pair.ns, "link", "set", pair.tx, "up")
-        _ip("-n", pair.ns, "addr", "add", f"10.213.{sub}.1/24", "dev", pair.tx)
+        _ip("-n", pair.ns, "addr", "add", f"{pair.tx_addr}/24", "dev", pair.tx)
     except BaseException:
         pair.close()
         raise
     return pair
 
 
-def udp_frame(dst: tuple[str, int], payload: bytes, udp_len: int | None = None) -> bytes:
-    """An Ethernet frame of an IPv4/UDP datagram to group ``dst`` (its UDP length field
-    ``udp_len``, by default the true one)."""
+def udp_frame(dst: tuple[str, int], payload: bytes, udp_len: int | None = None, src: str = "192.0.2.1") -> bytes:
+    """An Ethernet frame of an IPv4/UDP datagram from ``src`` to group ``dst`` (its UDP length
+    field ``udp_len``, by default the true one). The kernel's stack drops one whose source the
+    interface cannot route back to (reverse-path filter): AF_XDP does not look."""
     group = socket.inet_aton(dst[0])
     mac = bytes([1, 0, 0x5E, group[1] & 0x7F, group[2], group[3]])
     ulen = 8 + len(payload) if udp_len is None else udp_len
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), 0, 0, 1, socket.IPPROTO_UDP, 0,
-                     socket.inet_aton("192.0.2.1"), group)
+                     socket.inet_aton(src), group)
     return mac + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + struct.pack("!HHHH", 40000, dst[1], ulen, 0) + payload

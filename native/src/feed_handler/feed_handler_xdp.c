@@ -30,9 +30,7 @@
 #include "omdp/stamp_clock.h"
 #include "feed_handler_xdp.h"
 
-#define UMEM_FRAMES 4096u  /* all of them on the fill ring when idle */
-#define UMEM_FRAME 2048u   /* an Ethernet frame of <= ~2,000 bytes: a datagram up to 1,958 */
-#define RX_DESCS 2048u
+#define UMEM_FRAME 2048u   /* less the kernel's 256 bytes of headroom: an Ethernet frame of <= 1,792 bytes */
 #define COMP_DESCS 64u     /* no TX on this socket: the smallest ring */
 #define BUSY_POLL_US 20
 #define PROG_MAX (24 + 2 * (OMDP_FH_MAX_LINE + 1))
@@ -55,7 +53,9 @@ struct fh_xdp {
     uint8_t *area;
     size_t area_bytes;
     int map_fd, prog_fd, link_fd;
+    uint32_t frames;                 /* of UMEM_FRAME bytes, a power of two: all on the fill ring when idle */
     int zerocopy;                    /* bound in zero-copy mode (else copy mode) */
+    uint32_t idle_polls;             /* empty polls, for the look at the kernel's drop counts */
 };
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
@@ -143,14 +143,16 @@ static int attach_program(feed_handler_t *fh, struct fh_xdp *x, unsigned ifindex
  * can, else in copy mode. */
 static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t errlen)
 {
-    x->area_bytes = (size_t)UMEM_FRAMES * UMEM_FRAME;
+    /* the UMEM is the packet ring's rx_ring_bytes: frames a power of two, the RX ring half of them */
+    x->frames = 1u << (31 - __builtin_clz(fh->rx_ring_bytes / UMEM_FRAME));
+    x->area_bytes = (size_t)x->frames * UMEM_FRAME;
     void *area = mmap(NULL, x->area_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (area == MAP_FAILED) {
         snprintf(err, errlen, "xdp: UMEM of %zu bytes: %s", x->area_bytes, strerror(errno));
         return -1;
     }
     x->area = area;
-    struct xsk_umem_config ucfg = {.fill_size = UMEM_FRAMES, .comp_size = COMP_DESCS, .frame_size = UMEM_FRAME,
+    struct xsk_umem_config ucfg = {.fill_size = x->frames, .comp_size = COMP_DESCS, .frame_size = UMEM_FRAME,
                                    .frame_headroom = 0, .flags = 0};
     const uint16_t modes[2] = {XDP_ZEROCOPY, XDP_COPY};
     int rc = 0;
@@ -160,7 +162,7 @@ static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t e
             snprintf(err, errlen, "xdp: UMEM: %s", strerror(-rc));
             return -1;
         }
-        struct xsk_socket_config scfg = {.rx_size = RX_DESCS, .tx_size = 0,
+        struct xsk_socket_config scfg = {.rx_size = x->frames / 2, .tx_size = 0,
                                          .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
                                          .bind_flags = (uint16_t)(modes[m] | XDP_USE_NEED_WAKEUP)};
         rc = xsk_socket__create(&x->xsk, fh->xdp_ifname, fh->xdp_queue, x->umem, &x->rx, NULL, &scfg);
@@ -177,13 +179,13 @@ static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t e
         return -1;
     }
     uint32_t idx = 0;
-    if (xsk_ring_prod__reserve(&x->fill, UMEM_FRAMES, &idx) != UMEM_FRAMES) {
-        snprintf(err, errlen, "xdp: the fill ring took fewer than %u frames", UMEM_FRAMES);
+    if (xsk_ring_prod__reserve(&x->fill, x->frames, &idx) != x->frames) {
+        snprintf(err, errlen, "xdp: the fill ring took fewer than %u frames", x->frames);
         return -1;
     }
-    for (uint32_t i = 0; i < UMEM_FRAMES; i++)
+    for (uint32_t i = 0; i < x->frames; i++)
         *xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)i * UMEM_FRAME;
-    xsk_ring_prod__submit(&x->fill, UMEM_FRAMES);
+    xsk_ring_prod__submit(&x->fill, x->frames);
     /* busy polling where the kernel has it: the handler's poll drives the queue's NAPI */
     int fd = xsk_socket__fd(x->xsk), one = 1, us = BUSY_POLL_US, budget = (int)fh->batch;
     setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one);
@@ -194,6 +196,10 @@ static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t e
 
 int omdp_fh_xdp_open(feed_handler_t *fh, char *err, size_t errlen)
 {
+    if (fh->rx_ring_bytes < 2 * UMEM_FRAME) {
+        snprintf(err, errlen, "xdp: rx_ring_bytes %u is too small for a UMEM", fh->rx_ring_bytes);
+        return -1;
+    }
     unsigned ifindex = if_nametoindex(fh->xdp_ifname);
     if (!ifindex) {
         snprintf(err, errlen, "xdp: no interface named '%s'", fh->xdp_ifname);
@@ -261,6 +267,8 @@ int omdp_fh_xdp_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produced
         /* nothing yet: have the kernel run the queue (copy mode, or a driver that waits) */
         if (xsk_ring_prod__needs_wakeup(&x->fill))
             recvfrom(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+        if ((++x->idle_polls & 1023) == 0)
+            count_drops(fh, x); /* now and then, when idle: a syscall */
         return OMDP_OK;
     }
     int64_t fh_in = omdp_stamp_ns(); /* the handler has the packets from now on */
