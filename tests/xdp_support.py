@@ -102,4 +102,8 @@ def udp_frame(dst: tuple[str, int], payload: bytes, udp_len: int | None = None, 
     ulen = 8 + len(payload) if udp_len is None else udp_len
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), 0, 0, 1, socket.IPPROTO_UDP, 0,
                      socket.inet_aton(src), group)
+    total = sum(struct.unpack("!10H", ip))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip = ip[:10] + struct.pack("!H", ~total & 0xFFFF) + ip[12:]
     return mac + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + struct.pack("!HHHH", 40000, dst[1], ulen, 0) + payload
