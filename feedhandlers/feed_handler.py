@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from feedhandlers.routing import RoutingTable
+from feedhandlers.xdp import parse_xdp_queue
 from omdp.metrics.stats_segment import StatsSegmentError, StatsWriter
 from omdp.native import ffi, lib
 from omdp.native_operator import NativeOperator
@@ -38,7 +39,8 @@ RING_FRAME_HEADER = 24
 _INPUT_CODES = {"ring": lib.OMDP_FH_INPUT_RING, "multicast": lib.OMDP_FH_INPUT_MULTICAST}
 FEED_FORMATS: dict[str, int] = {"opra-fast-v2": lib.OMDP_FH_FORMAT_FAST, "obi-v6": lib.OMDP_FH_FORMAT_OBI}
 """A capture manifest's ``feed_format`` -> the C handler's decoder and arbitration."""
-_RECEIVE_CODES = {"sockets": lib.OMDP_FH_RECEIVE_SOCKETS, "packet_ring": lib.OMDP_FH_RECEIVE_PACKET_RING}
+_RECEIVE_CODES = {"sockets": lib.OMDP_FH_RECEIVE_SOCKETS, "packet_ring": lib.OMDP_FH_RECEIVE_PACKET_RING,
+                  "xdp": lib.OMDP_FH_RECEIVE_XDP}
 RX_RING_BLOCK = 4 << 20
 """The packet ring is allocated in blocks of this many bytes (feed_handler_rxring.c)."""
 
@@ -85,12 +87,14 @@ class FeedHandlerParams(BaseModel):
     copies: Literal["A", "B", "A,B"] = Field("A,B", description="multicast copies to join")
     interface: str = Field("127.0.0.1", description="multicast interface address")
     rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
-    receive: Literal["sockets", "packet_ring"] = Field(
+    receive: Literal["sockets", "packet_ring", "xdp"] = Field(
         "sockets", description="multicast: epoll + recvmmsg on a UDP socket per line and copy, or 'packet_ring': "
                                "one packet socket's mapped RX ring for all lines, polled without a syscall per "
-                               "datagram (needs CAP_NET_RAW; the UDP sockets then only hold the joins)")
+                               "datagram (needs CAP_NET_RAW; the UDP sockets then only hold the joins), or 'xdp': "
+                               "one AF_XDP socket on the queue named by 'xdp' (docs/xdp.md; root)")
+    xdp: str = Field("", description="receive = 'xdp': the interface and its receive queue, IFACE:QUEUE")
     rx_ring_bytes: int = Field(256 << 20, ge=RX_RING_BLOCK, le=1 << 30,
-                               description="packet_ring: bytes of the RX ring, a multiple of 4 MiB (2 KiB per datagram: "
+                               description="packet_ring: bytes of the RX ring (xdp: of the UMEM), a multiple of 4 MiB (2 KiB per datagram: "
                                            "131,072 datagrams by default, about what 24 sockets' buffers hold)")
     batch_packets: int = Field(32, ge=1, le=int(lib.OMDP_FH_MAX_BATCH), description="packets per receive call")
     coalesce_packets: int = Field(4, ge=1, le=int(lib.OMDP_FH_MAX_BATCH),
@@ -132,6 +136,8 @@ class FeedHandlerParams(BaseModel):
             seen.add(ln.line)
             if self.input == "multicast" and ln.a is None and ln.b is None:
                 raise ValueError(f"line {ln.line}: multicast input needs its A or B endpoint")
+        if self.receive == "xdp":
+            parse_xdp_queue(self.xdp)
         return self
 
 
@@ -156,6 +162,14 @@ def _iface_addr(interface: str) -> int:
         return int.from_bytes(socket.inet_aton(interface), "little")
     except OSError:
         raise ValueError(f"interface {interface!r} is not an IPv4 address") from None
+
+
+def _xdp_params(p: FeedHandlerParams) -> dict[str, Any]:
+    """The C side's xdp_ifname and xdp_queue (none unless receive = 'xdp')."""
+    if p.receive != "xdp":
+        return {}
+    name, queue = parse_xdp_queue(p.xdp)
+    return {"xdp_ifname": name.encode(), "xdp_queue": queue}
 
 
 @dataclass(frozen=True)
@@ -249,7 +263,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "stats": stats.c_handle if stats else ffi.NULL, "stats_interval_ns": int(p.stats_interval_ms * 1e6),
             "coalesce_packets": p.coalesce_packets, "reshard": reshard.c_handle if reshard else ffi.NULL,
             "receive": _RECEIVE_CODES[p.receive], "rx_iface_addr": _iface_addr(p.interface),
-            "rx_ring_bytes": p.rx_ring_bytes, "format": FEED_FORMATS[p.format],
+            "rx_ring_bytes": p.rx_ring_bytes, "format": FEED_FORMATS[p.format], **_xdp_params(p),
         })
     except BaseException:
         for s in sockets:

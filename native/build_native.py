@@ -17,7 +17,9 @@ Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
 ``*_ib.cdef``. Likewise a source, header or cdef whose name ends in ``_mpi`` is built only
 where an MPI is found (``mpi_flags``: the ``mpicc`` beside this Python or on PATH, asked for
 its flags; Open MPI's ``-showme``, MPICH's ``-compile_info``), compiled and linked with
-that MPI's flags (docs/mpi.md).
+that MPI's flags (docs/mpi.md). Likewise ``*_xdp.c`` / ``*_xdp.cdef`` (AF_XDP, docs/xdp.md)
+only where libxdp's ``xdp/xsk.h`` and libbpf's ``bpf/bpf.h`` exist, and then every source
+sees ``OMDP_HAVE_XDP``.
 
 Environment knobs (documented in the README):
   OMDP_SANITIZE=1   build with -fsanitize=address,undefined (CI runs the codec tests so)
@@ -83,9 +85,16 @@ def mpi_flags() -> tuple[list[str], list[str]] | None:
     return None
 
 
+def _have_xdp() -> bool:
+    return all(any(Path(p, h).exists() for p in ("/usr/include", "/usr/local/include"))
+               for h in ("xdp/xsk.h", "bpf/bpf.h"))
+
+
 def _wanted(path: Path, suffix: str) -> bool:
     if path.stem.endswith("_mpi"):
         return mpi_flags() is not None
+    if path.stem.endswith("_xdp"):
+        return _have_xdp()
     return not path.stem.endswith("_ib") or _have_verbs()
 
 
@@ -101,6 +110,8 @@ def _compile_args() -> list[str]:
     args = ["-std=gnu11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-strict-aliasing",
             "-fno-semantic-interposition"]
     march = os.environ.get("OMDP_MARCH", "native")
+    if _have_xdp():
+        args.append("-DOMDP_HAVE_XDP")
     if march != "none":
         args.append(f"-march={march}")
     if os.environ.get("OMDP_SANITIZE") == "1":
@@ -118,6 +129,8 @@ def _link_args() -> list[str]:
         args += ["-libverbs"]
     if mpi_flags() is not None:
         args += mpi_flags()[1]
+    if _have_xdp():
+        args += ["-lxdp", "-lbpf"]
     return args
 
 

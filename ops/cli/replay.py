@@ -37,6 +37,8 @@ def _cpus(text: str | None) -> tuple[int, ...]:
 @click.option("--seconds", type=float, callback=positive_seconds, help="stop after this many seconds")
 @click.option("--target", default="multicast", show_default=True, help="multicast, or ring:NAME (a Vega ring)")
 @click.option("--interface", default="127.0.0.1", show_default=True, help="multicast interface address")
+@click.option("--xdp", metavar="IFACE:QUEUE",
+              help="send through an AF_XDP socket on this interface queue (docs/xdp.md; root, --ttl >= 1)")
 @click.option("--ttl", type=int, default=0, show_default=True, help="multicast TTL (0: stays on this host)")
 @click.option("--senders", type=int, default=1, show_default=True, help="sender processes; lines are split among them")
 @click.option("--cpus", help="pin sender i to the i-th of these CPUs, e.g. 0 or 0,1")
@@ -61,7 +63,7 @@ def _cpus(text: str | None) -> tuple[int, ...]:
               help="write the final status as JSON here")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar or status lines (the summary still prints)")
 def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | None, lines: str | None, copies: str | None,
-           loop: bool, seconds: float | None, target: str, interface: str, ttl: int, senders: int, cpus: str | None,
+           loop: bool, seconds: float | None, target: str, interface: str, xdp: str | None, ttl: int, senders: int, cpus: str | None,
            drop: str | None, seed: int, spin_us: float, realtime: bool, data_dir: Path | None, run_dir: Path | None,
            no_intended: bool,
            address: str | None, http_port: int | None, no_http: bool, token: str | None, paused: bool, hold: bool, json_out: Path | None,
@@ -85,7 +87,7 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
         spec = RateSpec.parse(rate=rate, speed=speed, pps=pps)
         config = ReplayConfig(
             capture_dir=capture_dir, rate=spec, lines=lines, copies=copies, loop=loop, seconds=seconds, target=target,
-            interface=interface, ttl=ttl, senders=senders, cpus=_cpus(cpus), drops=drop or {}, seed=seed,
+            interface=interface, ttl=ttl, senders=senders, **({"multicast_sender": "xdp", "xdp": xdp} if xdp else {}), cpus=_cpus(cpus), drops=drop or {}, seed=seed,
             spin_us=spin_us, realtime=realtime, data_dir=data_dir, run_dir=run_dir, write_intended=not no_intended,
         )
     except (RateError, ReplayConfigError) as e:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from feedhandlers.xdp import parse_xdp_queue
 from omdp.errors import InputError
 from ops.replay.rates import RateSpec
 
@@ -98,11 +99,13 @@ class ReplayConfig(BaseModel):
     target: str = Field("multicast", description="'multicast' or 'ring:NAME'")
     interface: str = Field("127.0.0.1", description="multicast interface address")
     ttl: int = Field(0, ge=0, le=255, description="multicast TTL; 0 keeps packets on this host")
-    multicast_sender: Literal["udp", "packet", "packet_ring"] = Field(
+    multicast_sender: Literal["udp", "packet", "packet_ring", "xdp"] = Field(
         "udp", description="multicast through a UDP socket (sendmmsg), or 'packet': headers built by the sender and "
                            "frames handed to the interface past the qdisc (a packet socket, needs CAP_NET_RAW), or "
                            "'packet_ring': the same socket with the frames built in its mapped TX ring (one send() "
-                           "per batch, no per-datagram copy)")
+                           "per batch, no per-datagram copy), or 'xdp': an AF_XDP socket's TX ring on the queue "
+                           "named by 'xdp' (docs/xdp.md; root, TTL >= 1)")
+    xdp: str = Field("", description="multicast_sender 'xdp': the interface and its transmit queue, IFACE:QUEUE")
     senders: int = Field(1, ge=1, le=MAX_LINE, description="sender processes; lines are split among them")
     cpus: tuple[int, ...] = Field((), description="CPU of sender i is cpus[i % len(cpus)]; empty: not pinned")
     drops: dict[Copy, float] = Field(default_factory=dict, description="per copy, probability of dropping a packet")
@@ -181,6 +184,14 @@ class ReplayConfig(BaseModel):
     def _one_sender_per_ring(self) -> "ReplayConfig":
         if self.ring_name and self.senders != 1:
             raise ValueError("a Vega ring has one sender: use --senders 1 with a ring target")
+        return self
+
+    @model_validator(mode="after")
+    def _xdp_queue(self) -> "ReplayConfig":
+        if self.multicast_sender == "xdp":
+            parse_xdp_queue(self.xdp)
+            if self.senders != 1:
+                raise ValueError("an AF_XDP queue takes one sender: use --senders 1 with --xdp")
         return self
 
     @property

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from feedhandlers.xdp import parse_xdp_queue, xdp_built
 from omdp.native import ffi, lib
 from omdp.transport.vega import VegaSender
 from ops.replay.ctl_segment import CtlSegment
@@ -27,7 +28,9 @@ class UdpTarget:
     dests: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
     sender: str = "udp"
     """'udp' (sendmmsg on a UDP socket), 'packet' (a packet socket past the qdisc) or
-    'packet_ring' (that socket's mapped TX ring)."""
+    'packet_ring' (that socket's mapped TX ring) or 'xdp' (an AF_XDP socket's TX ring)."""
+    xdp: str = ""
+    """sender 'xdp': IFACE:QUEUE."""
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,21 @@ def _open_udp(target: UdpTarget, keep: list) -> object:
     for (line, copy), (group, port) in target.dests.items():
         if lib.omdp_replay_udp_set_dest(sink, line, copy, group.encode(), port) != 0:
             raise ValueError(f"line {line} copy {'AB'[copy]}: bad destination {group}:{port}")
-    use = {"packet": lib.omdp_replay_udp_use_packet_socket, "packet_ring": lib.omdp_replay_udp_use_packet_ring}
+    use = {"packet": lib.omdp_replay_udp_use_packet_socket, "packet_ring": lib.omdp_replay_udp_use_packet_ring,
+           "xdp": lambda sink, iface, err, errlen: _use_xdp(sink, target, err)}
     if target.sender in use and use[target.sender](sink, target.interface.encode(), err, 256) != 0:
         lib.omdp_replay_udp_close(sink)
         raise OSError(f"multicast_sender '{target.sender}': {ffi.string(err).decode(errors='replace')}")
     return sink
+
+
+def _use_xdp(sink: object, target: UdpTarget, err: object) -> int:
+    """The sink onto an AF_XDP socket on ``target.xdp``; 0, or -1 with the reason in ``err``."""
+    if not xdp_built():
+        raise OSError("multicast_sender 'xdp': this build of omdp has no AF_XDP (libxdp and libbpf headers were "
+                      "absent when it was built; docs/xdp.md)")
+    name, queue = parse_xdp_queue(target.xdp)
+    return lib.omdp_replay_udp_use_xdp(sink, target.interface.encode(), name.encode(), queue, err, 256)
 
 
 def _ring_sink(tx: VegaSender, ctl: CtlSegment, service_pid: int, keep: list) -> object:

@@ -288,7 +288,7 @@ class ReplayService:
                 realtime_priority=REALTIME_PRIORITY if cfg.realtime else 0,
                 cpu=cfg.cpus[i % len(cfg.cpus)] if cfg.cpus else None,
                 target=(RingTarget(cfg.ring_name) if cfg.ring_name
-                        else UdpTarget(cfg.interface, cfg.ttl, dests, cfg.multicast_sender)),
+                        else UdpTarget(cfg.interface, cfg.ttl, dests, cfg.multicast_sender, cfg.xdp)),
                 parent_pid=os.getpid(),
             )
             plan_path = run.tmpdir / f"sender{i}.plan"

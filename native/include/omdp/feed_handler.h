@@ -95,6 +95,10 @@
                                          polling their status words (no syscall per datagram); the
                                          lines' UDP sockets only hold the IGMP joins (a drop-all
                                          filter discards their own copies). Needs CAP_NET_RAW. */
+#define OMDP_FH_RECEIVE_XDP 2         /* one AF_XDP socket on an interface queue for all lines (docs/xdp.md):
+                                         an XDP program redirects the lines' UDP ports to it, frames taken
+                                         from its RX ring in UMEM; built only with libxdp and libbpf */
+#define OMDP_FH_XDP_IFNAME 16         /* bytes of omdp_fh_params_t.xdp_ifname (IF_NAMESIZE) */
 /* cdef: end */
 
 /* ---- arbitration and gaps (one line) ------------------------------------------------ */
@@ -265,8 +269,14 @@ typedef struct omdp_fh_params {
     uint32_t rx_iface_addr;               /* packet ring: IPv4 address of the interface (network order) */
     uint32_t rx_ring_bytes;               /* packet ring: bytes of the RX ring (a multiple of 4 MiB) */
     uint32_t format;                      /* OMDP_FH_FORMAT_*: the capture's (its manifest's feed_format) */
+    char xdp_ifname[OMDP_FH_XDP_IFNAME];  /* xdp: the interface, NUL-terminated */
+    uint32_t xdp_queue;                   /* xdp: its receive queue */
 } omdp_fh_params_t;
 /* cdef: end */
+
+#ifdef OMDP_HAVE_XDP
+#define OMDP_FH_XDP_BUILT 1 /* this build has the AF_XDP receive and sender (docs/xdp.md) */
+#endif
 
 /* kind "feed_handler": 0 inputs, OMDP_FH_MAX_ENGINES outputs. */
 const omdp_operator_vtable_t *omdp_feed_handler_vtable(void);

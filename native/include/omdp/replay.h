@@ -264,6 +264,7 @@ typedef struct omdp_replay_udp_sink {
     uint64_t pkt_ring_bytes;
     uint32_t pkt_ring_frames; /* of OMDP_REPLAY_TX_FRAME bytes */
     uint32_t pkt_ring_next;   /* the next frame to fill */
+    void *xdp;                /* AF_XDP sender (replay_xdp.c, docs/xdp.md), NULL: none */
 } omdp_replay_udp_sink_t;
 /* cdef: end */
 
@@ -368,6 +369,16 @@ int omdp_replay_udp_use_packet_socket(omdp_replay_udp_sink_t *sink, const char *
  * send() with no message headers, no per-datagram copy from a user buffer. 0, or a negative
  * errno with the reason in err (the sink is then closed to the packet socket: stays on UDP). */
 int omdp_replay_udp_use_packet_ring(omdp_replay_udp_sink_t *sink, const char *iface, char *err, size_t errlen);
+#ifdef OMDP_HAVE_XDP
+/* Send through an AF_XDP socket's TX ring on interface `ifname` queue `queue` (replay_xdp.c,
+ * docs/xdp.md): headers built once per line and copy, zero copy where the driver allows, copy
+ * mode otherwise. Call after the destinations are set; the TTL must be >= 1. Only in a build
+ * with libxdp and libbpf. 0, or a negative errno with err saying why. */
+int omdp_replay_udp_use_xdp(omdp_replay_udp_sink_t *sink, const char *iface, const char *ifname, uint32_t queue,
+                            char *err, size_t errlen);
+/* 1: the sink's XDP socket is bound zero copy, 0: copy mode, -1: it has none. */
+int omdp_replay_udp_xdp_zerocopy(const omdp_replay_udp_sink_t *sink);
+#endif
 
 /* ---- shared memory -------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "omdp/clock.h"
 #include "omdp/stamp_clock.h"
 #include "feed_handler_internal.h"
+#include "feed_handler_xdp.h"
 
 /* ---- multicast ------------------------------------------------------------------------ */
 
@@ -173,6 +174,8 @@ int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen)
 {
     if (fh->input == OMDP_FH_INPUT_MULTICAST && fh->receive == OMDP_FH_RECEIVE_PACKET_RING)
         return omdp_fh_rxring_open(fh, err, errlen);
+    if (fh->input == OMDP_FH_INPUT_MULTICAST && fh->receive == OMDP_FH_RECEIVE_XDP)
+        return omdp_fh_xdp_open(fh, err, errlen);
     if (fh->input == OMDP_FH_INPUT_MULTICAST)
         return open_multicast(fh, err, errlen);
     return 0;
@@ -183,12 +186,15 @@ static int poll_mc(feed_handler_t *fh, const omdp_emitter_t *em, int *produced)
 {
     if (fh->receive == OMDP_FH_RECEIVE_PACKET_RING)
         return omdp_fh_rxring_poll(fh, em, produced);
+    if (fh->receive == OMDP_FH_RECEIVE_XDP)
+        return omdp_fh_xdp_poll(fh, em, produced);
     return poll_multicast(fh, em, produced);
 }
 
 void omdp_fh_input_close(feed_handler_t *fh)
 {
     omdp_fh_rxring_close(fh);
+    omdp_fh_xdp_close(fh);
     if (fh->epfd >= 0)
         close(fh->epfd);
     fh->epfd = -1;

@@ -92,6 +92,9 @@ typedef struct feed_handler {
     fh_rx_dest_t *rx_dests;
     uint32_t n_rx_dests, rx_last_dest;
     uint64_t rx_ring_drops;
+    struct fh_xdp *xdp;          /* AF_XDP receive (feed_handler_xdp.c); NULL: none */
+    char xdp_ifname[OMDP_FH_XDP_IFNAME];
+    uint32_t xdp_queue;
 
     /* ring */
     omdp_vega_receiver_t *ring;
@@ -122,7 +125,7 @@ typedef struct feed_handler {
 
 /* The sources, each using only those listed before it (and feed_handler_arb.c and
  * feed_handler_obi_arb.c and feed_handler_routes.c, which use none of them):
- *   feed_handler_intended.c <- feed_handler_packet.c (<-> feed_handler_obi.c) <- feed_handler_rxring.c
+ *   feed_handler_intended.c <- feed_handler_packet.c (<-> feed_handler_obi.c) <- feed_handler_rxring.c <- feed_handler_xdp.c
  *   <- feed_handler_input.c
  *   <- feed_handler_reshard.c
  *   <- feed_handler_op.c */
@@ -232,6 +235,13 @@ void omdp_fh_rxring_close(feed_handler_t *fh);
 int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produced);
 /* Add the kernel's count of frames dropped on a full ring to rx_ring_drops. */
 void omdp_fh_rxring_count_drops(feed_handler_t *fh);
+/* Every line copy's group and port into rx_dests (their join sockets then drop their own
+ * copies); the AF_XDP input shares it (feed_handler_xdp.c). */
+int omdp_fh_rxring_collect_dests(feed_handler_t *fh, char *err, size_t errlen);
+/* One Ethernet frame (`snap` bytes at f, `wire` long): its UDP payload, in place, to the
+ * packet path, or counted as bad / not this handler's. */
+int omdp_fh_rxring_take_frame(feed_handler_t *fh, const uint8_t *f, uint32_t snap, uint32_t wire, int64_t fh_in,
+                              const omdp_emitter_t *em);
 
 /* feed_handler_input.c */
 int omdp_fh_input_open(feed_handler_t *fh, char *err, size_t errlen);

@@ -44,8 +44,8 @@ static int check_params(const omdp_fh_params_t *p, const omdp_op_init_t *init)
     if (p->stats_interval_ns <= 0)
         return omdp_op_init_fail(init, "stats_interval_ns must be > 0");
     if (p->input == OMDP_FH_INPUT_MULTICAST && p->receive != OMDP_FH_RECEIVE_SOCKETS &&
-        p->receive != OMDP_FH_RECEIVE_PACKET_RING)
-        return omdp_op_init_fail(init, "receive %u is neither sockets (0) nor packet_ring (1)", p->receive);
+        p->receive != OMDP_FH_RECEIVE_PACKET_RING && p->receive != OMDP_FH_RECEIVE_XDP)
+        return omdp_op_init_fail(init, "receive %u is none of sockets (0), packet_ring (1), xdp (2)", p->receive);
     if (p->format != OMDP_FH_FORMAT_FAST && p->format != OMDP_FH_FORMAT_OBI)
         return omdp_op_init_fail(init, "format %u is neither FAST V2 (0) nor OBI v6 (1)", p->format);
     if (p->input == OMDP_FH_INPUT_RING && !p->ring)
@@ -136,6 +136,9 @@ static int fh_init(void **state, const omdp_op_init_t *init)
     fh->receive = p->input == OMDP_FH_INPUT_MULTICAST ? p->receive : OMDP_FH_RECEIVE_SOCKETS;
     fh->rx_iface_addr = p->rx_iface_addr;
     fh->rx_ring_bytes = p->rx_ring_bytes;
+    memcpy(fh->xdp_ifname, p->xdp_ifname, sizeof fh->xdp_ifname);
+    fh->xdp_ifname[sizeof fh->xdp_ifname - 1] = 0;
+    fh->xdp_queue = p->xdp_queue;
     fh->route_found = FH_ROUTE_NONE;
     fh->input = p->input;
     fh->format = p->format;

@@ -60,7 +60,7 @@ static unsigned iface_index(uint32_t addr, char name[IF_NAMESIZE])
 
 /* Every line's copy: its group and port (from what its join socket is bound to), and the
  * drop-all filter on that socket. */
-static int collect_dests(feed_handler_t *fh, char *err, size_t errlen)
+int omdp_fh_rxring_collect_dests(feed_handler_t *fh, char *err, size_t errlen)
 {
     static struct sock_filter drop_all[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
     struct sock_fprog drop = {.len = 1, .filter = drop_all};
@@ -150,7 +150,7 @@ int omdp_fh_rxring_open(feed_handler_t *fh, char *err, size_t errlen)
                  RX_BLOCK);
         return -1;
     }
-    if (collect_dests(fh, err, errlen) < 0)
+    if (omdp_fh_rxring_collect_dests(fh, err, errlen) < 0)
         return -1;
     /* protocol 0: nothing is queued until the filter and ring are in place and it is bound */
     int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -236,8 +236,8 @@ static inline int find_dest(feed_handler_t *fh, uint32_t ip, uint16_t port, uint
 
 /* One ring frame (`snap` bytes of Ethernet frame at `f`, `wire` long on the wire): its UDP
  * payload to the packet path, or counted as bad / not this handler's. */
-static int take_frame(feed_handler_t *fh, const uint8_t *f, uint32_t snap, uint32_t wire, int64_t fh_in,
-                      const omdp_emitter_t *em)
+int omdp_fh_rxring_take_frame(feed_handler_t *fh, const uint8_t *f, uint32_t snap, uint32_t wire, int64_t fh_in,
+                              const omdp_emitter_t *em)
 {
     if (snap != wire || snap < ETH_LEN + IP_MIN + UDP_LEN) {
         fh->bad_frames++; /* cut short by the ring frame, or too short for the headers */
@@ -300,7 +300,7 @@ int omdp_fh_rxring_poll(feed_handler_t *fh, const omdp_emitter_t *em, int *produ
         if (mac < sizeof *h || mac > RX_FRAME || snap > RX_FRAME - mac)
             fh->bad_frames++; /* not where a frame can be: never from the kernel */
         else
-            rc = take_frame(fh, frame + mac, snap, h->tp_len, fh_in, em);
+            rc = omdp_fh_rxring_take_frame(fh, frame + mac, snap, h->tp_len, fh_in, em);
         atomic_store_explicit(STATUS_WORD(h), TP_STATUS_KERNEL, memory_order_release); /* the frame is the kernel's again */
         fh->rx_next = frame_after(fh, fh->rx_next);
         if (rc < 0)

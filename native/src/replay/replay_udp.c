@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "replay_sink.h"
+#include "replay_xdp.h"
 
 /* Retries of a datagram the kernel refuses for want of buffer space before it counts as a
  * send error (the loop is late by then anyway; the count makes the loss visible). */
@@ -74,6 +75,7 @@ void omdp_replay_udp_close(omdp_replay_udp_sink_t *sink)
     if (sink->fd >= 0)
         close(sink->fd);
     sink->fd = -1;
+    omdp_replay_xdp_close(sink);
     omdp_replay_packet_close(sink);
 }
 
@@ -86,6 +88,8 @@ int omdp_replay_udp_send(omdp_replay_udp_sink_t *sink, omdp_replay_out_t *out, i
     int m = 0;
     if (n > OMDP_REPLAY_BATCH_MAX)
         n = OMDP_REPLAY_BATCH_MAX;
+    if (sink->xdp)
+        return omdp_replay_xdp_send(sink, out, n, err, errlen);
     if (sink->pkt_ring)
         return omdp_replay_packet_ring_send(sink, out, n, err, errlen);
     if (sink->pkt_fd >= 0)
