@@ -40,15 +40,8 @@ from omdp.transport.ib_verbs import ib_unavailable
 from omdp.transport.spec import ChannelSpec
 from omdp.units import fmt_ns
 from ops.bench import transport_workers as w
-from ops.bench.transport import (
-    BenchError,
-    _check,
-    _child,
-    clock_offset,
-    percentiles,
-    report_machine,
-    run_pair,
-)
+from ops.bench.transport import _child, report_machine, run_pair
+from ops.bench.transport_common import BenchError, check_payloads, clock_offset, percentiles
 from ops.netns.lab import NamespaceLab, lab_unavailable
 
 KNOBS = {"queue_size": 128, "max_message": 256, "mutex": False, "wait": "spin-block", "on_full": "block"}
@@ -230,7 +223,7 @@ def _latency(medium: str, how: dict[str, Any], size: int, plan: HostPlan, placem
     suffix = _device_suffix(how)
     got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0{suffix}", "n": n,
                                               "size": size}, recv_ns, send_ns, suffix)
-    _check(f"{medium} {placement} latency {size} B", got, sent, n)
+    check_payloads(f"{medium} {placement} latency {size} B", got, sent, n)
     offset = sum(clock_offset(s, r) for s, r in zip(sent["cal"], got["cal"])) / 2
     return {"medium": medium, "placement": placement, "size": size, "settings": _settings(knobs),
             **percentiles(got["lat"] - offset), "clock_offset_ns": offset}
@@ -244,7 +237,7 @@ def _throughput(medium: str, how: dict[str, Any], size: int, plan: HostPlan, pla
     suffix = _device_suffix(how)
     got, sent = run_placed(recv_fn, send_fn, {"spec": spec, "endpoint": f"{address}:0{suffix}", "n": n,
                                               "size": size}, recv_ns, send_ns, suffix)
-    _check(f"{medium} {placement} throughput {size} B", got, sent, n)
+    check_payloads(f"{medium} {placement} throughput {size} B", got, sent, n)
     rate = (n - 1) / max(got["t_last"] - got["t_first"], 1) * 1e9
     if rate <= 0:
         raise BenchError(f"{medium} {placement} throughput {size} B: no time passed")
