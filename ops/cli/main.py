@@ -31,9 +31,9 @@ from ops.cli.synth import synth
 def cli() -> None:
     """omdp: low-latency OPRA options market data processing.
 
-    Decode OPRA FAST V2 captures, synthesize February-2008-like feeds, replay them,
-    run the feed handler -> decision engine -> metrics pipeline over Vega rings,
-    watch latency live, and analyse runs on Spark.
+    Decode OPRA's two formats (FAST V2 of 2008, today's binary OBI v6), synthesize
+    either market, replay captures, run the feed handler -> decision engine -> metrics
+    pipeline over Vega rings (or MPI), watch latency live, and analyse runs on Spark.
     """
 
 
