@@ -22,7 +22,7 @@ from feedhandlers.opra_fast import decode_packet
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
 from ops.market.oracle import oracle_windows
-from tests.pipeline_support import CAPTURE_DATE, line_packets, make_capture
+from pipeline_support import CAPTURE_DATE, line_packets, make_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

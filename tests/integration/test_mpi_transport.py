@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omdp.transport.mpi_job import mpi_job_unavailable
-from tests.mpi_ranks_support import run_job
+from mpi_ranks_support import run_job
 
 pytestmark = pytest.mark.skipif(mpi_job_unavailable() is not None, reason=str(mpi_job_unavailable()))
 
