@@ -108,7 +108,7 @@ def run_job(todo: list[dict[str, Any]], workdir: Path, cpus: tuple[int, int], ti
     (workdir / "todo.pkl").write_bytes(pickle.dumps(todo))
     for i in range(len(todo)):
         (workdir / f"shared-{i}").write_bytes(b"\0" * SHARED_BYTES)
-    cmd = [sys.executable, "-m", "ops.bench.transport_mpi", str(workdir), str(cpus[0]), str(cpus[1])]
+    cmd = [sys.executable, "-P", "-m", "ops.bench.transport_mpi", str(workdir), str(cpus[0]), str(cpus[1])]
     proc = subprocess.run(mpiexec_argv([cmd, cmd]), capture_output=True, text=True, timeout=timeout, env=job_env(),
                           stdin=subprocess.DEVNULL)
     out = workdir / "results.pkl"

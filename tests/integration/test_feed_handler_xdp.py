@@ -239,7 +239,7 @@ def test_the_replayer_over_af_xdp_delivers_every_message(capture: Path, veth: Ve
     total = int(sum(p.counts.sum() for p in line_packets(capture).values()))
     eps = {ln: {c: (e.group, e.port) for c, e in info.endpoints[ln].items()} for ln in info.lines}
     repo = Path(__file__).resolve().parents[2]
-    cmd = ["ip", "netns", "exec", veth.ns, sys.executable, "-m", "ops.cli.main", "replay", str(capture), "--pps",
+    cmd = ["ip", "netns", "exec", veth.ns, sys.executable, "-P", "-m", "ops.cli.main", "replay", str(capture), "--pps",
            "20000", "--no-http", "--quiet", "--run-dir", str(tmp_path / "run"), "--interface", veth.tx_addr, "--ttl",
            "1", "--xdp", f"{veth.tx}:0"]
 

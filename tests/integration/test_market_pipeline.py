@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 def _run(data: Path, *extra: str) -> tuple[Path, dict[tuple[int, str, int], tuple[int, ...]]]:
     before = set(data.glob("runs/*/*"))
-    r = subprocess.run([sys.executable, "-m", "ops.cli.main", "run", "opra_fused_market", "--data", str(data),
+    r = subprocess.run([sys.executable, "-P", "-m", "ops.cli.main", "run", "opra_fused_market", "--data", str(data),
                         "--capture-date", CAPTURE_DATE, "--rate", "4x", "--no-loop", *extra],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]

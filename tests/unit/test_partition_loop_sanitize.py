@@ -213,7 +213,7 @@ def test_drop_policy_counts_what_a_full_ring_dropped() -> None:
     t = threading.Thread(target=parts["up"].run)
     t.start()
     # nobody reads until the source has put or dropped all 2,000 records (with on_full = "block"
-    # it would wait here for room): at most the ring's 4 slots are put, the rest counted
+    # it would wait here for room): what the ring could not take is dropped and counted
     deadline = time.monotonic() + 60  # a hang guard only
     while sum(parts["up"].channel_stats()["up->down"][k] for k in ("frames", "drops")) < 2000:
         assert time.monotonic() < deadline, parts["up"].channel_stats()
@@ -222,7 +222,7 @@ def test_drop_policy_counts_what_a_full_ring_dropped() -> None:
     t.join(timeout=30)
     drops = parts["up"].channel_stats()["up->down"]["drops"]
     rep = parts["down"].operator_report()["sink"]
-    assert rep["records"] + drops == 2000 and 1 <= rep["records"] <= 4
+    assert rep["records"] + drops == 2000 and drops > 0 and rep["records"] >= 1
     assert rep["gaps"] == rep["expected"] - rep["records"] and rep["out_of_order"] == 0
     for x in [*parts.values(), *ends]:
         x.close()
