@@ -121,18 +121,28 @@ class SparkTasksBar:
         self.bar = tqdm(total=0, desc=desc, unit="task", file=self.file, disable=True if quiet else None, leave=False,
                         dynamic_ncols=True)
         self._stages: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, done)
+        self._jobs_before = set(tracker.getJobIdsForGroup())  # earlier jobs of the session: not this bar's
         self._ticker = _Ticker(self.tick)
         if not self.bar.disable:
             self._ticker.start()
 
     def tick(self) -> None:
-        """Read the active stages' task counts and redraw (a stage no longer active is done)."""
+        """Read the task counts of every stage of the jobs started since the bar was made (a
+        job that ran between two ticks counts too) and redraw; a stage no longer active is done."""
         active = set(self.tracker.getActiveStageIds())
         self._stages.update({sid: (tasks, tasks) for sid, (tasks, _) in self._stages.items() if sid not in active})
-        for sid in active:
+        seen, finished = set(active), set()
+        for jid in set(self.tracker.getJobIdsForGroup()) - self._jobs_before:
+            job = self.tracker.getJobInfo(jid)
+            if job is not None:
+                seen.update(job.stageIds)
+                if job.status == "SUCCEEDED":  # its stages are done (a skipped one ran earlier)
+                    finished.update(job.stageIds)
+        for sid in seen:
             info = self.tracker.getStageInfo(sid)
             if info is not None:
-                self._stages[sid] = (info.numTasks, info.numCompletedTasks)
+                done = info.numTasks if sid in finished else info.numCompletedTasks
+                self._stages[sid] = (info.numTasks, done)
         self.bar.total = sum(t for t, _ in self._stages.values())
         self.bar.n = sum(d for _, d in self._stages.values())
         self.bar.set_postfix_str(f"{len(self._stages)} stages", refresh=False)

@@ -160,7 +160,7 @@ time.sleep(600)
 def test_a_killed_handler_leaves_no_xdp_program(capture: Path, veth: VethPair) -> None:
     """SIGKILL runs no cleanup: the program goes with the BPF link's last descriptor."""
     here = Path(__file__).parent
-    p = subprocess.Popen([sys.executable, "-c", _KILLED_SCRIPT, str(capture), str(here), str(here.parent),
+    p = subprocess.Popen([sys.executable, "-P", "-c", _KILLED_SCRIPT, str(capture), str(here), str(here.parent),
                           veth.ns, veth.tx, veth.rx, veth.rx_addr, veth.tx_addr], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "open"
