@@ -195,19 +195,49 @@ SCENARIOS = {"roundtrip": roundtrip, "backpressure": backpressure, "stop_blocked
              "peer_death": peer_death}
 
 
-def run_job(scenario: str, timeout: float = 120.0) -> tuple[subprocess.CompletedProcess, dict[int, dict[str, Any]]]:
-    """Both ranks of ``scenario`` as one ``mpiexec`` job; the job and each rank's RESULT."""
+def run_job(scenario: str, timeout: float = 120.0, ranks: tuple[int, ...] = (0, 1),
+            grace: float = 20.0) -> tuple[subprocess.CompletedProcess, dict[int, dict[str, Any]]]:
+    """Both ranks of ``scenario`` as one ``mpiexec`` job; the job and the RESULT of each of
+    ``ranks``. Once those are in, the job has ``grace`` seconds to end; then it is ended
+    (SIGTERM, then SIGKILL): a job whose rank was killed on purpose may not end by itself.
+    ``timeout`` is a hang guard for the results."""
     from omdp.transport.mpi_job import job_env, mpiexec_argv
 
     cmd = [sys.executable, str(Path(__file__).resolve()), scenario]
-    proc = subprocess.run(mpiexec_argv([cmd, cmd]), capture_output=True, text=True, timeout=timeout, env=job_env(),
-                          stdin=subprocess.DEVNULL)
-    results = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, rank, body = line.split(" ", 2)
-            results[int(rank)] = json.loads(body)
-    return proc, results
+    argv = mpiexec_argv([cmd, cmd])
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=job_env(),
+                            stdin=subprocess.DEVNULL)
+    results: dict[int, dict[str, Any]] = {}
+    lines: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("RESULT "):
+                _, rank, body = line.split(" ", 2)
+                results[int(rank)] = json.loads(body)
+                if all(r in results for r in ranks):
+                    done.set()
+        done.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if not done.wait(timeout):
+        proc.kill()
+        raise subprocess.TimeoutExpired(argv, timeout)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    reader.join(10)
+    err = proc.stderr.read() if proc.stderr else ""  # type: ignore[union-attr]
+    return subprocess.CompletedProcess(argv, proc.returncode, "".join(lines), err), results
 
 
 def main() -> None:
