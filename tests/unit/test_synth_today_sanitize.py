@@ -181,11 +181,13 @@ def test_book_refuses_indices_outside_it() -> None:
     from ops.synth.today.book import QuoteBook
 
     book = QuoteBook(n_series=4, n_exch=18)
-    one = np.ones(1, dtype=np.uint32)
+    one, two = np.ones(1, dtype=np.uint32), np.ones(2, dtype=np.uint32)
     with pytest.raises(ValueError, match="outside the book"):
         book.apply(np.array([4]), np.array([0]), one, one, one * 3, one, np.zeros(1, np.uint8), one)
     with pytest.raises(ValueError, match="outside the book"):
         book.apply(np.array([0]), np.array([18]), one, one, one * 3, one, np.zeros(1, np.uint8), one)
-    q = book.apply(np.array([0, 0]), np.array([0, 1]), one * 5, one, one * 9, one, np.zeros(2, np.uint8), one)
+    with pytest.raises(ValueError, match="tick must have one value per quote"):
+        book.apply(np.array([0, 0]), np.array([0, 1]), two * 5, two, two * 9, two, np.zeros(2, np.uint8), one)
+    q = book.apply(np.array([0, 0]), np.array([0, 1]), two * 5, two, two * 9, two, np.zeros(2, np.uint8), two)
     # the second participant's bid of 5 ties on price and size: the first keeps the best bid
     assert bytes(q.bbo_ind).decode() == "FA"

@@ -49,6 +49,11 @@ class QuoteBook:
               offer_size: np.ndarray, anomaly: np.ndarray, tick: np.ndarray) -> AppliedQuotes:
         """Apply quotes in time order; returns them as sent with their BBO indicators."""
         n = int(series.shape[0])
+        given = {"exch": exch, "bid": bid, "bid_size": bid_size, "offer": offer, "offer_size": offer_size,
+                 "anomaly": anomaly, "tick": tick}
+        short = [name for name, a in given.items() if np.shape(a) != (n,)]
+        if short:  # the C reads n of each: a shorter array would be read past its end
+            raise ValueError(f"quotes: {', '.join(short)} must have one value per quote ({n})")
         q = [_u32(bid).copy(), _u32(bid_size).copy(), _u32(offer).copy(), _u32(offer_size).copy()]
         an = np.ascontiguousarray(anomaly, dtype=np.uint8).copy()
         out8 = [np.zeros(n, dtype=np.uint8) for _ in range(4)]  # bbo, bb_exch, bo_exch, state
