@@ -16,6 +16,7 @@ TINY = Plan(lat_sizes=(8,), tput_sizes=(32,), lat_n={"c": 2000, "py": 300, "slow
             tput_n={"c": 20_000, "py": 2_000, "batch": 20_000, "slow": 500}, pingpong_n=1000)
 
 
+@pytest.mark.full
 def test_tiny_plan_runs_every_medium() -> None:
     report = measure(TINY, say=lambda line: None).as_dict()
     media = {r["medium"] for r in report["latency"]}

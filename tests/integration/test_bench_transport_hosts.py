@@ -4,6 +4,7 @@ what it measured and naming what it could not (vega-ib without a device, namespa
 without root)."""
 from __future__ import annotations
 
+import pytest
 import json
 
 from ops.bench.transport_hosts import HostPlan, markdown_hosts, measure_hosts
@@ -13,6 +14,7 @@ from omdp.transport.ib_verbs import ib_unavailable
 TINY = HostPlan(lat_sizes=(8,), tput_sizes=(64,), lat_n={"c": 300, "py": 200}, tput_n={"c": 3000, "py": 1000})
 
 
+@pytest.mark.full
 def test_tiny_hosts_plan_measures_the_network_media() -> None:
     report = measure_hosts(TINY, say=lambda line: None)
     placements = {"loopback"} | ({"netns"} if lab_unavailable() is None else set())

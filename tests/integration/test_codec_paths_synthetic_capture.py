@@ -5,6 +5,7 @@ packets (errors by packet, offset, message and slot). Named `codec` so that CI r
 ASan/UBSan."""
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from codec_support import assert_paths_agree, decode_both_paths
 
@@ -12,6 +13,7 @@ from feedhandlers.captures import read_pcap
 from ops.synth.generator import SynthResult
 
 
+@pytest.mark.full
 def test_codec_paths_agree_on_every_line_of_a_synthetic_capture(small_capture: SynthResult) -> None:
     messages = 0
     for ln in small_capture.manifest.lines:

@@ -60,6 +60,7 @@ def paused(live: tuple[LiveFeed, TestClient]) -> Iterator[tuple[LiveFeed, TestCl
         feed.resume()
 
 
+@pytest.mark.full
 def test_latency_window_matches_the_collector_rows(paused: tuple[LiveFeed, TestClient]) -> None:
     feed, client = paused
     at = now_ns()

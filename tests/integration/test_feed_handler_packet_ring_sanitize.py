@@ -89,6 +89,7 @@ def _wait_delivered(part: Partition, records: int, guard_s: float = 60.0) -> Non
         time.sleep(0.001)
 
 
+@pytest.mark.full
 def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
     info = open_capture(capture)
     lines = line_packets(capture)

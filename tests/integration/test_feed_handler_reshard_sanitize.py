@@ -66,6 +66,7 @@ def registry_with_keep() -> Registry:
     return registry
 
 
+@pytest.mark.full
 def test_moves_while_packets_flow_keep_every_message_once_on_its_owner(capture: Path, tmp_path: Path) -> None:
     run_id = new_run_id()
     ring = shm_name(run_id, "fhtest")

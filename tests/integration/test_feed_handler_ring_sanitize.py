@@ -86,6 +86,7 @@ def frame(line: int, copy: int, pkt: bytes, intended: int = 1_000_000_007) -> by
     return FRAME.pack(intended, intended + 5, line, copy, 0, len(pkt), 0) + pkt
 
 
+@pytest.mark.full
 def test_arbitration_gaps_duplicates_and_routing(capture: Path) -> None:
     lines = line_packets(capture)
     info = open_capture(capture)

@@ -85,6 +85,7 @@ def _wait_delivered(part: Partition, records: int, guard_s: float = 60.0) -> Non
         time.sleep(0.001)
 
 
+@pytest.mark.full
 def test_every_message_accounted_through_af_xdp(capture: Path, veth: VethPair, tmp_path: Path) -> None:
     info = open_capture(capture)
     lines = line_packets(capture)

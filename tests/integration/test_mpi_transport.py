@@ -21,6 +21,7 @@ def _job(scenario: str) -> dict[int, dict]:
     return results
 
 
+@pytest.mark.full
 def test_mpi_round_trip_every_size_in_order_then_peer_closed() -> None:
     r = _job("roundtrip")
     tx, rx = r[0], r[1]

@@ -1,6 +1,7 @@
 """The commands: ``omdp synth``, ``omdp capture stats`` (table and JSON) and ``omdp demo``."""
 from __future__ import annotations
 
+import pytest
 import csv
 import io
 import json
@@ -12,6 +13,7 @@ from ops.cli.main import cli
 from ops.synth.manifest import load_manifest
 
 
+@pytest.mark.full
 def test_synth_then_stats(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["synth", "--data", str(tmp_path), "--seconds", "0.5", "--rate", "0.1x", "--seed", "2",
                                    "--num-lines", "3", "--quiet", "--anomaly-rate", "crossed=20"])

@@ -46,6 +46,7 @@ def test_an_existing_capture_is_replaced_only_with_force(tmp_path: Path) -> None
     assert sorted(p.name for p in capture.parent.iterdir()) == ["2008-02-04"]  # no temporary left
 
 
+@pytest.mark.full
 def test_the_manifest_records_every_file_and_the_replay_checks_them(tmp_path: Path) -> None:
     code, out = synth(tmp_path)
     assert code == 0, out

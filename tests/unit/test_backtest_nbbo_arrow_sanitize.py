@@ -46,6 +46,7 @@ def _records(draw) -> np.ndarray:
     return c
 
 
+@pytest.mark.full
 @settings(max_examples=300, deadline=None)
 @given(_records(), _records())
 def test_columns_equal_the_records(first, second) -> None:

@@ -3,6 +3,7 @@ its JSON; the engine's counters account for every message it was given (the ns f
 benchmark output, not test assertions)."""
 from __future__ import annotations
 
+import pytest
 import datetime as dt
 import json
 
@@ -35,6 +36,7 @@ def test_bench_engine_names_a_bad_clock() -> None:
     assert res.exit_code == 2 and "--clock" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.full
 def test_bench_engine_over_a_capture_checks_the_feeds_bbo(tmp_path) -> None:
     """--capture times the capture's own messages (engine 0's share), whose BBO indicators
     the engine checks on every quote, unlike the model market's empty ones."""
@@ -58,6 +60,7 @@ def test_bench_engine_refuses_a_capture_without_manifest(tmp_path) -> None:
     assert res.exit_code == 2 and "manifest.json" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.full
 def test_bench_engine_refuses_more_engines_than_routing_allows(tmp_path) -> None:
     """An engine count a run's routing would refuse is a usage error, not a traceback."""
     date = dt.date(2008, 2, 4)

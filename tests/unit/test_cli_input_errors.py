@@ -83,6 +83,7 @@ def test_capture_stats_copies_b_of_a_capture_without_b(data: Path) -> None:
     fails_cleanly(["capture", "stats", cap / "line01.pcap", "--copies", "B"], "the A copy of line 1")
 
 
+@pytest.mark.full
 def test_synth_into_a_directory_that_cannot_be_made(tmp_path: Path) -> None:
     fails_cleanly(["synth", "--data", "/proc/omdp-h36/data", "--seconds", "1"],
                   "cannot write /proc/omdp-h36/data/", "No such file or directory", code=1)

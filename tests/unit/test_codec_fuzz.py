@@ -3,6 +3,7 @@ CI), every packet is accounted for, and a good packet after a bad one decodes no
 The batch path and the one-packet path agree on every input."""
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from codec_strategies import packet_messages, to_records
 from hypothesis import HealthCheck, given, settings
@@ -65,6 +66,7 @@ def check_batch(packets: list[bytes]) -> None:
             assert side[r["var_off"] : r["var_off"] + r["var_len"]] == single.side[s["var_off"] : s["var_off"] + s["var_len"]]
 
 
+@pytest.mark.full
 @SETTINGS
 @given(mutated())
 def test_mutated_packets_are_skipped_cleanly(pair: tuple[bytes, bytes]) -> None:
@@ -72,6 +74,7 @@ def test_mutated_packets_are_skipped_cleanly(pair: tuple[bytes, bytes]) -> None:
     check_batch([good, bad, good, bad[: len(bad) // 2], good])
 
 
+@pytest.mark.full
 @SETTINGS
 @given(st.lists(st.binary(min_size=0, max_size=64), min_size=1, max_size=6))
 def test_random_bytes_never_crash(blobs: list[bytes]) -> None:
@@ -100,6 +103,7 @@ def _decode_all(packets: list[bytes]):
     return decode_batch(b"".join(packets), offsets, lengths)
 
 
+@pytest.mark.full
 @SETTINGS
 @given(mutated())
 def test_fast_path_and_field_by_field_path_agree(pair: tuple[bytes, bytes]) -> None:

@@ -3,6 +3,7 @@ CI), every block is accounted for (good, or bad with one typed error counted by 
 good block after a bad one decodes normally, and the batch and one-block paths agree."""
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -69,6 +70,7 @@ def check_batch(blocks: list[bytes]) -> None:
         assert np.array_equal(again.records[cols], one.records[cols])
 
 
+@pytest.mark.full
 @SETTINGS
 @given(mutated())
 def test_mutated_blocks_are_skipped_cleanly(pair: tuple[bytes, bytes]) -> None:

@@ -43,6 +43,7 @@ def roundtrip(built) -> bytes:  # type: ignore[no-untyped-def]
     return data
 
 
+@pytest.mark.full
 @SETTINGS
 @given(block())
 def test_random_valid_blocks_round_trip(built) -> None:  # type: ignore[no-untyped-def]

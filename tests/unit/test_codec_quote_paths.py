@@ -95,6 +95,7 @@ def mutate(draw: st.DrawFn, good: bytes) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.full
 @SETTINGS
 @given(st.lists(quote_run(), min_size=1, max_size=3))
 def test_codec_quote_runs_decode_the_same_on_both_paths(runs: list[list[dict]]) -> None:
@@ -104,6 +105,7 @@ def test_codec_quote_runs_decode_the_same_on_both_paths(runs: list[list[dict]]) 
     assert fast.counters["packets_bad"] == 0  # valid packets: every quote went through
 
 
+@pytest.mark.full
 @SETTINGS
 @given(quote_run(max_size=12, wide=True))
 def test_codec_quotes_at_the_edges_decode_the_same_on_both_paths(run: list[dict]) -> None:

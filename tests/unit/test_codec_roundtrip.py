@@ -3,6 +3,7 @@ records gives the same wire fields, and the packet re-encodes byte for byte; the
 encoder cuts runs into packets that decode back to the same records."""
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from codec_strategies import packet_messages, stream_messages, to_records
 from hypothesis import HealthCheck, given, settings
@@ -48,6 +49,7 @@ def assert_same_messages(got: np.ndarray, got_side: bytes, want: np.ndarray, wan
         assert var_part(g, got_side) == var_part(w, want_side)
 
 
+@pytest.mark.full
 @SETTINGS
 @given(packet_messages())
 def test_encode_decode_encode_is_identity(msgs: list[dict]) -> None:
@@ -60,6 +62,7 @@ def test_encode_decode_encode_is_identity(msgs: list[dict]) -> None:
     assert p.block_seq == render_ascii(p)[0].ljust(14).encode("latin-1")[4:14]
 
 
+@pytest.mark.full
 @SETTINGS
 @given(stream_messages(), st.lists(st.integers(1, 30), min_size=1, max_size=5))
 def test_stream_cuts_packets_that_decode_back(msgs: list[dict], wanted: list[int]) -> None:

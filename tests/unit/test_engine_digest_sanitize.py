@@ -119,6 +119,7 @@ def output_digest(batch: int) -> tuple[str, dict[str, int]]:
     return h.hexdigest(), counters
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("batch", sorted(DIGESTS))
 def test_engine_outputs_unchanged(batch: int) -> None:
     digest, counters = output_digest(batch)

@@ -3,6 +3,7 @@ update and lists exactly the series that are new or changed in a field pricing r
 the sanitizer tier: the C function writes three caller-owned arrays)."""
 from __future__ import annotations
 
+import pytest
 import datetime as dt
 import threading
 
@@ -41,6 +42,7 @@ def test_the_mirror_equals_a_snapshot_and_lists_what_moved() -> None:
         e.close()
 
 
+@pytest.mark.full
 def test_the_mirror_follows_a_running_hot_path() -> None:
     """Updated over and over while another thread feeds the engine (the refresher's case:
     series appear between the mirror's size check and its scan, which must stop at its

@@ -71,6 +71,7 @@ def _broken(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[
     return buf, lengths
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("shuffle,broken", [(False, False), (True, False), (False, True)])
 def test_counts_of_the_decoders_calls_equal_counting_the_rows(capture, shuffle, broken) -> None:
     cap, root_map = capture
@@ -141,6 +142,7 @@ def _calls(draw) -> list[tuple[ArrowDecoded, np.ndarray, np.ndarray, list[dict]]
     return calls
 
 
+@pytest.mark.full
 @settings(max_examples=200, deadline=None)
 @given(_calls())
 def test_counts_of_any_calls_equal_counting_the_rows(calls) -> None:

@@ -33,6 +33,7 @@ def lindley(t: list[float], s: list[float]) -> list[float]:
     return out
 
 
+@pytest.mark.full
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 3_000)), min_size=1, max_size=60))
 def test_the_closed_form_is_the_recursion(pairs: list[tuple[int, int]]) -> None:

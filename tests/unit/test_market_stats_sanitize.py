@@ -67,6 +67,7 @@ def test_shared_state_sends_fewer_records_than_routing_every_update() -> None:
     assert sent["shared"] < sent["route"] / 4
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("mode", ["shared", "route"])
 def test_a_dead_partition_leaves_its_windows_incomplete_never_short(mode: str) -> None:
     msgs = zipf_stream(40_000, 1.0, step_us=60.0)

@@ -2,6 +2,7 @@
 inserted, how edges between two partitions share one, what is fused, where things run."""
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -105,6 +106,7 @@ def test_plan_json_round_trip() -> None:
     assert Plan.model_validate_json(p.model_dump_json()) == p
 
 
+@pytest.mark.full
 def test_cli_plan_prints_partitions_transports_and_cpus() -> None:
     cmd = [sys.executable, "-P", "-c", "from ops.cli.main import main; main()", "plan", str(TOPOLOGIES / "paper_shm_fused.toml")]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout

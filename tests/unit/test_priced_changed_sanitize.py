@@ -28,6 +28,7 @@ def _pairs(draw) -> tuple[np.ndarray, np.ndarray]:
     return now, old
 
 
+@pytest.mark.full
 @settings(max_examples=300, deadline=None)
 @given(_pairs())
 def test_marks_exactly_the_priced_differences(pair) -> None:

@@ -28,6 +28,7 @@ def test_root_keys_compare_as_numpy_compares_roots() -> None:
         root_keys(np.array([b"123456789"], "S9"))
 
 
+@pytest.mark.full
 def test_counts_equal_counting_each_message(tmp_path: Path) -> None:
     synthesize(SynthConfig(data=tmp_path, date=dt.date(2008, 2, 4), seconds=0.3, num_lines=2, seed=3, progress=False))
     files = sorted((tmp_path / "captures" / "2008-02-04").glob("*.pcap"))

@@ -162,6 +162,7 @@ def test_burst_profile_peak_over_mean() -> None:
         assert p.mean() == pytest.approx(1.0) and p.max() / p.mean() == pytest.approx(ratio, rel=1e-6)
 
 
+@pytest.mark.full
 def test_capture_peak_over_mean(tmp_path: Path) -> None:
     cfg = TodayConfig(data=tmp_path, seconds=1.5, rate=0.01, peak_ratio=6.0, underlyings=100, series=8_000,
                       gaps_per_second=0, checksums_per_second=0, progress=False)

@@ -1,11 +1,13 @@
 """The built-in universe: every option root belongs to exactly one underlying."""
 from __future__ import annotations
 
+import pytest
 from collections import Counter
 
 from ops.synth.universe_builtin import MAIN_ROOTS, builtin_universe
 
 
+@pytest.mark.full
 def test_every_root_symbol_is_unique_across_underlyings() -> None:
     uni = builtin_universe()
     counts = Counter(r.symbol for r in uni.roots)

@@ -64,6 +64,7 @@ def _same(arrow, ref) -> None:
     arrow.validate(full=True)
 
 
+@pytest.mark.full
 def test_arrow_path_equals_record_path(capture) -> None:
     buf, offsets, lengths, ts_ns, roots = capture
     out = ArrowTickDecoder().decode(buf, offsets, lengths, ts_ns, roots)

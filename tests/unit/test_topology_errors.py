@@ -212,6 +212,7 @@ def test_overrides_set_values(tmp_path: Path) -> None:
     assert topo.channel.wait == "spin-block" and topo.edge_channel(0).queue_size == 64
 
 
+@pytest.mark.full
 def test_cli_plan_reports_the_field(tmp_path: Path) -> None:
     f = tmp_path / "bad.toml"
     f.write_text('name = "t"\n[operators.src]\nkind = "nope"\n[partitions.p]\noperators = ["src"]\n')
