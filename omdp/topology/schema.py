@@ -34,6 +34,10 @@ OPERATOR_NAME_MAX = 40
 """Characters of an operator's name: with a replica index (``name[4095]``) it must fit an
 entry of the stats segment (``OMDP_STATS_NAME_LEN``, 47 bytes)."""
 
+PARTITION_NAME_MAX = 63
+"""Characters of a partition's or host's name, as of a topology's: a partition's name names its
+log file and its shared-memory and MPI files, whose names the file system limits."""
+
 LOCAL_HOST = "local"
 """The host every partition is on unless it says otherwise: this machine, loopback."""
 
@@ -154,6 +158,15 @@ class Topology(_Strict):
         for name in v:
             if not re.match(NAME_RE, name):
                 raise ValueError(f"{name!r} is not a valid name (letters, digits, '_' and '-')")
+        return v
+
+    @field_validator("hosts", "partitions")
+    @classmethod
+    def _partition_names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            if len(name) > PARTITION_NAME_MAX:
+                raise ValueError(f"{name[:20]}... is {len(name)} characters; a partition's or host's name has at most "
+                                 f"{PARTITION_NAME_MAX} (it names the partition's files)")
         return v
 
     @field_validator("operators")

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ops.cli.options import DATA_ENVVAR
+from ops.cli.options import DATA_ENVVAR, writable_output
 
 
 T = TypeVar("T")
@@ -238,7 +238,7 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
 @click.option("--reconcile/--no-reconcile", default=True, show_default=True,
               help="Reconcile with the capture's live --no-loop runs (exit 1 on a mismatch).")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the job's result (per day, configuration and run) as JSON here.")
+              callback=writable_output, help="Write the job's result (per day, configuration and run) as JSON here.")
 @_spark_opts
 def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, configs: tuple[Path, ...],
              buckets: int | None, reconcile: bool, json_out: Path | None, **spark: Any) -> None:
@@ -246,7 +246,7 @@ def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, confi
     statistics and smiles under DATA/backtest/date=D/config=NAME/, reconciled with live runs."""
     import json
 
-    from ops.cli.options import check_positive
+    from ops.cli.options import check_positive, write_output
     from ops.spark.common.data_layout import DataLayout
     from ops.spark.backtest.backtest_config import BacktestConfigError, load_configs
     from ops.spark.backtest.backtest_job import BacktestOptions, date_range, run_backtest, summary_lines
@@ -273,7 +273,7 @@ def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, confi
                "task_cpu_s": r.task_cpu_s, "tasks": r.tasks, "configs": r.configs, "reconciliation": r.reconciliation,
                "mismatches": r.mismatches,
                "problems": [{"date": d, "path": p.path, "action": p.action, "error": p.error} for d, p in r.problems]}
-        json_out.write_text(json.dumps(doc, indent=2) + "\n")
+        write_output(json_out, json.dumps(doc, indent=2))
     if r.exit_status:
         raise SystemExit(r.exit_status)
 

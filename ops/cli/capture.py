@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ops.cli.options import writable_output
+from ops.cli.options import writable_output, write_output
 from ops.cli.table_output import csv_text, output_option
 
 
@@ -47,7 +47,7 @@ def stats(path: Path, copies: str | None, old_copy: str | None, json_out: Path |
     else:
         click.echo(format_stats(st))
     if json_out is not None:
-        json_out.write_text(json.dumps(st.to_dict(), indent=1))
+        write_output(json_out, json.dumps(st.to_dict(), indent=1))
     if st.total.bad_packets:
         where = st.total.truncated + st.total.malformed_frames
         raise click.ClickException(f"{path}: {st.total.bad_packets} malformed packet(s)"

@@ -49,8 +49,9 @@ def demo(data_dir: Path, seconds: float, rate: str, capture_seconds: float, seed
     if dashboard:
         _serve_until_interrupted(dashboard, run.run_dir)
     if json_out:
-        text = json.dumps(run.to_dict(), indent=2, default=str)
-        click.echo(text) if json_out == "-" else Path(json_out).write_text(text + "\n")
+        from ops.cli.options import write_output
+
+        write_output(json_out, json.dumps(run.to_dict(), indent=2, default=str))
     if run.result.failure:
         click.echo(run.result.failure, err=True)
     sys.exit(0 if run.result.ok else 1)

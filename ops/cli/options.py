@@ -118,3 +118,16 @@ def writable_output(ctx: Any, param: Any, value: Any) -> Any:
     if why is not None:
         raise click.BadParameter(f"{value}: {why}", ctx=ctx, param=param)
     return value
+
+
+def write_output(out: str | Any, text: str) -> None:
+    """Write a command's ``--json OUT`` document: '-' prints it; a path is written whole or not
+    at all (temporary, then renamed: a reader never finds half a report, and a full disk
+    leaves no 0-byte file), ending in one newline."""
+    from omdp.atomic_files import write_text_atomic
+
+    text = text.rstrip("\n") + "\n"
+    if str(out) == "-":
+        click.echo(text, nl=False)
+    else:
+        write_text_atomic(out, text)

@@ -135,8 +135,9 @@ def replay(capture_dir: Path, rate: str | None, speed: str | None, pps: str | No
     if started or final.state != "idle":
         click.echo(_summary(final))
         if json_out is not None:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(final.model_dump_json(indent=2))
+            from ops.cli.options import write_output
+
+            write_output(json_out, final.model_dump_json(indent=2))
     if final.state == "failed":
         sys.exit(1)
 

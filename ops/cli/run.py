@@ -48,11 +48,9 @@ def _summary(result: Any) -> list[str]:
 
 
 def _write_json(out: str, data: Any) -> None:
-    text = json.dumps(data, indent=2, default=str)
-    if out == "-":
-        click.echo(text)
-    else:
-        Path(out).write_text(text + "\n")
+    from ops.cli.options import write_output
+
+    write_output(out, json.dumps(data, indent=2, default=str))
 
 
 def dashboard_hook(address: str) -> Any:

@@ -62,3 +62,4 @@ def test_the_replays_intended_parquet_on_a_full_disk(full_disk: Path) -> None:  
             w.add(sent)
         w.close()
     assert leftovers(full_disk) == [] and not list((full_disk / "data").iterdir())
+

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from full_disk_support import fill_up, leftovers, small_disk  # noqa: F401  (fixture)
 
 from ops.cli.main import cli
 
@@ -173,6 +174,7 @@ def test_topology_that_is_not_utf8(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("old", "new", "field"), [
     ('name = "opra-fused"', 'name = "' + "t" * 64 + '"', "name: String should have at most 63 characters"),
     ("[operators.lc]", "[operators." + "c" * 41 + "]", "an operator's name has at most 40"),
+    ("[partitions.app]", "[partitions." + "p" * 64 + "]", "a partition's or host's name has at most 63"),
 ])
 def test_names_too_long_for_the_stats_segment(tmp_path: Path, old: str, new: str, field: str) -> None:
     topo = tmp_path / "long.toml"
@@ -249,6 +251,20 @@ def test_replay_and_run_refuse_a_capture_with_frames_cut_by_the_snaplen(data: Pa
     frame = buf[40:40 + struct.unpack_from("<I", buf, 32)[0]]
     pcap.write_bytes(buf + struct.pack("<IIII", 1_202_135_400, 0, len(frame) - 10, len(frame)) + frame[:-10])
     why = f"corrupt pcap: {pcap}: 1 frame(s) cut short or with a bad IPv4/UDP header (the first at offset {len(buf)})"
-    fails_cleanly(["replay", pcap.parent, "--rate", "1x", "--no-http"], why)
+    # into a ring of its own: multicast groups may be in use by another run on this host
+    fails_cleanly(["replay", pcap.parent, "--rate", "1x", "--no-http", "--target", f"ring:h36-cut-{os.getpid()}"], why)
     fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1"], why)
     assert not (data / "runs").exists()
+
+
+def test_a_commands_json_report_on_a_full_disk_keeps_the_old_report(capture_data: Path, small_disk: Path) -> None:  # noqa: F811
+    """``--json OUT`` goes through the atomic writer too: a report that cannot be written is
+    one line naming it, and the report of the previous run stays whole."""
+    report = small_disk / "data" / "stats.json"
+    report.write_text('{"old": true}')
+    fill_up(small_disk)
+    capture = capture_data / "captures" / DATE
+    res = CliRunner().invoke(cli, ["capture", "stats", str(capture / "line01.pcap"), "--json", str(report)])
+    assert res.exit_code == 1 and f"cannot write {report}: No space left on device" in res.output
+    assert "Traceback" not in res.output and isinstance(res.exception, (SystemExit, type(None)))
+    assert report.read_text() == '{"old": true}' and leftovers(small_disk) == []
