@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cpu_fit_support import on_cpus_here
 from full_disk_support import full_disk, leftovers, small_disk  # noqa: F401  (fixtures)
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
@@ -17,6 +18,9 @@ SMALL = ("--set", "operators.src.params.count=2000")
 
 
 def omdp(*args: str) -> subprocess.CompletedProcess:
+    """``omdp run TOPOLOGY ...`` on the CPUs this test may use, unless the test sets them."""
+    if args[0] == "run" and not any(".cpus=" in a for a in args):
+        args = (*args, *on_cpus_here(Path(args[1])))
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
 
 

@@ -141,7 +141,9 @@ def test_sigkill_leaves_a_segment_that_clean_removes(run_id: str) -> None:
     dry = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id, "--dry-run"])
     assert dry.exit_code == 0 and f"would remove {path.name}" in dry.output and path.exists()
     res = CliRunner().invoke(cli, ["shm", "clean", "--run", run_id])
-    assert res.exit_code == 0 and f"removed {path.name}" in res.output, res.output
+    # `omdp shm clean` without --run (another test session on this host) may have removed it
+    # since the dry run; then this one has nothing of the run's left to remove
+    assert res.exit_code == 0 and (f"removed {path.name}" in res.output or "0 stale" in res.output), res.output
     assert not path.exists()
 
 

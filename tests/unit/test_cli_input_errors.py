@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from cpu_fit_support import on_cpus_here
 from full_disk_support import fill_up, leftovers, small_disk  # noqa: F401  (fixture)
 
 from ops.cli.main import cli
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "ops" / "topologies" / "opra_fused.toml"
+HERE = on_cpus_here(TOPOLOGY)
+"""The topology's partitions on this process's CPUs (a one-CPU machine would refuse CPU 1 first)."""
 DATE = "2008-02-04"
 
 
@@ -110,7 +113,7 @@ def test_analytics_with_a_bogus_master(tmp_path: Path) -> None:
 
 
 def test_run_dashboard_on_a_port_in_use_is_refused_before_the_run(data: Path, busy_port: int) -> None:
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--address", f"127.0.0.1:{busy_port}"],
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--address", f"127.0.0.1:{busy_port}", *HERE],
                   "--address", f"127.0.0.1:{busy_port}", "in use", code=2)
     assert not (data / "runs").exists()
 
@@ -125,7 +128,7 @@ def test_run_id_of_an_earlier_run_is_refused(data: Path) -> None:
     earlier = data / "runs" / "2026-01-02" / "night_1"
     (earlier / "logs").mkdir(parents=True)
     (earlier / "run.json").write_text("{}")
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--run-id", "night_1"],
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--run-id", "night_1", *HERE],
                   "--run-id", f"already used by the run in {earlier}", code=2)
     assert (earlier / "run.json").read_text() == "{}"
     assert sorted(p.name for p in (data / "runs").iterdir()) == ["2026-01-02"]
@@ -133,7 +136,7 @@ def test_run_id_of_an_earlier_run_is_refused(data: Path) -> None:
 
 @pytest.mark.parametrize("run_id", ["a-b", "x" * 64, ".hidden"])
 def test_run_id_that_cannot_name_shared_memory(data: Path, run_id: str) -> None:
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--run-id", run_id], "--run-id", "1 to 63 characters", code=2)
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--run-id", run_id, *HERE], "--run-id", "1 to 63 characters", code=2)
     assert not (data / "runs").exists()
 
 
@@ -190,7 +193,7 @@ def test_replay_http_port_out_of_range(data: Path) -> None:
 @pytest.mark.parametrize("where", ["missing-dir/run.json", "."])
 def test_run_json_to_an_unwritable_path_is_refused_before_the_run(data: Path, tmp_path: Path, where: str) -> None:
     out = tmp_path / where
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--json", out], "--json", str(out), code=2)
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", "--json", out, *HERE], "--json", str(out), code=2)
     assert not (data / "runs").exists()
 
 
@@ -214,7 +217,7 @@ def test_capture_stats_with_malformed_packets_exits_1(tmp_path: Path) -> None:
 
 def test_pricing_cpus_not_on_this_machine_are_refused_before_the_run(data: Path) -> None:
     fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1",
-                   "--set", "operators.de.params.pricing_cpus=[4096]"],
+                   "--set", "operators.de.params.pricing_cpus=[4096]", *HERE],
                   "operators.de.params.pricing_cpus: CPU 4096 is not available here", code=2)
     assert not (data / "runs").exists()
 
@@ -253,7 +256,7 @@ def test_replay_and_run_refuse_a_capture_with_frames_cut_by_the_snaplen(data: Pa
     why = f"corrupt pcap: {pcap}: 1 frame(s) cut short or with a bad IPv4/UDP header (the first at offset {len(buf)})"
     # into a ring of its own: multicast groups may be in use by another run on this host
     fails_cleanly(["replay", pcap.parent, "--rate", "1x", "--no-http", "--target", f"ring:h36-cut-{os.getpid()}"], why)
-    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1"], why)
+    fails_cleanly(["run", TOPOLOGY, "--data", data, "--seconds", "1", *HERE], why)
     assert not (data / "runs").exists()
 
 

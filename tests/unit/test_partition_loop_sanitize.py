@@ -286,14 +286,16 @@ def test_busy_time_counts_the_working_iterations_only() -> None:
     # How the busy share of the wall time comes out depends on where a loaded host preempted
     # the loop (inside a working iteration, it counts as busy), so the test holds the counts:
     # a paced source leaves the loop spinning idle nearly always and its busy time below its
-    # wall time; a flat-out one never idles, and then nearly all the wall time is busy.
+    # wall time; a flat-out one never idles. What share of a flat-out loop's wall time is busy is
+    # not asserted: a preemption between two iterations is wall time and not busy time (it was
+    # a third of it in one run at load 15).
     paced = run({"count": 4000, "batch": 4, "rate": 20000.0})  # 0.2 s, almost all of it idle
     working = paced["loops"] - paced["idle_loops"]
     assert working >= 1000 and paced["idle_loops"] > 10 * working
     assert 0 < paced["loop_busy_ns"] < paced["loop_wall_ns"]
     flat = run({"count": 400_000, "batch": 64})  # no pacing: every iteration works
     assert flat["idle_loops"] == 0 and flat["loops"] >= 400_000 // 64
-    assert 0.5 * flat["loop_wall_ns"] < flat["loop_busy_ns"] <= flat["loop_wall_ns"]
+    assert 0 < flat["loop_busy_ns"] <= flat["loop_wall_ns"]
 
 
 def test_an_idle_spin_block_loop_backs_off_to_a_millisecond() -> None:
