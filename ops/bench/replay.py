@@ -222,7 +222,7 @@ def targets_of(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     for target, x in (*PACING_TARGETS, ("multicast", XDP_PACING_X)):
         for row in (r for r in rows if r["kind"] == "pacing" and r["target"] == target and r["copies"] == "A"
                     and abs(float(r["target_pps"]) / PAPER_1X_PPS - x) < 1e-6
-                    and (x != XDP_PACING_X or r["multicast_sender"] == "xdp")):
+                    and (x != XDP_PACING_X or r.get("multicast_sender") == "xdp")):
             out.append(_pacing_target(row, target, x))
     out.extend(_xdp_send_targets(rows))
     return out
@@ -232,7 +232,8 @@ def _xdp_send_targets(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """AF_XDP's packets per sender CPU-second flat out against the kernel UDP socket's on the
     same path, per copies sent (none unless both were measured)."""
     out: list[dict[str, object]] = []
-    flat = {(r["multicast_sender"], r["copies"]): r for r in rows if r["kind"] == "max_rate" and r["target"] == "multicast"}
+    flat = {(r.get("multicast_sender"), r["copies"]): r for r in rows
+            if r["kind"] == "max_rate" and r["target"] == "multicast"}
     for copies in ("A", "A,B"):
         xdp, udp = flat.get(("xdp", copies)), flat.get(("udp", copies))
         if not xdp or not udp or not xdp["packets_per_cpu_s"] or not udp["packets_per_cpu_s"]:
@@ -338,7 +339,7 @@ def _keeps_up(rows: list[dict[str, object]], sender: str | None = None) -> tuple
     that first one."""
     runs = sorted((r["target_pps"] / PAPER_1X_PPS, r["achieved_fraction"] or 0.0) for r in rows
                   if r["target"] == "multicast" and r["copies"] == "A" and r["kind"] in ("pacing", "sweep")
-                  and sender in (None, r["multicast_sender"]))
+                  and sender in (None, r.get("multicast_sender")))
     keeps = None
     for x, frac in runs:
         if frac < SUSTAINED_FRACTION:

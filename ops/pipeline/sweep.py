@@ -51,26 +51,32 @@ class Config:
     overrides: tuple[str, ...]
 
 
-INPUTS = ("ring", "multicast", "xdp")
-"""Feed handler inputs a sweep compares: a Vega ring, multicast through the kernel's UDP
-sockets (loopback), and multicast over a veth pair through AF_XDP on both ends (``xdp``)."""
+INPUTS = ("ring", "multicast", "multicast_veth", "xdp")
+"""Feed handler inputs a sweep compares: a Vega ring; multicast through the kernel's UDP
+sockets over loopback (``multicast``) or over a veth pair across two namespaces
+(``multicast_veth``); and multicast over that pair through AF_XDP on both ends (``xdp``)."""
+VETH_INPUTS = ("multicast_veth", "xdp")
+"""The inputs that run over a veth pair (root; docs/xdp.md)."""
 
 
 def input_overrides(topo: Any, inp: str, veth: VethPair | None) -> tuple[str, ...]:
-    """The overrides that give the topology's feed handler (and feed sender) input ``inp``. For
-    ``xdp`` the sender runs in the veth pair's namespace and sends through AF_XDP on its end;
-    the handler receives through AF_XDP on the other (docs/xdp.md)."""
+    """The overrides that give the topology's feed handler (and feed sender) input ``inp``.
+    Over the veth pair the sender runs in the pair's namespace and sends out of its end (UDP
+    socket, or AF_XDP for ``xdp``); the handler receives on the other end (its UDP sockets,
+    or AF_XDP for ``xdp``; docs/xdp.md)."""
     fh = _fh_group(topo)
-    if inp != "xdp":
+    if inp not in VETH_INPUTS:
         return (f'operators.{fh}.params.input="{inp}"',)
     fs = next((n for n, op in topo.operators.items() if op.kind == "feed_sender"), None)
     if fs is None or veth is None:
-        raise ValueError(f"input 'xdp' needs a feed_sender in topology {topo.name!r} and a veth pair")
-    return (f'operators.{fh}.params.input="multicast"', f'operators.{fh}.params.receive="xdp"',
-            f'operators.{fh}.params.xdp="{veth.rx}:0"', f'operators.{fh}.params.interface="{veth.rx_addr}"',
-            f'operators.{fs}.params.multicast_sender="xdp"', f'operators.{fs}.params.xdp="{veth.tx}:0"',
-            f'operators.{fs}.params.interface="{veth.tx_addr}"', f"operators.{fs}.params.ttl=1",
-            f'operators.{fs}.params.netns="{veth.ns}"')
+        raise ValueError(f"input {inp!r} needs a feed_sender in topology {topo.name!r} and a veth pair")
+    out = (f'operators.{fh}.params.input="multicast"', f'operators.{fh}.params.interface="{veth.rx_addr}"',
+           f'operators.{fs}.params.interface="{veth.tx_addr}"', f"operators.{fs}.params.ttl=1",
+           f'operators.{fs}.params.netns="{veth.ns}"')
+    if inp == "xdp":
+        out += (f'operators.{fh}.params.receive="xdp"', f'operators.{fh}.params.xdp="{veth.rx}:0"',
+                f'operators.{fs}.params.multicast_sender="xdp"', f'operators.{fs}.params.xdp="{veth.tx}:0"')
+    return out
 
 
 def configurations(topologies: list[str], knob_sets: list[str], inputs: list[str],
