@@ -1,64 +1,32 @@
-"""Helpers of the AF_XDP tests: a veth pair across two network namespaces (the sending end in
-a namespace of its own, the receiving end in this process's), a sender that writes raw
-Ethernet frames from inside that namespace, and the reason AF_XDP cannot be tested here."""
+"""Helpers of the AF_XDP tests: the veth pair across two namespaces (ops.netns.veth), a sender
+that writes raw Ethernet frames from inside its namespace, and the reason AF_XDP cannot be
+tested here."""
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import socket
 import struct
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from feedhandlers.xdp import xdp_built
+from ops.netns.veth import VethPair, make_veth, xdp_veth_unavailable
+
+__all__ = ["VethPair", "make_veth", "send_frames", "udp_frame", "xdp_refused"]
 
 
 def xdp_refused() -> str | None:
     """None when this process can build a veth pair in a namespace and the native module has
     AF_XDP; else why."""
-    if not xdp_built():
-        return "this build of omdp has no AF_XDP (libxdp-dev and libbpf-dev absent at build time)"
-    if os.geteuid() != 0:
-        return "AF_XDP and veth namespaces need root"
-    if shutil.which("ip") is None:
-        return "no 'ip' command (iproute2) to make the veth pair"
-    return None
+    return xdp_veth_unavailable()
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-
-@dataclass
-class VethPair:
-    """``tx`` in namespace ``ns`` (the sender's) with address ``tx_addr``, ``rx`` here with
-    address ``rx_addr``."""
-
-    ns: str
-    tx: str
-    rx: str
-    rx_addr: str
-    tx_addr: str
-
-    def xdp_attached(self) -> bool:
-        """Whether an XDP program is attached to the receiving end."""
-        out = subprocess.run(["ip", "-d", "link", "show", "dev", self.rx], check=True, capture_output=True,
-                             text=True, timeout=30).stdout
-        return "prog/xdp" in out or " xdp " in out or "xdpgeneric" in out
-
-    def send(self, frames: list[bytes], tmp: Path) -> None:
-        """Write ``frames`` out of the sending end, in order, from inside its namespace."""
-        path = tmp / f"frames-{random.getrandbits(32):08x}.bin"
-        path.write_bytes(b"".join(len(f).to_bytes(2, "little") + f for f in frames))
-        subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", _SEND, self.tx, str(path)],
-                       check=True, capture_output=True, timeout=120)
-
-    def close(self) -> None:
-        subprocess.run(["ip", "link", "del", self.rx], capture_output=True, timeout=30)
-        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True, timeout=30)
+def send_frames(pair: VethPair, frames: list[bytes], tmp: Path) -> None:
+    """Write ``frames`` out of the pair's sending end, in order, from inside its namespace."""
+    path = tmp / f"frames-{random.getrandbits(32):08x}.bin"
+    path.write_bytes(b"".join(len(f).to_bytes(2, "little") + f for f in frames))
+    subprocess.run(["ip", "netns", "exec", pair.ns, sys.executable, "-c", _SEND, pair.tx, str(path)],
+                   check=True, capture_output=True, timeout=120)
 
 
 _SEND = """
@@ -72,25 +40,6 @@ while at < len(data):
     s.send(data[at + 2:at + 2 + n])
     at += 2 + n
 """
-
-
-def make_veth() -> VethPair:
-    """A fresh veth pair: one end in a new namespace, the other here, both up."""
-    tag = f"{os.getpid() % 10000:04d}{random.randint(0, 999):03d}"
-    sub = random.randint(1, 250)
-    pair = VethPair(ns=f"omdpx{tag}", tx=f"oxt{tag}", rx=f"oxr{tag}", rx_addr=f"10.213.{sub}.2",
-                     tx_addr=f"10.213.{sub}.1")
-    _ip("netns", "add", pair.ns)
-    try:
-        _ip("link", "add", pair.rx, "type", "veth", "peer", "name", pair.tx, "netns", pair.ns)
-        _ip("addr", "add", f"{pair.rx_addr}/24", "dev", pair.rx)
-        _ip("link", "set", pair.rx, "up")
-        _ip("-n", pair.ns, "link", "set", pair.tx, "up")
-        _ip("-n", pair.ns, "addr", "add", f"{pair.tx_addr}/24", "dev", pair.tx)
-    except BaseException:
-        pair.close()
-        raise
-    return pair
 
 
 def udp_frame(dst: tuple[str, int], payload: bytes, udp_len: int | None = None, src: str = "192.0.2.1") -> bytes:

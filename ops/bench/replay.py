@@ -34,6 +34,7 @@ from omdp.runtime.machine import keep_thread_off, machine_info
 from omdp.transport.shm_names import new_run_id, shm_name
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import VegaReceiver
+from ops.netns.veth import VethPair, make_veth
 from ops.replay.config import ReplayConfig
 from ops.replay.pacing_floor import FLOOR_MARGIN_FRACTION, FLOOR_MARGIN_NS, floor_percentiles, run_intended_ns, within_floor
 from ops.replay.rates import PAPER_1X_PPS, RateSpec
@@ -48,6 +49,10 @@ MAX_RATE_PPS = 50_000_000
 PACING_TARGET_NS = 50_000
 """Issue target: pacing error p99 <= 50 us into a ring at 10x and over A-only multicast at 5x."""
 PACING_TARGETS = (("ring", 10.0), ("multicast", 5.0))
+XDP_PACING_X = 20.0
+"""Issue 41's target: pacing error p99 <= 50 us through AF_XDP at 20x."""
+XDP_SEND_RATIO = 5.0
+"""Issue 41's target: AF_XDP sends >= 5x the kernel UDP socket's packets per sender CPU-second."""
 RING_RATE_TARGET_PPS = 1_000_000
 """Issue target: >= 1 M packets/s into a ring from one core."""
 RING_SPEC = ChannelSpec(transport="vega-shm", queue_size=8192, max_message=2048, mutex=False, wait="spin")
@@ -102,14 +107,25 @@ def _other_cpu(cpus: tuple[int, ...]) -> int | None:
     return free[0] if free else None
 
 
+def _over_veth(veth: VethPair | None, sender: str) -> dict[str, object]:
+    """A multicast replay's settings to send from the veth pair's namespace out of its end
+    (the kernel's UDP socket or AF_XDP alike); none without a pair."""
+    if veth is None:
+        return {}
+    return {"interface": veth.tx_addr, "ttl": 1, "netns": veth.ns, **({"xdp": f"{veth.tx}:0"} if sender == "xdp" else {})}
+
+
 def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: float, cpus: tuple[int, ...],
-         ring: bool = False, realtime: bool = False, sender: str = "udp") -> tuple[ReplayStatus, int | None, Schedule | None]:
-    """One replay: its status, the frames its consumer received (``ring``), its schedule."""
+         ring: bool = False, realtime: bool = False, sender: str = "udp",
+         veth: VethPair | None = None) -> tuple[ReplayStatus, int | None, Schedule | None]:
+    """One replay: its status, the frames its consumer received (``ring``), its schedule.
+    Multicast goes out of ``veth``'s sending end when a pair is given, else over loopback."""
     consumer = RingConsumer(_other_cpu(cpus)) if ring else None
     try:
         cfg = ReplayConfig(capture_dir=capture, rate=rate, copies=copies, seconds=seconds, cpus=cpus, loop=True,
                            target=f"ring:{consumer.name}" if consumer else "multicast", run_dir=run_dir,
-                           write_intended=False, realtime=realtime, multicast_sender=sender)
+                           write_intended=False, realtime=realtime, multicast_sender=sender,
+                           **({} if consumer else _over_veth(veth, sender)))
         with ReplayService(cfg) as svc:
             svc.start()
             svc.wait()
@@ -122,7 +138,7 @@ def _run(capture: Path, run_dir: Path, rate: RateSpec, *, copies: str, seconds: 
 
 
 def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | None, Schedule | None],
-         sender: str = "udp") -> dict[str, object]:
+         sender: str = "udp", path: str = "loopback") -> dict[str, object]:
     st, frames_received, _ = result
     datagrams = sum(sum(ln.packets.values()) for ln in st.lines)
     cpu_s = sum(s.cpu_s for s in st.senders)
@@ -130,6 +146,7 @@ def _row(kind: str, target: str, copies: str, result: tuple[ReplayStatus, int | 
         "kind": kind,
         "target": target,
         "multicast_sender": sender if target == "multicast" else None,
+        "path": path if target == "multicast" else "ring",
         "copies": copies,
         "rate": st.rate,
         "target_pps": st.target_pps,
@@ -202,18 +219,41 @@ def targets_of(rows: list[dict[str, object]]) -> list[dict[str, object]]:
         out.append({"target": f">= {RING_RATE_TARGET_PPS:,} packets/s into a ring from one core", "measured": pps,
                     "met": pps >= RING_RATE_TARGET_PPS,
                     "verdict": f"{'met' if pps >= RING_RATE_TARGET_PPS else 'not met'}: {pps:,.0f} packets/s"})
-    for target, x in PACING_TARGETS:
+    for target, x in (*PACING_TARGETS, ("multicast", XDP_PACING_X)):
         for row in (r for r in rows if r["kind"] == "pacing" and r["target"] == target and r["copies"] == "A"
-                    and abs(float(r["target_pps"]) / PAPER_1X_PPS - x) < 1e-6):
+                    and abs(float(r["target_pps"]) / PAPER_1X_PPS - x) < 1e-6
+                    and (x != XDP_PACING_X or r.get("multicast_sender") == "xdp")):
             out.append(_pacing_target(row, target, x))
+    out.extend(_xdp_send_targets(rows))
+    return out
+
+
+def _xdp_send_targets(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """AF_XDP's packets per sender CPU-second flat out against the kernel UDP socket's on the
+    same path, per copies sent (none unless both were measured)."""
+    out: list[dict[str, object]] = []
+    flat = {(r.get("multicast_sender"), r["copies"]): r for r in rows
+            if r["kind"] == "max_rate" and r["target"] == "multicast"}
+    for copies in ("A", "A,B"):
+        xdp, udp = flat.get(("xdp", copies)), flat.get(("udp", copies))
+        if not xdp or not udp or not xdp["packets_per_cpu_s"] or not udp["packets_per_cpu_s"]:
+            continue
+        ratio = float(xdp["packets_per_cpu_s"]) / float(udp["packets_per_cpu_s"])
+        met = ratio >= XDP_SEND_RATIO
+        out.append({"target": f">= {XDP_SEND_RATIO:g}x the UDP socket's packets per sender CPU-s through AF_XDP, "
+                              f"copies {copies}", "measured": ratio, "met": met,
+                    "verdict": f"{'met' if met else 'not met'}: {ratio:.2f}x ({float(xdp['packets_per_cpu_s']):,.0f} "
+                               f"against {float(udp['packets_per_cpu_s']):,.0f} packets per CPU-s, {xdp['path']})"})
     return out
 
 
 def _pacing_target(row: dict[str, object], target: str, x: float) -> dict[str, object]:
     """One pacing target's verdict from its row (the packet-socket sender's rows say so)."""
     p99 = row["pacing_p99_ns"]
-    where = {"packet": f"{target} (packet socket)", "packet_ring": f"{target} (packet TX ring)"}.get(
-        str(row.get("multicast_sender")), target)
+    where = {"packet": f"{target} (packet socket)", "packet_ring": f"{target} (packet TX ring)",
+             "xdp": f"{target} (AF_XDP, {row.get('path')})"}.get(str(row.get("multicast_sender")), target)
+    if row.get("path") == "veth" and row.get("multicast_sender") == "udp":
+        where = f"{target} (UDP socket, veth)"
     return {"target": f"pacing error p99 <= {fmt_ns(PACING_TARGET_NS)}, {where} A at {x:g}x", "measured": p99,
             "met": p99 is not None and p99 <= PACING_TARGET_NS, "floor_p99_ns": row["floor_p99_ns"],
             "floor_cost_ns": row["floor_cost_ns"], "within_floor": row["within_floor"], "verdict": pacing_verdict(row)}
@@ -221,17 +261,27 @@ def _pacing_target(row: dict[str, object], target: str, x: float) -> dict[str, o
 
 def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: float, cpus: tuple[int, ...],
                      sweep: tuple[float, ...], realtime: bool = False, log: bool = True,
-                     senders: tuple[str, ...] = ("udp",)) -> dict[str, object]:
+                     senders: tuple[str, ...] = ("udp",),
+                     pacing_rates: tuple[float, ...] = (1.0, 5.0, 10.0)) -> dict[str, object]:
     """Every measurement of this benchmark; returns the JSON document. ``senders``: the
-    multicast senders measured ('udp', 'packet', 'packet_ring'), each in turn at every step, so that two
-    are compared side by side in one series."""
+    multicast senders measured ('udp', 'packet', 'packet_ring', 'xdp'), each in turn at every
+    step, so that two are compared side by side in one series. With 'xdp' every multicast run
+    goes out of one end of a veth pair whose other end is in another namespace (the sender in
+    the pair's namespace, docs/xdp.md), the kernel's sockets as well as AF_XDP, so that the
+    rows compare on one path."""
     keep_thread_off(set(cpus))
     tmp = Path(tempfile.mkdtemp(prefix="omdp-bench-replay-"))
     rows: list[dict[str, object]] = []
+    veth = make_veth() if "xdp" in senders else None
+    path = "veth" if veth is not None else "loopback"
 
     def note(msg: str) -> None:
         if log:
             print(msg, file=sys.stderr, flush=True)
+
+    def run(rate: RateSpec, sender: str, target: str = "multicast", copies: str = "A") -> tuple:
+        return _run(capture, tmp / "run", rate, copies=copies, seconds=seconds, cpus=cpus, ring=target == "ring",
+                    realtime=realtime, sender=sender, veth=veth)
 
     try:
         if capture is None:
@@ -239,16 +289,14 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
             capture = synth_capture(tmp / "data", capture_seconds)
         runs = [(t, c, s) for t, c in (("multicast", "A"), ("multicast", "A,B")) for s in senders] + [("ring", "A", "udp")]
         for target, copies, sender in runs:
-            res = _run(capture, tmp / "run", RateSpec(kind="pps", value=MAX_RATE_PPS), copies=copies, seconds=seconds,
-                       cpus=cpus, ring=target == "ring", realtime=realtime, sender=sender)
-            rows.append(_row("max_rate", target, copies, res, sender))
+            res = run(RateSpec(kind="pps", value=MAX_RATE_PPS), sender, target, copies)
+            rows.append(_row("max_rate", target, copies, res, sender, path))
             note(f"max rate {target} {copies} ({sender}): {res[0].achieved_pps:,.0f} packets/s")
         for target, sender in [("multicast", s) for s in senders] + [("ring", "udp")]:
-            for x in (1.0, 5.0, 10.0):
+            for x in pacing_rates:
                 rate = RateSpec(kind="rate", value=x)
-                res = _run(capture, tmp / "run", rate, copies="A", seconds=seconds, cpus=cpus, ring=target == "ring",
-                           realtime=realtime, sender=sender)
-                row = _row("pacing", target, "A", res, sender)
+                res = run(rate, sender, target)
+                row = _row("pacing", target, "A", res, sender, path)
                 _add_floor(row, res[2], rate, rows)
                 rows.append(row)
                 note(f"pacing {target} A {x:g}x ({sender}): p99 {fmt_ns(res[0].pacing.p99_ns)} "
@@ -256,15 +304,14 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
         for sender in senders:
             for x in sweep:
                 rate = RateSpec(kind="rate", value=x)
-                res = _run(capture, tmp / "run", rate, copies="A", seconds=seconds, cpus=cpus, realtime=realtime,
-                           sender=sender)
-                row = _row("sweep", "multicast", "A", res, sender)
+                res = run(rate, sender)
+                row = _row("sweep", "multicast", "A", res, sender, path)
                 _add_floor(row, res[2], rate, rows)
                 rows.append(row)
                 note(f"sweep multicast A {x:g}x ({sender}): {res[0].achieved_fraction:.5f} of schedule")
                 if (res[0].achieved_fraction or 0) < SUSTAINED_FRACTION:
                     break
-        keeps, fails = _keeps_up(rows)
+        keeps, fails = _keeps_up(rows, senders[0])
         return {
             "benchmark": "replay",
             "command": " ".join(["omdp", "bench", "replay", *sys.argv[sys.argv.index("replay") + 1:]]) if "replay" in sys.argv else "omdp bench replay",
@@ -272,21 +319,27 @@ def run_replay_bench(capture: Path | None, *, capture_seconds: float, seconds: f
             "seconds_per_run": seconds,
             "cpus": list(cpus),
             "realtime_requested": realtime,
+            "multicast_path": path,
             "rows": rows,
             "floor_margin": {"ns": FLOOR_MARGIN_NS, "fraction": FLOOR_MARGIN_FRACTION},
             "targets": targets_of(rows),
             "multicast_keeps_up_to_x": keeps,
             "multicast_behind_at_x": fails,
+            "keeps_up_by_sender": {snd: _keeps_up(rows, snd) for snd in senders},
         }
     finally:
+        if veth is not None:
+            veth.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _keeps_up(rows: list[dict[str, object]]) -> tuple[float | None, float | None]:
-    """Over the multicast A runs at Nx (pacing and sweep), by rate: the highest rate kept at
-    >= 99.99% of the schedule below the first one that was not, and that first one."""
+def _keeps_up(rows: list[dict[str, object]], sender: str | None = None) -> tuple[float | None, float | None]:
+    """Over the multicast A runs at Nx (pacing and sweep) of ``sender`` (None: all), by rate:
+    the highest rate kept at >= 99.99% of the schedule below the first one that was not, and
+    that first one."""
     runs = sorted((r["target_pps"] / PAPER_1X_PPS, r["achieved_fraction"] or 0.0) for r in rows
-                  if r["target"] == "multicast" and r["copies"] == "A" and r["kind"] in ("pacing", "sweep"))
+                  if r["target"] == "multicast" and r["copies"] == "A" and r["kind"] in ("pacing", "sweep")
+                  and sender in (None, r.get("multicast_sender")))
     keeps = None
     for x, frac in runs:
         if frac < SUSTAINED_FRACTION:

@@ -53,9 +53,13 @@ class FeedSenderParams(BaseModel):
     drops: str = Field("", description="per copy drop probability, e.g. A:0.001 (injected losses)")
     seed: int = Field(0, ge=0, description="seed of the drop decisions")
     interface: str = Field("127.0.0.1", description="multicast interface address")
-    multicast_sender: Literal["udp", "packet", "packet_ring"] = Field(
-        "udp", description="multicast through a UDP socket, 'packet' (a packet socket past the qdisc, CAP_NET_RAW) or "
-                           "'packet_ring' (the packet socket's mapped TX ring)")
+    ttl: int = Field(0, ge=0, le=255, description="multicast TTL; 0 keeps packets on this host ('xdp' needs >= 1)")
+    multicast_sender: Literal["udp", "packet", "packet_ring", "xdp"] = Field(
+        "udp", description="multicast through a UDP socket, 'packet' (a packet socket past the qdisc, CAP_NET_RAW), "
+                           "'packet_ring' (the packet socket's mapped TX ring) or 'xdp' (an AF_XDP socket's TX ring "
+                           "on the queue named by 'xdp', docs/xdp.md; root, ttl >= 1)")
+    xdp: str = Field("", description="multicast_sender 'xdp': the interface and its transmit queue, IFACE:QUEUE")
+    netns: str = Field("", description="the replay's sender process runs in this network namespace ('': this one)")
     cpus: list[int] = Field(default_factory=list, description="CPUs of the replay's sender process")
     spin_us: float | None = Field(None, ge=0, description=(
         "spin rather than sleep this close to a deadline; None: 20 us for a real-time sender (a SCHED_FIFO wake-up "
@@ -118,7 +122,8 @@ class FeedSender(SourceOperator):
         self.config = ReplayConfig(
             capture_dir=Path(params.capture_dir), rate=self._my_part(RateSpec.parse(rate=params.rate)),
             lines=tuple(sorted(ln.line for ln in mine)), copies=params.copies, loop=params.loop,
-            seconds=params.seconds, target=target, interface=params.interface, multicast_sender=params.multicast_sender,
+            seconds=params.seconds, target=target, interface=params.interface, ttl=params.ttl,
+            multicast_sender=params.multicast_sender, xdp=params.xdp, netns=params.netns,
             cpus=tuple(params.cpus),
             drops=params.drops, seed=params.seed, spin_us=sender_spin_us(params), realtime=params.realtime,
             write_intended=params.write_intended,

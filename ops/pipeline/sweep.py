@@ -25,6 +25,7 @@ from typing import Any
 from omdp.plan import Plan, build_plan
 from omdp.topology.load import load_topology
 from omdp.units import fmt_us
+from ops.netns.veth import VethPair
 from ops.pipeline.assemble import RunOptions
 from ops.pipeline.registry import build_registry
 from ops.pipeline.run_pipeline import PipelineRun, plan_pipeline, run_pipeline
@@ -50,16 +51,45 @@ class Config:
     overrides: tuple[str, ...]
 
 
+INPUTS = ("ring", "multicast", "multicast_veth", "xdp")
+"""Feed handler inputs a sweep compares: a Vega ring; multicast through the kernel's UDP
+sockets over loopback (``multicast``) or over a veth pair across two namespaces
+(``multicast_veth``); and multicast over that pair through AF_XDP on both ends (``xdp``)."""
+VETH_INPUTS = ("multicast_veth", "xdp")
+"""The inputs that run over a veth pair (root; docs/xdp.md)."""
+
+
+def input_overrides(topo: Any, inp: str, veth: VethPair | None) -> tuple[str, ...]:
+    """The overrides that give the topology's feed handler (and feed sender) input ``inp``.
+    Over the veth pair the sender runs in the pair's namespace and sends out of its end (UDP
+    socket, or AF_XDP for ``xdp``); the handler receives on the other end (its UDP sockets,
+    or AF_XDP for ``xdp``; docs/xdp.md)."""
+    fh = _fh_group(topo)
+    if inp not in VETH_INPUTS:
+        return (f'operators.{fh}.params.input="{inp}"',)
+    fs = next((n for n, op in topo.operators.items() if op.kind == "feed_sender"), None)
+    if fs is None or veth is None:
+        raise ValueError(f"input {inp!r} needs a feed_sender in topology {topo.name!r} and a veth pair")
+    out = (f'operators.{fh}.params.input="multicast"', f'operators.{fh}.params.interface="{veth.rx_addr}"',
+           f'operators.{fs}.params.interface="{veth.tx_addr}"', f"operators.{fs}.params.ttl=1",
+           f'operators.{fs}.params.netns="{veth.ns}"')
+    if inp == "xdp":
+        out += (f'operators.{fh}.params.receive="xdp"', f'operators.{fh}.params.xdp="{veth.rx}:0"',
+                f'operators.{fs}.params.multicast_sender="xdp"', f'operators.{fs}.params.xdp="{veth.tx}:0"')
+    return out
+
+
 def configurations(topologies: list[str], knob_sets: list[str], inputs: list[str],
-                   overrides: tuple[str, ...] = ()) -> list[Config]:
-    """Every (topology, knob set, input); knob sets only where the topology has channels."""
+                   overrides: tuple[str, ...] = (), veth: VethPair | None = None) -> list[Config]:
+    """Every (topology, knob set, input); knob sets only where the topology has channels.
+    ``veth``: the pair input ``xdp`` runs over."""
     out = []
     for t in topologies:
         topo = load_topology(t, overrides)
         has_channels = data_path_crosses(build_plan(topo, build_registry(), t))
         for knobs in (knob_sets if has_channels else ["-"]):
             for inp in inputs:
-                extra = (*KNOB_SETS.get(knobs, ()), f'operators.{_fh_group(topo)}.params.input="{inp}"')
+                extra = (*KNOB_SETS.get(knobs, ()), *input_overrides(topo, inp, veth))
                 label = f"{topo.name} {inp}" + (f" {knobs}" if knobs != "-" else "")
                 out.append(Config(t, knobs, inp, label, (*overrides, *extra)))
     return out

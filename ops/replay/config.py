@@ -106,6 +106,9 @@ class ReplayConfig(BaseModel):
                            "per batch, no per-datagram copy), or 'xdp': an AF_XDP socket's TX ring on the queue "
                            "named by 'xdp' (docs/xdp.md; root, TTL >= 1)")
     xdp: str = Field("", description="multicast_sender 'xdp': the interface and its transmit queue, IFACE:QUEUE")
+    netns: str = Field("", description=(
+        "run the sender processes in this network namespace (`ip netns` name; root): a replay from one side of a "
+        "veth pair to the other (docs/xdp.md); '': this process's namespace"))
     senders: int = Field(1, ge=1, le=MAX_LINE, description="sender processes; lines are split among them")
     cpus: tuple[int, ...] = Field((), description="CPU of sender i is cpus[i % len(cpus)]; empty: not pinned")
     drops: dict[Copy, float] = Field(default_factory=dict, description="per copy, probability of dropping a packet")
@@ -149,6 +152,13 @@ class ReplayConfig(BaseModel):
         if v.startswith("ring:") and re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", v[5:]):
             return v
         raise ValueError(f"target {v!r}: give 'multicast' or 'ring:NAME' (NAME of letters, digits, _ . -)")
+
+    @field_validator("netns")
+    @classmethod
+    def _netns(cls, v: str) -> str:
+        if v and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", v):
+            raise ValueError(f"netns {v!r}: a namespace name is letters, digits, _ . - (at most 64)")
+        return v
 
     @field_validator("interface")
     @classmethod

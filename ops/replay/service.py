@@ -72,6 +72,18 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The directory holding the ``ops`` package, put on the senders' path."""
 
 
+def netns_prefix(netns: str) -> list[str]:
+    """The command prefix that runs a sender in network namespace ``netns`` ('' for none);
+    a ValueError naming the field when there is no such namespace or no ``ip`` to enter it."""
+    if not netns:
+        return []
+    if shutil.which("ip") is None:
+        raise ValueError(f"netns {netns!r}: no 'ip' command (iproute2) to enter it")
+    if not Path("/run/netns", netns).exists():
+        raise ValueError(f"netns {netns!r}: no such network namespace (`ip netns list` shows them)")
+    return ["ip", "netns", "exec", netns]
+
+
 def _reap(proc: subprocess.Popen, timeout: float) -> None:
     """Wait for a sender to exit, killing it if it has not within ``timeout``."""
     try:
@@ -296,7 +308,8 @@ class ReplayService:
             # -P: the working directory (maybe a source checkout) stays off the path; the
             # package root travels in PYTHONPATH. A session of its own: the terminal's Ctrl-C reaches only the service, which
             # stops the senders in order.
-            run.procs.append(subprocess.Popen([sys.executable, "-P", "-m", "ops.replay.sender_program", str(plan_path)],
+            run.procs.append(subprocess.Popen([*netns_prefix(cfg.netns), sys.executable, "-P", "-m",
+                                               "ops.replay.sender_program", str(plan_path)],
                                               env=env, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def _wait_ready(self, run: _Run) -> None:

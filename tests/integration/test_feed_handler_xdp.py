@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from feed_handler_support import Keep
 from pipeline_support import line_packets, make_capture
-from xdp_support import VethPair, make_veth, udp_frame, xdp_refused
+from xdp_support import VethPair, make_veth, send_frames, udp_frame, xdp_refused
 
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.plan import build_plan
@@ -108,7 +108,7 @@ def test_every_message_accounted_through_af_xdp(capture: Path, veth: VethPair, t
             if i != 7:
                 frames.append(udp_frame(eps[l1.line]["B"], l1.payloads[i]))
         frames += [udp_frame(eps[l2.line]["A"], p) for p in l2.payloads[:n]]
-        veth.send(frames, tmp_path)
+        send_frames(veth, frames, tmp_path)
         expected = int(l1.counts[:n].sum() - l1.counts[7] + l2.counts[:n].sum())
         _wait_delivered(part, expected)
         part.request_stop()
@@ -221,7 +221,7 @@ def test_af_xdp_decodes_bit_for_bit_as_the_packet_socket(capture: Path, veth: Ve
     info = open_capture(capture)
     eps = {ln: {c: (e.group, e.port) for c, e in info.endpoints[ln].items()} for ln in info.lines}
     frames, expected, missed = _frames(capture, veth, eps)
-    runs = [_received(_partition(capture, veth, eps, **params), lambda: veth.send(frames, tmp_path), expected)
+    runs = [_received(_partition(capture, veth, eps, **params), lambda: send_frames(veth, frames, tmp_path), expected)
             for params in ({"receive": "packet_ring", "rx_ring_bytes": 64 << 20}, {})]
     (ref, ref_recs), (got, recs) = runs
     assert not veth.xdp_attached()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from xdp_support import xdp_refused
 
 from ops.cli.main import cli
 from ops.replay.pacing_floor import within_floor
@@ -38,3 +39,25 @@ def test_bench_replay_writes_its_json(tmp_path: Path, extra: list[str]) -> None:
     assert "ring A at 10x" in " ".join(names) and "multicast A at 5x" in " ".join(names)
     assert "floor" in res.output
     assert doc["machine"]["logical_cpus"] >= 1
+
+
+@pytest.mark.bench
+@pytest.mark.skipif(xdp_refused() is not None, reason=xdp_refused() or "")
+def test_bench_replay_sends_through_the_udp_socket_and_af_xdp_over_one_veth_pair(tmp_path: Path) -> None:
+    """With ``--multicast-sender udp,xdp`` every multicast row goes over the benchmark's veth
+    pair, both senders side by side at each step, and AF_XDP's targets are judged."""
+    out = tmp_path / "replay.json"
+    res = CliRunner().invoke(cli, ["bench", "replay", "--capture-seconds", "0.5", "--seconds", "0.3", "--sweep", "15",
+                                   "--pacing-rates", "5,20", "--multicast-sender", "udp,xdp", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["multicast_path"] == "veth"
+    multicast = [(r["kind"], r["copies"], r["multicast_sender"]) for r in doc["rows"] if r["target"] == "multicast"]
+    for kind, copies in (("max_rate", "A"), ("max_rate", "A,B"), ("pacing", "A")):
+        assert (kind, copies, "udp") in multicast and (kind, copies, "xdp") in multicast
+    for r in doc["rows"]:
+        assert r["achieved_pps"] > 0 and r["send_errors"] == 0
+        assert r["path"] == ("veth" if r["target"] == "multicast" else "ring")
+    names = " ".join(t["target"] for t in doc["targets"])
+    assert "packets per sender CPU-s through AF_XDP, copies A" in names and "(AF_XDP, veth) A at 20x" in names
+    assert set(doc["keeps_up_by_sender"]) == {"udp", "xdp"}

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import cli
+from ops.topologies import topology_path
 
 TOPOLOGY = str(Path(__file__).resolve().parents[2] / "ops" / "topologies" / "opra_fused.toml")
 
@@ -119,13 +120,15 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["bench", "synth", "--rate", "0x"], "--rate"),
         (["bench", "replay", "--seconds", "-1"], "--seconds must be positive"),
         (["bench", "sweep", "--seconds", "0"], "--seconds must be positive"),
+        (["bench", "replay", "--pacing-rates", "fast"], "--pacing-rates"),
+        (["bench", "sweep", str(topology_path("opra_fused")), "--inputs", "xdp,wire", "--data", data], "--inputs"),
         (["bench", "soak", "--data", data, "--rate", "0x"], "--rate"),
         (["bench", "soak", "--data", data, "--seconds", "0"], "--seconds must be positive"),
         (["runs", "show", MISSING], MISSING),
     ]
 
 
-CASE_COUNT = 50
+CASE_COUNT = 52
 
 
 @pytest.mark.parametrize("index", range(CASE_COUNT))

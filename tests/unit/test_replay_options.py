@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from ops.replay.config import ReplayConfig, ReplayConfigError, line_ranges, parse_copies, parse_drops, parse_lines
 from ops.replay.rates import PAPER_1X_PPS, RateError, RateSpec
+from ops.replay.service import netns_prefix
 
 
 @pytest.mark.parametrize("text,value", [("10x", 10.0), ("0.5x", 0.5), (" 2.5X ", 2.5), ("1e1x", 10.0)])
@@ -108,3 +109,16 @@ def test_http_rate_request_is_bounded() -> None:
 
     with pytest.raises(RateError, match="at most"):
         RateRequest(rate="1e308x").spec()
+
+
+@pytest.mark.parametrize("netns", ["a b", "x;y", "n" * 65])
+def test_a_sender_namespace_that_is_not_a_name_is_refused(tmp_path: Path, netns: str) -> None:
+    with pytest.raises(ValidationError, match="netns"):
+        ReplayConfig(capture_dir=tmp_path, rate=RateSpec.parse(rate="1x"), netns=netns)
+
+
+def test_a_sender_namespace_that_does_not_exist_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="netns 'omdp-no-such-ns-41': no such network namespace"):
+        netns_prefix("omdp-no-such-ns-41")
+    assert netns_prefix("") == []
+

@@ -101,3 +101,20 @@ def test_targets_pick_their_rows() -> None:
     assert ring["met"] and ring["measured"] == 12_000.0 <= PACING_TARGET_NS
     mc = next(t for name, t in got.items() if "multicast A at 5x" in name)
     assert not mc["met"] and mc["within_floor"] and "microbursts" in mc["verdict"]
+
+
+def test_af_xdp_targets_against_the_udp_socket_on_the_same_path() -> None:
+    """AF_XDP's targets: its packets per sender CPU-s against the UDP socket's flat out (per
+    copies), and its pacing at 20x (not the UDP socket's)."""
+    flat = [{"kind": "max_rate", "target": "multicast", "copies": c, "multicast_sender": s, "path": "veth",
+             "packets_per_cpu_s": pps} for c, s, pps in (("A", "udp", 400_000.0), ("A", "xdp", 2_400_000.0),
+                                                         ("A,B", "udp", 200_000.0), ("A,B", "xdp", 500_000.0))]
+    rows = [*flat, _pacing_row("multicast", 20.0, 40_000.0, 10_000.0, multicast_sender="xdp", path="veth"),
+            _pacing_row("multicast", 20.0, 9_000_000.0, 10_000.0, multicast_sender="udp", path="veth")]
+    got = {t["target"]: t for t in targets_of(rows)}
+    send_a = next(t for name, t in got.items() if "packets per sender CPU-s" in name and name.endswith("copies A"))
+    send_ab = next(t for name, t in got.items() if "packets per sender CPU-s" in name and name.endswith("A,B"))
+    assert send_a["met"] and send_a["measured"] == 6.0 and "6.00x" in send_a["verdict"]
+    assert not send_ab["met"] and send_ab["measured"] == 2.5
+    paced = [t for name, t in got.items() if "at 20x" in name]
+    assert len(paced) == 1 and "AF_XDP, veth" in paced[0]["target"] and paced[0]["met"]

@@ -1,7 +1,12 @@
 """Sweep configurations and reports: knob sets only where messages cross a channel, every
-input, the sustainable rate, and the table for docs/benchmarks.md."""
+input (the veth inputs' sender in the pair's namespace, AF_XDP on both ends for xdp), the
+sustainable rate, and the table for docs/benchmarks.md."""
 from __future__ import annotations
 
+import pytest
+
+from omdp.topology.load import load_topology
+from ops.netns.veth import VethPair
 from ops.pipeline.sweep import configurations, markdown, sweep_dict
 from ops.pipeline.sweep_points import Sweep, SweepPoint
 from ops.topologies import topology_path
@@ -41,3 +46,26 @@ def test_sustainable_rate_is_the_highest_sustained_and_the_table_says_so() -> No
     assert "| c | 20x | skipped |" in text and "| d | 1x | failed |" in text
     assert "- c: sustainable up to 5x" in text and "- d: sustainable up to none of the rates swept" in text
     assert sweep_dict(s)["sustainable"] == {"c": "5x", "d": None}
+
+
+VETH = VethPair(ns="omdpx0001", tx="oxt0001", rx="oxr0001", rx_addr="10.213.9.2", tx_addr="10.213.9.1")
+
+
+def test_the_veth_inputs_put_the_sender_in_the_pairs_namespace_and_xdp_on_both_ends() -> None:
+    cs = configurations([FUSED], ["tuned"], ["multicast_veth", "xdp"], veth=VETH)
+    assert [c.label for c in cs] == ["opra-fused multicast_veth", "opra-fused xdp"]
+    kernel, xdp = (set(c.overrides) for c in cs)
+    both = {'operators.fh.params.input="multicast"', 'operators.fh.params.interface="10.213.9.2"',
+            'operators.fs.params.interface="10.213.9.1"', "operators.fs.params.ttl=1",
+            'operators.fs.params.netns="omdpx0001"'}
+    assert both <= kernel and both <= xdp
+    assert not any("xdp" in o for o in kernel)
+    assert {'operators.fh.params.receive="xdp"', 'operators.fh.params.xdp="oxr0001:0"',
+            'operators.fs.params.multicast_sender="xdp"', 'operators.fs.params.xdp="oxt0001:0"'} <= xdp
+    for c in cs:  # the overrides make a valid topology
+        load_topology(c.topology, c.overrides)
+
+
+def test_a_veth_input_without_a_pair_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="input 'xdp' needs a feed_sender .* and a veth pair"):
+        configurations([FUSED], ["tuned"], ["xdp"])

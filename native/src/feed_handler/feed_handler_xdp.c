@@ -143,7 +143,9 @@ static int attach_program(feed_handler_t *fh, struct fh_xdp *x, unsigned ifindex
  * can, else in copy mode. */
 static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t errlen)
 {
-    /* the UMEM is the packet ring's rx_ring_bytes: frames a power of two, the RX ring half of them */
+    /* the UMEM is the packet ring's rx_ring_bytes: frames a power of two, and an RX ring as long:
+     * a handler off its CPU loses packets only once every frame waits on the RX ring (with a
+     * ring half as long, half the frames sat idle on the fill ring while the ring overflowed) */
     x->frames = 1u << (31 - __builtin_clz(fh->rx_ring_bytes / UMEM_FRAME));
     x->area_bytes = (size_t)x->frames * UMEM_FRAME;
     void *area = mmap(NULL, x->area_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -162,7 +164,7 @@ static int make_socket(feed_handler_t *fh, struct fh_xdp *x, char *err, size_t e
             snprintf(err, errlen, "xdp: UMEM: %s", strerror(-rc));
             return -1;
         }
-        struct xsk_socket_config scfg = {.rx_size = x->frames / 2, .tx_size = 0,
+        struct xsk_socket_config scfg = {.rx_size = x->frames, .tx_size = 0,
                                          .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
                                          .bind_flags = (uint16_t)(modes[m] | XDP_USE_NEED_WAKEUP)};
         rc = xsk_socket__create(&x->xsk, fh->xdp_ifname, fh->xdp_queue, x->umem, &x->rx, NULL, &scfg);

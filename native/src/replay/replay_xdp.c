@@ -30,6 +30,11 @@
 #define UMEM_FRAME 2048u
 #define TX_DESCS 2048u
 #define KICK_TRIES 1000000 /* wake-ups, or looks at the completion ring, before the sink gives up */
+#define TX_BUDGET 256u     /* copy mode: descriptors one wake-up may send (the kernel's default is 32) */
+
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9   /* Linux 6.17 */
+#endif
 
 _Static_assert(HDRS + OMDP_REPLAY_PKT_FRAME <= UMEM_FRAME, "a UMEM frame holds a whole datagram");
 
@@ -108,6 +113,12 @@ static int make_socket(replay_xdp_t *x, const char *ifname, uint32_t queue, char
                                          .bind_flags = (uint16_t)(modes[m] | XDP_USE_NEED_WAKEUP)};
         if ((rc = xsk_socket__create(&x->xsk, ifname, queue, x->umem, NULL, &x->tx, &scfg)) == 0) {
             x->zerocopy = m == 0;
+            if (!x->zerocopy) {
+                /* copy mode: one wake-up takes a whole batch where the kernel has the option
+                 * (before Linux 6.17 it sends 32 per wake-up, and flush_tx wakes it again) */
+                unsigned budget = TX_BUDGET;
+                setsockopt(xsk_socket__fd(x->xsk), SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof budget);
+            }
             return 0;
         }
         xsk_umem__delete(x->umem);

@@ -17,7 +17,10 @@ from ops.cli.options import DATA_ENVVAR, positive_seconds, writable_output
 @click.option("--seconds", type=float, callback=positive_seconds, default=30.0, show_default=True, help="replay length of each run")
 @click.option("--knobs", default="tuned,default", show_default=True,
               help="Vega knob sets for topologies with channels: tuned (the file's), default (the paper's)")
-@click.option("--inputs", default="ring", show_default=True, help="feed handler inputs: ring, multicast or both")
+@click.option("--inputs", default="ring", show_default=True,
+              help="feed handler inputs, comma-separated: ring, multicast (kernel UDP sockets over loopback), "
+                   "multicast_veth (the same over a veth pair across two namespaces), xdp (AF_XDP on both ends of "
+                   "that pair); the veth inputs need root (docs/xdp.md)")
 @click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
               show_default=True, help="data directory (captures/, runs/)")
 @click.option("--capture-date", default=None, help="capture to replay (default: the newest)")
@@ -38,25 +41,35 @@ def bench_sweep(topologies: tuple[str, ...], rates: str, seconds: float, knobs: 
     breakdown, missed ratio, achieved rate and the sustainable rate per configuration."""
     from omdp.topology.load import TopologyError
     from ops.pipeline.capture_info import CaptureInputError, latest_capture_date
-    from ops.pipeline.sweep import KNOB_SETS, configurations, markdown, run_sweep, sweep_dict
+    from ops.netns.veth import make_veth, xdp_veth_unavailable
+    from ops.pipeline.sweep import INPUTS, KNOB_SETS, VETH_INPUTS, configurations, markdown, run_sweep, sweep_dict
 
     knob_sets = [k.strip() for k in knobs.split(",") if k.strip()]
     bad = [k for k in knob_sets if k not in KNOB_SETS]
     if bad:
         raise click.BadParameter(f"unknown knob set {bad[0]!r} (known: {', '.join(KNOB_SETS)})", param_hint="--knobs")
     input_list = [i.strip() for i in inputs.split(",") if i.strip()]
-    if not input_list or any(i not in ("ring", "multicast") for i in input_list):
-        raise click.BadParameter("give ring, multicast or ring,multicast", param_hint="--inputs")
+    if not input_list or any(i not in INPUTS for i in input_list):
+        raise click.BadParameter(f"give one or more of {', '.join(INPUTS)}, comma-separated", param_hint="--inputs")
+    on_veth = [i for i in input_list if i in VETH_INPUTS]
+    why = xdp_veth_unavailable() if on_veth else None
+    if why:
+        click.echo(f"--inputs {','.join(on_veth)}: {why}", err=True)
+        sys.exit(2)
     date = capture_date or latest_capture_date(data_dir)
     if date is None:
         click.echo(f"no capture under {data_dir / 'captures'}: make one with `omdp synth`", err=True)
         sys.exit(2)
+    veth = make_veth() if on_veth else None
     try:
-        configs = configurations(list(topologies), knob_sets, input_list, overrides)
+        configs = configurations(list(topologies), knob_sets, input_list, overrides, veth)
         sweep = run_sweep(configs, [r.strip() for r in rates.split(",") if r.strip()], data_dir, date, seconds,
                           say=lambda line: click.echo(line, err=True), stop_after_failures=stop_after_failures,
                           sample_every=sample_every)
-    except (TopologyError, CaptureInputError) as e:
+    except (TopologyError, CaptureInputError, ValueError) as e:
         click.echo(str(e), err=True)
         sys.exit(2)
+    finally:
+        if veth is not None:
+            veth.close()
     emit_sweep("sweep", sweep_dict(sweep), lambda command, machine: markdown(sweep, command, machine), json_out, md_out)
