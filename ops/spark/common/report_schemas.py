@@ -133,6 +133,9 @@ FEEDS_DAY = _schema(
     ("messages", _L),
     ("bytes", _L),
     ("bad_packets", _L),
+    ("bad_checksums", _L),   # of bad_packets: OBI blocks dropped for a checksum mismatch
+    ("gaps", _L),            # gaps in the message sequence numbers, summed over the files
+    ("gap_messages", _L),    # the sequence numbers they skip
     ("messages_per_packet", _D),
     ("first_ns", _L),
     ("last_ns", _L),
