@@ -124,40 +124,52 @@ static inline void put_nullable64(int64_t *col, uint8_t *valid, uint64_t r, int6
     set_bit(valid, r, ok);
 }
 
-uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
-                                   const uint32_t *lengths, uint64_t npkts)
+/* A FAST V2 packet's message count: its header's three ASCII digits (bytes 12..14), 0 when
+ * they are not digits (the packet cannot decode). */
+static uint64_t fast_header_count(const uint8_t *p)
+{
+    const uint8_t *d = p + 12;
+    if (d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9')
+        return 0;
+    return (uint64_t)(d[0] - '0') * 100 + (uint64_t)(d[1] - '0') * 10 + (uint64_t)(d[2] - '0');
+}
+
+/* An OBI block's message count (byte 10, omdp_obi_header_peek). */
+static uint64_t obi_header_count(const uint8_t *p)
+{
+    uint64_t seq;
+    uint32_t count;
+    omdp_obi_header_peek(p, OMDP_OBI_HEADER_SIZE, &seq, &count);
+    return count;
+}
+
+/* The sum of the packets' header counts, reading only packets whose header (header_len
+ * bytes) is whole and inside buf_len. */
+static uint64_t row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets, const uint32_t *lengths,
+                          uint64_t npkts, uint32_t header_len, uint64_t (*count)(const uint8_t *))
 {
     uint64_t rows = 0;
     if (!buf || !offsets || !lengths)
         return 0;
     for (uint64_t i = 0; i < npkts; i++) {
         uint64_t o = offsets[i];
-        if (lengths[i] < 15 || o > buf_len || buf_len - o < 15)
+        if (lengths[i] < header_len || o > buf_len || buf_len - o < header_len)
             continue;
-        const uint8_t *d = buf + o + 12;
-        if (d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9')
-            continue;
-        rows += (uint64_t)(d[0] - '0') * 100 + (uint64_t)(d[1] - '0') * 10 + (uint64_t)(d[2] - '0');
+        rows += count(buf + o);
     }
     return rows;
+}
+
+uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                   const uint32_t *lengths, uint64_t npkts)
+{
+    return row_bound(buf, buf_len, offsets, lengths, npkts, 15, fast_header_count);
 }
 
 uint64_t omdp_obi_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
                                   const uint32_t *lengths, uint64_t npkts)
 {
-    uint64_t rows = 0;
-    if (!buf || !offsets || !lengths)
-        return 0;
-    for (uint64_t i = 0; i < npkts; i++) {
-        uint64_t o = offsets[i];
-        if (lengths[i] < OMDP_OBI_HEADER_SIZE || o > buf_len || buf_len - o < OMDP_OBI_HEADER_SIZE)
-            continue;
-        uint64_t seq;
-        uint32_t count;
-        omdp_obi_header_peek(buf + o, OMDP_OBI_HEADER_SIZE, &seq, &count);
-        rows += count;
-    }
-    return rows;
+    return row_bound(buf, buf_len, offsets, lengths, npkts, OMDP_OBI_HEADER_SIZE, obi_header_count);
 }
 
 /* The wire format of one call's packets, and where their errors and counts go: the one
