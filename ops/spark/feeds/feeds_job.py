@@ -90,6 +90,7 @@ class FeedsResult:
     decode_seconds: float
     decode_cpu_seconds: float    # the decode tasks' CPU: read, decode, write the tick files
     write_cpu_seconds: float     # of it, writing the tick files (Parquet)
+    formats: dict[str, int] = field(default_factory=dict)   # files by their feed format ("obi-v6", ...)
     day: dict = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)
@@ -273,6 +274,7 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         decode_seconds=decode_seconds,
         decode_cpu_seconds=sum(o.cpu_s for o in outcomes),
         write_cpu_seconds=sum(o.write_cpu_s for o in outcomes),
+        formats=dict(Counter(o.feed for o in outcomes if o.feed)),
         day=day,
         problems=problems,
         tables=tables,
