@@ -108,7 +108,8 @@ def analytics_targets(results: list[dict]) -> list[tuple[str, dict]]:
     for r in results:
         for d in r["decode"]:
             v = d["messages_per_task_cpu_s"]
-            out.append((FEEDS.line(v, f"{r['master']}, {d['date']}"), {**FEEDS.verdict(v), "master": r["master"]}))
+            out.append((FEEDS.line(v, f"{r['master']}, {d['date']}"),
+                        {**FEEDS.verdict(v), "master": r["master"], **({"feed": d["feed"]} if d.get("feed") else {})}))
         for d in r["replay"]:
             where = f"{r['master']}, {d['date']}, {d['config']}"
             for t, v in ((REPLAY, d["messages_per_task_cpu_s"]), (REPLAY_WALL, d["wall_over_capture"])):
