@@ -59,6 +59,17 @@ def detect_feed(data: bytes | bytearray | memoryview) -> str | None:
     return None
 
 
+FEED_FORMATS = {"fast": "opra-fast-v2", "obi": "obi-v6"}
+"""A ``detect_feed`` name -> the format's name in a capture's manifest (``feed_format``) and
+in the nightly tables."""
+
+
+def feed_format(data: bytes | bytearray | memoryview) -> str:
+    """The manifest name of the format ``data`` (a capture's first packet) is in: "obi-v6"
+    for an OBI block, else "opra-fast-v2" (whose decoder counts a packet of neither bad)."""
+    return FEED_FORMATS[detect_feed(data) or "fast"]
+
+
 def checksum(data: bytes | bytearray | memoryview) -> int:
     """The spec's block checksum (section 4.2) of ``data``."""
     return int(lib.omdp_obi_checksum(bytes(data), len(data)))

@@ -2,7 +2,8 @@
 cores.
 
 - Decode: the feeds job's decode stage (capture files -> C batch decoder on the executors ->
-  Arrow -> the Parquet tick table) over synthetic captures (``omdp synth``): messages/s of
+  Arrow -> the Parquet tick table) over synthetic captures (``omdp synth``; with ``markets``
+  2008 FAST V2 and/or today's OBI v6, side by side in one run): messages/s of
   wall time, the same per executor core, and messages per CPU-second of the decode tasks
   (what one core does when it has the CPU; robust to other load on the machine).
 - Replay: the backtest job (``omdp analytics backtest``: arbitrate, decode, route, the C engine)
@@ -28,6 +29,8 @@ from pathlib import Path
 from omdp.runtime.machine import machine_info
 
 BASE_DATE = dt.date(2008, 2, 4)
+MARKET_DATES = {"2008": BASE_DATE, "today": dt.date(2026, 3, 2)}
+"""The first capture date of each market's days (``omdp synth --market``'s default dates)."""
 
 
 def _cores(master: str, spark) -> int:
@@ -39,19 +42,28 @@ def _cores(master: str, spark) -> int:
 
 
 def _prepare(data: Path, seconds: float, rate: float, lines: int, scales: list[int], runs: int,
-             run_seconds: float) -> list[str]:
-    """Capture days (``scales`` x ``seconds`` each) and one day of runs; return the dates."""
+             run_seconds: float, markets: tuple[str, ...] = ("2008",), today_rate: float = 0.02) -> list[str]:
+    """Capture days (``scales`` x ``seconds`` each, per market: 2008 at ``rate``, today at
+    ``today_rate`` in its own units) and one day of runs; return the dates, market by market."""
     from ops.spark.common.data_layout import DataLayout
     from ops.spark.latency.synthetic_runs import SyntheticRun, write_synthetic_run
     from ops.synth.generator import SynthConfig, synthesize
+    from ops.synth.today.generator import TodayConfig, synthesize_today
 
     layout = DataLayout(data)
     dates = []
-    for i, k in enumerate(scales):
-        date = BASE_DATE + dt.timedelta(days=i)
-        dates.append(date.isoformat())
-        if not layout.manifest(date.isoformat()).exists():
-            synthesize(SynthConfig(data=data, date=date, seconds=seconds * k, rate=rate, seed=11 + i, num_lines=lines, progress=False))
+    for market in markets:
+        for i, k in enumerate(scales):
+            date = MARKET_DATES[market] + dt.timedelta(days=i)
+            dates.append(date.isoformat())
+            if layout.manifest(date.isoformat()).exists():
+                continue
+            if market == "today":
+                synthesize_today(TodayConfig(data=data, date=date, seconds=seconds * k, rate=today_rate, seed=11 + i,
+                                             num_lines=lines, progress=False))
+            else:
+                synthesize(SynthConfig(data=data, date=date, seconds=seconds * k, rate=rate, seed=11 + i, num_lines=lines,
+                                       progress=False))
     runs_dir = layout.runs(dates[0])
     if not runs_dir.is_dir():
         for j in range(runs):
@@ -68,16 +80,21 @@ def _spark_cpu_s(spark) -> float:
     stages (status REST API of the driver's web UI), in seconds. It counts the executors'
     JVM task threads - for the jobs' Arrow tasks, the JVM side (scheduling, Arrow
     hand-over, result collection), not the Python worker that decodes and runs the engines,
-    whose CPU the tasks measure themselves. NaN when the UI is off."""
+    whose CPU the tasks measure themselves. NaN when the UI is off, or does not answer within
+    30 s (a loaded machine): the figure is then missing, the measurement goes on."""
     import json as _json
+    import urllib.error
     import urllib.request
 
     url = spark.sparkContext.uiWebUrl
     if not url:
         return float("nan")
     app = spark.sparkContext.applicationId
-    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete", timeout=10) as r:
-        stages = _json.load(r)
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete", timeout=30) as r:
+            stages = _json.load(r)
+    except (urllib.error.URLError, TimeoutError):
+        return float("nan")
     return sum(st.get("executorCpuTime", 0) for st in stages) / 1e9
 
 
@@ -121,7 +138,7 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
             mps = r.messages / _median(walls)
             decode.append(
                 {
-                    "date": date, "files": r.files, "packets": r.packets, "messages": r.messages,
+                    "date": date, "feed": ",".join(sorted(r.formats)), "files": r.files, "packets": r.packets, "messages": r.messages,
                     "decode_wall_s": _median(walls), "feeds_job_wall_s": _median(totals),
                     "messages_per_s": mps, "messages_per_s_per_core": mps / cores,
                     "task_cpu_s": _median(cpus), "messages_per_task_cpu_s": r.messages / _median(cpus),
@@ -176,17 +193,19 @@ def measure(master: str, data: Path, dates: list[str], spans_s: list[float], rep
 
 def run_analytics_bench(data: Path | None, masters: tuple[str, ...], *, seconds: float, rate: float, num_lines: int,
                         scales: list[int], runs: int, run_seconds: float, repeats: int,
-                        replay_configs: tuple | None = None, jobs: tuple[str, ...] = JOBS) -> dict:
+                        replay_configs: tuple | None = None, jobs: tuple[str, ...] = JOBS,
+                        markets: tuple[str, ...] = ("2008",), today_rate: float = 0.02) -> dict:
     """Prepare the data (in ``data``, or a temporary directory removed after) and measure
     under each master; the JSON document less its command."""
     with tempfile.TemporaryDirectory(prefix="omdp-bench-analytics-") as tmp:
         root = data or Path(tmp)
-        dates = _prepare(root, seconds, rate, num_lines, scales, runs, run_seconds)
-        spans = [seconds * k for k in scales]
+        dates = _prepare(root, seconds, rate, num_lines, scales, runs, run_seconds, markets, today_rate)
+        spans = [seconds * k for k in scales] * len(markets)
         results = [measure(m, root, dates, spans, repeats, replay_configs, jobs) for m in masters]
     return {
         "machine": machine_info(),
-        "config": {"seconds": seconds, "rate_x": rate, "num_lines": num_lines, "scales": scales, "runs": runs,
+        "config": {"seconds": seconds, "rate_x": rate, "markets": list(markets), "today_rate_x": today_rate,
+                   "num_lines": num_lines, "scales": scales, "runs": runs,
                    "run_seconds": run_seconds, "repeats": repeats, "jobs": list(jobs),
                    "replay_configs": [c.model_dump() for c in replay_configs] if replay_configs else None},
         "results": results,

@@ -48,7 +48,7 @@ def number(v: Any) -> str:
 def _target_figure(t: dict[str, Any]) -> tuple[str, str, str]:
     """(what, value, met) of one ``targets`` entry, whichever benchmark wrote it."""
     what = str(t.get("target", "?"))
-    where = ", ".join(str(t[k]) for k in ("master", "config") if t.get(k))
+    where = ", ".join(str(t[k]) for k in ("master", "config", "feed") if t.get(k))
     if where:
         what += f" ({where})"
     value = t.get("measured", t.get("value"))

@@ -2,7 +2,9 @@
 the tick rows one by one: 10 ms windows (packets on their msg_index 0 row, messages, packet
 bytes, first and last time), packets per message count, messages per (underlying, category),
 nulls included. On the C decoder's own calls (small chunks, packet times out of order,
-malformed packets, roots the manifest does not know) and on any calls hypothesis makes."""
+malformed packets, roots the manifest does not know) and on any calls hypothesis makes; on
+those, the gaps in message sequence numbers too (packets whose first number is past the
+highest end before them, and the numbers skipped; packets going back open none)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -106,19 +108,23 @@ def _calls(draw) -> list[tuple[ArrowDecoded, np.ndarray, np.ndarray, list[dict]]
     cats = ["k", "a", "d", "Y", None]
     base = 1_202_135_400_000_000_000
     calls = []
+    seq = draw(st.integers(0, 1_000))
     for _ in range(draw(st.integers(1, 4))):
-        ts, lengths, packet_rows, rows = [], [], [], []
+        ts, lengths, packet_rows, packet_seq, rows = [], [], [], [], []
         names: list[str] = []
         for _ in range(draw(st.integers(1, 20))):
             t = base + draw(st.integers(0, 60)) * 3_000_000 + draw(st.integers(0, 2_999_999))
             size = draw(st.integers(20, 1_000))
             k = draw(st.integers(0, 6))
             ts.append(t), lengths.append(size), packet_rows.append(k)
+            seq = max(0, seq + draw(st.sampled_from([0, 0, 0, 1, 4, -3, -40])))  # on time, a gap, going back
+            packet_seq.append(seq if k else -1)
             for i in range(k):
                 root, cat = draw(st.sampled_from(sorted(roots))), draw(st.sampled_from(cats))
                 names += [root] if root not in names else []
                 rows.append({"ts_ns": t, "msg_index": i, "packet_messages": k, "packet_bytes": size,
-                             "root": root, "underlying": roots[root], "category": cat})
+                             "root": root, "underlying": roots[root], "category": cat, "msg_seq": seq + i})
+            seq += k
         under = sorted({roots[n] for n in names if roots[n] is not None})   # the call's dictionary
 
         def batch(part: list[dict]) -> pa.RecordBatch | None:
@@ -135,7 +141,7 @@ def _calls(draw) -> list[tuple[ArrowDecoded, np.ndarray, np.ndarray, list[dict]]
 
         done = ArrowDecoded(
             batch([r for r in rows if r["category"] == "k"]), rest=batch([r for r in rows if r["category"] != "k"]),
-            packet_rows=np.array(packet_rows, np.int32),
+            packet_rows=np.array(packet_rows, np.int32), packet_seq=np.array(packet_seq, np.int64),
             root_quotes=np.array([sum(r["root"] == n and r["category"] == "k" for r in rows) for n in names], np.uint32),
             root_underlying=np.array([under.index(roots[n]) if roots[n] else len(under) for n in names], np.int64))
         calls.append((done, np.array(ts, np.int64), np.array(lengths, np.uint32), rows))
@@ -149,7 +155,21 @@ def test_counts_of_any_calls_equal_counting_the_rows(calls) -> None:
     tally = FeedTally()
     for done, ts, lengths, _ in calls:
         tally.add(done, ts, lengths)
-    assert _tallied(tally) == _reference([r for *_, rows in calls for r in rows])
+    rows = [r for *_, rows in calls for r in rows]
+    assert _tallied(tally) == _reference(rows)
+    assert (tally.gaps, tally.gap_messages) == _gaps([(r["msg_seq"], r["packet_messages"]) for r in rows
+                                                      if r["msg_index"] == 0])
+
+
+def _gaps(packets: list[tuple[int, int]]) -> tuple[int, int]:
+    """Gaps and the numbers they skip, packet by packet (first msg_seq, messages)."""
+    gaps = skipped = 0
+    reach = None
+    for first, n in packets:
+        if reach is not None and first > reach:
+            gaps, skipped = gaps + 1, skipped + first - reach
+        reach = first + n if reach is None else max(reach, first + n)
+    return gaps, skipped
 
 
 def test_no_call_gives_no_window() -> None:

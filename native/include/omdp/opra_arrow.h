@@ -1,7 +1,9 @@
-/* OPRA FAST V2 packets -> the tick table's columns, in Arrow's layout (opra_arrow.c).
+/* OPRA packets -> the tick table's columns, in Arrow's layout (opra_arrow.c).
  *
- * The Spark feeds job's decode path: packets are decoded (omdp_opra_decode_packet, the same
- * code as every other decoder) and each message becomes one row written straight into
+ * The Spark feeds job's decode path, for either of OPRA's formats: FAST V2 packets
+ * (omdp_opra_decode_arrow) or OBI v6 blocks (omdp_obi_decode_arrow) are decoded by the
+ * format's own decoder (omdp_opra_decode_packet, omdp_obi_decode_block: the same code as
+ * every other decoder) into the one OPRA message record, and each message becomes one row written straight into
  * caller-owned column buffers, one contiguous array per column, so that Python can wrap them
  * as pyarrow arrays without a copy and without a numpy pass per field.
  *
@@ -36,6 +38,7 @@
 #include <stdint.h>
 
 #include "omdp/opra_fast.h"
+#include "omdp/opra_obi.h"
 
 /* cdef: begin */
 #define OMDP_ARROW_CHAR_COLS 4      /* category, msg_type, participant, put_call */
@@ -95,6 +98,12 @@ typedef struct omdp_opra_arrow_cols {
                                                    row without rest_row, the quotes with it. With
                                                    packet_rows, what a profile of the feed needs
                                                    without a pass over the rows */
+    int64_t *packet_seq;                        /* optional (NULL: not written): npkts entries,
+                                                   the msg_seq of packet i's first message, -1
+                                                   for a malformed or empty packet (a packet of
+                                                   n rows holds msg_seq .. msg_seq + n - 1: what
+                                                   gaps are counted from); entries from
+                                                   res->packets_done on untouched */
 } omdp_opra_arrow_cols_t;
 
 /* What one decode_arrow call did. */
@@ -129,5 +138,21 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
                            const omdp_opra_arrow_cols_t *cols,
                            omdp_opra_error_t *errs, uint32_t err_cap,
                            omdp_opra_counters_t *counters, omdp_opra_arrow_result_t *res);
+
+/* The same for OBI v6 blocks: the sum of the msg_count bytes (byte 10) of the blocks of at
+ * least a header's 21 bytes inside buf_len (a good block holds exactly that many). */
+uint64_t omdp_obi_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                  const uint32_t *lengths, uint64_t npkts);
+
+/* omdp_opra_decode_arrow for OBI v6 blocks, into the same columns: block i's messages
+ * (omdp_obi_decode_block, the live path's options: a block whose checksum does not match is
+ * an error, spec Q1) become rows as a FAST V2 packet's do; a bad block writes no row, its
+ * error goes to errs and its count to *counters (omdp_obi_decode_batch's counters, empty and
+ * feed-flagged blocks included). Returns 0, or OMDP_OPRA_E_CAPACITY as above. */
+int omdp_obi_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
+                          const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
+                          const omdp_opra_arrow_cols_t *cols,
+                          omdp_obi_error_t *errs, uint32_t err_cap,
+                          omdp_obi_counters_t *counters, omdp_opra_arrow_result_t *res);
 
 #endif /* OMDP_OPRA_ARROW_H */

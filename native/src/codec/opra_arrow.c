@@ -1,4 +1,6 @@
-/* OPRA FAST V2 packets -> the tick table's columns in Arrow's layout (omdp/opra_arrow.h). */
+/* OPRA packets (FAST V2) and blocks (OBI v6) -> the tick table's columns in Arrow's layout
+ * (omdp/opra_arrow.h): each format's own decoder fills the one record, and one loop writes
+ * the records' rows whichever format they came from. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,29 +124,138 @@ static inline void put_nullable64(int64_t *col, uint8_t *valid, uint64_t r, int6
     set_bit(valid, r, ok);
 }
 
-uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
-                                   const uint32_t *lengths, uint64_t npkts)
+/* A FAST V2 packet's message count: its header's three ASCII digits (bytes 12..14), 0 when
+ * they are not digits (the packet cannot decode). */
+static uint64_t fast_header_count(const uint8_t *p)
+{
+    const uint8_t *d = p + 12;
+    if (d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9')
+        return 0;
+    return (uint64_t)(d[0] - '0') * 100 + (uint64_t)(d[1] - '0') * 10 + (uint64_t)(d[2] - '0');
+}
+
+/* An OBI block's message count (byte 10, omdp_obi_header_peek). */
+static uint64_t obi_header_count(const uint8_t *p)
+{
+    uint64_t seq;
+    uint32_t count;
+    omdp_obi_header_peek(p, OMDP_OBI_HEADER_SIZE, &seq, &count);
+    return count;
+}
+
+/* The sum of the packets' header counts, reading only packets whose header (header_len
+ * bytes) is whole and inside buf_len. */
+static uint64_t row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets, const uint32_t *lengths,
+                          uint64_t npkts, uint32_t header_len, uint64_t (*count)(const uint8_t *))
 {
     uint64_t rows = 0;
     if (!buf || !offsets || !lengths)
         return 0;
     for (uint64_t i = 0; i < npkts; i++) {
         uint64_t o = offsets[i];
-        if (lengths[i] < 15 || o > buf_len || buf_len - o < 15)
+        if (lengths[i] < header_len || o > buf_len || buf_len - o < header_len)
             continue;
-        const uint8_t *d = buf + o + 12;
-        if (d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9')
-            continue;
-        rows += (uint64_t)(d[0] - '0') * 100 + (uint64_t)(d[1] - '0') * 10 + (uint64_t)(d[2] - '0');
+        rows += count(buf + o);
     }
     return rows;
 }
 
-int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
-                           const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
-                           const omdp_opra_arrow_cols_t *c,
-                           omdp_opra_error_t *errs, uint32_t err_cap,
-                           omdp_opra_counters_t *counters, omdp_opra_arrow_result_t *res)
+uint64_t omdp_opra_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                   const uint32_t *lengths, uint64_t npkts)
+{
+    return row_bound(buf, buf_len, offsets, lengths, npkts, 15, fast_header_count);
+}
+
+uint64_t omdp_obi_arrow_row_bound(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,
+                                  const uint32_t *lengths, uint64_t npkts)
+{
+    return row_bound(buf, buf_len, offsets, lengths, npkts, OMDP_OBI_HEADER_SIZE, obi_header_count);
+}
+
+/* The wire format of one call's packets, and where their errors and counts go: the one
+ * place the two formats differ on the way to the columns. */
+typedef struct arrow_feed {
+    int obi;
+    omdp_opra_error_t *fast_errs;
+    omdp_opra_counters_t *fast_counters;
+    omdp_obi_error_t *obi_errs;
+    omdp_obi_counters_t *obi_counters;
+    uint32_t err_cap;
+} arrow_feed_t;
+
+/* What one call counted, added to the format's counters at its end (a packet the call
+ * stopped at is not counted: the caller decodes it again). */
+typedef struct arrow_tally {
+    uint64_t good, bad, nerr, empty, flagged;
+} arrow_tally_t;
+
+enum { ARROW_SIDE_FULL = 1, ARROW_BAD = 2 };
+
+/* Decode packet pkt (len bytes) into msgs with the format's own decoder. Returns the
+ * record count; -ARROW_SIDE_FULL when the side buffer was too small (nothing counted); or
+ * -ARROW_BAD for a malformed packet, whose error is stored (the first err_cap) and counted
+ * by code. */
+static int decode_one(const arrow_feed_t *f, const uint8_t *pkt, uint32_t len, uint64_t index,
+                      omdp_opra_msg_t *msgs, uint8_t *side, uint32_t side_cap, arrow_tally_t *t)
+{
+    uint32_t side_used = 0;
+    int rc;
+    if (f->obi) {
+        omdp_obi_block_t info;
+        omdp_obi_error_t e;
+        /* the live path's reading of spec Q1: a block whose checksum does not match is dropped */
+        rc = omdp_obi_decode_block(pkt, len, index, 0, msgs, OMDP_OBI_MAX_MESSAGES, side, side_cap, &side_used,
+                                   &info, &e, NULL);
+        if (rc == OMDP_OBI_E_CAPACITY)
+            return -ARROW_SIDE_FULL;
+        if (rc >= 0) {
+            t->empty += (info.status & OMDP_OBI_BLK_EMPTY) != 0;
+            t->flagged += (info.status & OMDP_OBI_BLK_FEED_FLAGGED) != 0;
+            return rc;
+        }
+        if (t->nerr < f->err_cap)
+            f->obi_errs[t->nerr] = e;
+        if (f->obi_counters)
+            f->obi_counters->errors[-rc]++;
+    } else {
+        omdp_opra_error_t e;
+        rc = omdp_opra_decode_packet(pkt, len, index, msgs, OMDP_OPRA_MAX_MESSAGES, side, side_cap, &side_used, &e);
+        if (rc == OMDP_OPRA_E_CAPACITY)
+            return -ARROW_SIDE_FULL;
+        if (rc >= 0)
+            return rc;
+        if (t->nerr < f->err_cap)
+            f->fast_errs[t->nerr] = e;
+        if (f->fast_counters)
+            f->fast_counters->errors[-rc]++;
+    }
+    t->nerr++;
+    t->bad++;
+    return -ARROW_BAD;
+}
+
+static void count_call(const arrow_feed_t *f, const arrow_tally_t *t, uint64_t messages)
+{
+    if (f->fast_counters) {
+        f->fast_counters->packets += t->good + t->bad;
+        f->fast_counters->packets_ok += t->good;
+        f->fast_counters->packets_bad += t->bad;
+        f->fast_counters->messages += messages;
+    }
+    if (f->obi_counters) {
+        f->obi_counters->packets += t->good + t->bad;
+        f->obi_counters->packets_ok += t->good;
+        f->obi_counters->packets_bad += t->bad;
+        f->obi_counters->messages += messages;
+        f->obi_counters->empty += t->empty;
+        f->obi_counters->feed_flagged += t->flagged;
+    }
+}
+
+static int decode_arrow(const arrow_feed_t *feed, const uint8_t *buf, const uint64_t *offsets,
+                        const uint32_t *lengths, const int64_t *pkt_ts_ns, uint64_t npkts,
+                        uint64_t first_packet_index, const omdp_opra_arrow_cols_t *c,
+                        omdp_opra_arrow_result_t *res)
 {
     uint64_t cap = c->row_cap;
     if (cap > INT32_MAX / OMDP_ARROW_ROOT_BYTES)
@@ -158,8 +269,9 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
     uint32_t side_cap = SCRATCH_SIDE_MIN;
     uint8_t *side = malloc(side_cap);
     int status = 0;
+    arrow_tally_t t = {0};
     /* rows: in packet order (no rest_row) or the quotes; rest: the other messages */
-    uint64_t rows = 0, rest = 0, roots = 0, nerr = 0, good = 0, bad = 0, i = 0;
+    uint64_t rows = 0, rest = 0, roots = 0, i = 0;
     const uint64_t split = c->rest_row;
     int per_row_strings = !c->roots_only;
     for (int k = 0; k < OMDP_ARROW_CHAR_COLS; k++)
@@ -176,14 +288,10 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
     for (i = 0; i < npkts; i++) {
         const uint8_t *pkt = buf + offsets[i];
         uint32_t len = lengths[i];
-        omdp_opra_error_t e;
-        uint32_t side_used;
         int rc;
         for (;;) {
-            side_used = 0;
-            rc = omdp_opra_decode_packet(pkt, len, first_packet_index + i, msgs, OMDP_OPRA_MAX_MESSAGES,
-                                         side, side_cap, &side_used, &e);
-            if (rc != OMDP_OPRA_E_CAPACITY || side_cap >= SCRATCH_SIDE_MAX)
+            rc = decode_one(feed, pkt, len, first_packet_index + i, msgs, side, side_cap, &t);
+            if (rc != -ARROW_SIDE_FULL || side_cap >= SCRATCH_SIDE_MAX)
                 break;
             uint8_t *bigger = realloc(side, (size_t)side_cap * 4);
             if (!bigger)
@@ -191,19 +299,15 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             side = bigger;
             side_cap *= 4;
         }
-        if (rc == OMDP_OPRA_E_CAPACITY) {
-            status = rc;
+        if (rc == -ARROW_SIDE_FULL) {
+            status = OMDP_OPRA_E_CAPACITY;
             break;
         }
         if (rc < 0) {
-            if (nerr < err_cap)
-                errs[nerr] = e;
-            nerr++;
-            bad++;
-            if (counters)
-                counters->errors[-rc]++;
             if (c->packet_rows)
                 c->packet_rows[i] = 0;
+            if (c->packet_seq)
+                c->packet_seq[i] = -1;
             continue;
         }
         if (split ? rows + (uint64_t)rc > split || rest + (uint64_t)rc > cap - split
@@ -211,9 +315,11 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
             status = OMDP_OPRA_E_CAPACITY;
             break;
         }
-        good++;
+        t.good++;
         if (c->packet_rows)
             c->packet_rows[i] = rc;
+        if (c->packet_seq)
+            c->packet_seq[i] = rc ? (int64_t)msgs[0].msg_seq : -1;
         const int64_t ts = pkt_ts_ns[i];
         for (int j = 0; j < rc; j++) {
             const omdp_opra_msg_t *m = &msgs[j];
@@ -283,21 +389,36 @@ int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const ui
         }
     }
 out:
-    if (counters) {
-        counters->packets += good + bad;
-        counters->packets_ok += good;
-        counters->packets_bad += bad;
-        counters->messages += rows + rest;
-    }
+    count_call(feed, &t, rows + rest);
     if (res) {
         res->packets_done = i;
         res->rows = rows + rest;
         res->rest_rows = rest;
         res->roots = roots;
-        res->errors = nerr;
+        res->errors = t.nerr;
     }
     free(table);
     free(msgs);
     free(side);
     return status;
+}
+
+int omdp_opra_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
+                           const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
+                           const omdp_opra_arrow_cols_t *cols,
+                           omdp_opra_error_t *errs, uint32_t err_cap,
+                           omdp_opra_counters_t *counters, omdp_opra_arrow_result_t *res)
+{
+    const arrow_feed_t feed = {.fast_errs = errs, .fast_counters = counters, .err_cap = errs ? err_cap : 0};
+    return decode_arrow(&feed, buf, offsets, lengths, pkt_ts_ns, npkts, first_packet_index, cols, res);
+}
+
+int omdp_obi_decode_arrow(const uint8_t *buf, const uint64_t *offsets, const uint32_t *lengths,
+                          const int64_t *pkt_ts_ns, uint64_t npkts, uint64_t first_packet_index,
+                          const omdp_opra_arrow_cols_t *cols,
+                          omdp_obi_error_t *errs, uint32_t err_cap,
+                          omdp_obi_counters_t *counters, omdp_opra_arrow_result_t *res)
+{
+    const arrow_feed_t feed = {.obi = 1, .obi_errs = errs, .obi_counters = counters, .err_cap = errs ? err_cap : 0};
+    return decode_arrow(&feed, buf, offsets, lengths, pkt_ts_ns, npkts, first_packet_index, cols, res);
 }

@@ -20,6 +20,12 @@ from ops.cli.options import DATA_ENVVAR, positive_seconds
 @click.option("--seconds", type=float, callback=positive_seconds, default=10.0, show_default=True, help="Capture seconds at scale 1.")
 @click.option("--rate", "rate_text", default="1x", show_default=True,
               help="Capture rate, Nx = N x 24,000 packets/s (a bare number is refused with a hint).")
+@click.option("--market", "markets", multiple=True, type=click.Choice(["2008", "today"]), default=("2008",),
+              show_default=True, help="Capture days of this market (omdp synth --market): 2008 FAST V2, today's "
+                                      "OBI v6; repeatable, measured side by side in one run.")
+@click.option("--today-rate", "today_rate_text", default="0.02x", show_default=True,
+              help="today: the capture rate in omdp synth --market today's units (0.02x: about 300,000 messages/s, "
+                   "near 2008's 1x).")
 @click.option("--num-lines", type=int, default=24, show_default=True, help="OPRA lines (one file each).")
 @click.option("--scale", "scales", default="1,2", show_default=True, help="Capture days of these multiples of --seconds.")
 @click.option("--runs", type=int, default=8, show_default=True, help="Synthetic runs for the latency job.")
@@ -31,7 +37,8 @@ from ops.cli.options import DATA_ENVVAR, positive_seconds
 @click.option("--jobs", "jobs_text", default="feeds,replay,latency", show_default=True,
               help="Which jobs to measure, comma-separated: feeds, replay, latency.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the results as JSON here.")
-def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str, num_lines: int, scales: str,
+def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float, rate_text: str,
+                    markets: tuple[str, ...], today_rate_text: str, num_lines: int, scales: str,
                     runs: int, run_seconds: float, repeats: int, replay_configs: tuple[str, ...],
                     jobs_text: str, json_out: str | None) -> None:
     """Nightly Spark jobs: decode messages/s per executor core, replay messages per task
@@ -47,6 +54,7 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
         raise click.BadParameter(f"{', '.join(unknown) or 'none given'}: choose from {', '.join(JOBS)}",
                                  param_hint="--jobs")
     rate = parse_rate_x(rate_text)
+    today_rate = parse_rate_x(today_rate_text, option="--today-rate")
     try:
         configs = tuple(load_configs(list(replay_configs))) if replay_configs else None
     except BacktestConfigError as exc:
@@ -55,16 +63,16 @@ def analytics_bench(data: Path | None, masters: tuple[str, ...], seconds: float,
     scale_list = [int(s) for s in scales.split(",")]
     res = run_analytics_bench(data, masters, seconds=seconds, rate=rate, num_lines=num_lines, scales=scale_list,
                               runs=runs, run_seconds=run_seconds, repeats=repeats, replay_configs=configs,
-                              jobs=jobs)
+                              jobs=jobs, markets=tuple(dict.fromkeys(markets)), today_rate=today_rate)
     out = {"command": "omdp " + " ".join(sys.argv[1:]), **res}
     results = out["results"]
     click.echo(f"machine: {out['machine']['cpu_model']}, {out['machine']['logical_cpus']} CPUs, "
                f"load {out['machine']['load_average'][0]:.2f}")
-    click.echo(f"{'master':18s} {'capture':>12s} {'messages':>11s} {'job s':>7s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
+    click.echo(f"{'master':18s} {'capture':>12s} {'feed':>12s} {'messages':>11s} {'job s':>7s} {'decode s':>9s} {'msg/s':>11s} {'msg/s/core':>11s} "
                f"{'msg/cpu-s':>11s} {'decode only':>11s} {'write cpu':>9s} {'spark cpu':>9s}")
     for r in results:
         for d in r["decode"]:
-            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['messages']:11,d} {d['feeds_job_wall_s']:7.2f} {d['decode_wall_s']:9.2f} "
+            click.echo(f"{r['master']:18s} {d['date']:>12s} {d['feed']:>12s} {d['messages']:11,d} {d['feeds_job_wall_s']:7.2f} {d['decode_wall_s']:9.2f} "
                        f"{d['messages_per_s']:11,.0f} {d['messages_per_s_per_core']:11,.0f} {d['messages_per_task_cpu_s']:11,.0f} "
                        f"{d['messages_per_decode_cpu_s']:11,.0f} {d['write_cpu_s']:9.2f} {d['spark_executor_cpu_s']:9.2f}")
     click.echo(f"{'master':18s} {'capture':>12s} {'config':>10s} {'messages':>11s} {'capture s':>9s} {'job s':>8s} "
@@ -100,7 +108,8 @@ def analytics_targets(results: list[dict]) -> list[tuple[str, dict]]:
     for r in results:
         for d in r["decode"]:
             v = d["messages_per_task_cpu_s"]
-            out.append((FEEDS.line(v, f"{r['master']}, {d['date']}"), {**FEEDS.verdict(v), "master": r["master"]}))
+            out.append((FEEDS.line(v, f"{r['master']}, {d['date']}"),
+                        {**FEEDS.verdict(v), "master": r["master"], **({"feed": d["feed"]} if d.get("feed") else {})}))
         for d in r["replay"]:
             where = f"{r['master']}, {d['date']}, {d['config']}"
             for t, v in ((REPLAY, d["messages_per_task_cpu_s"]), (REPLAY_WALL, d["wall_over_capture"])):

@@ -22,7 +22,7 @@ import numpy as np
 
 from feedhandlers.captures import PcapError, read_capture
 from feedhandlers.feed_handler import FEED_FORMATS
-from feedhandlers.opra_obi import detect_feed
+from feedhandlers.opra_obi import feed_format
 from feedhandlers.opra_record import OPRA_MSG_DTYPE
 from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
@@ -174,7 +174,7 @@ def packets_format(sources: list[np.ndarray], pkts: np.ndarray) -> str:
         return "opra-fast-v2"
     p = pkts[0]
     first = sources[int(p["src"])][int(p["off"]) : int(p["off"]) + int(p["len"])]
-    return "obi-v6" if detect_feed(first.tobytes()) == "obi" else "opra-fast-v2"
+    return feed_format(first.tobytes())
 
 
 def header_messages(sources: list[np.ndarray], pkts: np.ndarray) -> int:

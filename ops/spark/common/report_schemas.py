@@ -133,6 +133,9 @@ FEEDS_DAY = _schema(
     ("messages", _L),
     ("bytes", _L),
     ("bad_packets", _L),
+    ("bad_checksums", _L),   # of bad_packets: OBI blocks dropped for a checksum mismatch
+    ("gaps", _L),            # gaps in the message sequence numbers, summed over the files
+    ("gap_messages", _L),    # the sequence numbers they skip
     ("messages_per_packet", _D),
     ("first_ns", _L),
     ("last_ns", _L),
@@ -205,7 +208,11 @@ FEEDS_FILES = _schema(
     ("packets", _L),
     ("messages", _L),
     ("bad_packets", _L),
+    ("bad_checksums", _L),   # of bad_packets: OBI blocks whose checksum did not match (dropped)
+    ("gaps", _L),            # gaps in the file's message sequence numbers
+    ("gap_messages", _L),    # the sequence numbers they skip
     ("frames_skipped", _L),
+    ("feed", _S),            # "opra-fast-v2" or "obi-v6" ("" for a file not read)
     ("status", _S),          # "ok", "partly skipped", "skipped"
     ("error", _S),
     ("output", _S),          # the tick file written ("" if none)

@@ -1,5 +1,5 @@
-"""Executor side of the feeds job: decode one capture file with the C decoder straight into
-the tick table's Arrow columns (``ops.spark.feeds.tick_arrow``), a chunk of packets per call (never
+"""Executor side of the feeds job: decode one capture file (OPRA FAST V2 or OBI v6, told from
+its first packet's bytes) with the C decoder straight into the tick table's Arrow columns (``ops.spark.feeds.tick_arrow``), a chunk of packets per call (never
 a Python call per message), write its ticks as one Parquet file of the tick table, count
 the feed's profiles from the same batches (``ops.spark.feeds.feed_tally``: its 10 ms windows go to
 a file of the tick-windows table), and report how the file went.
@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from feedhandlers.opra_obi import FEED_FORMATS
 from ops.spark.common.data_layout import CaptureFile
 from ops.spark.feeds.feed_tally import FeedTally
 from ops.spark.feeds.tick_arrow import TICK_FILE_DICT_SCHEMA, ArrowTickDecoder
@@ -81,7 +82,11 @@ class FileOutcome:
     packets: int = 0
     messages: int = 0
     bad_packets: int = 0
+    bad_checksums: int = 0     # of bad_packets: OBI blocks dropped for a checksum mismatch
+    gaps: int = 0              # places where a packet's first msg_seq is past the last one's end
+    gap_messages: int = 0      # the message sequence numbers those gaps skip
     frames_skipped: int = 0
+    feed: str = ""             # "opra-fast-v2" or "obi-v6" ("" for a file not read)
     status: str = "ok"
     error: str = ""
     output: str = ""
@@ -95,19 +100,20 @@ class FileOutcome:
 
 def decode_capture(
     capture: CaptureFile, root_map: dict[str, str], outcome: FileOutcome, chunk_packets: int = DEFAULT_CHUNK_PACKETS,
-    dictionary: bool = False, decoder: ArrowTickDecoder | None = None, tally: FeedTally | None = None,
+    dictionary: bool = False, decoder: Callable[[str], ArrowTickDecoder] | None = None, tally: FeedTally | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the tick batches of ``capture`` (string columns as dictionaries with
     ``dictionary``: ``TICK_FILE_DICT_SCHEMA``; a splitting ``decoder``: each chunk's quotes,
     then its other messages), filling ``outcome`` as it goes and, with a counting
     ``decoder``, ``tally`` (the packets of each chunk decoded). A file that is
     not a readable pcap yields nothing (status "skipped"); a file cut short or failing part
-    way keeps what was decoded before (status "partly skipped"); bad packets are counted.
-    Each batch is valid until the next is asked for. ``decoder`` (a reusing one of the same
-    ``dictionary`` mode) lends its column buffers, already faulted in by earlier files;
-    by default the file gets a decoder of its own."""
+    way keeps what was decoded before (status "partly skipped"); bad packets are counted
+    (an OBI block whose checksum does not match among them, as the live path drops it).
+    The file's format is its first packet's (``outcome.feed``); both give the same columns.
+    Each batch is valid until the next is asked for. ``decoder`` (a function of the feed
+    giving a reusing decoder of the same ``dictionary`` mode) lends its column buffers,
+    already faulted in by earlier files; by default the file gets a decoder of its own."""
     from feedhandlers.captures import PcapError, read_pcap
-    from feedhandlers.opra_obi import is_obi
 
     try:
         cap = read_pcap(capture.path)
@@ -115,32 +121,30 @@ def decode_capture(
         outcome.status, outcome.error = "skipped", str(exc)
         return
     outcome.frames_skipped = int(cap.skipped)
-    if len(cap) and is_obi(cap.payload(0)):
-        # The tick table's decoder writes FAST V2 packets' columns (opra_arrow.h); an OBI
-        # file is said to be skipped, with why, rather than counted as bad packets.
-        outcome.status, outcome.error = "skipped", "an OBI v6 capture: the tick table decodes OPRA FAST V2 only"
-        return
+    feed = capture_feed(cap)
+    outcome.feed = FEED_FORMATS[feed]
     if cap.meta.get("truncated"):
         outcome.status = "partly skipped"
         outcome.error = f"{cap.meta['truncated_tail'].describe()}; the packets before it were read"
     if cap.meta.get("malformed_frames") is not None:
         outcome.status = "partly skipped"
         outcome.error = "; ".join(filter(None, [outcome.error, cap.meta["malformed_frames"].describe()]))
-    if decoder is None:
-        decoder = ArrowTickDecoder(reuse=True, dictionary=dictionary)  # each batch is used before the next decode
+    # each batch is used before the next decode: the decoder may reuse its buffers
+    tick_decoder = decoder(feed) if decoder is not None else ArrowTickDecoder(reuse=True, dictionary=dictionary, feed=feed)
     n = len(cap)
     for start in range(0, n, chunk_packets):
         end = min(n, start + chunk_packets)
         try:
             # The C decoder writes the chunk's tick columns in Arrow's layout; the batch
             # wraps those buffers (no copy) and owns them.
-            done = decoder.decode(cap.buf, cap.offsets[start:end], cap.lengths[start:end], cap.ts_ns[start:end], root_map, start)
+            done = tick_decoder.decode(cap.buf, cap.offsets[start:end], cap.lengths[start:end], cap.ts_ns[start:end], root_map, start)
         except (OSError, ValueError, MemoryError) as exc:
             outcome.status = "partly skipped"
             outcome.error = f"packets {start}..{n - 1} not decoded: {exc}"
             return
         outcome.packets += end - start
         outcome.bad_packets += done.counters["packets_bad"]
+        outcome.bad_checksums += done.counters.get("CHECKSUM", 0)
         outcome.messages += done.counters["messages"]
         if tally is not None:
             tally.add(done, cap.ts_ns[start:end], cap.lengths[start:end])
@@ -158,16 +162,29 @@ def _temporary(final: Path) -> Path:
     return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
+def capture_feed(cap: object, look: int = 64) -> str:
+    """The feed of a capture ("fast" or "obi"): its first packet among the first ``look``
+    that is either format's (as ``omdp decode --format auto`` tells it); "fast" when none
+    is, whose decoder then counts its packets bad."""
+    from feedhandlers.opra_obi import detect_feed
+
+    for i in range(min(len(cap), look)):  # type: ignore[arg-type]
+        found = detect_feed(cap.payload(i))  # type: ignore[attr-defined]
+        if found is not None:
+            return found
+    return "fast"
+
+
 @functools.cache
-def _task_decoder() -> ArrowTickDecoder:
-    """The decoder every write_capture_ticks of this process uses, one file after the other
+def _task_decoder(feed: str) -> ArrowTickDecoder:
+    """The decoder (of each feed) every write_capture_ticks of this process uses, one file after the other
     (an executor's Python worker runs task after task): its column buffers (tens of MB at
     the default chunk) are faulted in once, not once per file - the page faults were a
     tenth of the read + decode CPU. Each chunk comes as its quotes and its other messages
     (``split``), written as row groups of their own: the quotes' columns then hold no null,
     which the Parquet writer writes at a fraction of the CPU (docs/benchmarks.md), and with
     the counts the feed's profiles are made of (``count``)."""
-    return ArrowTickDecoder(reuse=True, dictionary=True, split=True, count=True)
+    return ArrowTickDecoder(reuse=True, dictionary=True, split=True, count=True, feed=feed)
 
 
 def write_capture_ticks(
@@ -188,7 +205,7 @@ def write_capture_ticks(
     writer: pq.ParquetWriter | None = None
     write_cpu = 0.0
     try:
-        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True, decoder=_task_decoder(),
+        for batch in decode_capture(capture, root_map, outcome, chunk_packets, dictionary=True, decoder=_task_decoder,
                                     tally=tally):
             w0 = time.process_time()
             if writer is None:
@@ -201,6 +218,7 @@ def write_capture_ticks(
             writer.close()
             write_cpu += time.process_time() - w0
     outcome.write_cpu_s = write_cpu
+    outcome.gaps, outcome.gap_messages = tally.gaps, tally.gap_messages
     if writer is not None:
         os.replace(tmp, final)
         outcome.output = str(final)

@@ -10,7 +10,13 @@ the driver merges the small results:
   small Parquet file per capture file in the ``tick_windows`` table (a full day has millions
   of them: they go through Spark, not through the driver);
 - packets per messages-per-packet count, per line; messages per (underlying, category):
-  at most a few thousand values per task, handed back with the task's file outcomes.
+  at most a few thousand values per task, handed back with the task's file outcomes;
+- the file's gaps in message sequence numbers: a packet of n messages starting at s holds
+  s .. s + n - 1 (FAST V2 and OBI alike: an OBI block's messages are block_seq + index), so
+  a packet whose first message is past the highest end seen before it opens a gap of the
+  numbers between; one behind it (a retransmission, a duplicate, a reset) opens none. An
+  OBI block dropped for a bad checksum is a gap here, as it is to a feed handler reading
+  that copy alone.
 
 A packet is counted once, with the messages the decoder wrote for it (a malformed packet,
 none, is not counted), as the tick table's readers count it on its ``msg_index`` 0 row; all
@@ -86,6 +92,11 @@ class FeedTally:
         self._mix = np.zeros((64, 256), np.int64)          # messages by (underlying id, category code)
         self._last_dict: pa.Array | None = None
         self._last_ids = np.zeros(0, np.intp)
+        self._seq_end: int | None = None                 # the highest first msg_seq + rows seen
+        self.gaps = 0
+        """Gaps in the file's message sequence numbers (module docstring)."""
+        self.gap_messages = 0
+        """The sequence numbers its gaps skip."""
 
     def add(self, done: ArrowDecoded, ts_ns: np.ndarray, lengths: np.ndarray) -> None:
         """Count one decode call (a counting, splitting decoder's) of packets captured at
@@ -101,12 +112,25 @@ class FeedTally:
             if hist.size > self._per_packet_count.size:
                 self._per_packet_count = np.pad(self._per_packet_count, (0, hist.size - self._per_packet_count.size))
             self._per_packet_count[:hist.size] += hist
+            self._add_gaps(done.packet_seq[good], pm)
         if done.batch is not None:   # the quotes: their underlyings from their roots' counts
             ids = self._underlying_ids(done.batch.column("underlying"))
             per = np.bincount(done.root_underlying, weights=done.root_quotes, minlength=ids.size)
             self._mix[ids, ord("k")] += per.astype(np.int64)
         if done.rest is not None:
             self._add_mix(done.rest.column("underlying"), done.rest.column("category"))
+
+    def _add_gaps(self, first: np.ndarray, rows: np.ndarray) -> None:
+        """Count the gaps before each of these packets (first msg_seq, rows; in capture
+        order), after those of earlier calls."""
+        end = first + rows
+        start = first[0] if self._seq_end is None else self._seq_end
+        reach = np.maximum.accumulate(np.concatenate(([start], end)))
+        skipped = first - reach[:-1]
+        ahead = skipped > 0
+        self.gaps += int(ahead.sum())
+        self.gap_messages += int(skipped[ahead].sum())
+        self._seq_end = int(reach[-1])
 
     def _underlying_ids(self, underlying: pa.DictionaryArray) -> np.ndarray:
         """The file's ids of the batch's dictionary values, then of null (the last): looked

@@ -90,6 +90,7 @@ class FeedsResult:
     decode_seconds: float
     decode_cpu_seconds: float    # the decode tasks' CPU: read, decode, write the tick files
     write_cpu_seconds: float     # of it, writing the tick files (Parquet)
+    formats: dict[str, int] = field(default_factory=dict)   # files by their feed format ("obi-v6", ...)
     day: dict = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
     tables: dict[str, Path] = field(default_factory=dict)
@@ -193,6 +194,9 @@ def _day_row(profile: list[dict], date: str, outcomes: list[FileOutcome]) -> dic
         "messages": one_s.get("messages", 0),
         "bytes": one_s.get("bytes", 0),
         "bad_packets": sum(o.bad_packets for o in outcomes),
+        "bad_checksums": sum(o.bad_checksums for o in outcomes),
+        "gaps": sum(o.gaps for o in outcomes),
+        "gap_messages": sum(o.gap_messages for o in outcomes),
         "messages_per_packet": one_s["messages"] / one_s["packets"] if one_s.get("packets") else None,
         "first_ns": one_s.get("first_ns"),
         "last_ns": one_s.get("last_ns"),
@@ -270,6 +274,7 @@ def run_feeds(spark: SparkSession, layout: DataLayout, date: str, options: Feeds
         decode_seconds=decode_seconds,
         decode_cpu_seconds=sum(o.cpu_s for o in outcomes),
         write_cpu_seconds=sum(o.write_cpu_s for o in outcomes),
+        formats=dict(Counter(o.feed for o in outcomes if o.feed)),
         day=day,
         problems=problems,
         tables=tables,

@@ -1,4 +1,4 @@
-"""Packets straight to tick-table Arrow batches: the C decoder writes each column into its
+"""Packets (OPRA FAST V2) or blocks (OBI v6) straight to tick-table Arrow batches: the C decoder writes each column into its
 own buffer in Arrow's layout (``native/include/omdp/opra_arrow.h``) and this wraps the
 buffers as ``pyarrow`` arrays without copying them, with the tick file's explicit schema
 (``TICK_FILE_SCHEMA``). No 256-byte record and no numpy pass per field on the way: the only
@@ -15,6 +15,7 @@ write's CPU).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,8 @@ import pyarrow as pa
 
 from feedhandlers.opra_batch import counters_dict
 from feedhandlers.opra_errors import CAPACITY, OPRA_ERROR_DTYPE, OpraDecodeError
+from feedhandlers.opra_obi_errors import ObiDecodeError
+from feedhandlers.opra_obi_errors import counters_dict as obi_counters_dict
 from omdp.native import ffi, lib
 from ops.spark.feeds.tick_table import TICK_FILE_SCHEMA
 
@@ -45,16 +48,18 @@ same types and values for every reader (Spark reads them into its nullable schem
 class ArrowDecoded:
     """One call's result: the tick batch (None when no packet held a message; with ``split``
     the quotes only, and ``rest`` the other messages), the first errors and this call's
-    counters (packets, packets_ok, packets_bad, messages, per code). With ``count``: the rows
-    of each packet (0 for a malformed one) and, per distinct root of the call (root id
-    order), its quote rows and its underlying's index in the batches' underlying dictionary
-    (the dictionary's length for a root without one)."""
+    counters (packets, packets_ok, packets_bad, messages, per code; an OBI decoder's also
+    empty and feed_flagged). With ``count``: the rows of each packet (0 for a malformed one)
+    and its first message's msg_seq (-1 for a malformed or empty one), and, per distinct
+    root of the call (root id order), its quote rows and its underlying's index in the
+    batches' underlying dictionary (the dictionary's length for a root without one)."""
 
     batch: pa.RecordBatch | None
-    errors: list[OpraDecodeError] = field(default_factory=list)
+    errors: list[OpraDecodeError | ObiDecodeError] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     rest: pa.RecordBatch | None = None
     packet_rows: np.ndarray | None = None
+    packet_seq: np.ndarray | None = None
     root_quotes: np.ndarray | None = None
     root_underlying: np.ndarray | None = None
 
@@ -84,6 +89,40 @@ def _column_buffers(rows: int) -> tuple:
     )
 
 
+def _fast_errors(errs: object, n: int) -> list[OpraDecodeError]:
+    if not n:
+        return []
+    arr = np.frombuffer(ffi.buffer(errs, n * OPRA_ERROR_DTYPE.itemsize), dtype=OPRA_ERROR_DTYPE)
+    return [OpraDecodeError(int(e["code"]), int(e["packet_index"]), int(e["offset"]), int(e["message_index"]),
+                            int(e["slot"])) for e in arr]
+
+
+def _obi_errors(errs: object, n: int) -> list[ObiDecodeError]:
+    return [ObiDecodeError.from_c(errs[i]) for i in range(n)]  # type: ignore[index]
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """What differs between the two wire formats on the way to the columns: the C calls,
+    the error and counter structs and how they read."""
+
+    row_bound: Callable[..., int]
+    decode: Callable[..., int]
+    error_type: str
+    counters_type: str
+    errors: Callable[[object, int], list]
+    counters: Callable[[np.ndarray], dict[str, int]]
+
+
+_FEEDS = {
+    "fast": _Feed(lib.omdp_opra_arrow_row_bound, lib.omdp_opra_decode_arrow, "omdp_opra_error_t",
+                  "omdp_opra_counters_t", _fast_errors, counters_dict),
+    "obi": _Feed(lib.omdp_obi_arrow_row_bound, lib.omdp_obi_decode_arrow, "omdp_obi_error_t",
+                 "omdp_obi_counters_t", _obi_errors, obi_counters_dict),
+}
+"""The decoder's formats by ``feed`` name (as ``feedhandlers.opra_obi.detect_feed`` names them)."""
+
+
 class ArrowTickDecoder:
     """Decodes runs of packets into tick batches.
 
@@ -103,10 +142,16 @@ class ArrowTickDecoder:
     says how many rows each packet wrote and how many quote rows each distinct root has,
     counted as it writes them, and the call says each root's underlying
     (``ArrowDecoded.packet_rows``, ``root_quotes``, ``root_underlying``): the profiles then
-    need no pass over the quotes' rows (``ops.spark.feeds.feed_tally``)."""
+    need no pass over the quotes' rows (``ops.spark.feeds.feed_tally``).
+
+    ``feed`` is the packets' wire format: "fast" (OPRA FAST V2) or "obi" (OBI v6 blocks,
+    decoded as the live path does: a block whose checksum does not match is dropped and
+    counted). Both give the same columns (one record, one table)."""
 
     def __init__(self, max_errors: int = 1024, reuse: bool = False, dictionary: bool = False,
-                 split: bool = False, count: bool = False) -> None:
+                 split: bool = False, count: bool = False, feed: str = "fast") -> None:
+        if feed not in _FEEDS:
+            raise ValueError(f"feed must be 'fast' or 'obi', not {feed!r}")
         if split and not dictionary:
             raise ValueError("split needs dictionary mode (per-row strings cannot have two regions)")
         if count and not split:
@@ -115,19 +160,21 @@ class ArrowTickDecoder:
         self._dictionary = dictionary
         self._split = split
         self._count = count
+        self._feed = _FEEDS[feed]
         self._packet_rows = np.zeros(0, np.int32)
+        self._packet_seq = np.zeros(0, np.int64)
         self._bufs: tuple | None = None
         self._rows = 0
-        self._errs = ffi.new("omdp_opra_error_t[]", max_errors)
+        self._errs = ffi.new(f"{self._feed.error_type}[]", max_errors)
         self._max_errors = max_errors
         self._res = ffi.new("omdp_opra_arrow_result_t*")
-        self._c_counters = ffi.new("omdp_opra_counters_t*")
+        self._c_counters = ffi.new(f"{self._feed.counters_type}*")
         self._totals = np.frombuffer(ffi.buffer(self._c_counters), dtype=np.uint64)
 
     @property
     def counters(self) -> dict[str, int]:
         """Totals over every call so far."""
-        return counters_dict(self._totals)
+        return self._feed.counters(self._totals)
 
     def decode(
         self,
@@ -153,7 +200,7 @@ class ArrowTickDecoder:
         if n and int((offsets + lengths).max()) > data.shape[0]:
             raise ValueError("a packet lies outside the buffer")
         # A good packet has exactly its header's count of messages: this is enough rows.
-        bound = max(1, int(lib.omdp_opra_arrow_row_bound(
+        bound = max(1, int(self._feed.row_bound(
             ffi.from_buffer("uint8_t[]", data), data.shape[0], ffi.from_buffer("uint64_t[]", offsets),
             ffi.from_buffer("uint32_t[]", lengths), n)) if n else 0)
         # split: two halves, quotes in the first, the rest from the second (whole 64 rows each:
@@ -202,10 +249,12 @@ class ArrowTickDecoder:
         if self._count:
             if self._packet_rows.shape[0] < n:
                 self._packet_rows = np.empty(max(n, 2 * self._packet_rows.shape[0]), np.int32)
+                self._packet_seq = np.empty(self._packet_rows.shape[0], np.int64)
             cols.packet_rows = p("int32_t*", self._packet_rows)
+            cols.packet_seq = p("int64_t*", self._packet_seq)
             cols.root_rows = p("uint32_t*", root_rows)
         before = self._totals.copy()
-        status = lib.omdp_opra_decode_arrow(
+        status = self._feed.decode(
             p("uint8_t*", data if data.size else np.zeros(1, np.uint8)), p("uint64_t*", offsets),
             p("uint32_t*", lengths), p("int64_t*", ts_ns), n, first_packet_index, cols,
             self._errs, self._max_errors, self._c_counters, self._res,
@@ -213,16 +262,13 @@ class ArrowTickDecoder:
         res = self._res
         if status == CAPACITY:
             raise MemoryError(f"decode_arrow stopped at packet {first_packet_index + int(res.packets_done)}")
-        n_err = min(int(res.errors), self._max_errors)
-        errors = []
-        if n_err:
-            arr = np.frombuffer(ffi.buffer(self._errs, n_err * OPRA_ERROR_DTYPE.itemsize), dtype=OPRA_ERROR_DTYPE)
-            errors = [OpraDecodeError(int(e["code"]), int(e["packet_index"]), int(e["offset"]), int(e["message_index"]), int(e["slot"])) for e in arr]
-        counters = counters_dict(self._totals - before)
+        errors = self._feed.errors(self._errs, min(int(res.errors), self._max_errors))
+        counters = self._feed.counters(self._totals - before)
         rest = int(res.rest_rows)
         m = int(res.rows) - rest
         nroots = int(res.roots)
-        counted = {"packet_rows": self._packet_rows[:n], "root_quotes": root_rows[:nroots]} if self._count else {}
+        counted = {"packet_rows": self._packet_rows[:n], "packet_seq": self._packet_seq[:n],
+                   "root_quotes": root_rows[:nroots]} if self._count else {}
         if m + rest == 0:
             return ArrowDecoded(None, errors, counters, **counted)
         if self._dictionary:
