@@ -7,7 +7,7 @@ down; on one host the shared-memory and self paths only (``OMPI_MCA_btl=self,sm`
 in about 0.1 s instead of a second probing networks); as root, the two variables Open MPI
 asks for. A variable the caller already set is kept. Across namespace hosts
 (``omdp.runtime.mpi_agent``) the job adds Open MPI's TCP path between hosts
-(``self,sm,tcp``) and names each rank's host.
+(``self,sm,tcp``, with Open MPI's TCP progress thread) and names each rank's host.
 """
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from pathlib import Path
 from omdp.transport.mpi import mpi_unavailable
 
 JOB_ENV = {"OMPI_MCA_btl": "self,sm"}
-HOSTS_JOB_ENV = {"OMPI_MCA_btl": "self,sm,tcp"}
+HOSTS_JOB_ENV = {"OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_btl_tcp_progress_thread": "1"}
+"""Across hosts: TCP between them, and Open MPI's own TCP progress thread. Without it a
+rank that greeted its sender and then waited for the run to start (no MPI call) never
+finished opening the connection, and the sender's wait for the hello timed out."""
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
