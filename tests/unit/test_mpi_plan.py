@@ -14,6 +14,7 @@ from omdp.runtime.mpi_supervisor import mpi_plan_problems, plan_across_hosts, pl
 from omdp.topology.load import load_topology
 from omdp.transport.channels import ChannelSpecError, load_spec
 from omdp.transport.mpi import parse_mpi_endpoint
+from ops.netns.lab import main as lab_main
 from ops.pipeline.registry import build_registry
 
 SHIPPED = Path(__file__).resolve().parents[2] / "ops" / "topologies"
@@ -68,3 +69,17 @@ def test_the_launch_agent_enters_the_named_host_under_its_own_name() -> None:
     out = subprocess.run([sys.executable, "-P", "-m", "omdp.runtime.mpi_agent", "/dev/null"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_the_shipped_two_host_pair_differs_only_in_the_transport() -> None:
+    mpi, vtcp = _plan("opra_hosts_mpi"), _plan("opra_hosts_vega_tcp")
+    assert plan_across_hosts(mpi) and mpi_plan_problems(mpi) == []
+    assert {c.spec.transport for c in mpi.channels} == {"mpi"} and {c.spec.transport for c in vtcp.channels} == {"vega-tcp"}
+    assert [(p.name, p.host, p.cpus) for p in mpi.partitions] == [(p.name, p.host, p.cpus) for p in vtcp.partitions]
+    assert {p.host for p in mpi.partitions} == {"feed", "engines"}
+    assert all(h.netns and not h.isolated for h in mpi.hosts.values() if h.name in ("feed", "engines"))
+
+
+def test_the_lab_command_says_its_usage() -> None:
+    assert lab_main(["sideways", "2", "omdp"]) == 2
+    assert lab_main(["up", "two", "omdp"]) == 2
