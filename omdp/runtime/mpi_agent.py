@@ -22,8 +22,12 @@ _UTS_SHELL = 'hostname "$1" && shift && exec "$@"'
 
 
 def hosts_map(hosts: list[PlanHost]) -> dict[str, dict[str, object]]:
-    """The agent's map: address -> the host's network namespace and its own environment."""
-    return {h.address: {"netns": h.netns, "env": dict(h.env)} for h in hosts}
+    """The agent's map: address -> the host's network namespace and its own environment.
+    ``hosts[0]`` is the job's first host, whose environment the launcher (and so the agent)
+    runs with: what only it sets is unset on the others."""
+    first = hosts[0].env
+    return {h.address: {"netns": h.netns, "env": dict(h.env), "unset": sorted(set(first) - set(h.env))}
+            for h in hosts}
 
 
 def host_prefix(netns: str) -> list[str]:
@@ -50,7 +54,7 @@ def main(argv: list[str]) -> int:
               f"({', '.join(hosts)})", file=sys.stderr)
         return 2
     host = hosts[rest[0]]
-    env = dict(os.environ, **host["env"])
+    env = {k: v for k, v in os.environ.items() if k not in host["unset"]} | host["env"]
     cmd = [*host_prefix(host["netns"]), "sh", "-c", " ".join(rest[1:])]
     os.execvpe(cmd[0], cmd, env)
     return 127  # not reached

@@ -62,8 +62,12 @@ def test_an_mpi_run_across_hosts_puts_every_partition_on_a_shared_namespace_host
 
 def test_the_launch_agent_enters_the_named_host_under_its_own_name() -> None:
     p = _plan("seq_split_mpi", ('hosts.lab.netns="omdp-lab"', 'hosts.lab.address="10.77.0.9"',
-                                'hosts.lab.env={OMDP_X="1"}'))
-    assert hosts_map([p.hosts["lab"]]) == {"10.77.0.9": {"netns": "omdp-lab", "env": {"OMDP_X": "1"}}}
+                                'hosts.lab.env={OMDP_X="1"}', 'hosts.far.netns="omdp-far"',
+                                'hosts.far.address="10.77.0.8"', 'partitions.up.host="far"'))
+    # the launcher runs with the first host's environment: the second unsets what only the first has
+    assert hosts_map([p.hosts["lab"], p.hosts["far"]]) == {
+        "10.77.0.9": {"netns": "omdp-lab", "env": {"OMDP_X": "1"}, "unset": []},
+        "10.77.0.8": {"netns": "omdp-far", "env": {}, "unset": ["OMDP_X"]}}
     prefix = host_prefix("omdp-lab")
     assert prefix[:6] == ["ip", "netns", "exec", "omdp-lab", "unshare", "--uts"] and prefix[-1] == "omdp-lab"
     out = subprocess.run([sys.executable, "-P", "-m", "omdp.runtime.mpi_agent", "/dev/null"], capture_output=True,
