@@ -56,8 +56,11 @@ def main(argv: list[str]) -> int:
     host = hosts[rest[0]]
     env = {k: v for k, v in os.environ.items() if k not in host["unset"]} | host["env"]
     cmd = [*host_prefix(host["netns"]), "sh", "-c", " ".join(rest[1:])]
-    os.execvpe(cmd[0], cmd, env)
-    return 127  # not reached
+    try:
+        os.execvpe(cmd[0], cmd, env)
+    except OSError as e:
+        print(f"mpi_agent: host {rest[0]}: {cmd[0]}: {e.strerror}", file=sys.stderr)
+    return 127
 
 
 if __name__ == "__main__":
