@@ -14,12 +14,16 @@ adding files.
 
 Optional parts: a source whose name ends in ``_ib.c`` is compiled only where
 ``infiniband/verbs.h`` exists (docs/architecture.md principle 8), and its cdef must be named
-``*_ib.cdef``. Likewise a source, header or cdef whose name ends in ``_mpi`` is built only
-where an MPI is found (``mpi_flags``: the ``mpicc`` beside this Python or on PATH, asked for
-its flags; Open MPI's ``-showme``, MPICH's ``-compile_info``), compiled and linked with
-that MPI's flags (docs/mpi.md). Likewise ``*_xdp.c`` / ``*_xdp.cdef`` (AF_XDP, docs/xdp.md)
-only where libxdp's ``xdp/xsk.h`` and libbpf's ``bpf/bpf.h`` exist, and then every source
-sees ``OMDP_HAVE_XDP``.
+``*_ib.cdef``. Likewise ``*_xdp.c`` / ``*_xdp.cdef`` (AF_XDP, docs/xdp.md) only where
+libxdp's ``xdp/xsk.h`` and libbpf's ``bpf/bpf.h`` exist, and then every source sees
+``OMDP_HAVE_XDP``. A source, header or cdef whose name ends in ``_mpi`` is never part of
+``omdp._native``: it makes the module ``omdp._native_mpi`` (``make_mpi_ffibuilder``;
+``build_native_mpi.py`` for setuptools), built only where an MPI is found (``mpi_flags``:
+the ``mpicc`` beside this Python or on PATH, asked for its flags; Open MPI's ``-showme``,
+MPICH's ``-compile_info``) and linked with it, so only a process that uses the ``mpi``
+transport loads the MPI libraries (docs/mpi.md). It shares ``omdp._native``'s types
+(cffi's ``include``), so their pointers pass between the two modules; its sources may use
+only the headers' inline functions, not ``omdp._native``'s symbols.
 
 Environment knobs (documented in the README):
   OMDP_SANITIZE=1   build with -fsanitize=address,undefined (CI runs the codec tests so)
@@ -90,9 +94,13 @@ def _have_xdp() -> bool:
                for h in ("xdp/xsk.h", "bpf/bpf.h"))
 
 
+def _is_mpi(path: Path) -> bool:
+    return path.stem.endswith("_mpi")
+
+
 def _wanted(path: Path, suffix: str) -> bool:
-    if path.stem.endswith("_mpi"):
-        return mpi_flags() is not None
+    if _is_mpi(path):
+        return False  # omdp._native_mpi's
     if path.stem.endswith("_xdp"):
         return _have_xdp()
     return not path.stem.endswith("_ib") or _have_verbs()
@@ -116,8 +124,6 @@ def _compile_args() -> list[str]:
         args.append(f"-march={march}")
     if os.environ.get("OMDP_SANITIZE") == "1":
         args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"]
-    if mpi_flags() is not None:
-        args += mpi_flags()[0]
     return args
 
 
@@ -127,8 +133,6 @@ def _link_args() -> list[str]:
         args += ["-fsanitize=address,undefined"]
     if _have_verbs() and any(p.stem.endswith("_ib") for p in _sources()):
         args += ["-libverbs"]
-    if mpi_flags() is not None:
-        args += mpi_flags()[1]
     if _have_xdp():
         args += ["-lxdp", "-lbpf"]
     return args
@@ -154,9 +158,36 @@ def make_ffibuilder() -> FFI:
     return ffibuilder
 
 
+def make_mpi_ffibuilder(native: FFI) -> FFI | None:
+    """``omdp._native_mpi``: the ``*_mpi`` headers, cdefs and sources, on ``native``'s types
+    and linked with the MPI found here; None where there is none (or OMDP_MPI=0)."""
+    flags = mpi_flags()
+    if flags is None:
+        return None
+    ffibuilder = FFI()
+    ffibuilder.include(native)
+    mine = sorted(h for h in (INCLUDE / "omdp").glob("*.h") if _is_mpi(h))
+    cdefs = sorted(p for p in (NATIVE / "cdef").glob("*.cdef") if _is_mpi(p))
+    ffibuilder.cdef(_header_cdef(mine) + "\n".join(p.read_text() for p in cdefs))
+    # the included types need their C declarations too: every header the main module has
+    headers = [h for h in sorted((INCLUDE / "omdp").glob("*.h")) if _wanted(h, ".h")] + mine
+    ffibuilder.set_source(
+        "omdp._native_mpi",
+        "\n".join(f'#include "omdp/{h.name}"' for h in headers),
+        sources=[str(p.relative_to(NATIVE.parent)) for p in sorted(SRC.rglob("*.c")) if _is_mpi(p)],
+        include_dirs=[str(INCLUDE)],
+        extra_compile_args=_compile_args() + flags[0],
+        extra_link_args=_link_args() + flags[1],
+    )
+    return ffibuilder
+
+
 ffibuilder = make_ffibuilder()
 
 if __name__ == "__main__":
-    # Development build in place: python native/build_native.py
+    # Development build in place: python native/build_native.py (both modules)
     os.chdir(NATIVE.parent)
     ffibuilder.compile(verbose=False)
+    mpi_builder = make_mpi_ffibuilder(ffibuilder)
+    if mpi_builder is not None:
+        mpi_builder.compile(verbose=False)

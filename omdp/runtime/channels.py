@@ -101,10 +101,11 @@ def open_input(channel: PlanChannel, run_id: str, host: PlanHost) -> ChannelEnd:
         rx = open_receiver(spec, shm_name(run_id, channel_key(channel)))
         return ChannelEnd(channel.name, rx.name, lib.omdp_chan_vega_in_ops(), rx.c_handle, rx.close)
     if spec.transport == "mpi":
+        from omdp.native_mpi import mpi_native
         from omdp.runtime.mpi_rank import endpoint_of
 
         rx = open_receiver(spec, endpoint_of(channel.upstream, channel.id))
-        return ChannelEnd(channel.name, endpoint_of(channel.downstream, channel.id), lib.omdp_chan_mpi_in_ops(),
+        return ChannelEnd(channel.name, endpoint_of(channel.downstream, channel.id), mpi_native()[1].omdp_chan_mpi_in_ops(),
                           rx.c_handle, rx.close)
     rx = open_receiver(spec, _network_endpoint(spec.transport, host))
     if spec.transport == "tcp":
@@ -125,7 +126,9 @@ def open_output(channel: PlanChannel, run_id: str, endpoint: str, timeout: float
     if spec.transport == "vega-shm":
         return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vega_out_ops(), tx.c_handle, tx.close)
     if spec.transport == "mpi":
-        return ChannelEnd(channel.name, endpoint, lib.omdp_chan_mpi_out_ops(), tx.c_handle, tx.close)
+        from omdp.native_mpi import mpi_native
+
+        return ChannelEnd(channel.name, endpoint, mpi_native()[1].omdp_chan_mpi_out_ops(), tx.c_handle, tx.close)
     if spec.transport == "vega-tcp":
         return ChannelEnd(channel.name, endpoint, lib.omdp_chan_vtcp_out_ops(), tx.c_link, tx.close,
                           _vtcp_error(tx.c_link))

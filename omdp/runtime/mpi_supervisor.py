@@ -13,6 +13,11 @@ without a status was killed (reported as SIGKILL). When the run is over the job 
 reaped (killed after ``kill_timeout_s``), and the files in /dev/shm its ranks mapped when
 MPI started (each lists its own) are removed once nobody maps them (``mpi_files.json``
 in the run directory names them).
+
+Across namespace hosts (every partition on one, none isolated) the job starts in the first
+partition's host and reaches the others through ``omdp.runtime.mpi_agent``, each host under
+its own host name; ranks on different hosts talk over Open MPI's TCP path (docs/mpi.md
+"Across namespace hosts").
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from typing import Any
 
 from omdp.plan import Plan, PlanPartition
 from omdp.runtime.control import LineReader, LineWriter
+from omdp.runtime.mpi_agent import agent_argv, host_prefix, hosts_map
 from omdp.runtime.rundir import log_name
 from omdp.runtime.supervisor import RunResult, Supervisor, _Abort, _Child
 from omdp.transport.mpi_job import job_env, mpiexec_argv
@@ -41,14 +47,26 @@ def plan_uses_mpi(plan: Plan) -> bool:
     return any(c.spec.transport == "mpi" for c in plan.channels)
 
 
+def plan_across_hosts(plan: Plan) -> bool:
+    """True when the plan's partitions run on namespace hosts (the job then spans them)."""
+    return any(plan.hosts[p.host].netns for p in plan.partitions)
+
+
 def mpi_plan_problems(plan: Plan) -> list[tuple[str, str]]:
     """Why ``plan`` cannot run as one MPI job: (field, reason) pairs (whether MPI is here at
     all is ``check_machine``'s, through ``transport_unavailable``)."""
+    if not plan_across_hosts(plan):
+        return []
     problems = []
-    remote = sorted({p.host for p in plan.partitions if plan.hosts[p.host].netns})
-    if remote:
-        problems.append(("partitions.host", f"an MPI run's ranks all run on this machine; {', '.join(remote)} "
-                                            f"is a namespace host"))
+    here = sorted({p.name for p in plan.partitions if not plan.hosts[p.host].netns})
+    if here:
+        problems.append(("partitions.host", f"an MPI run across namespace hosts places every partition on one; "
+                                            f"{', '.join(here)} runs on this machine"))
+    for name in sorted({p.host for p in plan.partitions if plan.hosts[p.host].netns}):
+        if plan.hosts[name].isolated:
+            problems.append((f"hosts.{name}.isolated", "an MPI rank cannot run on an isolated namespace host (its "
+                                                       "PID namespace hides the rank from the supervisor): set "
+                                                       "isolated = false"))
     return problems
 
 
@@ -114,17 +132,29 @@ class MpiSupervisor(Supervisor):
         self.control = self.run_dir / "control"
 
     def rank_argv(self, p: PlanPartition) -> list[str]:
-        """Partition ``p``'s command as a rank: the usual one, told where its FIFOs and log are."""
-        return [*self.argv(p), "--control-dir", str(self.control), "--log", str(self.run_dir / "logs" / log_name(p.name))]
+        """Partition ``p``'s command as a rank, told where its FIFOs and log are (the job
+        itself enters the rank's host)."""
+        return [*self.partition_cmd(p), "--control-dir", str(self.control),
+                "--log", str(self.run_dir / "logs" / log_name(p.name))]
+
+    def _job_argv(self) -> list[str]:
+        """The job's command: on this machine, or from the first partition's namespace host."""
+        ranks = [self.rank_argv(p) for p in self.plan.partitions]
+        if not plan_across_hosts(self.plan):
+            return mpiexec_argv(ranks)
+        hosts = [self.plan.hosts[p.host] for p in self.plan.partitions]
+        host_map = self.control / "hosts.json"
+        host_map.write_text(json.dumps(hosts_map(list({h.name: h for h in hosts}.values())), indent=1))
+        return [*host_prefix(hosts[0].netns), *mpiexec_argv(ranks, [h.address for h in hosts], agent_argv(host_map))]
 
     def _start(self) -> None:
         self.control.mkdir(parents=True, exist_ok=True)
         for p in self.plan.partitions:
             for suffix in (".in", ".out"):
                 os.mkfifo(self.control / f"{p.name}{suffix}", 0o600)
-        env = job_env(self.hosts.env_for(self.plan.partitions[0].host))
+        env = job_env(self.hosts.env_for(self.plan.partitions[0].host), plan_across_hosts(self.plan))
         with (self.run_dir / "logs" / "mpiexec.log").open("ab") as log:
-            self.job = subprocess.Popen(mpiexec_argv([self.rank_argv(p) for p in self.plan.partitions]),
+            self.job = subprocess.Popen(self._job_argv(),
                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                         start_new_session=True, close_fds=True)
         deadline = time.monotonic() + PID_WAIT_S

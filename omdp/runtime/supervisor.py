@@ -184,9 +184,12 @@ class Supervisor:
         checkout imports the installed omdp (with its compiled module), not the sources; the
         supervisor's own import path travels in PYTHONPATH instead (``_env``).
         """
-        cmd = [self.python, "-P", "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
-               "--partition", p.name, "--run-id", self.run_id, "--run-dir", str(self.run_dir)]
-        return self.hosts.argv(p.host, cmd)
+        return self.hosts.argv(p.host, self.partition_cmd(p))
+
+    def partition_cmd(self, p: PlanPartition) -> list[str]:
+        """Partition ``p``'s command itself, wherever it is to run."""
+        return [self.python, "-P", "-m", "omdp.runtime.partition_main", "--plan", str(self.run_dir / "plan.json"),
+                "--partition", p.name, "--run-id", self.run_id, "--run-dir", str(self.run_dir)]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

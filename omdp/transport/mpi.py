@@ -17,14 +17,15 @@ import mmap
 import time
 from typing import Any
 
-from omdp.native import ffi, lib
+from omdp.native import lib as vlib
+from omdp.native_mpi import built, mpi_native
 from omdp.transport.api import Buffer, ChannelNotFoundError, TransportError
 from omdp.transport.spec import ChannelSpec
 from omdp.transport.vega import ON_FULL_CODES, WAIT_CODES, WAIT_SLICE_NS
 from omdp.transport.vega_status import PEER_STATES, raise_for, timeout_ns
 
-HAVE_MPI_BUILD = hasattr(lib, "omdp_mpi_init")
-NO_MPI_BUILD = ("this build of omdp has no MPI part (no MPI was found when it was built): "
+HAVE_MPI_BUILD = built()
+NO_MPI_BUILD = ("this build of omdp has no MPI module (no MPI was found when it was built): "
                 "pip install '.[mpi]', then rebuild omdp with the MPI present: pip install --no-deps --force-reinstall .")
 
 
@@ -37,6 +38,10 @@ class MpiError(TransportError):
 
 
 _job: tuple[int, int, int] | None = None
+ffi: Any = None
+lib: Any = None
+"""omdp._native_mpi's, set by mpi_init (every end opens through it): loading the module
+loads the MPI libraries, which only a process that uses MPI should."""
 
 
 def mpi_unavailable() -> str | None:
@@ -46,9 +51,14 @@ def mpi_unavailable() -> str | None:
 
 def mpi_init() -> tuple[int, int]:
     """Start MPI in this process (once; MPI_THREAD_MULTIPLE asked): (rank, size)."""
-    global _job
+    global _job, ffi, lib
     if not HAVE_MPI_BUILD:
         raise MpiUnavailableError(NO_MPI_BUILD)
+    if lib is None:
+        try:
+            ffi, lib = mpi_native()
+        except ImportError as e:
+            raise MpiUnavailableError(f"omdp's MPI module does not load: {e}") from e
     if _job is None:
         rank, size, level = ffi.new("int *"), ffi.new("int *"), ffi.new("int *")
         rc = lib.omdp_mpi_init(rank, size, level)
@@ -91,9 +101,9 @@ def _raise(rc: int, name: str, action: str, err: Any, max_message: int | None = 
         raise MpiError(f"channel {name!r}: {action}: {ffi.string(err).decode(errors='replace')}")
     if rc == lib.OMDP_MPI_E_NO_INIT:
         raise MpiUnavailableError(f"channel {name!r}: {action}: MPI is not initialised in this process")
-    if rc == lib.OMDP_VEGA_E_LAYOUT:
+    if rc == vlib.OMDP_VEGA_E_LAYOUT:
         raise TransportError(f"channel {name!r}: {action}: {ffi.string(err).decode(errors='replace')}")
-    if rc == lib.OMDP_VEGA_E_PEER_DEAD and ffi.string(err):
+    if rc == vlib.OMDP_VEGA_E_PEER_DEAD and ffi.string(err):
         from omdp.transport.api import PeerDeadError
 
         raise PeerDeadError(f"channel {name!r}: {action}: the peer rank died "
@@ -137,7 +147,7 @@ class MpiReceiver:
         ``stop`` was called."""
         if timeout is None:
             # slices, so Ctrl-C reaches Python between them
-            while (rc := lib.omdp_mpi_get(self._rx, self._msg, WAIT_SLICE_NS)) == lib.OMDP_VEGA_TIMEOUT:
+            while (rc := lib.omdp_mpi_get(self._rx, self._msg, WAIT_SLICE_NS)) == vlib.OMDP_VEGA_TIMEOUT:
                 pass
         else:
             rc = lib.omdp_mpi_get(self._rx, self._msg, timeout_ns(timeout))
@@ -217,7 +227,7 @@ class MpiSender:
         ``stop`` was called."""
         buf = data if data.__class__ is bytes else ffi.from_buffer(data)
         if timeout is None:
-            while (rc := lib.omdp_mpi_put(self._tx, buf, len(buf), WAIT_SLICE_NS)) == lib.OMDP_VEGA_TIMEOUT:
+            while (rc := lib.omdp_mpi_put(self._tx, buf, len(buf), WAIT_SLICE_NS)) == vlib.OMDP_VEGA_TIMEOUT:
                 pass
         else:
             rc = lib.omdp_mpi_put(self._tx, buf, len(buf), timeout_ns(timeout))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from omdp.native import ffi, lib
+from omdp.native_mpi import mpi_native
 from omdp.transport.spec import ChannelSpec
 from ops.bench import transport_workers as w
 
@@ -36,7 +37,8 @@ def _c_lat_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mma
     before = w.calibrate(shared, False, 0)
     lat = np.zeros(n, dtype=np.int64)
     cs = ffi.new("uint64_t *")
-    got = lib.omdp_tbench_mpi_lat_recv(rx.c_handle, n, ffi.from_buffer("int64_t[]", lat), w._word(shared), cs)
+    got = lib.omdp_tbench_lat_recv(mpi_native()[1].omdp_tbench_mpi_rx_ops(), rx.c_handle, n,
+                                   ffi.from_buffer("int64_t[]", lat), w._word(shared), cs)
     after = w.calibrate(shared, False, 1)
     rx.close()
     return {"got": int(got), "lat": lat[: max(int(got), 0)], "checksum": int(cs[0]), "cal": (before, after)}
@@ -48,7 +50,8 @@ def _c_lat_send(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mma
     tx = MpiSender(spec, endpoint)
     before = w.calibrate(shared, True, 0)
     cs = ffi.new("uint64_t *")
-    sent = lib.omdp_tbench_mpi_lat_send(tx.c_handle, n, size, w._word(shared), w.LAT_GAP_NS, cs)
+    sent = lib.omdp_tbench_lat_send(mpi_native()[1].omdp_tbench_mpi_tx_ops(), tx.c_handle, n, size, w._word(shared),
+                                    w.LAT_GAP_NS, cs)
     after = w.calibrate(shared, True, 1)
     tx.close()
     return {"sent": int(sent), "checksum": int(cs[0]), "cal": (before, after)}
@@ -60,7 +63,7 @@ def _c_tput_recv(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mm
 
     rx = MpiReceiver(spec, endpoint)
     cs, t0, t1 = ffi.new("uint64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
-    got = lib.omdp_tbench_mpi_recv(rx.c_handle, n, cs, t0, t1)
+    got = lib.omdp_tbench_recv(mpi_native()[1].omdp_tbench_mpi_rx_ops(), rx.c_handle, n, cs, t0, t1)
     np.frombuffer(shared, dtype=np.uint64, count=1)[0] = n  # the sender may close now
     rx.close()
     return {"got": int(got), "checksum": int(cs[0]), "t_first": int(t0[0]), "t_last": int(t1[0])}
@@ -71,7 +74,7 @@ def _c_tput_send(spec: ChannelSpec, endpoint: str, n: int, size: int, shared: mm
 
     tx = MpiSender(spec, endpoint)
     cs = ffi.new("uint64_t *")
-    sent = lib.omdp_tbench_mpi_send(tx.c_handle, n, size, cs)
+    sent = lib.omdp_tbench_send(mpi_native()[1].omdp_tbench_mpi_tx_ops(), tx.c_handle, n, size, cs)
     w._await_receiver(shared, n)
     tx.close()
     return {"sent": int(sent), "checksum": int(cs[0])}

@@ -8,12 +8,17 @@ A topology then places partitions on them (``[hosts.fh] netns = "<prefix>h0", ad
 /dev/shm and its own PID namespace (``omdp.runtime.hosts``), so only the network joins
 them. Used by the multi-host tests and ``omdp bench transport --hosts netns``; needs
 root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2; ``lab_unavailable()`` says why not.
+
+``python -m ops.netns.lab up N PREFIX`` makes such a lab and leaves it for topologies that
+name its hosts (``ops/topologies/opra_hosts_*.toml`` use ``up 2 omdp``: ``omdph0``,
+``omdph1``); ``down N PREFIX`` removes it.
 """
 from __future__ import annotations
 
 import secrets
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -104,3 +109,30 @@ class NamespaceLab:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.down()
+
+
+def main(argv: list[str]) -> int:
+    """``up N PREFIX`` / ``down N PREFIX``: a lab that outlives this command."""
+    if len(argv) != 3 or argv[0] not in ("up", "down") or not argv[1].isdigit():
+        print("usage: python -m ops.netns.lab up|down N PREFIX", file=sys.stderr)
+        return 2
+    lab = NamespaceLab(int(argv[1]), prefix=argv[2])
+    if argv[0] == "down":
+        lab.hosts = [f"{lab.prefix}h{i}" for i in range(lab.n)]
+        lab.down()
+        return 0
+    why = lab_unavailable()
+    if why:
+        print(f"namespace lab: {why}", file=sys.stderr)
+        return 1
+    try:
+        lab.up()
+    except (NamespaceLabError, ValueError) as e:
+        print(f"namespace lab {argv[2]}: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(f"{h} {a}" for h, a in zip(lab.hosts, lab.addresses)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from omdp.c_layout import c_dtype
 from omdp.native import ffi, lib
+from omdp.native_mpi import built, mpi_native
 
 _SPEC = importlib.util.spec_from_file_location("header_cdef", Path(__file__).resolve().parents[2] / "native" / "header_cdef.py")
 header_cdef = importlib.util.module_from_spec(_SPEC)
@@ -53,29 +55,37 @@ SIZES: dict[str, tuple[int, int]] = {
 IB_RECORDS = ("vib_",)
 """Records of the InfiniBand path, built only where infiniband/verbs.h exists."""
 MPI_RECORDS = ("mpi_",)
-"""Records of the mpi transport, built only where an MPI was found (native/build_native.py)."""
+"""Records of the mpi transport, in omdp._native_mpi, built only where an MPI was found (native/build_native.py)."""
 
 
-def _structs() -> dict[str, object]:
+def _structs(of: Any) -> dict[str, object]:
     out = {}
-    for name in ffi.list_types()[0]:
-        tp = ffi.typeof(name)
+    for name in of.list_types()[0]:
+        tp = of.typeof(name)
         if tp.kind != "struct":
             continue
         try:
-            ffi.sizeof(tp)                                  # completes it before its fields are read
-        except ffi.error:
+            of.sizeof(tp)                                   # completes it before its fields are read
+        except of.error:
             continue                                        # an opaque handle
         out[name] = tp
     return out
 
 
-STRUCTS = _structs()
-RECORDS = sorted(n for n, tp in STRUCTS.items() if not any(f.type.kind in ("pointer", "function") for _, f in tp.fields))
+def _is_record(tp: Any) -> bool:
+    return not any(f.type.kind in ("pointer", "function") for _, f in tp.fields)
+
+
+STRUCTS = _structs(ffi)
+NATIVE_RECORDS = sorted(n for n, tp in STRUCTS.items() if _is_record(tp))
+"""omdp._native's records (their numpy dtypes are read from it: omdp.c_layout)."""
+if built():  # omdp._native_mpi's own records, on omdp._native's types
+    STRUCTS = {**_structs(mpi_native()[0]), **STRUCTS}
+RECORDS = sorted(n for n, tp in STRUCTS.items() if _is_record(tp))
 
 
 def test_every_record_is_pinned() -> None:
-    has_ib, has_mpi = hasattr(lib, "omdp_vib_open"), hasattr(lib, "omdp_mpi_init")
+    has_ib, has_mpi = hasattr(lib, "omdp_vib_open"), built()
     assert RECORDS == sorted(f"omdp_{n}_t" for n in SIZES
                              if (has_ib or not n.startswith(IB_RECORDS)) and (has_mpi or not n.startswith(MPI_RECORDS)))
 
@@ -92,7 +102,7 @@ def test_size_alignment_offsets_and_no_implicit_padding(record: str) -> None:
     assert at == ffi.sizeof(tp), f"{record}: {ffi.sizeof(tp) - at} bytes of implicit padding at the end"
 
 
-@pytest.mark.parametrize("record", RECORDS)
+@pytest.mark.parametrize("record", NATIVE_RECORDS)
 def test_the_numpy_dtype_is_the_c_layout(record: str) -> None:
     tp, dtype = STRUCTS[record], c_dtype(record)
     assert dtype.itemsize == ffi.sizeof(tp) and dtype.alignment == ffi.alignof(tp)

@@ -29,7 +29,17 @@ const omdp_chan_out_ops_t *omdp_chan_tcp_out_ops(void);
 omdp_chan_tcp_out_t *omdp_chan_tcp_out_new(omdp_tcp_sender_t *tx, uint32_t max_message);
 void omdp_chan_tcp_out_free(omdp_chan_tcp_out_t *out);
 
-/* A transport status as an OMDP_ERR_* code (OMDP_OK for OK). */
-int omdp_chan_status_to_err(int vega_status);
+/* A transport status as an OMDP_ERR_* code (OMDP_OK for OK). Inline: omdp._native_mpi's
+ * channel uses it too, and that module may not call into omdp._native. */
+static inline int omdp_chan_status_to_err(int vega_status)
+{
+    switch (vega_status) {
+    case OMDP_VEGA_OK: return OMDP_OK;
+    case OMDP_VEGA_E_PEER_DEAD:
+    case OMDP_VEGA_E_PEER_CLOSED: return OMDP_ERR_PEER_GONE;
+    case OMDP_VEGA_E_TOO_BIG: return OMDP_ERR_TOO_BIG;
+    default: return OMDP_ERR_CHANNEL;
+    }
+}
 
 #endif /* OMDP_PARTITION_CHANNELS_H */

@@ -14,6 +14,20 @@
 
 #include "omdp/vega.h"
 
+/* cdef: begin */
+/* Any transport's blocking calls, for the loops below: put/get wait at most timeout_ns
+ * (the Vega status codes); `end` is the transport's own sender or receiver. The Vega loops
+ * run them on Vega's calls (inlined); another medium hands its own (the `mpi` transport:
+ * transport_bench_mpi.h), so every medium's rows run the same loop. */
+typedef struct omdp_tbench_tx_ops {
+    int (*put)(void *end, const void *data, uint32_t size, int64_t timeout_ns);
+} omdp_tbench_tx_ops_t;
+typedef struct omdp_tbench_rx_ops {
+    int (*get)(void *end, omdp_vega_msg_t *msg, int64_t timeout_ns);
+    int (*release)(void *end, uint32_t slot_id);
+} omdp_tbench_rx_ops_t;
+/* cdef: end */
+
 uint64_t omdp_tbench_checksum(const uint8_t *p, uint32_t size);
 void omdp_tbench_fill(uint8_t *p, uint32_t size, uint64_t seq);
 
@@ -42,6 +56,15 @@ int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t s
 /* Receive n latency messages: lat[i] = arrival - send time; checksums every payload. */
 int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t *lat, uint64_t *ack_word,
                                   uint64_t *checksum);
+
+/* The same three runs over any transport's calls (receive: one get and release per message). */
+int64_t omdp_tbench_send(const omdp_tbench_tx_ops_t *ops, void *tx, uint64_t n, uint32_t size, uint64_t *checksum);
+int64_t omdp_tbench_recv(const omdp_tbench_rx_ops_t *ops, void *rx, uint64_t n, uint64_t *checksum,
+                         int64_t *t_first, int64_t *t_last);
+int64_t omdp_tbench_lat_send(const omdp_tbench_tx_ops_t *ops, void *tx, uint64_t n, uint32_t size,
+                             uint64_t *ack_word, int64_t gap_ns, uint64_t *checksum);
+int64_t omdp_tbench_lat_recv(const omdp_tbench_rx_ops_t *ops, void *rx, uint64_t n, int64_t *lat,
+                             uint64_t *ack_word, uint64_t *checksum);
 
 /* Cache-line ping-pong between two processes: the floor of any one-way hop, and the
  * offset between the two CPUs' clocks. `ping` and `pong` are on different cache lines of

@@ -154,9 +154,11 @@ static int status_of(int rc, const char *what, char *err)
     return OMDP_MPI_E_MPI;
 }
 
+/* Deadlines read CLOCK_REALTIME itself (omdp_realtime_ns), not the omdp clock: a wait needs
+ * no host correction, and this module (omdp._native_mpi) has no omdp._native symbols. */
 static int64_t deadline_of(int64_t timeout_ns)
 {
-    int64_t now = omdp_now_ns();
+    int64_t now = omdp_realtime_ns();
     return timeout_ns < 0 || timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
 }
 
@@ -403,7 +405,7 @@ int omdp_mpi_get(omdp_mpi_receiver_t *rx, omdp_vega_msg_t *msg, int64_t timeout_
         st = rx_try_get(rx, msg);
         if (st != OMDP_VEGA_EMPTY)
             return st;
-        if ((polls & 63) == 0 && omdp_now_ns() >= deadline)
+        if ((polls & 63) == 0 && omdp_realtime_ns() >= deadline)
             return OMDP_VEGA_TIMEOUT;
     }
 }
@@ -445,7 +447,7 @@ static int settle(MPI_Request *req, int cancel, int64_t deadline)
             *req = MPI_REQUEST_NULL;
             return 1;
         }
-        if (omdp_now_ns() >= deadline)
+        if (omdp_realtime_ns() >= deadline)
             return 0;
         sched_yield();
     }
@@ -735,7 +737,7 @@ static int tx_put(omdp_mpi_sender_t *tx, const void *head, uint32_t head_len, co
             pause_once(tx->wait, polls);
             tx->st.spins++;
             st = tx_room(tx, &slot);
-            if (st == OMDP_VEGA_FULL && (polls & 63) == 0 && omdp_now_ns() >= deadline) {
+            if (st == OMDP_VEGA_FULL && (polls & 63) == 0 && omdp_realtime_ns() >= deadline) {
                 st = OMDP_VEGA_TIMEOUT;
                 break;
             }
@@ -781,7 +783,7 @@ int omdp_mpi_flush(omdp_mpi_sender_t *tx, int64_t timeout_ns)
             st = OMDP_MPI_STOPPED;
             break;
         }
-        if (timeout_ns == 0 || omdp_now_ns() >= deadline) {
+        if (timeout_ns == 0 || omdp_realtime_ns() >= deadline) {
             st = OMDP_VEGA_TIMEOUT;
             break;
         }
@@ -821,7 +823,7 @@ int omdp_mpi_sender_close(omdp_mpi_sender_t *tx)
     }
     for (uint32_t i = 0; i < tx->queue_size; i++) {
         int rc = MPI_SUCCESS;
-        while (!test_send(tx, i, &rc) && rc == MPI_SUCCESS && omdp_now_ns() < deadline)
+        while (!test_send(tx, i, &rc) && rc == MPI_SUCCESS && omdp_realtime_ns() < deadline)
             sched_yield();
         left += rc == MPI_SUCCESS && tx->req[i] != MPI_REQUEST_NULL;
     }

@@ -4,17 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int omdp_chan_status_to_err(int st)
-{
-    switch (st) {
-    case OMDP_VEGA_OK: return OMDP_OK;
-    case OMDP_VEGA_E_PEER_DEAD:
-    case OMDP_VEGA_E_PEER_CLOSED: return OMDP_ERR_PEER_GONE;
-    case OMDP_VEGA_E_TOO_BIG: return OMDP_ERR_TOO_BIG;
-    default: return OMDP_ERR_CHANNEL;
-    }
-}
-
 /* ---- vega ---------------------------------------------------------------------------- */
 
 static int vega_poll(void *ctx, const uint8_t **data, uint32_t *len, uint64_t *slot)

@@ -127,7 +127,27 @@ static uint8_t *make_pool(uint32_t size, uint64_t *sums)
     return pool;
 }
 
-int64_t omdp_tbench_vega_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *checksum)
+static int wait_ack(_Atomic uint64_t *ack, uint64_t want)
+{
+    uint64_t spins = 0;
+    int64_t start = 0;
+    while (atomic_load_explicit(ack, memory_order_acquire) < want) {
+        omdp_vega_pause();
+        if ((++spins & 4095) == 0) {
+            int64_t now = omdp_now_ns();
+            if (start == 0)
+                start = now;
+            else if (now - start > LOOP_TIMEOUT_NS)
+                return OMDP_VEGA_TIMEOUT;
+        }
+    }
+    return OMDP_VEGA_OK;
+}
+
+/* The loops every medium runs (always_inline: the Vega wrappers below pass Vega's calls,
+ * which the compiler then calls directly; omdp_tbench_send & co. pass another medium's). */
+static inline __attribute__((always_inline)) int64_t send_loop(const omdp_tbench_tx_ops_t *ops, void *tx,
+                                                               uint64_t n, uint32_t size, uint64_t *checksum)
 {
     uint64_t sums[POOL];
     uint8_t *pool = make_pool(size, sums);
@@ -137,7 +157,7 @@ int64_t omdp_tbench_vega_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size,
     uint64_t total = 0, i = 0;
     for (; i < n; i++) {
         uint32_t k = (uint32_t)(i & (POOL - 1));
-        int rc = omdp_vega_put(tx, pool + (size_t)k * stride, size, LOOP_TIMEOUT_NS);
+        int rc = ops->put(tx, pool + (size_t)k * stride, size, LOOP_TIMEOUT_NS);
         if (rc != OMDP_VEGA_OK) {
             free(pool);
             *checksum = total;
@@ -148,6 +168,126 @@ int64_t omdp_tbench_vega_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size,
     free(pool);
     *checksum = total;
     return (int64_t)i;
+}
+
+static inline __attribute__((always_inline)) int64_t lat_send_loop(const omdp_tbench_tx_ops_t *ops, void *tx,
+                                                                   uint64_t n, uint32_t size, uint64_t *ack_word,
+                                                                   int64_t gap_ns, uint64_t *checksum)
+{
+    _Atomic uint64_t *ack = (_Atomic uint64_t *)ack_word;
+    if (size < 8)
+        return OMDP_VEGA_E_BAD_SPEC;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        return OMDP_VEGA_E_SYS;
+    uint64_t i = 0, total = 0;
+    *checksum = 0;
+    for (; i < n; i++) {
+        omdp_tbench_fill(buf, size, i);
+        int64_t t = omdp_now_ns();
+        memcpy(buf, &t, 8);
+        int rc = ops->put(tx, buf, size, LOOP_TIMEOUT_NS);
+        if (rc != OMDP_VEGA_OK || wait_ack(ack, i + 1) != OMDP_VEGA_OK) {
+            free(buf);
+            return rc < 0 ? rc : (int64_t)i;
+        }
+        total += omdp_tbench_checksum(buf, size);
+        *checksum = total;
+        int64_t until = omdp_now_ns() + gap_ns;
+        while (omdp_now_ns() < until)
+            omdp_vega_pause();
+    }
+    free(buf);
+    return (int64_t)i;
+}
+
+static inline __attribute__((always_inline)) int64_t lat_recv_loop(const omdp_tbench_rx_ops_t *ops, void *rx,
+                                                                   uint64_t n, int64_t *lat, uint64_t *ack_word,
+                                                                   uint64_t *checksum)
+{
+    _Atomic uint64_t *ack = (_Atomic uint64_t *)ack_word;
+    omdp_vega_msg_t m;
+    uint64_t total = 0, i = 0;
+    for (; i < n; i++) {
+        int rc = ops->get(rx, &m, LOOP_TIMEOUT_NS);
+        int64_t t = omdp_now_ns();
+        if (rc != OMDP_VEGA_OK)
+            return rc < 0 ? rc : (int64_t)i;
+        int64_t sent;
+        memcpy(&sent, m.data, 8);
+        lat[i] = t - sent;
+        total += omdp_tbench_checksum(m.data, m.size);
+        rc = ops->release(rx, m.slot_id);
+        if (rc)
+            return rc;
+        atomic_store_explicit(ack, i + 1, memory_order_release);
+    }
+    *checksum = total;
+    return (int64_t)i;
+}
+
+int64_t omdp_tbench_send(const omdp_tbench_tx_ops_t *ops, void *tx, uint64_t n, uint32_t size, uint64_t *checksum)
+{
+    return send_loop(ops, tx, n, size, checksum);
+}
+
+int64_t omdp_tbench_recv(const omdp_tbench_rx_ops_t *ops, void *rx, uint64_t n, uint64_t *checksum,
+                         int64_t *t_first, int64_t *t_last)
+{
+    omdp_vega_msg_t m;
+    uint64_t total = 0, got = 0;
+    *t_first = *t_last = 0;
+    while (got < n) {
+        int rc = ops->get(rx, &m, LOOP_TIMEOUT_NS);
+        if (rc != OMDP_VEGA_OK)
+            return rc < 0 ? rc : (int64_t)got;
+        if (got == 0)
+            *t_first = omdp_now_ns();
+        total += omdp_tbench_checksum(m.data, m.size);
+        rc = ops->release(rx, m.slot_id);
+        if (rc)
+            return rc;
+        got++;
+    }
+    *t_last = omdp_now_ns();
+    *checksum = total;
+    return (int64_t)got;
+}
+
+int64_t omdp_tbench_lat_send(const omdp_tbench_tx_ops_t *ops, void *tx, uint64_t n, uint32_t size,
+                             uint64_t *ack_word, int64_t gap_ns, uint64_t *checksum)
+{
+    return lat_send_loop(ops, tx, n, size, ack_word, gap_ns, checksum);
+}
+
+int64_t omdp_tbench_lat_recv(const omdp_tbench_rx_ops_t *ops, void *rx, uint64_t n, int64_t *lat,
+                             uint64_t *ack_word, uint64_t *checksum)
+{
+    return lat_recv_loop(ops, rx, n, lat, ack_word, checksum);
+}
+
+/* Vega's calls as the loops' ops. */
+static int vega_put(void *tx, const void *data, uint32_t size, int64_t timeout_ns)
+{
+    return omdp_vega_put(tx, data, size, timeout_ns);
+}
+
+static int vega_get(void *rx, omdp_vega_msg_t *m, int64_t timeout_ns)
+{
+    return omdp_vega_get(rx, m, timeout_ns);
+}
+
+static int vega_release(void *rx, uint32_t slot_id)
+{
+    return omdp_vega_release(rx, slot_id);
+}
+
+static const omdp_tbench_tx_ops_t VEGA_TX = {vega_put};
+static const omdp_tbench_rx_ops_t VEGA_RX = {vega_get, vega_release};
+
+int64_t omdp_tbench_vega_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *checksum)
+{
+    return send_loop(&VEGA_TX, tx, n, size, checksum);
 }
 
 int64_t omdp_tbench_vega_recv(omdp_vega_receiver_t *rx, uint64_t n, uint32_t batch, uint64_t *checksum,
@@ -183,75 +323,16 @@ int64_t omdp_tbench_vega_recv(omdp_vega_receiver_t *rx, uint64_t n, uint32_t bat
     return (int64_t)got;
 }
 
-static int wait_ack(_Atomic uint64_t *ack, uint64_t want)
-{
-    uint64_t spins = 0;
-    int64_t start = 0;
-    while (atomic_load_explicit(ack, memory_order_acquire) < want) {
-        omdp_vega_pause();
-        if ((++spins & 4095) == 0) {
-            int64_t now = omdp_now_ns();
-            if (start == 0)
-                start = now;
-            else if (now - start > LOOP_TIMEOUT_NS)
-                return OMDP_VEGA_TIMEOUT;
-        }
-    }
-    return OMDP_VEGA_OK;
-}
-
 int64_t omdp_tbench_vega_lat_send(omdp_vega_sender_t *tx, uint64_t n, uint32_t size, uint64_t *ack_word,
                                   int64_t gap_ns, uint64_t *checksum)
 {
-    _Atomic uint64_t *ack = (_Atomic uint64_t *)ack_word;
-    if (size < 8)
-        return OMDP_VEGA_E_BAD_SPEC;
-    uint8_t *buf = malloc(size);
-    if (!buf)
-        return OMDP_VEGA_E_SYS;
-    uint64_t i = 0, total = 0;
-    *checksum = 0;
-    for (; i < n; i++) {
-        omdp_tbench_fill(buf, size, i);
-        int64_t t = omdp_now_ns();
-        memcpy(buf, &t, 8);
-        int rc = omdp_vega_put(tx, buf, size, LOOP_TIMEOUT_NS);
-        if (rc != OMDP_VEGA_OK || wait_ack(ack, i + 1) != OMDP_VEGA_OK) {
-            free(buf);
-            return rc < 0 ? rc : (int64_t)i;
-        }
-        total += omdp_tbench_checksum(buf, size);
-        *checksum = total;
-        int64_t until = omdp_now_ns() + gap_ns;
-        while (omdp_now_ns() < until)
-            omdp_vega_pause();
-    }
-    free(buf);
-    return (int64_t)i;
+    return lat_send_loop(&VEGA_TX, tx, n, size, ack_word, gap_ns, checksum);
 }
 
 int64_t omdp_tbench_vega_lat_recv(omdp_vega_receiver_t *rx, uint64_t n, int64_t *lat, uint64_t *ack_word,
                                   uint64_t *checksum)
 {
-    _Atomic uint64_t *ack = (_Atomic uint64_t *)ack_word;
-    omdp_vega_msg_t m;
-    uint64_t total = 0, i = 0;
-    for (; i < n; i++) {
-        int rc = omdp_vega_get(rx, &m, LOOP_TIMEOUT_NS);
-        int64_t t = omdp_now_ns();
-        if (rc != OMDP_VEGA_OK)
-            return rc < 0 ? rc : (int64_t)i;
-        int64_t sent;
-        memcpy(&sent, m.data, 8);
-        lat[i] = t - sent;
-        total += omdp_tbench_checksum(m.data, m.size);
-        rc = omdp_vega_release(rx, m.slot_id);
-        if (rc)
-            return rc;
-        atomic_store_explicit(ack, i + 1, memory_order_release);
-    }
-    *checksum = total;
-    return (int64_t)i;
+    return lat_recv_loop(&VEGA_RX, rx, n, lat, ack_word, checksum);
 }
 
 int64_t omdp_tbench_pingpong(uint64_t *ping_word, uint64_t *pong_word, uint64_t n, int initiator, int64_t *t_a,
