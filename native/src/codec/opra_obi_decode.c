@@ -425,6 +425,32 @@ static inline int message_length(const uint8_t *m, uint32_t rem)
     return (int)len;
 }
 
+/* The side-buffer part of message m (ml bytes) decoded into o: a 'C' text, then the extras
+ * when its transaction id, participant reference number or trade id is not zero. 0 when the
+ * side buffer is short. */
+static inline int put_extras(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m, uint32_t ml, uint32_t trade_id)
+{
+    uint32_t txn = obi_rd32(m + 4), prn = obi_rd32(m + 8);
+    uint32_t need = (m[1] == 'C' ? ml - 14u : 0u) + ((txn | prn | trade_id) ? sizeof(omdp_obi_extra_t) : 0u);
+    if (LIKELY(!need))
+        return 1;
+    if ((uint64_t)D->side_pos + need > D->side_cap)
+        return 0;
+    o->var_off = D->side_pos;
+    if (m[1] == 'C') {
+        o->var_len = (uint16_t)(ml - 14);
+        memcpy(D->side + D->side_pos, m + 14, o->var_len);
+        D->side_pos += o->var_len;
+    }
+    if (txn | prn | trade_id) {
+        omdp_obi_extra_t x = {.txn_id = txn, .prn = prn, .trade_id = trade_id};
+        memcpy(D->side + D->side_pos, &x, sizeof x);
+        D->side_pos += sizeof x;
+        o->wire |= OMDP_OBI_WIRE_EXTRA;
+    }
+    return 1;
+}
+
 static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t packet_index, uint32_t options,
                       omdp_opra_msg_t *out, uint64_t out_cap, omdp_obi_block_t *info, omdp_obi_error_t *err)
 {
@@ -485,50 +511,43 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     uint32_t off = OMDP_OBI_HEADER_SIZE;
     for (uint32_t i = 0; i < count; i++) {
         const uint8_t *m = blk + off;
-        int ml = message_length(m, size - off);
-        if (UNLIKELY(ml < 0))
-            return info->error = fail(err, packet_index, ml, off, (int)i, size - off >= 2 ? m[1] : -1);
+        uint32_t rem = size - off;
         omdp_opra_msg_t *o = &out[i];
-        uint32_t trade_id = 0;
 #ifdef OBI_QUOTE_SIMD
-        if (LIKELY(m[1] == 'q' || m[1] == 'k')) {
-            quote_simd(o, &qt, m, (uint32_t)ml, m[1] == 'k', seq + i, (uint16_t)i, mult_a, mult_b);
-        } else
+        /* a quote's length is its form's and its indicator's: checked once, then no further
+         * test on the way but the (rare) extras */
+        uint8_t cat = rem >= 4 ? m[1] : 0;
+        if (LIKELY(cat == 'q' || cat == 'k')) {
+            int kind = cat == 'k';
+            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[m[3]];
+            if (UNLIKELY(ml > rem))
+                return info->error = fail(err, packet_index, OMDP_OBI_E_MSG_PAST_BLOCK, off, (int)i, cat);
+            quote_simd(o, &qt, m, ml, kind, seq + i, (uint16_t)i, mult_a, mult_b);
+            if (UNLIKELY(obi_rd64(m + 4) != 0) && UNLIKELY(!put_extras(D, o, m, ml, 0)))
+                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, cat);
+            off += ml;
+            continue;
+        }
 #endif
-        {
-            *o = blank_record;
-            o->block_seq = seq;
-            o->msg_seq = seq + i;
-            o->time = time;
-            o->index = (uint16_t)i;
-            o->participant = m[0];
-            o->category = m[1];
-            o->msg_type = m[2];
-            o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
-            o->retrans = info->retrans;
-            /* Spec Q15: the block's session indicator applies to each of its messages. */
-            o->session = info->session;
-            o->wire = wire;
-            trade_id = decode_message(o, m, (uint32_t)ml);
-        }
-        uint32_t txn = obi_rd32(m + 4), prn = obi_rd32(m + 8);
-        uint32_t need = (m[1] == 'C' ? (uint32_t)ml - 14u : 0u) + ((txn | prn | trade_id) ? sizeof(omdp_obi_extra_t) : 0u);
-        if (UNLIKELY(need)) {
-            if ((uint64_t)D->side_pos + need > D->side_cap)
-                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
-            o->var_off = D->side_pos;
-            if (m[1] == 'C') {
-                o->var_len = (uint16_t)(ml - 14);
-                memcpy(D->side + D->side_pos, m + 14, o->var_len);
-                D->side_pos += o->var_len;
-            }
-            if (txn | prn | trade_id) {
-                omdp_obi_extra_t x = {.txn_id = txn, .prn = prn, .trade_id = trade_id};
-                memcpy(D->side + D->side_pos, &x, sizeof x);
-                D->side_pos += sizeof x;
-                o->wire |= OMDP_OBI_WIRE_EXTRA;
-            }
-        }
+        int ml = message_length(m, rem);
+        if (UNLIKELY(ml < 0))
+            return info->error = fail(err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
+        *o = blank_record;
+        o->block_seq = seq;
+        o->msg_seq = seq + i;
+        o->time = time;
+        o->index = (uint16_t)i;
+        o->participant = m[0];
+        o->category = m[1];
+        o->msg_type = m[2];
+        o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
+        o->retrans = info->retrans;
+        /* Spec Q15: the block's session indicator applies to each of its messages. */
+        o->session = info->session;
+        o->wire = wire;
+        uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
+        if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
+            return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
         off += (uint32_t)ml;
     }
     /* What follows the last message: nothing, or one pad byte of 0 (4.1). */
