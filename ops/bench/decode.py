@@ -70,28 +70,36 @@ FH_GROUP = 4
 the feed handler's default ``coalesce_packets``."""
 
 
-def measure_c_packets(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, repeats: int,
-                      group: int = FH_GROUP) -> dict:
-    """Per packet, the loop in C (opra_bench.h): what the feed handler's decode costs."""
+def _measure_c_loop(bench, per_packet: int, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
+                    repeats: int, group: int) -> dict:
+    """One of opra_bench.h's loops (``bench``: FAST V2's per packet or OBI's per block) over
+    every packet, ``repeats`` times after a warming pass; records of ``group`` packets back
+    to back in a buffer of ``group * per_packet`` records."""
     n = int(offsets.shape[0])
     offs = np.ascontiguousarray(offsets, dtype=np.uint64)
     lens = np.ascontiguousarray(lengths, dtype=np.uint32)
-    out = np.zeros(group * int(lib.OMDP_OPRA_MAX_MESSAGES), dtype=OPRA_MSG_DTYPE)
+    out = np.zeros(group * per_packet, dtype=OPRA_MSG_DTYPE)
     side = np.zeros(1 << 16, dtype=np.uint8)
     msgs, bad, wall = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("int64_t *")
     cpu_rates: list[float] = []
     wall_rates: list[float] = []
     for _ in range(repeats + 1):  # the first pass warms caches and page tables
-        cpu = lib.omdp_opra_bench_decode_packets(
-            ffi.from_buffer("uint8_t[]", buf), buf.shape[0], ffi.from_buffer("uint64_t[]", offs),
-            ffi.from_buffer("uint32_t[]", lens), n, group, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)),
-            out.shape[0], ffi.from_buffer("uint8_t[]", side), side.shape[0], msgs, bad, wall)
+        cpu = bench(ffi.from_buffer("uint8_t[]", buf), buf.shape[0], ffi.from_buffer("uint64_t[]", offs),
+                    ffi.from_buffer("uint32_t[]", lens), n, group, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)),
+                    out.shape[0], ffi.from_buffer("uint8_t[]", side), side.shape[0], msgs, bad, wall)
         if cpu < 0:
-            raise RuntimeError("omdp_opra_bench_decode_packets: bad arguments")
+            raise RuntimeError("opra_bench.h loop: bad arguments")
         cpu_rates.append(msgs[0] / (cpu / 1e9))
         wall_rates.append(msgs[0] / (wall[0] / 1e9))
     return {"messages": int(msgs[0]), "malformed_packets": int(bad[0]), "group_packets": group,
             "msgs_per_s_cpu": _stats(cpu_rates[1:]), "msgs_per_s_wall": _stats(wall_rates[1:])}
+
+
+def measure_c_packets(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, repeats: int,
+                      group: int = FH_GROUP) -> dict:
+    """Per packet, the loop in C (opra_bench.h): what the feed handler's decode costs."""
+    return _measure_c_loop(lib.omdp_opra_bench_decode_packets, int(lib.OMDP_OPRA_MAX_MESSAGES), buf, offsets, lengths,
+                           repeats, group)
 
 
 def measure_python(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, packets: int, repeats: int) -> dict:
@@ -153,25 +161,8 @@ def measure_obi_c_blocks(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarr
                          group: int = FH_GROUP) -> dict:
     """Per block, the loop in C (``omdp_obi_bench_decode_blocks``): what a feed handler on
     OPRA's binary feed pays to decode, checksum included."""
-    n = int(offsets.shape[0])
-    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
-    lens = np.ascontiguousarray(lengths, dtype=np.uint32)
-    out = np.zeros(group * int(lib.OMDP_OBI_MAX_MESSAGES), dtype=OPRA_MSG_DTYPE)
-    side = np.zeros(1 << 16, dtype=np.uint8)
-    msgs, bad, wall = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("int64_t *")
-    cpu_rates: list[float] = []
-    wall_rates: list[float] = []
-    for _ in range(repeats + 1):  # the first pass warms caches and page tables
-        cpu = lib.omdp_obi_bench_decode_blocks(
-            ffi.from_buffer("uint8_t[]", buf), buf.shape[0], ffi.from_buffer("uint64_t[]", offs),
-            ffi.from_buffer("uint32_t[]", lens), n, group, ffi.cast("omdp_opra_msg_t *", ffi.from_buffer(out)),
-            out.shape[0], ffi.from_buffer("uint8_t[]", side), side.shape[0], msgs, bad, wall)
-        if cpu < 0:
-            raise RuntimeError("omdp_obi_bench_decode_blocks: bad arguments")
-        cpu_rates.append(msgs[0] / (cpu / 1e9))
-        wall_rates.append(msgs[0] / (wall[0] / 1e9))
-    return {"messages": int(msgs[0]), "malformed_packets": int(bad[0]), "group_packets": group,
-            "msgs_per_s_cpu": _stats(cpu_rates[1:]), "msgs_per_s_wall": _stats(wall_rates[1:])}
+    return _measure_c_loop(lib.omdp_obi_bench_decode_blocks, int(lib.OMDP_OBI_MAX_MESSAGES), buf, offsets, lengths,
+                           repeats, group)
 
 
 def fast_twin_of_obi(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

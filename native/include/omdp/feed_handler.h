@@ -240,6 +240,10 @@ void omdp_fh_routes_free(omdp_fh_routes_t *t);
  * the root modulo n_engines, so one engine still sees all of it); -1: no root. */
 int omdp_fh_routes_lookup(const omdp_fh_routes_t *t, const char *root, uint32_t root_len, uint32_t *underlying_id,
                           uint32_t *engine);
+/* The same by key: the root's bytes with the padding taken off, in a uint64_t's low bytes
+ * (0: no root); the feed handler's per-message path computes it from the record without a
+ * loop (omdp_fh_record_root_key, feed_handler_internal.h). */
+int omdp_fh_routes_lookup_key(const omdp_fh_routes_t *t, uint64_t key, uint32_t *underlying_id, uint32_t *engine);
 
 /* ---- the operator -------------------------------------------------------------------- */
 

@@ -234,6 +234,172 @@ static inline uint32_t decode_message(omdp_opra_msg_t *o, const uint8_t *m, uint
     return trade_id;
 }
 
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__BMI2__)
+/* Quotes ('k', 'q'), nearly every message of the feed, by byte permutation where the CPU has
+ * AVX-512 VBMI: the message (at most 63 bytes with its appendages) is read with one masked
+ * load that touches only its own bytes, and the record's last two cache lines are each one
+ * vpermb of it - every wire field that lands in them, big-endian integers turned around and
+ * widened, bytes copied - ORed over the block's template (constants and block fields), then
+ * stored whole; the values that need arithmetic (prices, the expiry date, sequence number,
+ * fields) are stored after. One permutation per quote kind and appendage set ("class": bit
+ * 0 a best-bid appendage, bit 1 a best-offer one), built once at load. Elsewhere the
+ * per-field code below (decode_message) does the same work; the tests pin both to the
+ * same records. */
+#include <immintrin.h>
+
+#define OBI_QUOTE_SIMD 1
+
+typedef struct quote_perm {
+    uint8_t idx[2][64]; /* record bytes 128-191 and 192-255: source byte in the message */
+    uint64_t take[2];   /* which of them come from the message (the rest: 0, then the template) */
+} quote_perm_t;
+
+static quote_perm_t quote_perms[2][4]; /* ['q' == 0, 'k' == 1][class] */
+
+/* Record bytes [at, at + width) from the big-endian field of `src_width` bytes at src,
+ * zero-extended (width >= src_width). */
+static void perm_be(quote_perm_t *p, size_t at, unsigned src, unsigned src_width)
+{
+    for (unsigned j = 0; j < src_width; j++) {
+        size_t d = at + j - 128;
+        p->idx[d / 64][d % 64] = (uint8_t)(src + src_width - 1 - j);
+        p->take[d / 64] |= 1ull << (d % 64);
+    }
+}
+
+static void perm_bytes(quote_perm_t *p, size_t at, unsigned src, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++) {
+        size_t d = at + j - 128;
+        p->idx[d / 64][d % 64] = (uint8_t)(src + j);
+        p->take[d / 64] |= 1ull << (d % 64);
+    }
+}
+
+__attribute__((constructor)) static void build_quote_perms(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        for (unsigned cls = 0; cls < 4; cls++) {
+            quote_perm_t *p = &quote_perms[kind][cls];
+            memset(p, 0, sizeof *p);
+            unsigned w = kind ? 4 : 2, body = kind ? 43 : 29;
+            if (kind) { /* 7.4 */
+                perm_be(p, offsetof(omdp_opra_msg_t, strike), 22, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, bid), 27, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 31, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, offer), 35, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 39, 4);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 18, 3);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 5);
+            } else { /* 7.5 */
+                perm_be(p, offsetof(omdp_opra_msg_t, strike), 19, w);
+                perm_be(p, offsetof(omdp_opra_msg_t, bid), 21, w);
+                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 23, w);
+                perm_be(p, offsetof(omdp_opra_msg_t, offer), 25, w);
+                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 27, w);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 16, 3);
+                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 4);
+            }
+            perm_bytes(p, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
+            perm_bytes(p, offsetof(omdp_opra_msg_t, participant), 0, 1);
+            perm_bytes(p, offsetof(omdp_opra_msg_t, bbo_ind), 3, 1);
+            unsigned a = body; /* 7.6: the bid appendage first when both */
+            if (cls & 1) {
+                perm_bytes(p, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
+                perm_be(p, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
+                a += 10;
+            }
+            if (cls & 2) {
+                perm_bytes(p, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
+                perm_be(p, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
+                perm_be(p, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
+            }
+        }
+    }
+}
+
+/* The block's template: record lines 0 and 2 and, per quote kind, line 3 (line 1 is all
+ * computed values). Built in registers from constants (no narrow stores read back wide). */
+typedef struct quote_tmpl {
+    __m512i line0, line2, line3[2];
+} quote_tmpl_t;
+
+#define L3(f) (offsetof(omdp_opra_msg_t, f) - 192)
+static const uint8_t quote_line3[2][64] __attribute__((aligned(64))) = {
+    {[L3(category)] = 'k', [L3(strike_den)] = 'A', [L3(premium_den)] = 'B', [L3(root_len)] = 5,
+     [L3(root) + 4] = ' ', [L3(wire)] = OMDP_OBI_WIRE_SHORT},
+    {[L3(category)] = 'k', [L3(root_len)] = 5},
+};
+
+static inline void quote_template(quote_tmpl_t *t, uint64_t block_seq, uint32_t time, uint8_t retrans,
+                                  uint8_t session, uint8_t wire)
+{
+    const uint8_t *blank = (const uint8_t *)&blank_record;
+    t->line0 = _mm512_mask_set1_epi64(_mm512_loadu_si512((const void *)blank), 1u << 7, (long long)block_seq);
+    t->line2 = _mm512_mask_set1_epi32(_mm512_loadu_si512((const void *)(blank + 128)), 1u << 2, (int)time);
+    __m512i blk = _mm512_mask_set1_epi8(_mm512_setzero_si512(), 1ull << L3(retrans), (char)retrans);
+    blk = _mm512_mask_set1_epi8(blk, 1ull << L3(session), (char)session);
+    blk = _mm512_mask_set1_epi8(blk, 1ull << L3(wire), (char)wire);
+    for (int k = 0; k < 2; k++)
+        t->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
+}
+
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'). */
+static inline void quote_simd(omdp_opra_msg_t *o, const quote_tmpl_t *t, const uint8_t *m, uint32_t ml, int kind,
+                              uint64_t msg_seq, uint16_t index, int64_t mult_a, int64_t mult_b)
+{
+    uint8_t ind = m[3];
+    unsigned hb = (unsigned)obi_has_bid_app(ind), ho = (unsigned)obi_has_offer_app(ind);
+    const quote_perm_t *p = &quote_perms[kind][hb | ho << 1];
+    __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
+    uint8_t *r = (uint8_t *)o;
+    _mm512_storeu_si512((void *)r, t->line0);
+    _mm512_storeu_si512((void *)(r + 128),
+                        _mm512_or_si512(t->line2, _mm512_maskz_permutexvar_epi8(
+                                                      p->take[0], _mm512_loadu_si512((const void *)p->idx[0]), msg)));
+    _mm512_storeu_si512((void *)(r + 192),
+                        _mm512_or_si512(t->line3[kind], _mm512_maskz_permutexvar_epi8(
+                                                            p->take[1], _mm512_loadu_si512((const void *)p->idx[1]), msg)));
+    int64_t strike_px, bid_px, offer_px;
+    if (kind) {
+        strike_px = px(m[21], (int32_t)obi_rd32(m + 22));
+        bid_px = px(m[26], (int32_t)obi_rd32(m + 27));
+        offer_px = px(m[26], (int32_t)obi_rd32(m + 35));
+    } else {
+        strike_px = (int64_t)obi_rd16(m + 19) * mult_a;
+        bid_px = (int64_t)obi_rd16(m + 21) * mult_b;
+        offer_px = (int64_t)obi_rd16(m + 25) * mult_b;
+    }
+    const uint8_t *a = m + (kind ? 43 : 29);
+    int64_t best_bid_px = 0, best_offer_px = 0;
+    if (hb) {
+        best_bid_px = px(a[1], (int32_t)obi_rd32(a + 2));
+        a += 10;
+    }
+    if (ho)
+        best_offer_px = px(a[1], (int32_t)obi_rd32(a + 2));
+    o->msg_seq = msg_seq;
+    o->fields = OBI_F_K | (hb ? OBI_F_BEST_BID : 0) | (ho ? OBI_F_BEST_OFFER : 0);
+    o->underlying_raw = 0;
+    o->strike_px = strike_px;
+    o->bid_px = bid_px;
+    o->offer_px = offer_px;
+    o->premium_px = 0;
+    o->best_bid_px = best_bid_px;
+    o->best_offer_px = best_offer_px;
+    o->index = index;
+    const uint8_t *e = m + (kind ? 18 : 16);
+    uint32_t mo = omdp_opra_month[e[0]], day = e[1], year = e[2];
+    if (mo && day >= 1 && day <= 31 && year <= 99) {
+        o->expiry = (2000u + year) * 10000u + mo * 100u + day;
+        o->put_call = omdp_opra_put_call[e[0]];
+    }
+}
+#endif
+
 /* The length of the message at m with rem bytes left in the block, or an error code. */
 static inline int message_length(const uint8_t *m, uint32_t rem)
 {
@@ -257,6 +423,32 @@ static inline int message_length(const uint8_t *m, uint32_t rem)
     if (UNLIKELY(rem < len))
         return OMDP_OBI_E_MSG_PAST_BLOCK;
     return (int)len;
+}
+
+/* The side-buffer part of message m (ml bytes) decoded into o: a 'C' text, then the extras
+ * when its transaction id, participant reference number or trade id is not zero. 0 when the
+ * side buffer is short. */
+static inline int put_extras(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m, uint32_t ml, uint32_t trade_id)
+{
+    uint32_t txn = obi_rd32(m + 4), prn = obi_rd32(m + 8);
+    uint32_t need = (m[1] == 'C' ? ml - 14u : 0u) + ((txn | prn | trade_id) ? sizeof(omdp_obi_extra_t) : 0u);
+    if (LIKELY(!need))
+        return 1;
+    if ((uint64_t)D->side_pos + need > D->side_cap)
+        return 0;
+    o->var_off = D->side_pos;
+    if (m[1] == 'C') {
+        o->var_len = (uint16_t)(ml - 14);
+        memcpy(D->side + D->side_pos, m + 14, o->var_len);
+        D->side_pos += o->var_len;
+    }
+    if (txn | prn | trade_id) {
+        omdp_obi_extra_t x = {.txn_id = txn, .prn = prn, .trade_id = trade_id};
+        memcpy(D->side + D->side_pos, &x, sizeof x);
+        D->side_pos += sizeof x;
+        o->wire |= OMDP_OBI_WIRE_EXTRA;
+    }
+    return 1;
 }
 
 static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t packet_index, uint32_t options,
@@ -311,13 +503,35 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     uint32_t time = cached_hhmmss000 + info->ts_nsec / 1000000u;
     /* Spec Q2: block_seq is the first message's MSN; message i is block_seq + i. */
     uint64_t seq = info->block_seq;
+#ifdef OBI_QUOTE_SIMD
+    quote_tmpl_t qt;
+    quote_template(&qt, seq, time, info->retrans, info->session, wire);
+    int64_t mult_a = omdp_opra_den_mult['A'], mult_b = omdp_opra_den_mult['B'];
+#endif
     uint32_t off = OMDP_OBI_HEADER_SIZE;
     for (uint32_t i = 0; i < count; i++) {
         const uint8_t *m = blk + off;
-        int ml = message_length(m, size - off);
-        if (UNLIKELY(ml < 0))
-            return info->error = fail(err, packet_index, ml, off, (int)i, size - off >= 2 ? m[1] : -1);
+        uint32_t rem = size - off;
         omdp_opra_msg_t *o = &out[i];
+#ifdef OBI_QUOTE_SIMD
+        /* a quote's length is its form's and its indicator's: checked once, then no further
+         * test on the way but the (rare) extras */
+        uint8_t cat = rem >= 4 ? m[1] : 0;
+        if (LIKELY(cat == 'q' || cat == 'k')) {
+            int kind = cat == 'k';
+            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[m[3]];
+            if (UNLIKELY(ml > rem))
+                return info->error = fail(err, packet_index, OMDP_OBI_E_MSG_PAST_BLOCK, off, (int)i, cat);
+            quote_simd(o, &qt, m, ml, kind, seq + i, (uint16_t)i, mult_a, mult_b);
+            if (UNLIKELY(obi_rd64(m + 4) != 0) && UNLIKELY(!put_extras(D, o, m, ml, 0)))
+                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, cat);
+            off += ml;
+            continue;
+        }
+#endif
+        int ml = message_length(m, rem);
+        if (UNLIKELY(ml < 0))
+            return info->error = fail(err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
         *o = blank_record;
         o->block_seq = seq;
         o->msg_seq = seq + i;
@@ -332,24 +546,8 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         o->session = info->session;
         o->wire = wire;
         uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
-        uint32_t txn = obi_rd32(m + 4), prn = obi_rd32(m + 8);
-        uint32_t need = (m[1] == 'C' ? (uint32_t)ml - 14u : 0u) + ((txn | prn | trade_id) ? sizeof(omdp_obi_extra_t) : 0u);
-        if (UNLIKELY(need)) {
-            if ((uint64_t)D->side_pos + need > D->side_cap)
-                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
-            o->var_off = D->side_pos;
-            if (m[1] == 'C') {
-                o->var_len = (uint16_t)(ml - 14);
-                memcpy(D->side + D->side_pos, m + 14, o->var_len);
-                D->side_pos += o->var_len;
-            }
-            if (txn | prn | trade_id) {
-                omdp_obi_extra_t x = {.txn_id = txn, .prn = prn, .trade_id = trade_id};
-                memcpy(D->side + D->side_pos, &x, sizeof x);
-                D->side_pos += sizeof x;
-                o->wire |= OMDP_OBI_WIRE_EXTRA;
-            }
-        }
+        if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
+            return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
         off += (uint32_t)ml;
     }
     /* What follows the last message: nothing, or one pad byte of 0 (4.1). */

@@ -56,7 +56,7 @@ typedef struct feed_handler {
     fh_line_t *lines;
     uint8_t line_index[OMDP_FH_MAX_LINE + 1];
     omdp_fh_routes_t *routes;
-    uint64_t route_key;          /* the last root looked up (6 bytes, root_len above) ... */
+    uint64_t route_key;          /* the last root looked up (its routing key) ... */
     int route_found;             /* ... and its answer; FH_ROUTE_NONE before any */
     uint32_t route_uid, route_engine;
 
@@ -148,6 +148,31 @@ int omdp_fh_process_packet(feed_handler_t *fh, uint32_t li, uint32_t copy, const
 /* Send the packets held (if any) to their engines: the end of every poll calls it. */
 int omdp_fh_flush(feed_handler_t *fh, const omdp_emitter_t *em);
 
+/* The low n bytes of a word (n <= 7). */
+static inline uint64_t omdp_fh_low_bytes(uint32_t n) { return (1ull << (8 * n)) - 1; }
+
+/* The routing key of a record's root, as omdp_fh_routes_lookup's byte loops make it (the
+ * bytes before the first NUL of the first min(root_len, 6), trailing spaces dropped), in a
+ * few word operations and no branch: on today's feed roots of every length interleave, and
+ * the loops' branches missed. The 8 bytes read are root[6], wire and reserved: inside the
+ * record. */
+static inline uint64_t omdp_fh_record_root_key(const omdp_opra_msg_t *m)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull, lows = 0x7F7F7F7F7F7F7F7Full;
+    uint64_t v;
+    memcpy(&v, m->root, 8);
+    v &= omdp_fh_low_bytes(m->root_len < OMDP_OPRA_ROOT_MAX ? m->root_len : OMDP_OPRA_ROOT_MAX);
+    /* the first zero byte (bytes 6 and 7 are zero now, so there is one): the lowest flag of
+     * the classic zero-byte test is exact */
+    uint32_t n = (uint32_t)__builtin_ctzll((v - ones) & ~v & highs) >> 3;
+    v &= omdp_fh_low_bytes(n);
+    /* the last byte before it that is not a space: flags of the non-zero bytes of v ^ spaces */
+    uint64_t y = (v ^ (0x20 * ones)) & omdp_fh_low_bytes(n);
+    uint64_t t = (((y & lows) + lows) | y) & highs;
+    uint32_t len = t ? (uint32_t)(63 - __builtin_clzll(t)) / 8 + 1 : 0;
+    return v & omdp_fh_low_bytes(len);
+}
+
 /* Route held message m (decoded at fh->dec index `at`) of line l: its underlying and engine,
  * stamps and flags set, its engine noted in msg_engine and the per-engine counts. The
  * per-message step of both formats' packet paths. */
@@ -158,18 +183,14 @@ static inline __attribute__((always_inline)) void omdp_fh_route_message(feed_han
 {
     uint32_t uid, e = fh->default_engine;
     int found;
-    uint32_t k_lo; /* the 6 root bytes and root_len, combined in registers (no store-forwarding stall) */
-    uint16_t k_hi;
-    memcpy(&k_lo, m->root, 4);
-    memcpy(&k_hi, m->root + 4, 2);
-    uint64_t key = (uint64_t)k_lo | ((uint64_t)k_hi << 32) | ((uint64_t)m->root_len << 48);
+    uint64_t key = omdp_fh_record_root_key(m);
     if (key == fh->route_key && fh->route_found != FH_ROUTE_NONE) {
         /* messages of one root come in runs: the last lookup answers most of them */
         found = fh->route_found;
         uid = fh->route_uid;
         e = fh->route_engine;
     } else {
-        found = omdp_fh_routes_lookup(fh->routes, m->root, m->root_len, &uid, &e);
+        found = omdp_fh_routes_lookup_key(fh->routes, key, &uid, &e);
         if (fh->bucket_engine && found > 0)
             e = fh->bucket_engine[uid & fh->bucket_mask]; /* re-sharding: the bucket's engine now */
         fh->route_key = key;

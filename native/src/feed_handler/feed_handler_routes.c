@@ -115,11 +115,15 @@ int omdp_fh_routes_lookup(const omdp_fh_routes_t *t, const char *root, uint32_t 
     root_len = padded_len(root, root_len);
     while (root_len > 0 && root[root_len - 1] == ' ')
         root_len--; /* roots are sent padded with spaces to a fixed width */
-    if (root_len == 0) {
+    return omdp_fh_routes_lookup_key(t, root_key(root, root_len), underlying_id, engine);
+}
+
+int omdp_fh_routes_lookup_key(const omdp_fh_routes_t *t, uint64_t key, uint32_t *underlying_id, uint32_t *engine)
+{
+    if (key == 0) {
         *underlying_id = OMDP_NO_UNDERLYING;
         return -1;
     }
-    uint64_t key = root_key(root, root_len);
     for (uint32_t s = slot_of(t, key);; s = (s + 1) & t->mask) {
         const slot_t *e = &t->slots[s];
         if (e->key == key) {

@@ -38,7 +38,6 @@ def decode_bench(capture: str | None, fmt: str, feed: str, random_messages: int 
     """Decode throughput (messages/s per core): per packet from C as the feed handler decodes, C batch path, per-packet Python API."""
     if capture is None and random_messages is None:
         raise click.UsageError("give a CAPTURE or --random-messages N")
-    from omdp.runtime.machine import machine_info
     from ops.bench.decode import held_in_memory, run_decode_bench
     from ops.bench.random_capture import random_packets
     from ops.bench.targets import DECODE
@@ -64,14 +63,11 @@ def decode_bench(capture: str | None, fmt: str, feed: str, random_messages: int 
         return
     res = run_decode_bench(buf, offsets, lengths, repeats=repeats, chunk=chunk_packets, python_packets=python_packets,
                            in_cache_packets=in_cache_packets, in_cache_passes=in_cache_passes)
-    res["source"] = source
-    res["machine"] = machine_info()
+    _stamp(res, source)
     cap = res["capture"]
     click.echo(f"capture {source}: {cap['packets']} packets, {cap['messages']} messages, "
                f"{cap['msgs_per_packet']:.2f} messages/packet, {cap['bytes_per_packet']:.0f} bytes/packet")
-    click.echo(f"machine: {res['machine']['cpu_model']}, {res['machine']['logical_cpus']} CPUs, "
-               f"load {res['machine']['load_average'][0]:.2f}")
-    click.echo(f"{'path':34s} {'M msg/s cpu':>10s} {'min':>8s} {'max':>8s} {'M msg/s wall':>10s}")
+    _echo_machine_and_columns(res)
     click.echo(_row("C per packet, from C (as the FH)", res["c_per_packet"]))
     hot = res["c_per_packet_in_cache"]
     if hot is not None:
@@ -88,25 +84,36 @@ def decode_bench(capture: str | None, fmt: str, feed: str, random_messages: int 
         click.echo(f"wrote {json_out}")
 
 
+def _stamp(res: dict, source: str) -> None:
+    """What was measured, and on what."""
+    from omdp.runtime.machine import machine_info
+
+    res["source"] = source
+    res["machine"] = machine_info()
+
+
+def _echo_machine_and_columns(res: dict) -> None:
+    """The machine line and the table's column heads, shared by both feeds' tables."""
+    click.echo(f"machine: {res['machine']['cpu_model']}, {res['machine']['logical_cpus']} CPUs, "
+               f"load {res['machine']['load_average'][0]:.2f}")
+    click.echo(f"{'path':34s} {'M msg/s cpu':>10s} {'min':>8s} {'max':>8s} {'M msg/s wall':>10s}")
+
+
 def _obi_bench(buf, offsets, lengths, source: str, repeats: int, in_cache_packets: int, in_cache_passes: int,  # type: ignore[no-untyped-def]
                json_out: str | None) -> None:
     """OBI per block from C, beside FAST V2 per packet from C on the same messages."""
-    from omdp.runtime.machine import machine_info
     from ops.bench.decode import fast_twin_of_obi, run_obi_decode_bench
     from ops.bench.targets import OBI_DECODE, OBI_OVER_FAST
 
     res = run_obi_decode_bench((buf, offsets, lengths), fast_twin_of_obi(buf, offsets, lengths), repeats=repeats,
                                in_cache_packets=in_cache_packets, in_cache_passes=in_cache_passes)
-    res["source"] = source
-    res["machine"] = machine_info()
+    _stamp(res, source)
     cap, twin = res["capture"], res["fast_twin"]
     click.echo(f"OBI capture {source}: {cap['packets']} blocks, {cap['messages']} messages, "
                f"{cap['msgs_per_packet']:.2f} messages/block, {cap['bytes_per_packet']:.0f} bytes/block")
     click.echo(f"the same messages as FAST V2: {twin['packets']} packets, {twin['messages']} messages, "
                f"{twin['bytes_per_packet']:.0f} bytes/packet")
-    click.echo(f"machine: {res['machine']['cpu_model']}, {res['machine']['logical_cpus']} CPUs, "
-               f"load {res['machine']['load_average'][0]:.2f}")
-    click.echo(f"{'path':34s} {'M msg/s cpu':>10s} {'min':>8s} {'max':>8s} {'M msg/s wall':>10s}")
+    _echo_machine_and_columns(res)
     click.echo(_row("OBI per block, from C (as the FH)", res["obi_c_per_packet"]))
     hot = res["obi_c_per_packet_in_cache"]
     if hot is not None:
