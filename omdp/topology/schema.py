@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from omdp.transport.spec import ChannelSpec, WaitStrategy
 
@@ -37,6 +37,13 @@ entry of the stats segment (``OMDP_STATS_NAME_LEN``, 47 bytes)."""
 PARTITION_NAME_MAX = 63
 """Characters of a partition's or host's name, as of a topology's: a partition's name names its
 log file and its shared-memory and MPI files, whose names the file system limits."""
+
+NAME_LIMITS = {
+    "operators": (OPERATOR_NAME_MAX, "an operator's name (the run's stats segment holds it)"),
+    "partitions": (PARTITION_NAME_MAX, "a partition's or host's name (it names the partition's files)"),
+    "hosts": (PARTITION_NAME_MAX, "a partition's or host's name (it names the partition's files)"),
+}
+"""The longest name of each table of a topology, and why."""
 
 LOCAL_HOST = "local"
 """The host every partition is on unless it says otherwise: this machine, loopback."""
@@ -154,28 +161,13 @@ class Topology(_Strict):
 
     @field_validator("hosts", "operators", "partitions")
     @classmethod
-    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _names(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        longest, why = NAME_LIMITS[info.field_name]
         for name in v:
             if not re.match(NAME_RE, name):
                 raise ValueError(f"{name!r} is not a valid name (letters, digits, '_' and '-')")
-        return v
-
-    @field_validator("hosts", "partitions")
-    @classmethod
-    def _partition_names(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for name in v:
-            if len(name) > PARTITION_NAME_MAX:
-                raise ValueError(f"{name[:20]}... is {len(name)} characters; a partition's or host's name has at most "
-                                 f"{PARTITION_NAME_MAX} (it names the partition's files)")
-        return v
-
-    @field_validator("operators")
-    @classmethod
-    def _operator_names(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for name in v:
-            if len(name) > OPERATOR_NAME_MAX:
-                raise ValueError(f"{name[:20]}... is {len(name)} characters; an operator's name has at most "
-                                 f"{OPERATOR_NAME_MAX} (the run's stats segment holds it)")
+            if len(name) > longest:
+                raise ValueError(f"{name[:20]}... is {len(name)} characters; {why} has at most {longest}")
         return v
 
     def edge_channel(self, index: int) -> ChannelSpec:

@@ -176,8 +176,8 @@ def test_topology_that_is_not_utf8(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("old", "new", "field"), [
     ('name = "opra-fused"', 'name = "' + "t" * 64 + '"', "name: String should have at most 63 characters"),
-    ("[operators.lc]", "[operators." + "c" * 41 + "]", "an operator's name has at most 40"),
-    ("[partitions.app]", "[partitions." + "p" * 64 + "]", "a partition's or host's name has at most 63"),
+    ("[operators.lc]", "[operators." + "c" * 41 + "]", "an operator's name (the run's stats segment holds it) has at most 40"),
+    ("[partitions.app]", "[partitions." + "p" * 64 + "]", "a partition's or host's name (it names the partition's files) has at most 63"),
 ])
 def test_names_too_long_for_the_stats_segment(tmp_path: Path, old: str, new: str, field: str) -> None:
     topo = tmp_path / "long.toml"
