@@ -21,7 +21,8 @@ from spark_test_session import local_spark
 
 from ops.market.window_table import compare_windows, live_tables
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.market.market_job import run_market, summary_lines
+from ops.spark.market.market_job import run_market, summary_lines, write_report_tables
+from ops.spark.report.market_report import market_section
 from ops.synth.generator import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -63,6 +64,14 @@ def test_offline_windows_equal_the_live_run(spark, data: Path) -> None:
     assert aggs.equals(live_aggs) and counts.equals(live_counts)
     assert compare_windows((aggs, counts), (live_aggs, live_counts))["equal"] == aggs.num_rows
     assert 0 < sum(counts.column("messages").to_pylist()) <= result.messages  # quotes and trades of all decoded
+
+    # the nightly report's table: a row per window, its totals those of the live run's windows
+    write_report_tables(data / "reports" / DATE, result)
+    rows = pq.read_table(data / "reports" / DATE / "market_windows.parquet").to_pylist()
+    assert [r["messages"] for r in rows] == live_counts.column("messages").to_pylist()
+    assert all(r["quotes"] + r["trades"] == r["messages"] for r in rows)
+    page = market_section(data / "reports" / DATE)
+    assert "every live run's market windows equal the offline ones" in page and rows[0]["start"] in page
 
 
 def test_an_altered_live_run_is_a_mismatch(spark, data: Path, tmp_path: Path) -> None:

@@ -47,6 +47,14 @@ CHUNK_PACKETS = 16_384
 """Packets decoded at a time: the chunk's records are aggregated and dropped, so a line's
 day is never held whole."""
 
+WINDOWS_SCHEMA = pa.schema(
+    [("date", pa.string()), ("window", pa.int64()), ("start", pa.string()), ("messages", pa.int64()),
+     ("quotes", pa.int64()), ("trades", pa.int64()), ("contracts", pa.int64()), ("notional", pa.float64()),
+     ("nbbo_changes", pa.int64()), ("underlyings", pa.int64()), ("series", pa.int64()),
+     ("top_underlying", pa.int64()), ("top_underlying_messages", pa.int64()), ("quote_shares", pa.string())]
+)
+"""The report's table: one row per window of the day (the dashboard's market panel, offline)."""
+
 RECONCILE_SCHEMA = pa.schema(
     [("run_id", pa.string()), ("run_date", pa.string()), ("capture_date", pa.string()), ("windows", pa.int64()),
      ("keys", pa.int64()), ("equal", pa.int64()), ("differ", pa.int64()), ("offline_only", pa.int64()),
@@ -75,6 +83,7 @@ class MarketResult:
     windows: int = 0
     keys: int = 0
     reconciliation: list[dict] = field(default_factory=list)
+    window_rows: list[dict] = field(default_factory=list)   # WINDOWS_SCHEMA
     problems: list[tuple[str, FileProblem]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -145,6 +154,45 @@ def reconcile(offline: tuple[pa.Table, pa.Table], run_id: str, run_date: str, ca
             "incomplete_windows": incomplete, "status": status}
 
 
+def _clock(ms: int) -> str:
+    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"
+
+
+def window_rows(date: str, aggs: pa.Table, counts: pa.Table) -> list[dict]:
+    """WINDOWS_SCHEMA rows: per window its totals (every message counts once per dimension:
+    the exchange rows add up to them), its busiest underlying and each exchange's share of
+    the quotes."""
+    rows = []
+    by_window: dict[int, list[dict]] = {}
+    for r in aggs.to_pylist():
+        by_window.setdefault(r["window"], []).append(r)
+    for c in counts.to_pylist():
+        keys = by_window.get(c["window"], [])
+        ex = sorted((r for r in keys if r["dim"] == "exchange"), key=lambda r: r["key"])
+        und = [r for r in keys if r["dim"] == "underlying"]
+        top = max(und, key=lambda r: (r["quotes"] + r["trades"], -r["key"]), default=None)
+        quotes = sum(r["quotes"] for r in ex)
+        rows.append({"date": date, "window": c["window"], "start": _clock(c["start_ms"]), "messages": c["messages"],
+                     "quotes": quotes, "trades": sum(r["trades"] for r in ex),
+                     "contracts": sum(r["contracts"] for r in ex), "notional": sum(r["notional"] for r in ex) / 1e4,
+                     "nbbo_changes": sum(r["nbbo"] for r in ex), "underlyings": len(und),
+                     "series": sum(r["dim"] == "series" for r in keys),
+                     "top_underlying": top["key"] if top else None,
+                     "top_underlying_messages": top["quotes"] + top["trades"] if top else None,
+                     "quote_shares": " ".join(f"{chr(r['key']) if 32 < r['key'] < 127 else r['key']} "
+                                              f"{100 * r['quotes'] / max(quotes, 1):.1f}%" for r in ex)})
+    return rows
+
+
+def write_report_tables(reports_dir: Path, result: MarketResult) -> None:
+    """``market_windows`` and ``market_reconciliation`` of the night in ``reports_dir``."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    write_parquet_atomic(pa.Table.from_pylist(result.window_rows, schema=WINDOWS_SCHEMA),
+                         reports_dir / "market_windows.parquet")
+    write_parquet_atomic(pa.Table.from_pylist(result.reconciliation, schema=RECONCILE_SCHEMA),
+                         reports_dir / "market_reconciliation.parquet")
+
+
 def run_market(spark: SparkSession, layout: DataLayout, dates: list[str], window_ms: int = 1000,
                multiplier: int = 100) -> MarketResult:
     """The market windows of ``dates`` (see the module doc)."""
@@ -177,6 +225,7 @@ def run_market(spark: SparkSession, layout: DataLayout, dates: list[str], window
         recon = [reconcile((aggs, counts), rid, rdate, date, path) for rid, rdate, path in live_market_runs(layout, date)]
         write_parquet_atomic(pa.Table.from_pylist(recon, schema=RECONCILE_SCHEMA), out / "reconciliation.parquet")
         result.reconciliation += recon
+        result.window_rows += window_rows(date, aggs, counts)
         result.messages += sum(r["messages"] for r in day)
         result.windows += counts.num_rows
         result.keys += aggs.num_rows
