@@ -22,7 +22,7 @@ import pytest
 from ops.market.window_table import live_tables, merge_partials
 from ops.spark.backtest.backtest_job import plan_day
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.market.market_job import LineSpec, _tables, run_line
+from ops.spark.market.market_job import LineSpec, line_tables, run_line
 from pipeline_support import CAPTURE_DATE, make_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def _command(data: Path, rate: str) -> list[str]:
 
 def _sequential(data: Path):
     plan = plan_day(DataLayout(data), CAPTURE_DATE, 1)
-    return merge_partials([_tables(run_line(LineSpec(CAPTURE_DATE, lf, plan.routes, WINDOW_MS, 100))["partial"])
+    return merge_partials([line_tables(run_line(LineSpec(CAPTURE_DATE, lf, plan.routes, WINDOW_MS, 100))["partial"])
                            for lf in plan.lines], WINDOW_MS)
 
 

@@ -38,7 +38,7 @@ from ops.spark.backtest.backtest_feed import LineFiles, OfflineFeedHandler, Rout
 from ops.spark.backtest.backtest_job import plan_day
 from ops.spark.backtest.backtest_reconcile import replayed_once
 from ops.spark.common.data_layout import DataLayout
-from ops.spark.common.file_problems import FileProblem, report_problems
+from ops.spark.common.file_problems import FileProblem, gather_problems, report_problems
 from ops.spark.common.task_map import map_tasks
 
 JOB = "market"
@@ -123,7 +123,8 @@ def run_line(spec: LineSpec) -> dict:
             "problems_json": json.dumps(problems), "partial": _ipc(combine(parts))}
 
 
-def _tables(ipc: list[bytes]) -> tuple[pa.Table, pa.Table]:
+def line_tables(ipc: list[bytes]) -> tuple[pa.Table, pa.Table]:
+    """A line task's partial (aggregates, messages) back from its Arrow IPC."""
     aggs, counts = (pa.ipc.open_stream(b).read_all() for b in ipc)
     return aggs, counts
 
@@ -207,17 +208,12 @@ def run_market(spark: SparkSession, layout: DataLayout, dates: list[str], window
     rows = map_tasks(spark, specs, run_line)
     for date, plan in plans.items():
         day = [r for r in rows if r["date"] == date]
-        seen = {p.path for p in plan.problems}
-        for r in day:
-            for path, action, error in json.loads(r["problems_json"]):
-                if path not in seen:
-                    seen.add(path)
-                    plan.problems.append(FileProblem(path, action, error))
+        gather_problems(plan.problems, day)
         report_problems(date, JOB, plan.problems)
         result.problems += [(date, p) for p in plan.problems]
         if not day:
             continue
-        aggs, counts = merge_partials([_tables(r["partial"]) for r in day], window_ms)
+        aggs, counts = merge_partials([line_tables(r["partial"]) for r in day], window_ms)
         out = layout.root / JOB / f"date={date}"
         out.mkdir(parents=True, exist_ok=True)
         write_parquet_atomic(aggs, out / "aggregates.parquet")
