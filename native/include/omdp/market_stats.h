@@ -97,6 +97,7 @@ typedef struct omdp_market_bench_result {
 typedef struct omdp_market_emit {
     uint64_t window;
     int64_t wall_ns;  /* from the start of the partition batch whose message closed it, to the END */
+    int64_t cpu_ns;   /* the thread's CPU time over the same span (the work, without the waits) */
     int64_t event_ms; /* event time of that batch's last message - the window's end */
 } omdp_market_emit_t;
 /* cdef: end */
