@@ -198,9 +198,11 @@ def latency(date: str, data: Path, master: str, ui: bool, regression_threshold: 
               help="Backtest the night's captures through the engines and reconcile the live runs.")
 @click.option("--replay/--no-replay", "replay_alias", default=None, hidden=True,
               help="The former name of --backtest/--no-backtest.")
+@click.option("--market/--no-market", default=True, show_default=True,
+              help="Compute the captures' market windows offline and check the live runs' against them.")
 def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_packets: int, top_underlyings: int,
             regression_threshold: float, regression_min_delta_ns: float, lookback_nights: int, backtest: bool,
-            replay_alias: bool | None, **spark: Any) -> None:
+            replay_alias: bool | None, market: bool, **spark: Any) -> None:
     """Feeds, latency and backtest jobs, then the report page in reports/<date>/ (exit 1 on a
     flagged regression or a live run that disagrees with the backtest). DATE may be the date
     runs were made or a capture's date: the report says which it used."""
@@ -218,6 +220,7 @@ def nightly(date: str, data: Path, master: str, ui: bool, copies: str, chunk_pac
         _feeds_options(copies, chunk_packets, top_underlyings),
         _latency_options(regression_threshold, regression_min_delta_ns, lookback_nights),
         _backtest_options() if (backtest if replay_alias is None else replay_alias) else None,
+        market,
     ))
     click.echo("\n".join(summary_lines(r)))
     if r.exit_status:
@@ -274,6 +277,30 @@ def backtest(date: str, to: str | None, data: Path, master: str, ui: bool, confi
                "mismatches": r.mismatches,
                "problems": [{"date": d, "path": p.path, "action": p.action, "error": p.error} for d, p in r.problems]}
         write_output(json_out, json.dumps(doc, indent=2))
+    if r.exit_status:
+        raise SystemExit(r.exit_status)
+
+
+@analytics.command("market")
+@click.option("--date", required=True, callback=_check_date, help="Capture date, YYYY-MM-DD.")
+@click.option("--data", "data", envvar=DATA_ENVVAR, show_envvar=True, default=_DEFAULT_DATA, show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Data root: captures/, runs/, market/.")
+@click.option("--master", default=_DEFAULT_MASTER, show_default=True, callback=_check_master,
+              help="Spark master: local[N], spark://host:7077, yarn.")
+@click.option("--ui/--no-ui", default=False, show_default=True, help="Spark web UI while the job runs.")
+@click.option("--window-ms", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Window of event time, ms (the live market_stats window_ms).")
+@_spark_opts
+def market(date: str, data: Path, master: str, ui: bool, window_ms: int, **spark: Any) -> None:
+    """The capture's market windows computed offline (DATA/market/date=D/), checked against
+    the live --no-loop runs' market_windows.parquet (exit 1 when one differs)."""
+    from ops.spark.common.data_layout import DataLayout
+    from ops.spark.market.market_job import run_market, summary_lines
+
+    layout = DataLayout(data)
+    _require_data(date, layout.captures(date).is_dir(), f"no capture in {layout.captures(date)}")
+    r = _run_job("omdp-market", master, ui, spark, lambda s: run_market(s, layout, [date], window_ms))
+    click.echo("\n".join(summary_lines(r)))
     if r.exit_status:
         raise SystemExit(r.exit_status)
 

@@ -45,15 +45,12 @@ def event_windows(msgs: np.ndarray, window_ms: int) -> tuple[np.ndarray, np.ndar
     return counted, (((hh * 60 + mi) * 60 + ss) * 1000 + ms) // window_ms
 
 
-def oracle_windows(msgs: np.ndarray, window_ms: int = 1000, multiplier: int = 100
-                   ) -> tuple[dict[tuple[int, int, int], tuple[int, ...]], dict[int, int]]:
-    """{(window, dim, key): values} and {window: messages} over every message, in one pass."""
-    counted, win = event_windows(msgs, window_ms)
-    m, w = msgs[counted], win[counted]
+def message_values(m: np.ndarray, multiplier: int = 100) -> dict[str, np.ndarray]:
+    """Each counted message's contribution to its keys' aggregates (VALUES, int64)."""
     quote = m["category"] == ord("k")
     trade = ~quote
     vol = m["volume"].astype(np.int64)
-    cols = {
+    return {
         "quotes": quote.astype(np.int64),
         "trades": trade.astype(np.int64),
         "contracts": np.where(trade, vol, 0),
@@ -61,6 +58,14 @@ def oracle_windows(msgs: np.ndarray, window_ms: int = 1000, multiplier: int = 10
         "nbbo": (quote & (m["bbo_ind"] >= ord("B")) & (m["bbo_ind"] <= ord("P"))).astype(np.int64),
         "max_trade": np.where(trade, vol, 0),
     }
+
+
+def oracle_windows(msgs: np.ndarray, window_ms: int = 1000, multiplier: int = 100
+                   ) -> tuple[dict[tuple[int, int, int], tuple[int, ...]], dict[int, int]]:
+    """{(window, dim, key): values} and {window: messages} over every message, in one pass."""
+    counted, win = event_windows(msgs, window_ms)
+    m, w = msgs[counted], win[counted]
+    cols = message_values(m, multiplier)
     keys = (m["underlying_id"].astype(np.uint64), series_keys(m), m["participant"].astype(np.uint64))
     out: dict[tuple[int, int, int], tuple[int, ...]] = {}
     for dim, key in enumerate(keys):

@@ -114,9 +114,20 @@ class MarketSink(Operator):
 
     def end_of_stream(self) -> None:
         """Write market_windows.parquet (empty when no window came)."""
+        self._write()
+
+    def stopped_early(self) -> None:
+        """The run stopped hard (a partition died): market_windows.parquet with the windows
+        every leader ended so far, so the run keeps what is known; a window some leader had
+        not ended is left out whole (its records are part of a window, never a total)."""
+        self._write(unended=set(self.open) | set(self.ends))
+
+    def _write(self, unended: set[int] = frozenset()) -> None:
         if self.ctx.run_dir is None:
             return
         recs = np.concatenate(self.parts) if self.parts else np.zeros(0, MARKET_DTYPE)
+        if unended:
+            recs = recs[~np.isin(recs["window"], np.array(sorted(unended), dtype=recs["window"].dtype))]
         write_parquet_atomic(windows_table(recs, self.p.window_ms), Path(self.ctx.run_dir) / WINDOWS_FILE)
 
     def counters(self) -> dict[str, int]:

@@ -39,6 +39,8 @@ from omdp.runtime.shm_room import ring_bytes
 from omdp.runtime.supervisor import RunResult
 from omdp.topology.load import TopologyError, load_topology
 from omdp.units import fmt_ns, fmt_us
+from ops.market.run_summary import market_summary
+from ops.market.run_summary import summary_line as market_line
 from ops.pipeline.assemble import Assembly, RunOptions, assemble, check_engine_edges
 from ops.pipeline.capture_info import capture_dir, open_capture
 from ops.pipeline.feed_sender import replay_run_id
@@ -117,6 +119,7 @@ class PipelineRun:
     costs: list[PartitionCost] | None = None
     clocks: dict[str, dict[str, Any]] | None = None
     reshard: dict[str, Any] | None = None  # write_reshard_record's summary, when the run re-sharded
+    market: dict[str, Any] | None = None   # ops.market.run_summary, when the run kept market windows
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready data."""
@@ -125,7 +128,7 @@ class PipelineRun:
                 "breakdown": self.breakdown.to_dict() if self.breakdown else None,
                 **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs,
                                 self.clocks),
-                "reshard": self.reshard}
+                "reshard": self.reshard, "market": self.market}
 
     def text(self) -> str:
         """The report for people: the breakdown table, then ingest, accounting and verdict."""
@@ -187,6 +190,8 @@ class PipelineRun:
                          + (f"; request -> installed p50 {fmt_us(lat['p50'])}, p99 {fmt_us(lat['p99'])}, "
                             f"max {fmt_us(lat['max'])}" if lat else "")
                          + f"; {rs['held_total']:,} messages held back; {rs['state_bytes']:,} state bytes handed over")
+        if self.market is not None:
+            lines.append(market_line(self.market))
         lines += [f"warning: {w}" for w in r.warnings]
         lines.append(f"run {self.result.run_id}: {self.result.status}; {self.run_dir}")
         return "\n".join(lines)
@@ -364,4 +369,4 @@ def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: st
     return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
                        growth=growth, verdict=v, breakdown=bd,
                        sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc),
-                       clocks=stamp_clocks(result))
+                       clocks=stamp_clocks(result), market=market_summary(rdir))

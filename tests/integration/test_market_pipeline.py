@@ -30,8 +30,9 @@ pytestmark = pytest.mark.slow
 
 def _run(data: Path, *extra: str) -> tuple[Path, dict[tuple[int, str, int], tuple[int, ...]]]:
     before = set(data.glob("runs/*/*"))
+    report = data / f"report{len(before)}.json"
     r = subprocess.run([sys.executable, "-P", "-m", "ops.cli.main", "run", "opra_fused_market", "--data", str(data),
-                        "--capture-date", CAPTURE_DATE, "--rate", "4x", "--no-loop", *extra],
+                        "--capture-date", CAPTURE_DATE, "--rate", "4x", "--no-loop", "--json", str(report), *extra],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     (run_dir,) = set(data.glob("runs/*/*")) - before
@@ -43,6 +44,13 @@ def _run(data: Path, *extra: str) -> tuple[Path, dict[tuple[int, str, int], tupl
     out = {(r["window"], r["dim"], r["key"]): (r["quotes"], r["trades"], r["contracts"], r["notional"], r["nbbo"],
                                                r["max_trade"]) for r in rows if r["kind"] == "agg"}
     out.update({(e["window"], "messages", 0): (e["messages"],) for e in ends})
+    # the run's JSON report carries the windows' summary, its counts those of the file
+    market = json.loads(report.read_text())["market"]
+    assert market["windows"] == market["complete"] == len({e["window"] for e in ends}) and market["incomplete"] == 0
+    assert market["messages"] == sum(n for (_, d, _), (n, *_) in out.items() if d == "messages")
+    assert market["keys"] == {d: sum(k[1] == d for k in out) for d in ("underlying", "series", "exchange")}
+    assert abs(sum(market["exchange_quote_share"].values()) - 1.0) < 1e-9 and len(market["top_underlyings"]) == 5
+    assert f"market windows: {market['windows']:,} ({market['windows']:,} complete" in r.stdout
     return run_dir, out
 
 

@@ -34,7 +34,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "fh_offline_pkt": (24, 8), "fh_route": (16, 4), "fh_stage_extra": (32, 8), "fh_stage_series": (24, 8),
     "fh_staged": (64, 8), "frame_header": (8, 4), "group_ref": (104, 8), "hist": (30784, 8), "id_field": (4, 2),
     "latency_config": (56, 8), "latency_counters": (136, 8), "line_counts": (40, 8), "market_bench_result": (48, 8),
-    "market_merge_params": (24, 4), "market_rec": (128, 8), "market_stats_params": (32, 4), "mpi_stats": (64, 8),
+    "market_emit": (32, 8), "market_merge_params": (24, 4), "market_rec": (128, 8), "market_stats_params": (32, 4), "mpi_stats": (64, 8),
     "obi_batch_result": (32, 8), "obi_block": (32, 4), "obi_counters": (200, 8), "obi_error": (24, 8), "obi_extra": (12, 4),
     "obi_stream_result": (16, 8), "op_stats": (32, 8),
     "opra_arrow_result": (40, 8), "opra_batch_result": (32, 8), "opra_counters": (248, 8), "opra_error": (24, 8),

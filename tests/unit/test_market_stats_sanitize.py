@@ -55,6 +55,20 @@ def test_merged_windows_equal_the_baseline_and_the_oracle(skew: float, partition
         net.close()
 
 
+def test_underlying_ids_beyond_the_direct_table_are_exact() -> None:
+    """Routed ids below 16,384 take the direct table, the others (and "no underlying") the
+    hash table beside the series: the windows are the oracle's either way."""
+    msgs = zipf_stream(15_000, 1.0, seed=4, step_us=60.0)
+    msgs["underlying_id"][::2] += np.uint32(1 << 20)
+    msgs["underlying_id"][::7] = np.uint32(0xFFFFFFFF)
+    want, counts = oracle_windows(msgs, window_ms=250)
+    net = _run(msgs, 2, MarketConfig(leaders=2, window_ms=250), "shared", seed=3)
+    aggs, ends = window_rows(net.finish())
+    assert aggs == want and {w: e["messages"] for w, e in ends.items()} == counts
+    assert {k for (_, d, k) in aggs if d == 0} >= {0xFFFFFFFF, int(msgs["underlying_id"][0])}
+    net.close()
+
+
 def test_shared_state_sends_fewer_records_than_routing_every_update() -> None:
     msgs = zipf_stream(40_000, 1.2, underlyings=200)
     sent = {}

@@ -92,6 +92,14 @@ typedef struct omdp_market_bench_result {
     uint64_t window_records; /* AGG and END records the leaders emitted */
     uint64_t ends;           /* END records */
 } omdp_market_bench_result_t;
+
+/* One END a leader emitted in omdp_market_bench_run: how long after its window's end. */
+typedef struct omdp_market_emit {
+    uint64_t window;
+    int64_t wall_ns;  /* from the start of the partition batch whose message closed it, to the END */
+    int64_t cpu_ns;   /* the thread's CPU time over the same span (the work, without the waits) */
+    int64_t event_ms; /* event time of that batch's last message - the window's end */
+} omdp_market_emit_t;
 /* cdef: end */
 
 /* Hash of one key in one dimension (splitmix64's finalizer; the leader is it mod leaders). */
@@ -121,9 +129,11 @@ const omdp_operator_vtable_t *omdp_market_merge_vtable(void);
 /* The benchmark's loop (ops/market/bench.py): partition k's records (parts[k], sizes[k]
  * bytes) fed in batches of `batch` records, round robin over the partitions, each delta
  * batch handed straight to its leader's merge; then every partition finishes and every
- * leader. No transport: it measures the operators' own CPU. */
+ * leader. No transport: it measures the operators' own CPU. The first `emits_cap` ENDs
+ * emitted while records were fed go to `emits` (window_ms: the operators' window). */
 int omdp_market_bench_run(void *const *stats, uint32_t n_parts, void *const *merges, uint32_t n_leaders,
-                          const uint8_t *const *parts, const uint64_t *sizes, uint32_t batch,
+                          const uint8_t *const *parts, const uint64_t *sizes, uint32_t batch, uint32_t window_ms,
+                          omdp_market_emit_t *emits, uint32_t emits_cap, uint32_t *n_emits,
                           omdp_market_bench_result_t *out);
 
 #endif /* OMDP_MARKET_STATS_H */

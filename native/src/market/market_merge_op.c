@@ -264,20 +264,15 @@ int omdp_market_merge_finish(void *state, omdp_market_out_fn out, void *ctx)
     return mkt_outbox_flush(&s->ob, out, ctx);
 }
 
-static int via_emit(void *ctx, uint32_t port, const uint8_t *records, uint32_t nbytes)
-{
-    return omdp_emit((const omdp_emitter_t *)ctx, port, records, nbytes);
-}
-
 static int merge_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
                          const omdp_emitter_t *em)
 {
-    return omdp_market_merge_feed(state, records, nbytes, via_emit, (void *)em);
+    return omdp_market_merge_feed(state, records, nbytes, mkt_via_emit, (void *)em);
 }
 
 static int merge_end(void *state, const omdp_emitter_t *em)
 {
-    return omdp_market_merge_finish(state, via_emit, (void *)em);
+    return omdp_market_merge_finish(state, mkt_via_emit, (void *)em);
 }
 
 static uint32_t merge_counters(void *state, omdp_counter_t *out, uint32_t max)
@@ -289,10 +284,7 @@ static uint32_t merge_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"mismatch", s->c_mismatch}, {"overflow", s->c_overflow}, {"late_at_end", s->c_late},
         {"bad", s->c_bad},
     };
-    uint32_t n = sizeof c / sizeof c[0];
-    for (uint32_t i = 0; i < n && i < max; i++)
-        out[i] = c[i];
-    return n;
+    return mkt_counters(c, sizeof c / sizeof c[0], out, max);
 }
 
 static const omdp_operator_vtable_t MERGE = {

@@ -58,3 +58,15 @@ int mkt_outbox_flush(mkt_outbox_t *o, omdp_market_out_fn out, void *ctx)
     }
     return OMDP_OK;
 }
+
+int mkt_via_emit(void *ctx, uint32_t port, const uint8_t *records, uint32_t nbytes)
+{
+    return omdp_emit((const omdp_emitter_t *)ctx, port, records, nbytes);
+}
+
+uint32_t mkt_counters(const omdp_counter_t *c, uint32_t n, omdp_counter_t *out, uint32_t max)
+{
+    for (uint32_t i = 0; i < n && i < max; i++)
+        out[i] = c[i];
+    return n;
+}

@@ -1,6 +1,7 @@
-/* Per-port batches of market records (private to src/market): records are appended to their
- * port's batch, which goes out through the caller's function when it holds `per_batch`
- * records and at every flush, so a batch never outgrows the channel's max_message. */
+/* The market operators' output side (private to src/market): per-port batches of market
+ * records - appended to their port's batch, which goes out through the caller's function
+ * when it holds `per_batch` records and at every flush, so a batch never outgrows the
+ * channel's max_message - and what both operators hand the partition (emit, counters). */
 #ifndef OMDP_MARKET_OUTBOX_H
 #define OMDP_MARKET_OUTBOX_H
 
@@ -22,5 +23,10 @@ void mkt_outbox_free(mkt_outbox_t *o);
 omdp_market_rec_t *mkt_outbox_next(mkt_outbox_t *o, uint32_t port, omdp_market_out_fn out, void *ctx, int *err);
 /* Send every port's held records. 0 or the first error. */
 int mkt_outbox_flush(mkt_outbox_t *o, omdp_market_out_fn out, void *ctx);
+
+/* The operators' output function: records through the partition's emitter (ctx). */
+int mkt_via_emit(void *ctx, uint32_t port, const uint8_t *records, uint32_t nbytes);
+/* An operator's counters: the first `max` of c[0..n) copied to out; returns n. */
+uint32_t mkt_counters(const omdp_counter_t *c, uint32_t n, omdp_counter_t *out, uint32_t max);
 
 #endif /* OMDP_MARKET_OUTBOX_H */

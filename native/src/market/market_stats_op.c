@@ -12,11 +12,23 @@
 
 #define MAX_OPEN 4 /* lateness 0 .. 3 */
 #define PREFETCH_AHEAD 2u /* messages: the slots of the one this far ahead are loaded now */
+#define UND_DIRECT 16384u /* routed underlying ids below this: a direct table (others: the hash table) */
+#define EX_DIRECT 256u    /* participant ids: a byte */
+#define AHEAD_RING 4u     /* series keys computed ahead (a power of two > PREFETCH_AHEAD) */
+
+/* A message's series key and its hash, computed when its slot was prefetched. */
+typedef struct ahead {
+    const uint8_t *rec;
+    uint64_t key, hash;
+} ahead_t;
 
 typedef struct stats_state {
     omdp_market_stats_params_t p;
     uint32_t open; /* windows open: lateness + 1 */
-    mkt_table_t tab[MAX_OPEN];
+    mkt_table_t tab[MAX_OPEN]; /* series, and underlyings beyond the direct table */
+    mkt_table_t und[MAX_OPEN]; /* underlyings, direct */
+    mkt_table_t ex[MAX_OPEN];  /* exchanges, direct */
+    ahead_t ahead[AHEAD_RING];
     uint64_t msgs[MAX_OPEN], overflow[MAX_OPEN];
     uint64_t sent[MAX_OPEN][OMDP_MKT_MAX_LEADERS];
     int started;
@@ -25,6 +37,18 @@ typedef struct stats_state {
     mkt_outbox_t ob;
     uint64_t c_seen, c_counted, c_other, c_bad_time, c_late, c_overflow, c_windows, c_marks;
 } stats_state_t;
+
+static void stats_close(void *state)
+{
+    stats_state_t *s = state;
+    for (uint32_t i = 0; i < MAX_OPEN; i++) {
+        mkt_table_free(&s->tab[i]);
+        mkt_table_free(&s->und[i]);
+        mkt_table_free(&s->ex[i]);
+    }
+    mkt_outbox_free(&s->ob);
+    free(s);
+}
 
 static int stats_init(void **state, const omdp_op_init_t *init)
 {
@@ -52,26 +76,19 @@ static int stats_init(void **state, const omdp_op_init_t *init)
     s->p = p;
     s->open = p.lateness + 1;
     int r = mkt_outbox_init(&s->ob, p.leaders, p.out_records);
-    for (uint32_t i = 0; r == OMDP_OK && p.mode == OMDP_MKT_MODE_SHARED && i < s->open; i++)
+    for (uint32_t i = 0; r == OMDP_OK && p.mode == OMDP_MKT_MODE_SHARED && i < s->open; i++) {
         r = mkt_table_init(&s->tab[i], p.capacity);
+        if (r == OMDP_OK)
+            r = mkt_table_init_direct(&s->und[i], UND_DIRECT);
+        if (r == OMDP_OK)
+            r = mkt_table_init_direct(&s->ex[i], EX_DIRECT);
+    }
     if (r < 0) {
-        for (uint32_t i = 0; i < MAX_OPEN; i++)
-            mkt_table_free(&s->tab[i]);
-        mkt_outbox_free(&s->ob);
-        free(s);
+        stats_close(s);
         return r;
     }
     *state = s;
     return OMDP_OK;
-}
-
-static void stats_close(void *state)
-{
-    stats_state_t *s = state;
-    for (uint32_t i = 0; i < MAX_OPEN; i++)
-        mkt_table_free(&s->tab[i]);
-    mkt_outbox_free(&s->ob);
-    free(s);
 }
 
 static uint32_t leader_of(const stats_state_t *s, uint32_t dim, uint64_t key)
@@ -101,23 +118,36 @@ static int mark_window(stats_state_t *s, uint64_t window, uint32_t slot, omdp_ma
     return OMDP_OK;
 }
 
+/* One table's keys of a closing window as deltas to their leaders; the table cleared. */
+static int send_table(stats_state_t *s, mkt_table_t *t, uint64_t window, uint32_t slot, omdp_market_out_fn out,
+                      void *ctx)
+{
+    int err = 0;
+    for (uint32_t k = 0; k < t->n; k++) {
+        const mkt_slot_t *e = &t->slots[t->order[k]];
+        uint32_t l = leader_of(s, e->dim, e->key);
+        omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
+        if (!r)
+            return err;
+        mkt_slot_record(e, r, window, s->p.source);
+        s->sent[slot][l]++;
+    }
+    mkt_table_clear(t);
+    return OMDP_OK;
+}
+
 /* Close an open window: its deltas (shared mode) and its marks. */
 static int close_window(stats_state_t *s, uint64_t window, omdp_market_out_fn out, void *ctx)
 {
     uint32_t slot = (uint32_t)(window % s->open);
     if (s->p.mode == OMDP_MKT_MODE_SHARED) {
-        mkt_table_t *t = &s->tab[slot];
-        int err = 0;
-        for (uint32_t k = 0; k < t->n; k++) {
-            const mkt_slot_t *e = &t->slots[t->order[k]];
-            uint32_t l = leader_of(s, e->dim, e->key);
-            omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
-            if (!r)
-                return err;
-            mkt_slot_record(e, r, window, s->p.source);
-            s->sent[slot][l]++;
-        }
-        mkt_table_clear(t);
+        int r = send_table(s, &s->und[slot], window, slot, out, ctx);
+        if (r == OMDP_OK)
+            r = send_table(s, &s->tab[slot], window, slot, out, ctx);
+        if (r == OMDP_OK)
+            r = send_table(s, &s->ex[slot], window, slot, out, ctx);
+        if (r < 0)
+            return r;
     }
     s->c_windows++;
     return mark_window(s, window, slot, out, ctx);
@@ -145,46 +175,30 @@ static int close_through(stats_state_t *s, uint64_t upto, omdp_market_out_fn out
     return OMDP_OK;
 }
 
-typedef struct update {
-    uint64_t quotes, trades, contracts, nbbo, max_trade;
-    int64_t notional;
-} update_t;
-
-static int apply(stats_state_t *s, uint32_t slot, uint64_t window, uint32_t dim, uint64_t key, const update_t *u,
-                 omdp_market_out_fn out, void *ctx)
+/* The baseline: one update of one key routed to its leader as a delta of one message. */
+static int route_update(stats_state_t *s, uint32_t slot, uint64_t window, uint32_t dim, uint64_t key,
+                        const mkt_values_t *u, omdp_market_out_fn out, void *ctx)
 {
-    if (s->p.mode == OMDP_MKT_MODE_ROUTE) {
-        uint32_t l = leader_of(s, dim, key);
-        int err = 0;
-        omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
-        if (!r)
-            return err;
-        mkt_rec_init(r, OMDP_MKT_AGG, window, s->p.source);
-        r->dim = (uint16_t)dim;
-        r->key = key;
-        r->quotes = u->quotes;
-        r->trades = u->trades;
-        r->contracts = u->contracts;
-        r->notional = u->notional;
-        r->nbbo = u->nbbo;
-        r->max_trade = u->max_trade;
-        s->sent[slot][l]++;
-        return OMDP_OK;
-    }
-    mkt_slot_t *e = mkt_table_get(&s->tab[slot], dim, key);
+    uint32_t l = leader_of(s, dim, key);
+    int err = 0;
+    omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
+    if (!r)
+        return err;
+    const mkt_slot_t e = {.key = key, .dim = dim, .used = 1, .v = *u};
+    mkt_slot_record(&e, r, window, s->p.source);
+    s->sent[slot][l]++;
+    return OMDP_OK;
+}
+
+/* Add an update to a slot; a full table's NULL is counted (overflow). */
+static void add(stats_state_t *s, uint32_t slot, mkt_slot_t *e, const mkt_values_t *u)
+{
     if (!e) {
         s->overflow[slot]++;
         s->c_overflow++;
-        return OMDP_OK;
+        return;
     }
-    e->quotes += u->quotes;
-    e->trades += u->trades;
-    e->contracts += u->contracts;
-    e->notional += u->notional;
-    e->nbbo += u->nbbo;
-    if (u->max_trade > e->max_trade)
-        e->max_trade = u->max_trade;
-    return OMDP_OK;
+    mkt_values_add(&e->v, u);
 }
 
 static uint64_t series_key(const omdp_opra_msg_t *m)
@@ -203,23 +217,38 @@ static uint64_t window_of_time(const stats_state_t *s, uint32_t t)
     return ((uint64_t)((hh * 60u + mi) * 60u + ss) * 1000u + t % 1000u) / s->p.window_ms;
 }
 
-/* Start loading the three slots the next message will touch (the tables are larger than the
- * caches: a slot's miss, not the arithmetic, is what an update costs). */
-static void prefetch_message(const stats_state_t *s, const omdp_opra_msg_t *m)
+/* A message's series key and hash: computed once, when it was prefetched, or now. */
+static const ahead_t *series_of(stats_state_t *s, const uint8_t *rec, uint32_t n)
 {
-    if (s->p.mode != OMDP_MKT_MODE_SHARED || !s->started)
-        return;
-    uint64_t w = window_of_time(s, m->time);
-    if (w == UINT64_MAX || w < s->base)
-        return;
-    const mkt_table_t *t = &s->tab[w % s->open];
-    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_UNDERLYING, m->underlying_id) & t->mask], 1);
-    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_SERIES, series_key(m)) & t->mask], 1);
-    __builtin_prefetch(&t->slots[omdp_market_key_hash(OMDP_MKT_DIM_EXCHANGE, m->participant) & t->mask], 1);
+    ahead_t *a = &s->ahead[n & (AHEAD_RING - 1)];
+    if (a->rec != rec) {
+        const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
+        a->rec = rec;
+        a->key = series_key(m);
+        a->hash = omdp_market_key_hash(OMDP_MKT_DIM_SERIES, a->key);
+    }
+    return a;
 }
 
-static int one_message(stats_state_t *s, const omdp_opra_msg_t *m, omdp_market_out_fn out, void *ctx)
+/* Start loading the slots message `n` of the batch will touch (the series table is larger
+ * than the caches: a slot's miss, not the arithmetic, is what an update costs); its series
+ * key is kept for when it is processed. */
+static void prefetch_message(stats_state_t *s, const uint8_t *rec, uint32_t n)
 {
+    const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
+    uint64_t w = window_of_time(s, m->time);
+    if (w == UINT64_MAX || w < s->base || (m->category != 'k' && m->category != 'a'))
+        return;
+    const ahead_t *a = series_of(s, rec, n);
+    const mkt_table_t *t = &s->tab[w % s->open];
+    __builtin_prefetch(&t->slots[a->hash & t->mask], 1);
+    if (m->underlying_id < UND_DIRECT)
+        __builtin_prefetch(&s->und[w % s->open].slots[m->underlying_id], 1);
+}
+
+static int one_message(stats_state_t *s, const uint8_t *rec, uint32_t n, omdp_market_out_fn out, void *ctx)
+{
+    const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
     s->c_seen++;
     if (m->category != 'k' && m->category != 'a') {
         s->c_other++;
@@ -245,7 +274,7 @@ static int one_message(stats_state_t *s, const omdp_opra_msg_t *m, omdp_market_o
             return r;
     }
     uint32_t slot = (uint32_t)(w % s->open);
-    update_t u = {0};
+    mkt_values_t u = {0};
     if (m->category == 'k') {
         u.quotes = 1;
         u.nbbo = m->bbo_ind >= 'B' && m->bbo_ind <= 'P';
@@ -257,20 +286,32 @@ static int one_message(stats_state_t *s, const omdp_opra_msg_t *m, omdp_market_o
     }
     s->msgs[slot]++;
     s->c_counted++;
-    int r = apply(s, slot, w, OMDP_MKT_DIM_UNDERLYING, m->underlying_id, &u, out, ctx);
-    if (r == OMDP_OK)
-        r = apply(s, slot, w, OMDP_MKT_DIM_SERIES, series_key(m), &u, out, ctx);
-    if (r == OMDP_OK)
-        r = apply(s, slot, w, OMDP_MKT_DIM_EXCHANGE, m->participant, &u, out, ctx);
-    return r;
+    const ahead_t *a = series_of(s, rec, n);
+    if (s->p.mode == OMDP_MKT_MODE_ROUTE) {
+        int r = route_update(s, slot, w, OMDP_MKT_DIM_UNDERLYING, m->underlying_id, &u, out, ctx);
+        if (r == OMDP_OK)
+            r = route_update(s, slot, w, OMDP_MKT_DIM_SERIES, a->key, &u, out, ctx);
+        if (r == OMDP_OK)
+            r = route_update(s, slot, w, OMDP_MKT_DIM_EXCHANGE, m->participant, &u, out, ctx);
+        return r;
+    }
+    add(s, slot,
+        m->underlying_id < UND_DIRECT ? mkt_table_direct(&s->und[slot], OMDP_MKT_DIM_UNDERLYING, m->underlying_id)
+                                      : mkt_table_get(&s->tab[slot], OMDP_MKT_DIM_UNDERLYING, m->underlying_id),
+        &u);
+    add(s, slot, mkt_table_get_hashed(&s->tab[slot], OMDP_MKT_DIM_SERIES, a->key, a->hash), &u);
+    add(s, slot, mkt_table_direct(&s->ex[slot], OMDP_MKT_DIM_EXCHANGE, m->participant), &u);
+    return OMDP_OK;
 }
 
 int omdp_market_stats_feed(void *state, const uint8_t *records, uint32_t nbytes, omdp_market_out_fn out, void *ctx)
 {
     stats_state_t *s = state;
-    uint32_t off = 0;
+    uint32_t off = 0, n = 0;
     const uint8_t *rec;
     int r;
+    int ahead = s->p.mode == OMDP_MKT_MODE_SHARED && s->started;
+    memset(s->ahead, 0, sizeof s->ahead); /* a buffer is reused: an address says nothing across batches */
     while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
         omdp_record_header_t h;
         memcpy(&h, rec, sizeof h);
@@ -278,11 +319,13 @@ int omdp_market_stats_feed(void *state, const uint8_t *records, uint32_t nbytes,
             s->c_other++;
             continue;
         }
-        if (nbytes - off >= PREFETCH_AHEAD * OMDP_OPRA_MSG_SIZE) /* its slots load while these run */
-            prefetch_message(s, (const omdp_opra_msg_t *)(records + off + (PREFETCH_AHEAD - 1) * OMDP_OPRA_MSG_SIZE));
-        int e = one_message(s, (const omdp_opra_msg_t *)rec, out, ctx);
+        /* the slots of the message PREFETCH_AHEAD on (records are back to back) load while this one runs */
+        if (ahead && nbytes - off >= PREFETCH_AHEAD * OMDP_OPRA_MSG_SIZE)
+            prefetch_message(s, records + off + (PREFETCH_AHEAD - 1) * OMDP_OPRA_MSG_SIZE, n + PREFETCH_AHEAD);
+        int e = one_message(s, rec, n++, out, ctx);
         if (e < 0)
             return e;
+        ahead = s->p.mode == OMDP_MKT_MODE_SHARED && s->started;
     }
     if (r < 0)
         s->c_other++; /* an unframable tail: counted, skipped */
@@ -309,20 +352,15 @@ int omdp_market_stats_finish(void *state, omdp_market_out_fn out, void *ctx)
     return mkt_outbox_flush(&s->ob, out, ctx);
 }
 
-static int via_emit(void *ctx, uint32_t port, const uint8_t *records, uint32_t nbytes)
-{
-    return omdp_emit((const omdp_emitter_t *)ctx, port, records, nbytes);
-}
-
 static int stats_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
                          const omdp_emitter_t *em)
 {
-    return omdp_market_stats_feed(state, records, nbytes, via_emit, (void *)em);
+    return omdp_market_stats_feed(state, records, nbytes, mkt_via_emit, (void *)em);
 }
 
 static int stats_end(void *state, const omdp_emitter_t *em)
 {
-    return omdp_market_stats_finish(state, via_emit, (void *)em);
+    return omdp_market_stats_finish(state, mkt_via_emit, (void *)em);
 }
 
 static uint32_t stats_counters(void *state, omdp_counter_t *out, uint32_t max)
@@ -334,10 +372,7 @@ static uint32_t stats_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"windows", s->c_windows},   {"marks", s->c_marks},             {"records_out", s->ob.records},
         {"batches", s->ob.batches},
     };
-    uint32_t n = sizeof c / sizeof c[0];
-    for (uint32_t i = 0; i < n && i < max; i++)
-        out[i] = c[i];
-    return n;
+    return mkt_counters(c, sizeof c / sizeof c[0], out, max);
 }
 
 static const omdp_operator_vtable_t STATS = {

@@ -18,6 +18,13 @@ int mkt_table_init(mkt_table_t *t, uint32_t capacity)
     return OMDP_OK;
 }
 
+int mkt_table_init_direct(mkt_table_t *t, uint32_t capacity)
+{
+    int r = mkt_table_init(t, capacity);
+    t->limit = capacity;
+    return r;
+}
+
 void mkt_table_free(mkt_table_t *t)
 {
     free(t->slots);
@@ -28,7 +35,12 @@ void mkt_table_free(mkt_table_t *t)
 
 mkt_slot_t *mkt_table_get(mkt_table_t *t, uint32_t dim, uint64_t key)
 {
-    uint32_t i = (uint32_t)omdp_market_key_hash(dim, key) & t->mask;
+    return mkt_table_get_hashed(t, dim, key, omdp_market_key_hash(dim, key));
+}
+
+mkt_slot_t *mkt_table_get_hashed(mkt_table_t *t, uint32_t dim, uint64_t key, uint64_t hash)
+{
+    uint32_t i = (uint32_t)hash & t->mask;
     for (;;) {
         mkt_slot_t *s = &t->slots[i];
         if (!s->used) {
@@ -55,13 +67,8 @@ void mkt_table_clear(mkt_table_t *t)
 
 void mkt_slot_merge(mkt_slot_t *s, const omdp_market_rec_t *r)
 {
-    s->quotes += r->quotes;
-    s->trades += r->trades;
-    s->contracts += r->contracts;
-    s->notional += r->notional;
-    s->nbbo += r->nbbo;
-    if (r->max_trade > s->max_trade)
-        s->max_trade = r->max_trade;
+    const mkt_values_t v = {r->quotes, r->trades, r->contracts, r->notional, r->nbbo, r->max_trade};
+    mkt_values_add(&s->v, &v);
 }
 
 void mkt_rec_init(omdp_market_rec_t *r, uint16_t kind, uint64_t window, uint32_t source)
@@ -79,10 +86,10 @@ void mkt_slot_record(const mkt_slot_t *s, omdp_market_rec_t *r, uint64_t window,
     mkt_rec_init(r, OMDP_MKT_AGG, window, source);
     r->dim = (uint16_t)s->dim;
     r->key = s->key;
-    r->quotes = s->quotes;
-    r->trades = s->trades;
-    r->contracts = s->contracts;
-    r->notional = s->notional;
-    r->nbbo = s->nbbo;
-    r->max_trade = s->max_trade;
+    r->quotes = s->v.quotes;
+    r->trades = s->v.trades;
+    r->contracts = s->v.contracts;
+    r->notional = s->v.notional;
+    r->nbbo = s->v.nbbo;
+    r->max_trade = s->v.max_trade;
 }

@@ -1,8 +1,11 @@
-/* The market statistics' fixed-layout hash table (private to src/market).
+/* The market statistics' fixed-layout tables (private to src/market).
  *
- * Open addressing with linear probing over a power-of-two array of 64-byte slots; at most
- * 3/4 of the slots are used, so a probe always ends. `order` lists the used slots in
- * insertion order, so walking and clearing a window costs its keys, not its capacity.
+ * A hash table: open addressing with linear probing over a power-of-two array of 64-byte
+ * slots; at most 3/4 of the slots are used, so a probe always ends. A direct table: the
+ * same slots indexed by the key itself (keys below its capacity; the caller falls back to
+ * a hash table for the others) - for the small, dense key spaces (exchanges, the routed
+ * underlying ids), where a lookup is one load and no hash. Both list their used slots in
+ * `order`, so walking and clearing a window costs its keys, not its capacity.
  */
 #ifndef OMDP_MARKET_TABLE_H
 #define OMDP_MARKET_TABLE_H
@@ -11,13 +14,18 @@
 
 #include "omdp/market_stats.h"
 
+/* A key's aggregates in a window; all merge by sum, max_trade by max (a CRDT merge). */
+typedef struct mkt_values {
+    uint64_t quotes, trades, contracts;
+    int64_t notional;
+    uint64_t nbbo, max_trade;
+} mkt_values_t;
+
 typedef struct mkt_slot {
     uint64_t key;
     uint32_t dim;
     uint32_t used;
-    uint64_t quotes, trades, contracts;
-    int64_t notional;
-    uint64_t nbbo, max_trade;
+    mkt_values_t v;
 } mkt_slot_t;
 
 typedef struct mkt_table {
@@ -25,16 +33,20 @@ typedef struct mkt_table {
     uint32_t *order; /* used slot indices, insertion order */
     uint32_t mask;
     uint32_t n;
-    uint32_t limit; /* 3/4 of the capacity */
+    uint32_t limit; /* hash: 3/4 of the capacity; direct: the capacity */
 } mkt_table_t;
 
 /* 0, or OMDP_ERR_NOMEM. `capacity` is a power of two (checked by the callers' init). */
 int mkt_table_init(mkt_table_t *t, uint32_t capacity);
+/* A direct table of `capacity` keys (0 .. capacity - 1). */
+int mkt_table_init_direct(mkt_table_t *t, uint32_t capacity);
 void mkt_table_free(mkt_table_t *t);
 /* The slot of (dim, key), inserted zeroed when new; NULL when the table is full. */
 mkt_slot_t *mkt_table_get(mkt_table_t *t, uint32_t dim, uint64_t key);
+/* mkt_table_get with the key's hash (omdp_market_key_hash) already computed. */
+mkt_slot_t *mkt_table_get_hashed(mkt_table_t *t, uint32_t dim, uint64_t key, uint64_t hash);
 void mkt_table_clear(mkt_table_t *t);
-/* Add a delta's values into a slot: sums, and max for max_trade (a CRDT merge). */
+/* Add a delta's values into a slot (mkt_values_add). */
 void mkt_slot_merge(mkt_slot_t *s, const omdp_market_rec_t *r);
 /* Fill an AGG record from a slot. */
 void mkt_slot_record(const mkt_slot_t *s, omdp_market_rec_t *r, uint64_t window, uint32_t source);
@@ -42,5 +54,29 @@ void mkt_slot_record(const mkt_slot_t *s, omdp_market_rec_t *r, uint64_t window,
 void mkt_rec_init(omdp_market_rec_t *r, uint16_t kind, uint64_t window, uint32_t source);
 
 static inline int mkt_pow2(uint32_t x) { return x >= 64 && (x & (x - 1)) == 0 && x <= (1u << 26); }
+
+static inline void mkt_values_add(mkt_values_t *d, const mkt_values_t *s)
+{
+    d->quotes += s->quotes;
+    d->trades += s->trades;
+    d->contracts += s->contracts;
+    d->notional += s->notional;
+    d->nbbo += s->nbbo;
+    if (s->max_trade > d->max_trade)
+        d->max_trade = s->max_trade;
+}
+
+/* The slot of key `key` (< the capacity) of a direct table, marked used when new. */
+static inline mkt_slot_t *mkt_table_direct(mkt_table_t *t, uint32_t dim, uint32_t key)
+{
+    mkt_slot_t *s = &t->slots[key];
+    if (!s->used) {
+        s->used = 1;
+        s->dim = dim;
+        s->key = key;
+        t->order[t->n++] = key;
+    }
+    return s;
+}
 
 #endif /* OMDP_MARKET_TABLE_H */

@@ -42,7 +42,7 @@ from ops.pipeline.capture_info import open_capture
 from ops.spark.backtest.backtest_config import BacktestConfig, load_configs
 from ops.spark.backtest.backtest_feed import LineFiles, Routes
 from ops.spark.common.data_layout import DEFAULT_DATA_DIR, DataLayout, check_date
-from ops.spark.common.file_problems import FileProblem, report_problems
+from ops.spark.common.file_problems import FileProblem, gather_problems, report_problems
 from ops.spark.backtest.backtest_reconcile import (
     RECONCILE_MISMATCH_SCHEMA,
     RECONCILE_SCHEMA,
@@ -227,12 +227,7 @@ def _day_tables(plan: DayPlan, rows: list[dict], configs: tuple[BacktestConfig, 
             lines[int(ln)] = c
     _write([{"date": date, "line": ln, **{k: c[k] for k in BACKTEST_LINES_SCHEMA.names if k in c}}
             for ln, c in sorted(lines.items())], out_dir / "lines", BACKTEST_LINES_SCHEMA)
-    seen = {p.path for p in plan.problems}
-    for r in rows:
-        for path, action, error in json.loads(r["problems_json"]):
-            if path not in seen:
-                seen.add(path)
-                plan.problems.append(FileProblem(path, action, error))
+    gather_problems(plan.problems, rows)
     _write([p.row(date, JOB) for p in plan.problems], out_dir / "skipped_files", BACKTEST_SKIPPED_SCHEMA)
     engine_rows = [r for r in rows if r["stage"] == "engines"]
     messages = sum(r["messages"] for r in engine_rows)

@@ -62,7 +62,7 @@ class LiveRun:
         return [(int(s["line"]) << 48) | int(s["msg_seq"]) for s in self.signals if s["kind"] in PRICED_KINDS]
 
 
-def _no_loop(plan_path: Path) -> bool:
+def replayed_once(plan_path: Path) -> bool:
     """True when the run's feed senders replayed the capture once (``--no-loop``)."""
     try:
         plan = json.loads(plan_path.read_text())
@@ -86,7 +86,7 @@ def find_live_runs(layout: DataLayout, capture_date: str) -> list[LiveRun]:
             (meta,) = pq.read_table(meta_path, columns=["run_id", "date", "capture_date", "rate_x"]).to_pylist()
         except (OSError, ValueError, pa.ArrowException):
             continue
-        if meta["capture_date"] != capture_date or not _no_loop(run_dir / "plan.json"):
+        if meta["capture_date"] != capture_date or not replayed_once(run_dir / "plan.json"):
             continue
         sig_path = run_dir / "signals.parquet"
         if not sig_path.is_file():

@@ -3,6 +3,7 @@ night goes on (issue 8 "Data rules").
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
@@ -39,3 +40,14 @@ def report_problems(date: str, job: str, problems: list[FileProblem]) -> None:
     """Log each problem on the driver, one line per file."""
     for p in problems:
         log.warning("%s %s: %s %s: %s", job, date, p.action, p.path, p.error)
+
+
+def gather_problems(problems: list[FileProblem], rows: list[dict]) -> None:
+    """Add to ``problems`` each file the tasks' status rows name (their ``problems_json``:
+    [(path, action, error)]) that it does not name yet: a file two tasks read is reported once."""
+    seen = {p.path for p in problems}
+    for r in rows:
+        for path, action, error in json.loads(r["problems_json"]):
+            if path not in seen:
+                seen.add(path)
+                problems.append(FileProblem(path, action, error))

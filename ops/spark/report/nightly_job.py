@@ -1,7 +1,9 @@
 """The nightly run: the feeds job and the backtest job over the captures the night covers
 (``backtest_report.resolve_night``: the captures of the date named, or those its runs
-replayed), the latency job over its runs, then the report page in ``reports/<date>/``. The
-exit status is 1 when a regression was flagged or a live run disagrees with the backtest, so a
+replayed), the latency job over its runs, then the report page in ``reports/<date>/``. With
+``market`` the market job computes the captures' market windows offline and checks the live
+runs' against them (ops/spark/market/market_job.py). The exit status is 1 when a regression
+was flagged or a live run disagrees with the backtest or the market windows, so a
 scheduler (cron, a systemd timer; docs/analytics.md) can alert on it.
 
 Run it as ``omdp analytics nightly --date D`` or ``spark-submit ops/spark/report/nightly_job.py
@@ -25,6 +27,8 @@ from ops.spark.common.session import build_session
 from ops.spark.feeds.capture_decode import DEFAULT_CHUNK_PACKETS
 from ops.spark.feeds.feeds_job import FeedsOptions, FeedsResult, run_feeds
 from ops.spark.latency.latency_job import LatencyOptions, LatencyResult, add_rule_arguments, options_from, run_latency
+from ops.spark.market.market_job import MarketResult, run_market, write_report_tables
+from ops.spark.market.market_job import summary_lines as market_summary
 from ops.spark.report.backtest_report import NightDates, resolve_night, write_backtest_tables
 from ops.spark.report.report_html import regression_display, render_report
 
@@ -40,11 +44,14 @@ class NightlyResult:
     night: NightDates
     backtest: BacktestResult | None
     page: Path
+    market: MarketResult | None = None
 
     @property
     def exit_status(self) -> int:
-        """0, or EXIT_REGRESSION when a regression was flagged or a run disagrees with the backtest."""
-        return EXIT_REGRESSION if self.latency.flagged or (self.backtest and self.backtest.mismatches) else 0
+        """0, or EXIT_REGRESSION when a regression was flagged or a run disagrees with the
+        backtest or with the offline market windows."""
+        return EXIT_REGRESSION if self.latency.flagged or (self.backtest and self.backtest.mismatches) or \
+            (self.market and self.market.mismatches) else 0
 
 
 def run_nightly(
@@ -54,8 +61,10 @@ def run_nightly(
     feeds_options: FeedsOptions = FeedsOptions(),
     latency_options: LatencyOptions = LatencyOptions(),
     backtest_options: BacktestOptions | None = BacktestOptions(),
+    market: bool = True,
 ) -> NightlyResult:
-    """Run the jobs for ``date`` and render the report (``backtest_options`` None: no backtest)."""
+    """Run the jobs for ``date`` and render the report (``backtest_options`` None: no
+    backtest; ``market`` False: no market windows)."""
     night = resolve_night(layout, date)
     feeds_dates = night.capture_dates or [date]
     feeds = [run_feeds(spark, layout, d, feeds_options) for d in feeds_dates]
@@ -69,8 +78,12 @@ def run_nightly(
     if backtest_options is not None and night.capture_dates:
         backtest = run_backtest(spark, layout, night.capture_dates, backtest_options)
     write_backtest_tables(layout.reports(date), night, backtest)
+    market_result = None
+    if market and night.capture_dates:
+        market_result = run_market(spark, layout, night.capture_dates)
+        write_report_tables(layout.reports(date), market_result)
     page = render_report(layout.reports(date), date)
-    return NightlyResult(feeds, latency, night, backtest, page)
+    return NightlyResult(feeds, latency, night, backtest, page, market_result)
 
 
 def gather_feeds_tables(feeds: list[FeedsResult], reports_dir: Path) -> None:
@@ -108,6 +121,8 @@ def summary_lines(result: NightlyResult) -> list[str]:
                  f"{n.runs_made} runs made that night, {len(n.runs_of_captures)} runs of those captures")
     if result.backtest is not None:
         lines += backtest_summary(result.backtest)
+    if result.market is not None:
+        lines += market_summary(result.market)
     lines.append(f"report: {result.page}")
     return lines
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from omdp.atomic_files import write_text_atomic
 from ops.spark.common.report_tables import read_rows
 from ops.spark.report.backtest_report import backtest_section
+from ops.spark.report.market_report import market_section
 from ops.spark.report.report_cells import BOOL, FLOAT, INT, KEY, LINE, PCT, RATIO, TEXT, US, html_table
 from ops.spark.report.report_plots import plot_breakdown, plot_messages_per_packet, plot_rate_profile, plot_sweeps
 
@@ -196,6 +197,7 @@ def render_report(reports_dir: Path, date: str) -> Path:
         "<h3>Signals</h3>",
         html_table(t["latency_signals"], [("run_id", "run", TEXT), ("kind", "kind", TEXT), ("signals", "signals", INT)]),
         backtest_section(reports_dir),
+        market_section(reports_dir),
         "</body></html>",
     ]
     page = reports_dir / "index.html"
