@@ -38,7 +38,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "opra_arrow_result": (40, 8), "opra_batch_result": (32, 8), "opra_counters": (248, 8), "opra_error": (24, 8),
     "opra_msg": (256, 8), "opra_stream_result": (16, 8), "opra_y_entry": (32, 4), "partition_stats": (80, 8),
     "record_header": (56, 8), "replay_control": (128, 8), "replay_frame": (24, 8), "replay_intended_entry": (16, 8),
-    "replay_intended_header": (128, 8), "replay_line_stats": (128, 8), "replay_log": (384, 8), "replay_pkt": (32, 8),
+    "replay_intended_header": (128, 8), "replay_line_stats": (128, 8), "replay_log": (384, 8), "replay_pkt": (48, 8),
     "replay_sender_status": (9984, 8), "replay_sent": (40, 8), "reshard_handover": (16, 8),
     "reshard_marker": (96, 8), "reshard_move": (80, 8), "reshard_series": (248, 8), "reshard_totals": (64, 8),
     "sample_id_layout": (24, 2), "sample_id": (32, 8), "seq_record": (80, 8), "seq_sink_params": (8, 4),
