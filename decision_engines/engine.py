@@ -207,6 +207,11 @@ class DecisionEngine:
             return np.zeros(0, NBBO_CHANGE_DTYPE), int(dropped[0])
         return (self._nbbo[:n].copy() if copy else self._nbbo[:n]), int(dropped[0])
 
+    def state_bytes(self) -> int:
+        """Bytes of the engine's state: fixed at create by max_series and max_groups (a
+        full table refuses new series, counted as table_full, and never grows)."""
+        return int(lib.omdp_engine_state_bytes(self._ptr))
+
     def counters(self) -> dict[str, int]:
         """Every counter of the engine (engine.h ``omdp_engine_counters_t``)."""
         c = ffi.new("omdp_engine_counters_t *")

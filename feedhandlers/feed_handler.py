@@ -85,6 +85,11 @@ class FeedHandlerParams(BaseModel):
     routing: RoutingTable = Field(default_factory=RoutingTable, description="root -> underlying, engine")
     default_engine: int = Field(0, ge=0, lt=MAX_ENGINES, description="engine of messages without a root")
     copies: Literal["A", "B", "A,B"] = Field("A,B", description="multicast copies to join")
+    gap_timeout_us: float = Field(
+        lib.OMDP_FH_OBI_GAP_TIMEOUT_NS / 1000, ge=0, le=60e6,
+        description="OBI: a gap on one stream waits this long (on the packets' arrival stamps) for the other "
+                    "stream to fill it before it is declared lost (spec 9.2's short timeout); 0: no timeout, "
+                    "it waits until the other stream passes it")
     interface: str = Field("127.0.0.1", description="multicast interface address")
     rcvbuf_bytes: int = Field(8 << 20, ge=1 << 16, le=1 << 30, description="socket receive buffer")
     receive: Literal["sockets", "packet_ring", "xdp"] = Field(
@@ -162,6 +167,11 @@ def _iface_addr(interface: str) -> int:
         return int.from_bytes(socket.inet_aton(interface), "little")
     except OSError:
         raise ValueError(f"interface {interface!r} is not an IPv4 address") from None
+
+
+def gap_timeout_ns(us: float) -> int:
+    """``gap_timeout_us`` as the C side's obi_gap_timeout_ns: -1 for none (its 0 is the default)."""
+    return -1 if us == 0 else max(1, round(us * 1000))
 
 
 def _xdp_params(p: FeedHandlerParams) -> dict[str, Any]:
@@ -264,6 +274,7 @@ def make_feed_handler(p: FeedHandlerParams, ctx: OperatorContext) -> FeedHandler
             "coalesce_packets": p.coalesce_packets, "reshard": reshard.c_handle if reshard else ffi.NULL,
             "receive": _RECEIVE_CODES[p.receive], "rx_iface_addr": _iface_addr(p.interface),
             "rx_ring_bytes": p.rx_ring_bytes, "format": FEED_FORMATS[p.format], **_xdp_params(p),
+            "obi_gap_timeout_ns": gap_timeout_ns(p.gap_timeout_us),
         })
     except BaseException:
         for s in sockets:

@@ -49,7 +49,8 @@ class IngestCollectorOperator(SourceOperator):
                 self.stats = StatsWriter.attach(Path(ctx.run_dir).name)
             except (StatsSegmentError, ValueError):
                 self.stats = None
-        self.collector = IngestCollector(self.stats, params.interval_s)
+        self.collector = IngestCollector(self.stats, params.interval_s,
+                                         spill_dir=ctx.run_dir if self.stats is not None else None)
         self.rows = 0
         self.written = False
 

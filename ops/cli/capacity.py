@@ -12,9 +12,12 @@ from omdp.metrics.definitions import DEFAULT_RULE
 from ops.cli.options import DATA_ENVVAR, check_positive, topology_argument
 
 
-def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> float:
+def check_for_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     """Click callback: ``--for-rate`` is ``Nx`` (the replay's parser), returned as N."""
     from ops.replay.rates import RateError, RateSpec
+
+    if value is None:
+        return None
 
     try:
         return RateSpec.parse(rate=value).value
@@ -24,7 +27,13 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 
 @click.command("capacity")
 @click.argument("topology", callback=topology_argument)
-@click.option("--for-rate", "rate_x", required=True, callback=check_for_rate, help="the rate to plan for, Nx")
+@click.option("--for-rate", "rate_x", default=None, callback=check_for_rate, help="the rate to plan for, Nx")
+@click.option("--for-peak-msgs", "peak_msgs", default=None,
+              help="or the peak to plan for: messages/s in the capture's busiest --peak-window over all lines, "
+                   "e.g. 120M (today's OPRA); the rate is the one whose bursts reach it")
+@click.option("--costs-from", "costs_from", default=None, callback=topology_argument,
+              help="the topology whose finished runs give the measured costs (default: TOPOLOGY itself, e.g. "
+                   "opra_fused's runs on an OBI capture for a topology too big for this host)")
 @click.option("--peak-window", type=click.Choice(["10ms", "100ms"]), default="10ms", show_default=True,
               help="absorb the capture's peak rate over this window")
 @click.option("--data", "data_dir", envvar=DATA_ENVVAR, show_envvar=True, type=click.Path(file_okay=False, path_type=Path), default=Path("omdp-data"),
@@ -37,25 +46,33 @@ def check_for_rate(ctx: click.Context, param: click.Parameter, value: str) -> fl
 @click.option("--max-p99-from-intended", "p99_bound_us", type=float, default=DEFAULT_RULE.max_p99_from_intended_us,
               show_default=True, help="the bound on p99 latency from intended (us) the queueing model checks")
 @click.option("--json", "json_out", is_flag=True, help="print the proposal as JSON")
-def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, capture_date: str | None,
-             utilization: float, cores_per_host: int | None, p99_bound_us: float, out: Path | None,
-             json_out: bool) -> None:
+def capacity(topology: str, rate_x: float | None, peak_msgs: str | None, costs_from: str | None, peak_window: str,
+             data_dir: Path, capture_date: str | None, utilization: float, cores_per_host: int | None,
+             p99_bound_us: float, out: Path | None, json_out: bool) -> None:
     """Propose feed handlers, engines, cores and hosts for a rate from measured costs (a projection),
     and project latency from intended with a queueing model of the capture's packets."""
     from omdp.plan import build_plan
     from omdp.topology.load import TopologyError, load_topology
     from ops.capture.stats import capture_packets, stats_of
-    from ops.pipeline.capacity import CapacityError, measured_runs, plan_capacity, topology_toml
+    from ops.pipeline.capacity import (CapacityError, measured_runs, parse_count, plan_capacity,
+                                       rate_for_peak_messages, topology_toml)
     from ops.pipeline.capture_info import latest_capture_date
     from ops.pipeline.latency_model import Arrivals, latency_outlook
     from ops.pipeline.registry import build_registry
+    from ops.replay.rates import PAPER_1X_PPS
 
     check_positive("--utilization", utilization)
     check_positive("--max-p99-from-intended", p99_bound_us)
+    if (rate_x is None) == (peak_msgs is None):
+        raise click.UsageError("give one of --for-rate and --for-peak-msgs")
     try:
-        name = load_topology(topology).name
+        topo = load_topology(topology)
+        costs_name = load_topology(costs_from).name if costs_from else topo.name
     except TopologyError as e:
         raise click.UsageError(str(e)) from None
+    name = topo.name
+    given = tuple(sum(op.replicas for op in topo.operators.values() if op.kind in kinds)
+                  for kinds in (("feed_handler",), ("decision_engine", "elastic_engine")))
     date = capture_date or latest_capture_date(data_dir)
     cap_dir = data_dir / "captures" / str(date)
     if date is None or not cap_dir.is_dir():
@@ -66,11 +83,19 @@ def capacity(topology: str, rate_x: float, peak_window: str, data_dir: Path, cap
     t = stats.total
     burst = t.peak_packets_per_s[peak_window] / t.packets_per_s if t.packets_per_s else 1.0
     try:
-        plan = plan_capacity(name, measured_runs(data_dir, name), rate_x, burst, peak_window, len(stats.lines),
+        if peak_msgs is not None:
+            rate_x = rate_for_peak_messages(parse_count(peak_msgs, "--for-peak-msgs"), t.packets_per_s,
+                                            t.peak_messages_per_s[peak_window])
+        plan = plan_capacity(name, measured_runs(data_dir, costs_name), rate_x, burst, peak_window, len(stats.lines),
                              utilization, cores_per_host or os.cpu_count() or 1)
     except CapacityError as e:
         click.echo(str(e), err=True)
         raise SystemExit(2) from None
+    plan.given = given
+    plan.costs_from = costs_name if costs_name != name else ""
+    if t.packets:
+        plan.messages_per_packet = t.messages / t.packets
+        plan.peak_messages_per_s = rate_x * PAPER_1X_PPS * t.peak_messages_per_s[peak_window] / t.packets_per_s
     outlook = latency_outlook(Arrivals.of(packets), rate_x, plan.handler_ns_per_packet, plan.measured_handler_partitions,
                               plan.handlers, p99_bound_us * 1e3)
     if json_out:

@@ -120,6 +120,10 @@ class CapacityPlan:
     host_mean_rate_x: float = 0.0  # the measured layout on this host: mean rate carried at the utilization
     host_peak_rate_x: float = 0.0  # ... and the rate whose peak-window bursts it absorbs
     notes: list[str] = field(default_factory=list)
+    messages_per_packet: float = 0.0  # the capture's mean (0: not known)
+    peak_messages_per_s: float = 0.0  # messages/s in the busiest peak window at the rate (0: not known)
+    costs_from: str = ""           # the topology whose runs gave the costs, when not this one
+    given: tuple[int, int] | None = None  # the topology's own feed handler and engine partitions
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""
@@ -135,10 +139,23 @@ class CapacityPlan:
                f"{self.peak_pps:,.0f} packets/s to absorb",
                f"  measured CPU per packet: feed handler partition {self.handler_ns_per_packet:,.0f} ns of work "
                f"({self.cost_method}); replay {self.replay_ns_per_packet:,.0f} ns, collectors "
-               f"{self.other_ns_per_packet:,.0f} ns (medians of {len(self.runs)} run(s))",
+               f"{self.other_ns_per_packet:,.0f} ns (medians of {len(self.runs)} run(s)"
+               + (f" of topology {self.costs_from}" if self.costs_from else "") + ")",
                f"  at {self.utilization:.0%} utilization: {self.handlers} feed handler and {self.engines} engine "
                f"partitions, {self.replay_cores} replay core(s), {self.other_cores} collector core(s): {self.cores} "
                f"cores, {self.hosts} host(s) of {self.cores_per_host} cores"]
+        if self.peak_messages_per_s > 0 and self.messages_per_packet > 0:
+            out.insert(2, f"  in messages: {self.peak_messages_per_s:,.0f} messages/s in the busiest {self.peak_window}"
+                          f", {self.rate_x * PAPER_1X_PPS * self.messages_per_packet:,.0f} on average "
+                          f"({self.messages_per_packet:.2f} a packet); "
+                          f"{self.handler_ns_per_packet / self.messages_per_packet:,.1f} ns of feed handler work "
+                          f"per message")
+        if self.given is not None:
+            gh, ge = self.given
+            short = [f"{n - g} more {what}" for n, g, what in ((self.handlers, gh, "feed handler"),
+                                                             (self.engines, ge, "engine")) if n > g]
+            out.append(f"  {self.topology} as written: {gh} feed handler and {ge} engine partitions: "
+                       + ("enough" if not short else "short by " + " and ".join(short)))
         out.append(f"  this host as measured ({self.measured_handler_partitions} feed handler partition(s)): mean "
                    f"rate up to {self.host_mean_rate_x:.1f}x, {self.peak_window} peaks absorbed up to "
                    f"{self.host_peak_rate_x:.1f}x (at {self.utilization:.0%} utilization)")
@@ -189,6 +206,28 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
         return None
     return RunCost(str(run_dir), float(meta.get("rate_x") or 0.0), handler, replay, other, packets, handler_cpu, idle,
                    handler_parts)
+
+
+def parse_count(text: str, option: str) -> float:
+    """'120M', '1.5k', '2e6' -> the number (k, M, G: thousands, millions, billions)."""
+    t = text.strip()
+    scale = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:], 1.0)
+    try:
+        v = float(t[:-1] if scale != 1.0 else t)
+    except ValueError:
+        raise CapacityError(f"{option} {text!r}: give a number, optionally with k, M or G (e.g. 120M)") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise CapacityError(f"{option} {text!r}: must be positive")
+    return v * scale
+
+
+def rate_for_peak_messages(peak_msgs: float, packets_per_s: float, peak_messages_per_s: float) -> float:
+    """The rate Nx whose busiest window carries ``peak_msgs`` messages/s: at Nx the replay
+    sends N x 24,000 packets/s on average, and the capture's busiest window carries
+    peak_messages_per_s / packets_per_s messages per mean packet interval."""
+    if packets_per_s <= 0 or peak_messages_per_s <= 0:
+        raise CapacityError("the capture has no packets to take a peak from")
+    return peak_msgs / (PAPER_1X_PPS * peak_messages_per_s / packets_per_s)
 
 
 def measured_runs(data_dir: Path, topology_name: str, last: int = 5) -> list[RunCost]:

@@ -1,6 +1,8 @@
 """The lines of one capture directory that a replay sends: their multicast endpoints from
 ``manifest.json`` (docs/manifest.md: ``lines[].a/b.group/port``, ``lines[].files.a``) and
-their packets from the files it names, or ``line<NN>.pcap`` and its rotated files.
+their packets from the files it names, or ``line<NN>.pcap`` and its rotated files; for an
+OBI capture whose copy B is sent, each line's B files too (``lines[].files.b``, or
+``line<NN>-b.pcap``), so copy B carries B's own gaps and bad checksums.
 
 Everything that can be wrong with the input is found here, before anything is sent: a
 missing directory, manifest or pcap, a corrupt or cut-short pcap, a line the manifest does
@@ -10,7 +12,7 @@ read) differs from the manifest's ``checksums``. Each error says which file or l
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedhandlers.captures import Capture, PcapError, read_pcap, rotated_paths
@@ -31,11 +33,18 @@ class LineEndpoints:
     line: int
     groups: dict[str, tuple[str, int]]
     files: tuple[str, ...] = ()
+    b_files: tuple[str, ...] = ()
 
 
-def line_file(capture_dir: Path, line: int) -> Path:
-    """First capture file of a line (docs/architecture.md "Data layout": line<NN>.pcap)."""
-    return capture_dir / f"line{line:02d}.pcap"
+def line_file(capture_dir: Path, line: int, copy: str = "a") -> Path:
+    """First capture file of a line's copy (docs/architecture.md "Data layout": line<NN>.pcap,
+    line<NN>-b.pcap)."""
+    return capture_dir / f"line{line:02d}{'-b' if copy == 'b' else ''}.pcap"
+
+
+PAIRED_FORMATS = ("obi-v6",)
+"""Feed formats whose B files a replay sends on copy B (``copy_pairing`` keys OBI block
+headers); a FAST V2 capture sends its A files on both copies."""
 
 
 def _endpoint(entry: dict, copy: str, where: str) -> tuple[str, int] | None:
@@ -73,10 +82,13 @@ def load_manifest(capture_dir: Path) -> tuple[dict, dict[int, LineEndpoints]]:
         if not 1 <= line <= MAX_LINE:
             raise CaptureInputError(f"{path}: line {line} is outside 1-{MAX_LINE}")
         groups = {c: ep for c in ("A", "B") if (ep := _endpoint(entry, c, str(path))) is not None}
-        files = entry.get("files", {}).get("a", []) if isinstance(entry.get("files"), dict) else []
-        if not isinstance(files, list) or not all(isinstance(f, str) and "/" not in f for f in files):
-            raise CaptureInputError(f"{path}: files of line {line} must be a list of file names")
-        out[line] = LineEndpoints(line=line, groups=groups, files=tuple(files))
+        named = {}
+        for copy in ("a", "b"):
+            files = entry.get("files", {}).get(copy, []) if isinstance(entry.get("files"), dict) else []
+            if not isinstance(files, list) or not all(isinstance(f, str) and "/" not in f for f in files):
+                raise CaptureInputError(f"{path}: files of line {line} must be a list of file names")
+            named[copy] = tuple(files)
+        out[line] = LineEndpoints(line=line, groups=groups, files=named["a"], b_files=named["b"])
     return manifest, out
 
 
@@ -109,13 +121,16 @@ class CaptureSet:
     manifest: dict
     endpoints: dict[int, LineEndpoints]
     files: dict[int, list[Path]]
+    b_files: dict[int, list[Path]] = field(default_factory=dict)
+    """Lines whose B copy is sent from its own files: those files (``open``'s ``b_copy``)."""
 
     @classmethod
     def open(cls, capture_dir: Path, lines: tuple[int, ...] | None = None, copies: tuple[str, ...] = (),
-             check_sizes: bool = True) -> "CaptureSet":
+             check_sizes: bool = True, b_copy: bool = False) -> "CaptureSet":
         """Check the manifest, the lines asked for, their endpoints for ``copies``, that
-        their files exist and (``check_sizes``) have the sizes the manifest records. Cheap:
-        no packet is read."""
+        their files exist and (``check_sizes``) have the sizes the manifest records. With
+        ``b_copy`` and a capture of a PAIRED_FORMATS format, each line's B files too, where
+        the capture has them. Cheap: no packet is read."""
         capture_dir = Path(capture_dir)
         manifest, endpoints = load_manifest(capture_dir)
         wanted = tuple(sorted(endpoints)) if lines is None else lines
@@ -137,27 +152,47 @@ class CaptureSet:
             if not found:
                 raise CaptureInputError(f"{line_file(capture_dir, ln)}: missing (line {ln} is in the manifest)")
             files[ln] = found
+        b_files: dict[int, list[Path]] = {}
+        if b_copy and manifest.get("feed_format") in PAIRED_FORMATS:
+            for ln in wanted:
+                named_b = [capture_dir / f for f in endpoints[ln].b_files]
+                for f in named_b:
+                    if not f.is_file():
+                        raise CaptureInputError(f"{f}: missing (the manifest names it for line {ln}'s B copy)")
+                found_b = named_b or rotated_paths(line_file(capture_dir, ln, "b"))
+                if found_b:
+                    b_files[ln] = found_b
         checks = (manifest.get("checksums") or {}) if check_sizes else {}
-        for path in (p for ln in wanted for p in files[ln]):
+        for path in (p for ln in wanted for p in files[ln] + b_files.get(ln, [])):
             if path.name in checks:
                 try:
                     check_size(path, checks[path.name])
                 except ChecksumMismatch as e:
                     raise CaptureInputError(str(e)) from None
-        return cls(capture_dir=capture_dir, manifest=manifest, endpoints={ln: endpoints[ln] for ln in wanted}, files=files)
+        return cls(capture_dir=capture_dir, manifest=manifest, endpoints={ln: endpoints[ln] for ln in wanted}, files=files,
+                   b_files=b_files)
 
     @property
     def lines(self) -> list[int]:
         return sorted(self.files)
 
     def read(self) -> dict[int, list[Capture]]:
-        """Map every file and locate its packets; a corrupt or cut-short pcap is an error."""
+        """Map every A file and locate its packets; a corrupt or cut-short pcap is an error."""
+        out = self._read(self.files)
+        if sum(len(c) for caps in out.values() for c in caps) == 0:
+            raise CaptureInputError(f"{self.capture_dir}: the selected lines hold no packets")
+        return out
+
+    def read_b(self) -> dict[int, list[Capture]]:
+        """The same for the B files of the lines that have them (``b_files``)."""
+        return self._read(self.b_files)
+
+    def _read(self, files: dict[int, list[Path]]) -> dict[int, list[Capture]]:
         out: dict[int, list[Capture]] = {}
-        total = 0
         checks = self.manifest.get("checksums") or {}
-        for ln in self.lines:
+        for ln in sorted(files):
             caps = []
-            for path in self.files[ln]:
+            for path in files[ln]:
                 if path.name in checks:
                     try:
                         check_file(path, checks[path.name])
@@ -165,14 +200,14 @@ class CaptureSet:
                         raise CaptureInputError(str(e)) from None
                     except OSError as e:
                         raise CaptureInputError(f"{path}: {e.strerror or e}") from None
-                cap = read_checked_pcap(path)
-                caps.append(cap)
-                total += len(cap)
+                caps.append(read_checked_pcap(path))
             out[ln] = caps
-        if total == 0:
-            raise CaptureInputError(f"{self.capture_dir}: the selected lines hold no packets")
         return out
 
     def file_sizes(self) -> dict[Path, int]:
         """Size of every file, so a sender can check it maps what the service read."""
-        return {p: p.stat().st_size for ln in self.lines for p in self.files[ln]}
+        return {p: p.stat().st_size for ln in self.lines for p in self.files_of(ln)}
+
+    def files_of(self, line: int) -> list[Path]:
+        """Every file a line's replay maps: its A files and any B files."""
+        return self.files[line] + self.b_files.get(line, [])

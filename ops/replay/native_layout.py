@@ -35,6 +35,8 @@ FRAME_DTYPE = c_dtype("omdp_replay_frame_t")
 """Header of a packet in a Vega ring (omdp_replay_frame_t); the packet's bytes follow."""
 
 PKT_CONTROL = int(lib.OMDP_REPLAY_PKT_CONTROL)
+PKT_ONLY_A = int(lib.OMDP_REPLAY_PKT_ONLY_A)
+PKT_ONLY_B = int(lib.OMDP_REPLAY_PKT_ONLY_B)
 
 SENDER_LOADING, SENDER_READY, SENDER_RUNNING, SENDER_DONE, SENDER_FAILED = range(5)
 SENDER_STATES = ("loading", "ready", "running", "done", "failed")

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from feedhandlers.captures import Capture
-from ops.replay.native_layout import PKT_CONTROL, PKT_DTYPE
+from ops.replay.copy_pairing import copy_blocks, pair_copies
+from ops.replay.native_layout import PKT_CONTROL, PKT_DTYPE, PKT_ONLY_A, PKT_ONLY_B
 from ops.replay.rates import PAPER_1X_PPS, RateError, RateSpec
 
 PPS_UNIT = 1000
@@ -75,26 +76,50 @@ class Schedule:
         return int(laps) * self.n_data + n
 
 
+def _line_entries(line: int, caps: list[Capture], first_src: int, b_caps: list[Capture] | None,
+                  b_first_src: int) -> tuple[np.ndarray, np.ndarray]:
+    """A line's schedule entries and their recorded times: its A packets, each with its B
+    twin's bytes when ``b_caps`` are given (``copy_pairing``), then the blocks only B has."""
+    a = copy_blocks(caps, first_src, keyed=b_caps is not None)
+    p = np.zeros(len(a), dtype=PKT_DTYPE)
+    p["src_off"], p["len"], p["src"], p["line"] = a.offsets, a.lengths, a.src, line
+    p["line_index"] = np.arange(len(a), dtype=np.uint32)
+    ts = a.ts_ns
+    if b_caps is None:
+        return ts, p
+    b = copy_blocks(b_caps, b_first_src)
+    b_of_a, b_only = pair_copies(a, b)
+    twin = b_of_a >= 0
+    p["b_off"][twin], p["b_len"][twin], p["b_src"][twin] = (b.offsets[b_of_a[twin]], b.lengths[b_of_a[twin]],
+                                                           b.src[b_of_a[twin]])
+    p["flags"][~twin] = PKT_ONLY_A
+    q = np.zeros(b_only.shape[0], dtype=PKT_DTYPE)
+    q["src_off"], q["len"], q["src"], q["line"] = b.offsets[b_only], b.lengths[b_only], b.src[b_only], line
+    q["line_index"] = np.arange(len(a), len(a) + b_only.shape[0], dtype=np.uint32)
+    q["flags"] = PKT_ONLY_B
+    return np.concatenate([ts, b.ts_ns[b_only]]), np.concatenate([p, q])
+
+
 def build_schedule(captures: dict[int, list[Capture]], files: dict[int, list[Path]], *, recorded_timing: bool,
-                   control_packets: dict[int, bytes] | None = None) -> Schedule:
-    """Merge the lines' packets by time into one lap (see ``Schedule``)."""
+                   control_packets: dict[int, bytes] | None = None,
+                   b_captures: dict[int, list[Capture]] | None = None,
+                   b_files: dict[int, list[Path]] | None = None) -> Schedule:
+    """Merge the lines' packets by time into one lap (see ``Schedule``). A line in
+    ``b_captures`` (its B copy's files, ``b_files``) sends B's own blocks on copy B."""
     sources: list[Path] = []
     parts = []
     line_packets: dict[int, int] = {}
+    b_captures = b_captures or {}
     for line in sorted(captures):
-        index_base = 0
-        for cap, path in zip(captures[line], files[line], strict=True):
-            n = len(cap)
-            p = np.zeros(n, dtype=PKT_DTYPE)
-            p["src_off"] = cap.offsets
-            p["len"] = cap.lengths
-            p["line"] = line
-            p["src"] = len(sources)
-            p["line_index"] = np.arange(index_base, index_base + n, dtype=np.uint32)
-            parts.append((cap.ts_ns.astype(np.int64), p))
-            sources.append(path)
-            index_base += n
-        line_packets[line] = index_base
+        first_src = len(sources)
+        sources.extend(files[line])
+        b_caps = b_captures.get(line)
+        b_first = len(sources)
+        if b_caps is not None:
+            sources.extend((b_files or {})[line])
+        t, p = _line_entries(line, captures[line], first_src, b_caps, b_first)
+        parts.append((t, p))
+        line_packets[line] = int(p.shape[0])
     ts = np.concatenate([t for t, _ in parts])
     data = np.concatenate([p for _, p in parts])
     order = np.lexsort((data["line_index"], data["line"], ts))
@@ -119,7 +144,9 @@ def build_schedule(captures: dict[int, list[Capture]], files: dict[int, list[Pat
         offset = 0
         for k, line in enumerate(sorted(control_packets)):
             pkt = control_packets[line]
-            ctrl[k] = (0, offset, 0, len(sources), len(pkt), line, PKT_CONTROL, 0)
+            for name, v in (("src_off", offset), ("src", len(sources)), ("len", len(pkt)), ("line", line),
+                            ("flags", PKT_CONTROL)):
+                ctrl[name][k] = v
             offset += len(pkt)
         control_buf = b"".join(control_packets[line] for line in sorted(control_packets))
         data_offsets = data["off"].copy()

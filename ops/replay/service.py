@@ -163,7 +163,8 @@ class ReplayService:
         with self._lock:
             if self.running:
                 raise ReplayStateError("a replay is running: stop it before configuring another")
-            captures = CaptureSet.open(config.capture_dir, config.lines, config.copies_sent if not config.ring_name else ())
+            captures = CaptureSet.open(config.capture_dir, config.lines, config.copies_sent if not config.ring_name else (),
+                                       b_copy="B" in config.copies_sent)
             self._config = config
             self._captures = captures
 
@@ -221,7 +222,8 @@ class ReplayService:
             captures = capture_set.read()
             control = reset_packets(captures) if cfg.loop else None
             schedule = build_schedule(captures, capture_set.files, recorded_timing=cfg.rate.recorded_timing,
-                                      control_packets=control)
+                                      control_packets=control, b_captures=capture_set.read_b(),
+                                      b_files=capture_set.b_files)
             del captures
             with self._lock:
                 return self._launch(cfg, capture_set, schedule, run_id, run_dir)
@@ -279,7 +281,7 @@ class ReplayService:
             np.save(path, sched.lines_subset(lines))
             mine = set(lines)
             sources = [
-                (str(p), sizes[p]) if any(p in captures.files[ln] for ln in mine) else ("", 0) for p in sched.sources
+                (str(p), sizes[p]) if any(p in captures.files_of(ln) for ln in mine) else ("", 0) for p in sched.sources
             ]
             dests = {} if cfg.ring_name else {
                 (ln, COPY_INDEX[c]): captures.endpoints[ln].groups[c] for ln in lines for c in cfg.copies_sent

@@ -38,12 +38,13 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_handler(capture: Path, frames: list[bytes], engines: int = 2, coalesce: int | None = None,
-                prefill: int = 0) -> tuple[dict[str, int], list[np.ndarray]]:
+                prefill: int = 0, params: dict[str, object] | None = None) -> tuple[dict[str, int], list[np.ndarray]]:
     """One partition: feed_handler -> Keep x engines; frames put into its ring (the first
     ``prefill`` of them before the loop starts, so that they wait together). The handler
-    reads the capture's format from its manifest, as the pipeline assembly does."""
+    reads the capture's format from its manifest, as the pipeline assembly does; ``params``
+    are more of its parameters."""
     info = open_capture(capture)
-    extra: dict[str, object] = {"format": info.feed_format}
+    extra: dict[str, object] = {"format": info.feed_format, **(params or {})}
     if coalesce is not None:
         extra["coalesce_packets"] = coalesce
     routing = routing_for(info, engines)

@@ -30,7 +30,7 @@ include_order, integer_constants = header_cdef.include_order, header_cdef.intege
 SIZES: dict[str, tuple[int, int]] = {
     "chan_stats": (56, 8), "elastic_config": (40, 4), "elastic_counters": (88, 8), "elastic_worker_stats": (48, 8),
     "engine_config": (16, 4), "engine_counters": (200, 8), "engine_group_info": (8, 4), "engine_nbbo": (80, 8),
-    "engine_series_info": (64, 8), "fh_arb": (72, 8), "fh_obi_arb": (384, 8), "fh_obi_ctl_key": (16, 4), "fh_obi_gap": (24, 8), "fh_line_params": (140, 4), "fh_offline_counts": (104, 8),
+    "engine_series_info": (64, 8), "fh_arb": (72, 8), "fh_obi_arb": (472, 8), "fh_obi_ctl_key": (16, 4), "fh_obi_gap": (32, 8), "fh_line_params": (140, 4), "fh_offline_counts": (104, 8),
     "fh_offline_pkt": (24, 8), "fh_route": (16, 4), "fh_stage_extra": (32, 8), "fh_stage_series": (24, 8),
     "fh_staged": (64, 8), "frame_header": (8, 4), "group_ref": (104, 8), "hist": (30784, 8), "id_field": (4, 2),
     "latency_config": (56, 8), "latency_counters": (136, 8), "line_counts": (40, 8), "market_bench_result": (48, 8),
@@ -40,7 +40,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "opra_arrow_result": (40, 8), "opra_batch_result": (32, 8), "opra_counters": (248, 8), "opra_error": (24, 8),
     "opra_msg": (256, 8), "opra_stream_result": (16, 8), "opra_y_entry": (32, 4), "partition_stats": (80, 8),
     "record_header": (56, 8), "replay_control": (128, 8), "replay_frame": (24, 8), "replay_intended_entry": (16, 8),
-    "replay_intended_header": (128, 8), "replay_line_stats": (128, 8), "replay_log": (384, 8), "replay_pkt": (32, 8),
+    "replay_intended_header": (128, 8), "replay_line_stats": (128, 8), "replay_log": (384, 8), "replay_pkt": (48, 8),
     "replay_sender_status": (9984, 8), "replay_sent": (40, 8), "reshard_handover": (16, 8),
     "reshard_marker": (96, 8), "reshard_move": (80, 8), "reshard_series": (248, 8), "reshard_totals": (64, 8),
     "sample_id_layout": (24, 2), "sample_id": (32, 8), "seq_record": (80, 8), "seq_sink_params": (8, 4),

@@ -5,6 +5,7 @@ out, saying which runs it used and how it got the cost."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -97,3 +98,40 @@ def test_the_command_projects_latency_from_intended_on_the_capture(tmp_path: Pat
     assert model["proposed"]["p99_ns"] <= model["measured"]["p99_ns"]
     r = CliRunner().invoke(cli, args + ["--max-p99-from-intended", "0"])
     assert r.exit_code == 2 and "--max-p99-from-intended" in r.output
+
+
+@pytest.mark.full
+def test_todays_feed_is_planned_for_a_peak_in_messages_from_another_layouts_costs(tmp_path: Path) -> None:
+    """``--for-peak-msgs 120M`` on an OBI capture: the rate whose busiest 10 ms carries 120 M
+    messages/s, sized with the fused layout's measured costs (``--costs-from``), beside what
+    opra_today.toml gives (4 feed handler and 6 engine partitions)."""
+    from click.testing import CliRunner
+
+    from ops.capture.stats import capture_packets, stats_of
+    from ops.cli.main import cli
+    from ops.pipeline.capture_info import latest_capture_date
+    from ops.replay.rates import PAPER_1X_PPS
+    from pipeline_support import make_obi_capture
+
+    make_obi_capture(tmp_path, seconds=0.3, lines=4, faults_per_second=0.0)
+    write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
+    write_run(tmp_path / "runs", "r10", 10.0, packets=4_800_000, idle_loops=120_000_000)
+    args = ["capacity", "ops/topologies/opra_today.toml", "--for-peak-msgs", "120M", "--costs-from", "opra_fused",
+            "--cores-per-host", "16", "--data", str(tmp_path)]
+    r = CliRunner().invoke(cli, args + ["--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.output)
+    cap = tmp_path / "captures" / str(latest_capture_date(tmp_path))
+    t = stats_of(str(cap), capture_packets(cap)).total
+    assert plan["rate_x"] == pytest.approx(120e6 / (PAPER_1X_PPS * t.peak_messages_per_s["10ms"] / t.packets_per_s))
+    assert plan["peak_messages_per_s"] == pytest.approx(120e6)
+    assert plan["given"] == [4, 6] and plan["costs_from"] == "opra-fused" and plan["topology"] == "opra-today"
+    needed = math.ceil(plan["peak_pps"] * WORK_NS / 1e9 / 0.7)
+    assert plan["engines"] == needed and plan["handlers"] == min(needed, 4)
+    text = CliRunner().invoke(cli, args).output
+    assert "120,000,000 messages/s in the busiest 10ms" in text and "opra-today as written: 4 feed handler" in text
+    for bad, why in ((["--for-rate", "1x"], "one of --for-rate and --for-peak-msgs"),
+                     (["--for-peak-msgs", "lots"], "--for-peak-msgs 'lots'")):
+        r = CliRunner().invoke(cli, [a for a in args if a not in ("--for-peak-msgs", "120M")] + bad
+                               + (["--for-peak-msgs", "120M"] if bad[0] == "--for-rate" else []))
+        assert r.exit_code == 2 and why in r.output and "Traceback" not in r.output, r.output

@@ -179,3 +179,67 @@ def test_every_msn_delivered_once_unless_lost_on_both_streams(blocks: list[int],
     last = max(brought, default=0)
     assert a.missed == last - len(brought)
     assert a.accepted == len(brought) + 1
+
+
+MS = 1_000_000
+
+
+def test_a_gap_the_other_stream_does_not_fill_in_time_is_declared_lost_by_the_timeout() -> None:
+    """Spec 9.2's short timeout, on an injected clock: pending until gap_timeout_ns after it
+    opened, then lost; the other stream's late copy is then a duplicate, not delivered."""
+    a = new_arb()
+    assert a.gap_timeout_ns == lib.OMDP_FH_OBI_GAP_TIMEOUT_NS
+    lib.omdp_fh_obi_arb_expire(a, 100 * MS)
+    control(a, A, "C", 0)
+    data(a, A, 1, 4)
+    assert data(a, A, 9, 2) == [9, 10]   # A lost 5..8 at t = 100 ms
+    lib.omdp_fh_obi_arb_expire(a, 100 * MS + a.gap_timeout_ns - 1)
+    assert (a.n_gaps, a.missed, a.timed_out) == (1, 0, 0)
+    lib.omdp_fh_obi_arb_expire(a, 50 * MS)  # the clock never goes back
+    lib.omdp_fh_obi_arb_expire(a, 100 * MS + a.gap_timeout_ns)
+    assert (a.n_gaps, a.missed, a.timed_out) == (0, 4, 4)
+    assert data(a, B, 5, 4) == []        # too late: counted duplicate
+    assert (a.filled, a.duplicates, a.accepted) == (0, 4, 7)
+
+
+def test_a_gap_filled_within_the_timeout_is_not_lost() -> None:
+    a = new_arb()
+    a.gap_timeout_ns = 2 * MS
+    control(a, A, "C", 0)
+    lib.omdp_fh_obi_arb_expire(a, 10 * MS)
+    data(a, A, 1, 2)
+    data(a, A, 5, 1)                     # A lost 3..4 at 10 ms
+    lib.omdp_fh_obi_arb_expire(a, 11 * MS)
+    data(a, A, 6, 1)                     # A lost nothing more; a second gap opens on B at 11 ms:
+    data(a, B, 1, 2)
+    assert data(a, B, 3, 2) == [3, 4]    # filled within 2 ms
+    assert data(a, B, 7, 1) == [7]       # B jumped 6 (A had it: no gap), next = 8
+    lib.omdp_fh_obi_arb_expire(a, 100 * MS)
+    assert (a.missed, a.timed_out, a.filled, a.n_gaps) == (0, 0, 2, 0)
+
+
+def test_gaps_time_out_oldest_first_each_from_its_own_opening() -> None:
+    a = new_arb()
+    a.gap_timeout_ns = 5 * MS
+    control(a, A, "C", 0)
+    lib.omdp_fh_obi_arb_expire(a, 0)
+    data(a, A, 3, 1)                     # 1..2 pending from 0 ms
+    lib.omdp_fh_obi_arb_expire(a, 3 * MS)
+    data(a, A, 10, 1)                    # 4..9 pending from 3 ms
+    lib.omdp_fh_obi_arb_expire(a, 5 * MS)
+    assert (a.n_gaps, a.timed_out) == (1, 2)
+    lib.omdp_fh_obi_arb_expire(a, 8 * MS - 1)
+    assert (a.n_gaps, a.timed_out) == (1, 2)
+    lib.omdp_fh_obi_arb_expire(a, 8 * MS)
+    assert (a.n_gaps, a.timed_out, a.missed) == (0, 8, 8)
+
+
+def test_no_timeout_waits_for_the_other_stream() -> None:
+    a = new_arb()
+    a.gap_timeout_ns = 0
+    control(a, A, "C", 0)
+    data(a, A, 5, 1)
+    lib.omdp_fh_obi_arb_expire(a, 10**18)
+    assert (a.n_gaps, a.missed) == (1, 0)
+    assert data(a, B, 1, 4) == [1, 2, 3, 4]
+    assert (a.missed, a.filled) == (0, 4)

@@ -60,3 +60,23 @@ def test_through_the_segment_with_a_partition_publishing_directly() -> None:
         assert sorted(row["line"] for row in ing.rows()) == [0, 1, 5]
         assert ing.totals()["decode_errors"] == 1
         assert [row["messages_received"] for row in r.ingest()] == [100, 200, 12]
+
+
+def test_rows_past_a_chunk_are_written_as_the_run_goes_and_the_file_holds_them_all(tmp_path) -> None:
+    """With spill_dir the collector holds at most chunk_rows rows (a soak's memory stays put);
+    ingest.parquet still has every row, in order, and reads back with its schema."""
+    ing = IngestCollector(interval_s=1.0, spill_dir=tmp_path, chunk_rows=10)
+    most = 0
+    for t in range(25):
+        for line in (1, 2, 3):
+            ing.update(line, messages_received=100 * t + line)
+        assert ing.tick((t + 1) * NS)
+        most = max(most, ing.held_rows)
+    assert most < 10 + 3 and ing.spilled_rows == 72 and ing.held_rows == 3
+    assert not (tmp_path / "ingest.parquet").exists()              # only the temporary file so far
+    ing.write(tmp_path)
+    table = read_run_file(tmp_path, "ingest.parquet")
+    assert table.num_rows == 75 and [p.name for p in tmp_path.iterdir()] == ["ingest.parquet"]
+    got = table.to_pydict()
+    assert got["ts_ns"] == [(t + 1) * NS for t in range(25) for _ in (1, 2, 3)]
+    assert got["messages_received"] == [100 * t + line for t in range(25) for line in (1, 2, 3)]

@@ -81,9 +81,13 @@ def _run(ctl: CtlSegment, pkts: np.ndarray, buf: bytes, *, copies_mask: int = 1,
 
 
 def _pkts(rows: list[tuple]) -> np.ndarray:
+    """Entries (src_off, len, line, src[, flags, b_off, b_len, b_src]) a schedule unit apart."""
     out = np.zeros(len(rows), dtype=PKT_DTYPE)
-    for i, (src_off, length, line, src) in enumerate(rows):
-        out[i] = (i * 1000, src_off, i, src, length, line, 0, 0)
+    names = ("src_off", "len", "line", "src", "flags", "b_off", "b_len", "b_src")
+    for i, row in enumerate(rows):
+        out["off"][i], out["line_index"][i] = i * 1000, i
+        for name, v in zip(names, row):
+            out[name][i] = v
     return out
 
 
@@ -102,10 +106,12 @@ def test_bad_entries_are_counted_and_skipped(ctl: CtlSegment) -> None:
         (0, 0, 1, 0),                               # empty
         (0, len(good), 0, 0),                       # line 0
         (0, len(good), 100, 0),                     # line beyond the last
+        (0, len(good), 1, 0, 0, 0, len(good), 7),   # its B bytes in no such source
+        (0, len(good), 1, 0, 0, len(buf) - 2, 10, 0),  # its B bytes run past their source
     ]
     rc, st = _run(ctl, _pkts(rows), buf)
     assert rc == lib.OMDP_REPLAY_DONE
-    assert st.source_errors == 6
+    assert st.source_errors == 8
     assert st.packets_done == 3 and st.pacing_count == 3
     lines = ctl.lines
     assert lines[1]["packets"][0] == 2 and lines[2]["packets"][0] == 1
@@ -236,3 +242,41 @@ def test_ring_sink_frames_every_packet_in_process(ctl: CtlSegment) -> None:
     finally:
         tx.close()
         rx.close()
+
+
+def test_ring_sink_sends_each_copys_own_bytes(ctl: CtlSegment) -> None:
+    """An entry with B's own bytes sends them on copy B; a block one copy lacks goes out on
+    the other only; a copy not asked for is not sent (and a block only it had is lost)."""
+    from omdp.transport.shm_names import new_run_id, shm_name
+    from omdp.transport.spec import ChannelSpec
+    from omdp.transport.vega import VegaReceiver
+    from ops.replay.native_layout import FRAME_DTYPE, PKT_ONLY_A, PKT_ONLY_B
+    from ops.replay.ring_target import attach_ring
+
+    a0, b0, a1, b2 = (_opra(10 + k, 3, body=20 + k) for k in range(4))
+    buf = a0 + b0 + a1 + b2
+    o = np.cumsum([0, len(a0), len(b0), len(a1)])
+    rows = [(int(o[0]), len(a0), 1, 0, 0, int(o[1]), len(b0), 0),  # both copies, B's bytes its own
+            (int(o[2]), len(a1), 1, 0, PKT_ONLY_A),                  # B lacks it
+            (int(o[3]), len(b2), 1, 0, PKT_ONLY_B)]                  # A lacks it
+    for mask, want in ((3, [(0, a0), (1, b0), (0, a1), (1, b2)]), (1, [(0, a0), (0, a1)])):
+        name = shm_name(new_run_id(), "san")
+        rx = VegaReceiver.create(ChannelSpec(queue_size=16, max_message=512, mutex=False), name)
+        tx = attach_ring(name, 256)
+        try:
+            rc, st = _run(ctl, _pkts(rows), buf, ring=tx, copies_mask=mask)
+            assert rc == lib.OMDP_REPLAY_DONE and st.source_errors == 0
+            got = []
+            while (item := rx.get(timeout=0)) is not None:
+                slot, view = item
+                raw = bytes(view)
+                head = np.frombuffer(raw[:FRAME_DTYPE.itemsize], dtype=FRAME_DTYPE)[0]
+                got.append((int(head["copy"]), raw[FRAME_DTYPE.itemsize:]))
+                rx.release_buffer(slot)
+            assert got == want
+            line = ctl.lines[1]
+            assert int(line["lost_packets"]) == (0 if mask == 3 else 1)
+        finally:
+            tx.close()
+            rx.close()
+        ctl.lines[1] = np.zeros((), dtype=ctl.lines.dtype)

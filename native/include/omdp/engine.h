@@ -185,6 +185,11 @@ void omdp_engine_read_counters(const omdp_engine_t *engine, omdp_engine_counters
 uint32_t omdp_engine_series_count(const omdp_engine_t *engine);
 uint32_t omdp_engine_group_count(const omdp_engine_t *engine);
 uint32_t omdp_engine_max_series(const omdp_engine_t *engine);
+/* Bytes of the engine's state, all allocated at create and never grown: the series table
+ * (every slot of max_series: book, meta, dense view, both pricing buffers), its hash table,
+ * the groups and theirs. A quote for a new series with every slot taken is refused and
+ * counted (table_full), so memory is bounded by the configuration, not by the feed. */
+uint64_t omdp_engine_state_bytes(const omdp_engine_t *engine);
 
 /* Copy series [first, first + cap) (up to the count in use) into out; returns how many.
  * Each series' NBBO is read consistently (seqlock) while the hot path runs. */

@@ -152,15 +152,21 @@ int omdp_fh_arb_message(omdp_fh_arb_t *a, uint32_t copy, uint64_t msg_seq, int i
  * loss of [next, s]. A gap opened on one stream is only a loss once the other stream has
  * passed it too: until then it is pending, and the other stream's messages inside it are
  * still delivered (after later ones). A pending gap is declared lost (counted in `missed`)
- * when the other stream moves past it, when OMDP_FH_OBI_GAPS newer gaps are pending, when
- * H C or H K restarts the line, or at the end of the stream (omdp_fh_obi_arb_finish). Retransmitted ('V') blocks are
- * not arbitrated here (the spec: a receiver ignores those it did not request). */
+ * when the other stream moves past it, when the spec's short timeout passes without it
+ * (`gap_timeout_ns` after it opened, on the clock the caller hands omdp_fh_obi_arb_expire
+ * before each block: the packets' arrival stamps; counted in `timed_out` too), when
+ * OMDP_FH_OBI_GAPS newer gaps are pending, when H C or H K restarts the line, or at the end
+ * of the stream (omdp_fh_obi_arb_finish). A copy of a timed-out gap's messages that comes
+ * later is a duplicate, as the spec has it: a declared loss is for retransmission to fill.
+ * Retransmitted ('V') blocks are not arbitrated here (the spec: a receiver ignores those it
+ * did not request). */
 
 /* cdef: begin */
 #define OMDP_FH_OBI_CTL_KEYS 8   /* control blocks remembered per line for the content check */
 #define OMDP_FH_OBI_GAPS 8       /* pending gaps per line; a ninth declares the oldest lost */
 #define OMDP_FH_OBI_RANGES 4     /* ranges one data block may deliver (gaps filled, then the new part) */
 #define OMDP_FH_INTEGRITY 3      /* omdp_fh_obi_arb_control(): H N, nothing to deliver */
+#define OMDP_FH_OBI_GAP_TIMEOUT_NS 10000000LL /* default: a pending gap waits 10 ms for the other stream */
 
 typedef struct omdp_fh_obi_ctl_key {
     uint32_t block_seq, ts_sec, ts_nsec;
@@ -171,6 +177,7 @@ typedef struct omdp_fh_obi_gap {
     uint64_t lo, hi;                      /* MSNs [lo, hi) */
     uint32_t copy;                        /* the stream that jumped over them */
     uint32_t reserved;
+    int64_t opened_ns;                    /* the arbitration's clock when it opened (now_ns) */
 } omdp_fh_obi_gap_t;
 
 typedef struct omdp_fh_obi_arb {
@@ -186,6 +193,10 @@ typedef struct omdp_fh_obi_arb {
     uint64_t missed;                      /* MSNs declared lost (on both streams) */
     uint64_t resets;                      /* H C and H K honoured */
     uint64_t filled;                      /* messages of a pending gap delivered from the other stream */
+    int64_t gap_timeout_ns;               /* a pending gap is lost this long after it opened; <= 0: no
+                                             timeout (init: OMDP_FH_OBI_GAP_TIMEOUT_NS) */
+    int64_t now_ns;                       /* the clock, as the last omdp_fh_obi_arb_expire gave it */
+    uint64_t timed_out;                   /* MSNs declared lost by the timeout (also in missed) */
 } omdp_fh_obi_arb_t;
 /* cdef: end */
 
@@ -210,6 +221,9 @@ uint32_t omdp_fh_obi_arb_block(omdp_fh_obi_arb_t *a, uint32_t copy, const omdp_o
                                uint32_t range[2 * OMDP_FH_OBI_RANGES], int *result);
 /* End of stream: a gap still pending is lost. */
 void omdp_fh_obi_arb_finish(omdp_fh_obi_arb_t *a);
+/* The clock is now `now_ns` (a packet's arrival; never moved back): every pending gap opened
+ * gap_timeout_ns or longer before it is declared lost. Called before each block. */
+void omdp_fh_obi_arb_expire(omdp_fh_obi_arb_t *a, int64_t now_ns);
 /* 1 when the block (len bytes) is a data block whose messages all lie behind `next`, none
  * in a pending gap: the other stream's copy, to drop unread (its checksum unchecked). A
  * control block is never one (it is checked on its content), nor a short datagram. */
@@ -275,6 +289,9 @@ typedef struct omdp_fh_params {
     uint32_t format;                      /* OMDP_FH_FORMAT_*: the capture's (its manifest's feed_format) */
     char xdp_ifname[OMDP_FH_XDP_IFNAME];  /* xdp: the interface, NUL-terminated */
     uint32_t xdp_queue;                   /* xdp: its receive queue */
+    uint32_t reserved;
+    int64_t obi_gap_timeout_ns;           /* OBI: omdp_fh_obi_arb_t.gap_timeout_ns of every line; 0: the
+                                             default OMDP_FH_OBI_GAP_TIMEOUT_NS; < 0: no timeout */
 } omdp_fh_params_t;
 /* cdef: end */
 

@@ -72,6 +72,9 @@
 
 /* omdp_replay_pkt_t.flags */
 #define OMDP_REPLAY_PKT_CONTROL 0x1u   /* a sequence-reset control packet: never dropped */
+#define OMDP_REPLAY_PKT_ONLY_A 0x2u    /* the capture's B copy lacks this block: sent on A only */
+#define OMDP_REPLAY_PKT_ONLY_B 0x4u    /* the capture's A copy lacks it (src holds the B copy's
+                                          bytes): sent on B only */
 
 /* omdp_replay_control_t.command */
 #define OMDP_REPLAY_CMD_RUN 0
@@ -96,7 +99,10 @@
 #define OMDP_REPLAY_SINK_UDP 1
 #define OMDP_REPLAY_SINK_RING 2
 
-/* One packet of a sender's lap (numpy twin: ops.replay.native_layout.PKT_DTYPE). */
+/* One packet of a sender's lap (numpy twin: ops.replay.native_layout.PKT_DTYPE). A capture
+ * whose B copy is replayed from its own files pairs each block of A with B's block of the same
+ * sequence: one entry per block, B's bytes in b_* (they may differ: a bad checksum on one
+ * copy), and a block that one copy lacks flagged OMDP_REPLAY_PKT_ONLY_A / _ONLY_B. */
 typedef struct omdp_replay_pkt {
     int64_t off;            /* schedule offset inside the lap, in schedule units */
     uint64_t src_off;       /* first byte of the packet in its source buffer */
@@ -106,7 +112,11 @@ typedef struct omdp_replay_pkt {
     uint16_t line;          /* OPRA line, 1..OMDP_REPLAY_MAX_LINE */
     uint16_t flags;         /* OMDP_REPLAY_PKT_* */
     uint32_t reserved;
-} omdp_replay_pkt_t;        /* 32 bytes */
+    uint64_t b_off;         /* the B copy's own bytes: first byte in source b_src ... */
+    uint16_t b_src;
+    uint16_t b_len;         /* ... and their length; 0: copy B sends src's bytes */
+    uint32_t reserved2;
+} omdp_replay_pkt_t;        /* 48 bytes */
 
 /* A buffer holding packets (a mapped pcap file, or the control packets). */
 typedef struct omdp_replay_source {

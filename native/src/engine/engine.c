@@ -109,6 +109,19 @@ static void engine_free(struct omdp_engine *e)
     eng_unmap(e, sizeof *e);
 }
 
+uint64_t omdp_engine_state_bytes(const omdp_engine_t *e)
+{
+    if (!e)
+        return 0;
+    void *ptrs[ENG_ARRAYS];
+    size_t bytes[ENG_ARRAYS];
+    engine_arrays(e, ptrs, bytes);
+    uint64_t total = sizeof *e;
+    for (int i = 0; i < ENG_ARRAYS; i++)
+        total += bytes[i];
+    return total;
+}
+
 void omdp_engine_prefault(omdp_engine_t *e)
 {
     if (!e)

@@ -22,6 +22,7 @@ int omdp_fh_process_block(feed_handler_t *fh, uint32_t li, uint32_t copy, const 
         l->retrans_ignored++; /* only requested retransmissions matter; none are requested */
         return OMDP_OK;
     }
+    omdp_fh_obi_arb_expire(a, fh_in); /* the spec's short timeout, on the arrival clock */
     if (omdp_fh_obi_arb_is_behind(a, pkt, len)) {
         l->packets_duplicate++;
         a->duplicates += count;

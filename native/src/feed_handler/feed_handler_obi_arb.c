@@ -17,6 +17,7 @@ static inline uint32_t copy_of(uint32_t copy)
 void omdp_fh_obi_arb_init(omdp_fh_obi_arb_t *a)
 {
     memset(a, 0, sizeof *a);
+    a->gap_timeout_ns = OMDP_FH_OBI_GAP_TIMEOUT_NS;
 }
 
 /* Pending gap g is lost: neither stream will bring it now. */
@@ -41,7 +42,22 @@ static void open_gap(omdp_fh_obi_arb_t *a, uint32_t c, uint64_t to)
 {
     if (a->n_gaps == OMDP_FH_OBI_GAPS)
         drop_gap(a, 0, 1);
-    a->gaps[a->n_gaps++] = (omdp_fh_obi_gap_t){.lo = a->next, .hi = to, .copy = c};
+    a->gaps[a->n_gaps++] = (omdp_fh_obi_gap_t){.lo = a->next, .hi = to, .copy = c, .opened_ns = a->now_ns};
+}
+
+/* The spec's "short timeout" (opra-binary.md 9.2): a gap the other stream has not filled
+ * within gap_timeout_ns of opening is a loss. Gaps open in clock order, so the oldest are
+ * first. */
+void omdp_fh_obi_arb_expire(omdp_fh_obi_arb_t *a, int64_t now_ns)
+{
+    if (now_ns > a->now_ns)
+        a->now_ns = now_ns;
+    if (a->gap_timeout_ns <= 0)
+        return;
+    while (a->n_gaps && a->now_ns - a->gaps[0].opened_ns >= a->gap_timeout_ns) {
+        a->timed_out += a->gaps[0].hi - a->gaps[0].lo;
+        drop_gap(a, 0, 1);
+    }
 }
 
 /* H C and H K: the line's numbering restarts at `next`. */

@@ -143,8 +143,10 @@ static int fast_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t copy, c
 
 /* The same for an OBI v6 block (feed_handler_obi.c): 'V' blocks and the other stream's
  * copies dropped unread, a bad checksum a decode error, spec 9.2's arbitration. */
-static int obi_block(omdp_fh_offline_t *h, offline_line_t *l, uint32_t copy, const uint8_t *pkt, uint32_t len)
+static int obi_block(omdp_fh_offline_t *h, offline_line_t *l, uint32_t copy, const uint8_t *pkt, uint32_t len,
+                     int64_t ts)
 {
+    omdp_fh_obi_arb_expire(&l->obi, ts); /* the spec's short timeout, on the capture's arrival times */
     uint64_t block_seq;
     uint32_t count;
     omdp_obi_header_peek(pkt, len, &block_seq, &count);
@@ -191,7 +193,7 @@ static int offline_packet(omdp_fh_offline_t *h, offline_line_t *l, uint32_t line
     uint64_t *n_out = k->n_out;
     omdp_fh_staged_t *last_st = NULL;
     l->c.packets[copy & 1]++;
-    int n = h->format == OMDP_FH_FORMAT_OBI ? obi_block(h, l, copy, pkt, len) : fast_packet(h, l, copy, pkt, len);
+    int n = h->format == OMDP_FH_FORMAT_OBI ? obi_block(h, l, copy, pkt, len, ts) : fast_packet(h, l, copy, pkt, len);
     if (n <= 0)
         return 0;
     uint32_t kept = 0, last_kept = 0, last_written = UINT32_MAX;

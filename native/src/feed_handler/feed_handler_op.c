@@ -86,6 +86,8 @@ static int setup_lines(feed_handler_t *fh, const omdp_fh_params_t *p, const omdp
         l->stats_index = -1;
         omdp_fh_arb_init(&l->arb);
         omdp_fh_obi_arb_init(&l->obi);
+        if (p->obi_gap_timeout_ns)
+            l->obi.gap_timeout_ns = p->obi_gap_timeout_ns; /* < 0: no timeout */
         if (fh->stats) {
             int idx = omdp_stats_line_register(fh->stats, lp->line);
             if (idx < 0)
@@ -224,7 +226,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
 {
     feed_handler_t *fh = state;
     uint64_t pk_a = 0, pk_b = 0, acc = 0, dup_pk = 0, msgs = 0, dup_msgs = 0, missed = 0, dec_err = 0, resets = 0;
-    uint64_t sums = 0, retrans = 0, integrity = 0, filled = 0;
+    uint64_t sums = 0, retrans = 0, integrity = 0, filled = 0, timed_out = 0;
     for (uint32_t i = 0; i < fh->n_lines; i++) {
         const fh_line_t *l = &fh->lines[i];
         pk_a += l->packets[0];
@@ -240,6 +242,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         retrans += l->retrans_ignored;
         integrity += l->integrity;
         filled += l->obi.filled;
+        timed_out += l->obi.timed_out;
     }
     omdp_counter_t c[] = {
         {"lines", fh->n_lines},
@@ -257,6 +260,7 @@ static uint32_t fh_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"retrans_ignored", retrans},
         {"line_integrity", integrity},
         {"gap_filled", filled},
+        {"gap_timed_out", timed_out},
         {"routed", fh->routed},
         {"no_root", fh->no_root},
         {"unknown_root", fh->unknown_root},

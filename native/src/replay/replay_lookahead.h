@@ -52,6 +52,9 @@ static inline void lookahead_packet(const lookahead_t *la, const omdp_replay_pkt
     const omdp_replay_run_args_t *a = la->a;
     if (p->src < a->n_sources && p->len <= a->sources[p->src].size && p->src_off <= a->sources[p->src].size - p->len)
         prefetch_read(a->sources[p->src].base + p->src_off, p->len);
+    if (p->b_len && p->b_src < a->n_sources && p->b_len <= a->sources[p->b_src].size &&
+        p->b_off <= a->sources[p->b_src].size - p->b_len)
+        prefetch_read(a->sources[p->b_src].base + p->b_off, p->b_len);
     if (a->sink_kind == OMDP_REPLAY_SINK_RING)
         omdp_replay_ring_prefetch((const omdp_replay_ring_sink_t *)a->sink, ahead * la->frames_per_packet, p->len);
     if (la->log_entries) {

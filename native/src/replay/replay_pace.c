@@ -353,17 +353,23 @@ LOOP_PART int wait_until_due(const run_t *R, rest_budget_t *rest, lookahead_t *l
 }
 
 /* Packet p, intended at d, into the batch: checked against its source's bounds (a bad one
- * is counted and skipped), its intended time published, a datagram per copy not dropped. */
+ * is counted and skipped), its intended time published, a datagram per copy not dropped
+ * that the capture has (B's own bytes where the entry names them). */
 LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d, uint64_t lap, lookahead_t *la,
                           batch_t *B, batch_counts_t *c)
 {
     const omdp_replay_run_args_t *a = R->a;
     if (p->src >= a->n_sources || p->len == 0 || p->line == 0 || p->line > OMDP_REPLAY_MAX_LINE ||
-        p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len) {
+        p->len > a->sources[p->src].size || p->src_off > a->sources[p->src].size - p->len ||
+        (p->b_len && (p->b_src >= a->n_sources || p->b_len > a->sources[p->b_src].size ||
+                      p->b_off > a->sources[p->b_src].size - p->b_len))) {
         BUMP(&R->st->source_errors, 1);
         return;
     }
     const uint8_t *data = a->sources[p->src].base + p->src_off;
+    const uint8_t *copy_data[OMDP_REPLAY_COPIES] = {data, p->b_len ? a->sources[p->b_src].base + p->b_off : data};
+    const uint16_t copy_len[OMDP_REPLAY_COPIES] = {p->len, p->b_len ? p->b_len : p->len};
+    const uint16_t absent[OMDP_REPLAY_COPIES] = {OMDP_REPLAY_PKT_ONLY_B, OMDP_REPLAY_PKT_ONLY_A};
     pending_t *q = &B->pend[c->n_pend++];
     q->intended_ns = d;
     q->line = p->line;
@@ -386,7 +392,7 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
     const int n_out0 = c->n_out;
     for (uint32_t cp = 0; cp < OMDP_REPLAY_COPIES; cp++) {
         q->out[cp] = -1;
-        if (!(a->copies_mask & (1u << cp)))
+        if (!(a->copies_mask & (1u << cp)) || (p->flags & absent[cp]))
             continue;
         if (!(p->flags & OMDP_REPLAY_PKT_CONTROL) && a->drop_threshold[cp] &&
             omdp_replay_drop_hash(a->drop_seed, p->line, cp, lap, p->line_index) < a->drop_threshold[cp]) {
@@ -394,8 +400,8 @@ LOOP_PART void add_packet(const run_t *R, const omdp_replay_pkt_t *p, int64_t d,
             continue;
         }
         omdp_replay_out_t *o = &B->out[c->n_out];
-        o->data = data;
-        o->len = p->len;
+        o->data = copy_data[cp];
+        o->len = copy_len[cp];
         o->line = p->line;
         o->copy = (uint8_t)cp;
         o->flags = (uint8_t)p->flags;

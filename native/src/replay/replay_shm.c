@@ -13,7 +13,7 @@
 
 #define ALIGN128(x) (((x) + 127u) & ~(uint64_t)127u)
 
-_Static_assert(sizeof(omdp_replay_pkt_t) == 32, "omdp_replay_pkt_t is 32 bytes");
+_Static_assert(sizeof(omdp_replay_pkt_t) == 48, "omdp_replay_pkt_t is 48 bytes");
 _Static_assert(sizeof(omdp_replay_control_t) == 128, "control block is 128 bytes");
 _Static_assert(sizeof(omdp_replay_sender_status_t) % 128 == 0, "sender status spans whole 128-byte lines");
 _Static_assert(sizeof(omdp_replay_line_stats_t) == 128, "line stats are 128 bytes");
