@@ -46,6 +46,8 @@ def _series(e: DecisionEngine, strike: int) -> np.void:
 
 def test_the_table_is_the_specs_participants() -> None:
     assert EXCHANGES == SPEC_TABLE and lib.OMDP_ENGINE_EXCHANGES == len(SPEC_TABLE)
+    assert [lib.omdp_engine_exchange_index(ex) for ex in SPEC_TABLE] == list(range(len(SPEC_TABLE)))
+    assert {lib.omdp_engine_exchange_index(b) for b in range(256) if b not in SPEC_TABLE} == {-1}
 
 
 def test_a_quote_from_each_participant_sets_the_nbbo_and_passes_the_bbo_check() -> None:

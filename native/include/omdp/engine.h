@@ -239,7 +239,8 @@ int32_t omdp_engine_index_output(const uint8_t *buf, uint32_t len, uint32_t *sam
                                  uint32_t sample_cap, uint32_t *n_samples, uint32_t *signal_offs,
                                  uint32_t signal_cap, uint32_t *n_signals);
 
-/* "A B C I P X" index of a participant id, or -1. */
+/* Book lane (exchange index) of a participant id in OPRA's table, or -1 (not a participant
+ * exchange: 'O', OPRA itself, included). */
 int omdp_engine_exchange_index(uint8_t participant);
 
 const char *omdp_engine_strerror(int err);
