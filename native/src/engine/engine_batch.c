@@ -17,7 +17,7 @@
  */
 #include "engine_internal.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -161,8 +161,87 @@ static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t
     o->ask_sz = (uint32_t)(ar >> 5);
     o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(ar & 31u));
 }
+#elif defined(__AVX2__)
+/* Four 64-bit lanes a vector (ENG_LANES / 4 a price field), eight 32-bit lanes a size
+ * vector. AVX2 has no 64-bit maximum or minimum: a compare and a blend. */
+static inline __m256i max64(__m256i a, __m256i b)
+{
+    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
+}
+
+static inline __m256i min64(__m256i a, __m256i b)
+{
+    return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b));
+}
+
+/* every lane the maximum (minimum) of v's four: halves swapped, then pairs */
+static inline __m256i all_max64(__m256i v)
+{
+    v = max64(v, _mm256_permute2x128_si256(v, v, 0x01));
+    return max64(v, _mm256_shuffle_epi32(v, 0x4E));
+}
+
+static inline __m256i all_min64(__m256i v)
+{
+    v = min64(v, _mm256_permute2x128_si256(v, v, 0x01));
+    return min64(v, _mm256_shuffle_epi32(v, 0x4E));
+}
+
+/* The tie key (size << 5 | (31 - k)) of the eight exchanges of size vector sz (lanes
+ * 8v .. 8v + 7) where their price (lo: the first four, hi: the last four) equals best, else
+ * 0; the larger of the two halves' keys lane by lane. */
+static inline __m256i tie_keys(__m256i sz, int v, __m256i lo, __m256i hi, __m256i best)
+{
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    __m256i first_lo = _mm256_sub_epi64(_mm256_set1_epi64x(31 - 8 * v), lane);
+    __m256i first_hi = _mm256_sub_epi64(_mm256_set1_epi64x(27 - 8 * v), lane);
+    __m256i klo = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sz)), 5), first_lo);
+    __m256i khi = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sz, 1)), 5), first_hi);
+    klo = _mm256_and_si256(klo, _mm256_cmpeq_epi64(lo, best));
+    khi = _mm256_and_si256(khi, _mm256_cmpeq_epi64(hi, best));
+    return max64(klo, khi);
+}
+
+static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
+                              nbbo_t *o)
+{
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0), x64 = _mm256_set1_epi64x((long long)x);
+    const __m256i bidv = _mm256_set1_epi64x(bid), askv = _mm256_set1_epi64x(ask);
+    __m256i b[ENG_LANES / 4], a[ENG_LANES / 4];
+    __m256i bmax = _mm256_set1_epi64x(ENG_NONE_BID), amin = _mm256_set1_epi64x(ENG_NONE_ASK);
+    for (int v = 0; v < ENG_LANES / 4; v++) {
+        __m256i at = _mm256_cmpeq_epi64(_mm256_add_epi64(lane, _mm256_set1_epi64x(4 * v)), x64);
+        b[v] = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[4 * v]), bidv, at);
+        a[v] = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[4 * v]), askv, at);
+        _mm256_store_si256((void *)&s->bid[4 * v], b[v]);
+        _mm256_store_si256((void *)&s->ask[4 * v], a[v]);
+        bmax = max64(bmax, b[v]);
+        amin = min64(amin, a[v]);
+    }
+    __m256i bp = all_max64(bmax), ap = all_min64(amin);
+    const __m256i lane32 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), x32 = _mm256_set1_epi32((int)x);
+    __m256i bk = _mm256_setzero_si256(), ak = _mm256_setzero_si256();
+    for (int v = 0; v < ENG_LANES / 8; v++) {
+        __m256i at = _mm256_cmpeq_epi32(_mm256_add_epi32(lane32, _mm256_set1_epi32(8 * v)), x32);
+        __m256i bs = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid_sz[8 * v]), _mm256_set1_epi32((int)bsz), at);
+        __m256i as = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask_sz[8 * v]), _mm256_set1_epi32((int)asz), at);
+        _mm256_store_si256((void *)&s->bid_sz[8 * v], bs);
+        _mm256_store_si256((void *)&s->ask_sz[8 * v], as);
+        bk = max64(bk, tie_keys(bs, v, b[2 * v], b[2 * v + 1], bp));
+        ak = max64(ak, tie_keys(as, v, a[2 * v], a[2 * v + 1], ap));
+    }
+    /* keys are below 2^37, so a signed maximum serves */
+    uint64_t br = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(bk)));
+    uint64_t ar = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(ak)));
+    o->bid = _mm_cvtsi128_si64(_mm256_castsi256_si128(bp));
+    o->bid_sz = (uint32_t)(br >> 5);
+    o->bid_ex = o->bid == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(br & 31u));
+    o->ask = _mm_cvtsi128_si64(_mm256_castsi256_si128(ap));
+    o->ask_sz = (uint32_t)(ar >> 5);
+    o->ask_ex = o->ask == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(ar & 31u));
+}
 #else
-/* Without AVX-512: the same steps as plain loops over the lanes. */
+/* Without AVX-512 or AVX2: the same steps as plain loops over the lanes. */
 static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
                               nbbo_t *o)
 {
