@@ -9,8 +9,9 @@ from omdp.c_layout import c_dtype
 NO_SLOT = 0xFFFFFFFF
 """``twin`` / ``group`` of a series without one."""
 
-EXCHANGES = b"ABCIPX"
-"""The six exchanges of February 2008, in the engine's lane order."""
+EXCHANGES = b"ABCDEGHIJMNPQSTUVWXZ"
+"""OPRA's participant exchanges (spec 8.1; FAST V2's six A B C I P X among them), in the
+engine's lane order, which is its NBBO tie order (native/src/engine/engine_exchanges.c)."""
 
 SERIES_INFO_DTYPE = c_dtype("omdp_engine_series_info_t")
 

@@ -1,5 +1,5 @@
 """A capture's messages as the decision engines see them: the A copy of every line decoded
-(feedhandlers' batch decoder), each message routed to its underlying with the manifest's
+(feedhandlers' batch decoder of the manifest's ``feed_format``: FAST V2 or OBI v6), each message routed to its underlying with the manifest's
 root -> underlying map, in capture-time order across lines; and one engine's share of them,
 placed as a run's routing places underlyings on engines.
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from feedhandlers.captures import read_capture
 from feedhandlers.opra_batch import decode_batch
+from feedhandlers.opra_obi import decode_blocks
 from feedhandlers.opra_record import NO_UNDERLYING
 from feedhandlers.routing import balance
 
@@ -43,6 +44,16 @@ def route(records: np.ndarray, router: dict[bytes, int]) -> None:
     records["underlying_id"] = ids[inverse] if len(roots) else NO_UNDERLYING
 
 
+def _decode(feed_format: str, buf, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One file's packets decoded with its format's batch decoder: the records (copied out of
+    the decoder's buffers) and each packet's message count."""
+    if feed_format == "obi-v6":
+        dec = decode_blocks(buf, offsets, lengths)
+        return dec.records.copy(), dec.blocks["count"]
+    dec = decode_batch(buf, offsets, lengths)
+    return dec.records, dec.pkt_count
+
+
 def read_capture_records(capture_dir: Path) -> CaptureRecords:
     """Decode, route and order one capture directory (manifest.json beside the pcaps)."""
     manifest = json.loads((capture_dir / "manifest.json").read_text())
@@ -52,12 +63,11 @@ def read_capture_records(capture_dir: Path) -> CaptureRecords:
         for name in line["files"]["a"]:
             cap = read_capture(capture_dir / name)
             buf, offsets, lengths = cap.contiguous()
-            dec = decode_batch(buf, offsets, lengths)
-            recs = dec.records
+            recs, per_packet = _decode(manifest.get("feed_format", "opra-fast-v2"), buf, offsets, lengths)
             recs["line"] = line["line"]
             route(recs, router)
             parts.append(recs)
-            stamps.append(np.repeat(cap.ts_ns, dec.pkt_count))
+            stamps.append(np.repeat(cap.ts_ns, per_packet))
     records = np.concatenate(parts)
     ts = np.concatenate(stamps)
     order = np.argsort(ts, kind="stable")

@@ -42,7 +42,7 @@ SIZES: dict[str, tuple[int, int]] = {
     "record_header": (56, 8), "replay_control": (128, 8), "replay_frame": (24, 8), "replay_intended_entry": (16, 8),
     "replay_intended_header": (128, 8), "replay_line_stats": (128, 8), "replay_log": (384, 8), "replay_pkt": (48, 8),
     "replay_sender_status": (9984, 8), "replay_sent": (40, 8), "reshard_handover": (16, 8),
-    "reshard_marker": (96, 8), "reshard_move": (80, 8), "reshard_series": (248, 8), "reshard_totals": (64, 8),
+    "reshard_marker": (96, 8), "reshard_move": (80, 8), "reshard_series": (584, 8), "reshard_totals": (64, 8),
     "sample_id_layout": (24, 2), "sample_id": (32, 8), "seq_record": (80, 8), "seq_sink_params": (8, 4),
     "seq_source_params": (32, 8), "series_ref": (32, 8), "signal": (152, 8), "stamp_clock_info": (96, 8),
     "stamps": (48, 8), "stats_info": (144, 8), "stats_line": (64, 8), "stats_operator": (352, 8),

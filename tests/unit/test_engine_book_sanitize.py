@@ -243,7 +243,7 @@ def test_bad_records_are_counted_and_skipped() -> None:
     good = quote(b"A", 1.0, 1.1)
     bad_type = quote(b"A", 1.0, 1.1)
     bad_type["hdr"]["type"] = 99
-    bad_part = quote(b"Q", 1.0, 1.1)
+    bad_part = quote(b"K", 1.0, 1.1)   # no exchange of OPRA's table
     unrouted = quote(b"A", 1.0, 1.1)
     unrouted["underlying_id"] = 0xFFFFFFFF
     bad_pc = quote(b"A", 1.0, 1.1)

@@ -1,7 +1,7 @@
 /* The decision engine's hot path: quote books, NBBO, checks and signals, per message in C.
  *
- * An engine owns a group of underlyings and sees every quote of them from all six exchanges
- * (A B C I P X). Per OPRA message record it
+ * An engine owns a group of underlyings and sees every quote of them from every participant
+ * exchange of OPRA's table (spec 8.1: FAST V2's six A B C I P X and today's others). Per OPRA message record it
  *   - finds the series (root, expiry, strike, put/call) in an open-addressing hash table of
  *     preallocated slots (a full table is counted, never a crash);
  *   - on a 'k' quote updates that exchange's quote, recomputes the series' NBBO and checks it
@@ -29,7 +29,7 @@
 #include "omdp/signal.h"
 
 /* cdef: begin */
-#define OMDP_ENGINE_EXCHANGES 6                /* A B C I P X, in this order */
+#define OMDP_ENGINE_EXCHANGES 20               /* A B C D E G H I J M N P Q S T U V W X Z, in this order */
 #define OMDP_ENGINE_DEFAULT_SAMPLE_EVERY 1600  /* the paper's 1 in 1,600 */
 #define OMDP_ENGINE_NO_SLOT 0xFFFFFFFFu
 #define OMDP_ENGINE_MAX_SIGNALS_PER_MSG 2      /* a quote raises at most a book and a parity signal */
@@ -64,7 +64,7 @@ typedef struct omdp_engine_counters {
     uint64_t other;            /* messages of other categories (counted, sampled, no book) */
     uint64_t bad_record;       /* not an OPRA message record (type or length): skipped */
     uint64_t bad_series;       /* quote without a valid series key (put/call, expiry, strike) */
-    uint64_t bad_participant;  /* quote from an exchange outside A B C I P X */
+    uint64_t bad_participant;  /* quote from a code outside OPRA's participant table */
     uint64_t bad_price;        /* quote with a price above OMDP_ENGINE_MAX_PX: that side ignored */
     uint64_t unrouted;         /* quote with underlying_id OMDP_NO_UNDERLYING */
     uint64_t table_full;       /* quote for a new series with every slot taken */
@@ -239,7 +239,8 @@ int32_t omdp_engine_index_output(const uint8_t *buf, uint32_t len, uint32_t *sam
                                  uint32_t sample_cap, uint32_t *n_samples, uint32_t *signal_offs,
                                  uint32_t signal_cap, uint32_t *n_signals);
 
-/* "A B C I P X" index of a participant id, or -1. */
+/* Book lane (exchange index) of a participant id in OPRA's table, or -1 (not a participant
+ * exchange: 'O', OPRA itself, included). */
 int omdp_engine_exchange_index(uint8_t participant);
 
 const char *omdp_engine_strerror(int err);

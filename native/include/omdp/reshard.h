@@ -63,30 +63,31 @@ typedef struct omdp_reshard_marker {
 
 #define OMDP_RESHARD_MARKER_SIZE 96
 
-/* One series of a bucket in the hand-over area: 248 bytes, the engine's whole view of it. */
+/* One series of a bucket in the hand-over area: 584 bytes, the engine's whole view of it.
+ * The quote arrays hold OMDP_ENGINE_EXCHANGES (engine.h) exchanges, in its lane order. */
 typedef struct omdp_reshard_series {
     uint64_t k0, k1;          /*   0 the engine's series key (root | expiry code, strike | put) */
     int64_t strike_px;        /*  16 */
-    int64_t bid[6];           /*  24 each exchange's quote (A B C I P X); INT64_MIN: none */
-    int64_t ask[6];           /*  72 INT64_MAX: none */
-    uint32_t bid_sz[6];       /* 120 */
-    uint32_t ask_sz[6];       /* 144 */
-    int64_t nb_px, no_px;     /* 168 NBBO */
-    uint32_t nb_sz, no_sz;    /* 184 */
-    uint32_t expiry;          /* 192 YYYYMMDD */
-    uint32_t underlying_id;   /* 196 */
-    uint8_t nb_ex, no_ex;     /* 200 exchange index of the NBBO sides, 0xFF: none */
-    uint8_t state;            /* 202 crossed / locked / parity bits */
-    uint8_t put_call;         /* 203 */
-    uint8_t root_len;         /* 204 */
-    char root[6];             /* 205 */
-    uint8_t reserved[5];      /* 211 zero */
-    int64_t band_lo, band_hi; /* 216 pricing's limits in force for it (omdp_series_ref_t), so the */
-    int64_t parity_lo;        /* 232 new engine checks its quotes at once, as the old one did, */
-    int64_t parity_hi;        /* 240 until its own pricing refreshes them */
+    int64_t bid[20];          /*  24 each exchange's quote (OPRA's participants); INT64_MIN: none */
+    int64_t ask[20];          /* 184 INT64_MAX: none */
+    uint32_t bid_sz[20];      /* 344 */
+    uint32_t ask_sz[20];      /* 424 */
+    int64_t nb_px, no_px;     /* 504 NBBO */
+    uint32_t nb_sz, no_sz;    /* 520 */
+    uint32_t expiry;          /* 528 YYYYMMDD */
+    uint32_t underlying_id;   /* 532 */
+    uint8_t nb_ex, no_ex;     /* 536 exchange index of the NBBO sides, 0xFF: none */
+    uint8_t state;            /* 538 crossed / locked / parity bits */
+    uint8_t put_call;         /* 539 */
+    uint8_t root_len;         /* 540 */
+    char root[6];             /* 541 */
+    uint8_t reserved[5];      /* 547 zero */
+    int64_t band_lo, band_hi; /* 552 pricing's limits in force for it (omdp_series_ref_t), so the */
+    int64_t parity_lo;        /* 568 new engine checks its quotes at once, as the old one did, */
+    int64_t parity_hi;        /* 576 until its own pricing refreshes them */
 } omdp_reshard_series_t;
 
-#define OMDP_RESHARD_SERIES_SIZE 248
+#define OMDP_RESHARD_SERIES_SIZE 584
 
 /* What the hand-over area starts with; n_series omdp_reshard_series_t follow. */
 typedef struct omdp_reshard_handover {

@@ -179,15 +179,7 @@ uint32_t omdp_engine_max_series(const omdp_engine_t *e)
 
 int omdp_engine_exchange_index(uint8_t participant)
 {
-    switch (participant) {
-    case 'A': return 0;
-    case 'B': return 1;
-    case 'C': return 2;
-    case 'I': return 3;
-    case 'P': return 4;
-    case 'X': return 5;
-    default: return -1;
-    }
+    return (int)eng_exch_of[participant] - 1;
 }
 
 const char *omdp_engine_strerror(int err)

@@ -2,8 +2,8 @@
  *
  * The batch is read-only (operator.h lends it): what the engine says about a message goes
  * into the records it appends. Per message: count, and for a 'k' quote
- * find or insert its series, store the exchange's quote, recompute the NBBO over the six
- * exchanges, check it against the feed's BBO indicator and appendages, check the quote
+ * find or insert its series, store the exchange's quote, recompute the NBBO over every
+ * participant exchange, check it against the feed's BBO indicator and appendages, check the quote
  * against its price band, the NBBO for crossed/locked and - when the quote moved the NBBO, or
  * new limits arrived with this batch - the call/put pair for parity;
  * forward 1 in N messages and every signal. de_in (the batch's arrival, read once) and
@@ -35,10 +35,6 @@
 #define PIPE 16
 _Static_assert(AHEAD_TWIN < AHEAD_SLOT && AHEAD_SLOT < AHEAD_KEY && AHEAD_KEY < PIPE && (PIPE & (PIPE - 1)) == 0,
                "pipeline stages in order and within the ring");
-
-/* participant byte -> exchange index + 1 (0: not one of the six) */
-static const uint8_t EXCH_OF[256] = {['A'] = 1, ['B'] = 2, ['C'] = 3, ['I'] = 4, ['P'] = 5, ['X'] = 6};
-static const uint8_t EXCH_CODE[OMDP_ENGINE_EXCHANGES] = {'A', 'B', 'C', 'I', 'P', 'X'};
 
 /* BBO indicator: 'A'..'P' = 4 x 4 (bid part, offer part), OPRA's table. */
 enum { BID_NO_CHANGE, BID_CONTAINS, BID_NONE, BID_APPENDAGE };
@@ -108,53 +104,66 @@ static inline void read_nbbo(const eng_series_t *s, nbbo_t *o)
     o->ask_ex = atomic_load_explicit(&s->no_ex, memory_order_relaxed);
 }
 
-/* Exchange x's quote stored, and the NBBO from the six exchanges' quotes. Best bid: highest price, then largest size, then
- * first exchange in A B C I P X order; best offer: lowest price, same ties. A missing side
- * never wins: when every exchange's side is missing the NBBO's is too (price ENG_NONE_*,
- * size 0, ENG_NO_EXCH).
+/* Exchange x's quote stored, and the NBBO from every exchange's quote. Best bid: highest
+ * price, then largest size, then first exchange in the table's order (engine_exchanges.c);
+ * best offer: lowest price, same ties. A missing side never wins: when every exchange's side
+ * is missing the NBBO's is too (price ENG_NONE_*, size 0, ENG_NO_EXCH).
  *
- * Recomputed from all six on every quote, without a branch: the incremental update it
+ * Recomputed from all lanes on every quote, without a branch: the incremental update it
  * replaces (start from the NBBO before, read the other exchanges only when the holder backed
  * off) took a data-dependent branch or two per quote, and on a random feed those were
- * mispredicted often enough to cost a third of the engine's time per message. */
+ * mispredicted often enough to cost a third of the engine's time per message. The quote is
+ * merged into the lanes as they are loaded and each field stored whole: storing the one lane
+ * first and then loading the field as vectors would wait on failed store forwarding. */
 #if defined(__AVX512F__)
-/* The quote is merged into the lines in registers and each line stored whole: storing the
- * fields and then loading the lines as vectors would wait on failed store forwarding. */
+/* Eight lanes a vector, ENG_LANES / 8 vectors a field; sizes widened to 64 bits in registers
+ * so that the tie key (below) is one vector per eight exchanges. */
+#define ENG_VECS (ENG_LANES / 8)
 static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
                               nbbo_t *o)
 {
-    __m512i b = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)s->bid), (__mmask8)(1u << x), bid);
-    __m512i a = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)s->ask), (__mmask8)(1u << x), ask);
-    /* sizes: bid_sz and ask_sz are one 64-byte line, exchange x in 32-bit lanes x and 8 + x */
-    __m512i sz = _mm512_load_si512((const void *)s->bid_sz);
-    sz = _mm512_mask_set1_epi32(sz, (__mmask16)(1u << x), (int)bsz);
-    sz = _mm512_mask_set1_epi32(sz, (__mmask16)(1u << (x + 8u)), (int)asz);
-    _mm512_store_si512((void *)s->bid, b);
-    _mm512_store_si512((void *)s->ask, a);
-    _mm512_store_si512((void *)s->bid_sz, sz);
-    int64_t bp = _mm512_reduce_max_epi64(b);
-    int64_t ap = _mm512_reduce_min_epi64(a);
-    __mmask8 bm = _mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(bp));
-    __mmask8 am = _mm512_cmpeq_epi64_mask(a, _mm512_set1_epi64(ap));
+    const uint32_t at = 1u << x;
+    __m512i b[ENG_VECS], a[ENG_VECS], bs[ENG_VECS], as[ENG_VECS];
+    __m512i bmax = _mm512_set1_epi64(ENG_NONE_BID), amin = _mm512_set1_epi64(ENG_NONE_ASK);
+    for (int v = 0; v < ENG_VECS; v++) {
+        __mmask8 m = (__mmask8)(at >> (8 * v));
+        b[v] = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)&s->bid[8 * v]), m, bid);
+        a[v] = _mm512_mask_set1_epi64(_mm512_load_si512((const void *)&s->ask[8 * v]), m, ask);
+        bs[v] = _mm512_mask_set1_epi64(_mm512_cvtepu32_epi64(_mm256_load_si256((const void *)&s->bid_sz[8 * v])), m,
+                                       (long long)bsz);
+        as[v] = _mm512_mask_set1_epi64(_mm512_cvtepu32_epi64(_mm256_load_si256((const void *)&s->ask_sz[8 * v])), m,
+                                       (long long)asz);
+        _mm512_store_si512((void *)&s->bid[8 * v], b[v]);
+        _mm512_store_si512((void *)&s->ask[8 * v], a[v]);
+        _mm256_store_si256((void *)&s->bid_sz[8 * v], _mm512_cvtepi64_epi32(bs[v]));
+        _mm256_store_si256((void *)&s->ask_sz[8 * v], _mm512_cvtepi64_epi32(as[v]));
+        bmax = _mm512_max_epi64(bmax, b[v]);
+        amin = _mm512_min_epi64(amin, a[v]);
+    }
+    int64_t bp = _mm512_reduce_max_epi64(bmax), ap = _mm512_reduce_min_epi64(amin);
     /* among the exchanges at the best price, the largest size and then the first exchange:
-     * one maximum over size << 3 | (7 - x) */
-    const __m512i first = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-    __m512i bk = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(sz)), 3), first);
-    __m512i ak = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(sz, 1)), 3), first);
-    uint64_t br = _mm512_mask_reduce_max_epu64(bm, bk);
-    uint64_t ar = _mm512_mask_reduce_max_epu64(am, ak);
-    uint32_t bs = (uint32_t)(br >> 3), as = (uint32_t)(ar >> 3);
-    unsigned bx = 7u - (unsigned)(br & 7u), ax = 7u - (unsigned)(ar & 7u);
+     * one maximum over size << 5 | (31 - k) (below 2^37; 0 never beats a lane at the price) */
+    const __m512i bpv = _mm512_set1_epi64(bp), apv = _mm512_set1_epi64(ap);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i bk = _mm512_setzero_si512(), ak = _mm512_setzero_si512();
+    for (int v = 0; v < ENG_VECS; v++) {
+        __m512i first = _mm512_sub_epi64(_mm512_set1_epi64(31 - 8 * v), lane);
+        bk = _mm512_mask_max_epu64(bk, _mm512_cmpeq_epi64_mask(b[v], bpv), bk,
+                                   _mm512_or_si512(_mm512_slli_epi64(bs[v], 5), first));
+        ak = _mm512_mask_max_epu64(ak, _mm512_cmpeq_epi64_mask(a[v], apv), ak,
+                                   _mm512_or_si512(_mm512_slli_epi64(as[v], 5), first));
+    }
+    uint64_t br = _mm512_reduce_max_epu64(bk), ar = _mm512_reduce_max_epu64(ak);
     o->bid = bp;
-    o->bid_sz = bs;
-    o->bid_ex = bp == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)bx;
+    o->bid_sz = (uint32_t)(br >> 5);
+    o->bid_ex = bp == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(br & 31u));
     o->ask = ap;
-    o->ask_sz = as;
-    o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)ax;
+    o->ask_sz = (uint32_t)(ar >> 5);
+    o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(ar & 31u));
 }
 #elif defined(__AVX2__)
-/* A field's eight lanes in two 4-lane vectors. AVX2 has no 64-bit maximum or minimum: a
- * compare and a blend. */
+/* Four 64-bit lanes a vector (ENG_LANES / 4 a price field), eight 32-bit lanes a size
+ * vector. AVX2 has no 64-bit maximum or minimum: a compare and a blend. */
 static inline __m256i max64(__m256i a, __m256i b)
 {
     return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
@@ -178,85 +187,90 @@ static inline __m256i all_min64(__m256i v)
     return min64(v, _mm256_shuffle_epi32(v, 0x4E));
 }
 
-/* Among the lanes of lo (exchanges 0-3) and hi (4-7) equal to best (every lane), the one
- * with the largest size and then the first exchange, as size << 3 | (7 - x): sz holds the
- * eight sizes as 32-bit lanes. */
-static inline uint64_t best_key(__m256i lo, __m256i hi, __m256i best, __m256i sz)
+/* The tie key (size << 5 | (31 - k)) of the eight exchanges of size vector sz (lanes
+ * 8v .. 8v + 7) where their price (lo: the first four, hi: the last four) equals best, else
+ * 0; the larger of the two halves' keys lane by lane. */
+static inline __m256i tie_keys(__m256i sz, int v, __m256i lo, __m256i hi, __m256i best)
 {
-    const __m256i first_lo = _mm256_set_epi64x(4, 5, 6, 7), first_hi = _mm256_set_epi64x(0, 1, 2, 3);
-    __m256i klo = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sz)), 3), first_lo);
-    __m256i khi = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sz, 1)), 3), first_hi);
-    /* keys are below 2^35, so a signed maximum serves, and 0 never beats a lane at the price */
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    __m256i first_lo = _mm256_sub_epi64(_mm256_set1_epi64x(31 - 8 * v), lane);
+    __m256i first_hi = _mm256_sub_epi64(_mm256_set1_epi64x(27 - 8 * v), lane);
+    __m256i klo = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sz)), 5), first_lo);
+    __m256i khi = _mm256_or_si256(_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sz, 1)), 5), first_hi);
     klo = _mm256_and_si256(klo, _mm256_cmpeq_epi64(lo, best));
     khi = _mm256_and_si256(khi, _mm256_cmpeq_epi64(hi, best));
-    return (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(max64(klo, khi))));
+    return max64(klo, khi);
 }
 
-/* The quote is merged into the lines in registers and each line stored whole, as in the
- * AVX-512 version: no vector load waits on a narrower store. */
 static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
                               nbbo_t *o)
 {
-    const __m256i lane_lo = _mm256_set_epi64x(3, 2, 1, 0), lane_hi = _mm256_set_epi64x(7, 6, 5, 4);
-    const __m256i lane32 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
-    __m256i x64 = _mm256_set1_epi64x((long long)x);
-    __m256i at_lo = _mm256_cmpeq_epi64(lane_lo, x64), at_hi = _mm256_cmpeq_epi64(lane_hi, x64);
-    __m256i at32 = _mm256_cmpeq_epi32(lane32, _mm256_set1_epi32((int)x));
-    __m256i bidv = _mm256_set1_epi64x(bid), askv = _mm256_set1_epi64x(ask);
-    __m256i b0 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[0]), bidv, at_lo);
-    __m256i b1 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[4]), bidv, at_hi);
-    __m256i a0 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[0]), askv, at_lo);
-    __m256i a1 = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[4]), askv, at_hi);
-    __m256i bs = _mm256_blendv_epi8(_mm256_load_si256((const void *)s->bid_sz), _mm256_set1_epi32((int)bsz), at32);
-    __m256i as = _mm256_blendv_epi8(_mm256_load_si256((const void *)s->ask_sz), _mm256_set1_epi32((int)asz), at32);
-    _mm256_store_si256((void *)&s->bid[0], b0);
-    _mm256_store_si256((void *)&s->bid[4], b1);
-    _mm256_store_si256((void *)&s->ask[0], a0);
-    _mm256_store_si256((void *)&s->ask[4], a1);
-    _mm256_store_si256((void *)s->bid_sz, bs);
-    _mm256_store_si256((void *)s->ask_sz, as);
-    __m256i bp = all_max64(max64(b0, b1));
-    __m256i ap = all_min64(min64(a0, a1));
-    uint64_t br = best_key(b0, b1, bp, bs), ar = best_key(a0, a1, ap, as);
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0), x64 = _mm256_set1_epi64x((long long)x);
+    const __m256i bidv = _mm256_set1_epi64x(bid), askv = _mm256_set1_epi64x(ask);
+    __m256i b[ENG_LANES / 4], a[ENG_LANES / 4];
+    __m256i bmax = _mm256_set1_epi64x(ENG_NONE_BID), amin = _mm256_set1_epi64x(ENG_NONE_ASK);
+    for (int v = 0; v < ENG_LANES / 4; v++) {
+        __m256i at = _mm256_cmpeq_epi64(_mm256_add_epi64(lane, _mm256_set1_epi64x(4 * v)), x64);
+        b[v] = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid[4 * v]), bidv, at);
+        a[v] = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask[4 * v]), askv, at);
+        _mm256_store_si256((void *)&s->bid[4 * v], b[v]);
+        _mm256_store_si256((void *)&s->ask[4 * v], a[v]);
+        bmax = max64(bmax, b[v]);
+        amin = min64(amin, a[v]);
+    }
+    __m256i bp = all_max64(bmax), ap = all_min64(amin);
+    const __m256i lane32 = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), x32 = _mm256_set1_epi32((int)x);
+    __m256i bk = _mm256_setzero_si256(), ak = _mm256_setzero_si256();
+    for (int v = 0; v < ENG_LANES / 8; v++) {
+        __m256i at = _mm256_cmpeq_epi32(_mm256_add_epi32(lane32, _mm256_set1_epi32(8 * v)), x32);
+        __m256i bs = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->bid_sz[8 * v]), _mm256_set1_epi32((int)bsz), at);
+        __m256i as = _mm256_blendv_epi8(_mm256_load_si256((const void *)&s->ask_sz[8 * v]), _mm256_set1_epi32((int)asz), at);
+        _mm256_store_si256((void *)&s->bid_sz[8 * v], bs);
+        _mm256_store_si256((void *)&s->ask_sz[8 * v], as);
+        bk = max64(bk, tie_keys(bs, v, b[2 * v], b[2 * v + 1], bp));
+        ak = max64(ak, tie_keys(as, v, a[2 * v], a[2 * v + 1], ap));
+    }
+    /* keys are below 2^37, so a signed maximum serves */
+    uint64_t br = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(bk)));
+    uint64_t ar = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(all_max64(ak)));
     o->bid = _mm_cvtsi128_si64(_mm256_castsi256_si128(bp));
-    o->bid_sz = (uint32_t)(br >> 3);
-    o->bid_ex = o->bid == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(7u - (unsigned)(br & 7u));
+    o->bid_sz = (uint32_t)(br >> 5);
+    o->bid_ex = o->bid == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(br & 31u));
     o->ask = _mm_cvtsi128_si64(_mm256_castsi256_si128(ap));
-    o->ask_sz = (uint32_t)(ar >> 3);
-    o->ask_ex = o->ask == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(7u - (unsigned)(ar & 7u));
+    o->ask_sz = (uint32_t)(ar >> 5);
+    o->ask_ex = o->ask == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(ar & 31u));
 }
 #else
+/* Without AVX-512 or AVX2: the same steps as plain loops over the lanes. */
 static inline void quote_nbbo(eng_series_t *s, uint32_t x, int64_t bid, uint32_t bsz, int64_t ask, uint32_t asz,
                               nbbo_t *o)
 {
-    s->bid[x] = bid;
-    s->ask[x] = ask;
-    s->bid_sz[x] = bsz;
-    s->ask_sz[x] = asz;
-    /* in exchange order, a quote replaces the best so far only when strictly better on
-     * (price, size): ties go to the first exchange; a missing side equals the start and
-     * never replaces it */
     int64_t bp = ENG_NONE_BID, ap = ENG_NONE_ASK;
-    uint32_t bs = 0, as = 0;
-    uint8_t bx = ENG_NO_EXCH, ax = ENG_NO_EXCH;
-    for (uint8_t k = 0; k < OMDP_ENGINE_EXCHANGES; k++) {
-        int64_t p = s->bid[k], q = s->ask[k];
-        uint32_t psz = s->bid_sz[k], qsz = s->ask_sz[k];
-        int bb = (p > bp) | ((p == bp) & (psz > bs));
-        int ba = (q < ap) | ((q == ap) & (qsz > as));
-        bp = bb ? p : bp;
-        bs = bb ? psz : bs;
-        bx = bb ? k : bx;
-        ap = ba ? q : ap;
-        as = ba ? qsz : as;
-        ax = ba ? k : ax;
+    for (uint32_t k = 0; k < ENG_LANES; k++) {
+        int64_t p = k == x ? bid : s->bid[k], q = k == x ? ask : s->ask[k];
+        s->bid[k] = p;
+        s->ask[k] = q;
+        bp = p > bp ? p : bp;
+        ap = q < ap ? q : ap;
+    }
+    /* among the exchanges at the best price, the largest size and then the first exchange:
+     * one maximum over size << 5 | (31 - k) (below 2^37; 0 never beats a lane at the price) */
+    uint64_t br = 0, ar = 0;
+    for (uint32_t k = 0; k < ENG_LANES; k++) {
+        uint32_t psz = k == x ? bsz : s->bid_sz[k], qsz = k == x ? asz : s->ask_sz[k];
+        s->bid_sz[k] = psz;
+        s->ask_sz[k] = qsz;
+        uint64_t kb = s->bid[k] == bp ? ((uint64_t)psz << 5 | (31u - k)) : 0;
+        uint64_t ka = s->ask[k] == ap ? ((uint64_t)qsz << 5 | (31u - k)) : 0;
+        br = kb > br ? kb : br;
+        ar = ka > ar ? ka : ar;
     }
     o->bid = bp;
-    o->bid_sz = bs;
-    o->bid_ex = bx;
+    o->bid_sz = (uint32_t)(br >> 5);
+    o->bid_ex = bp == ENG_NONE_BID ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(br & 31u));
     o->ask = ap;
-    o->ask_sz = as;
-    o->ask_ex = ax;
+    o->ask_sz = (uint32_t)(ar >> 5);
+    o->ask_ex = ap == ENG_NONE_ASK ? ENG_NO_EXCH : (uint8_t)(31u - (unsigned)(ar & 31u));
 }
 #endif
 
@@ -313,7 +327,7 @@ static void check_bbo(batch_t *b, const omdp_opra_msg_t *m, int x, int64_t bid, 
         ok = now->bid == ENG_NONE_BID;
         break;
     default: {
-        int px = EXCH_OF[m->best_bid_part] - 1;
+        int px = eng_exch_of[m->best_bid_part] - 1;
         if (px < 0)
             b->c[C_BBO_BAD_INDICATOR]++;
         ok = px >= 0 && now->bid == m->best_bid_px && now->bid_sz == m->best_bid_size && now->bid_ex == px;
@@ -333,7 +347,7 @@ static void check_bbo(batch_t *b, const omdp_opra_msg_t *m, int x, int64_t bid, 
         ok = now->ask == ENG_NONE_ASK;
         break;
     default: {
-        int px = EXCH_OF[m->best_offer_part] - 1;
+        int px = eng_exch_of[m->best_offer_part] - 1;
         if (px < 0)
             b->c[C_BBO_BAD_INDICATOR]++;
         ok = px >= 0 && now->ask == m->best_offer_px && now->ask_sz == m->best_offer_size && now->ask_ex == px;
@@ -379,11 +393,6 @@ static void emit_signal(batch_t *b, const omdp_opra_msg_t *m, uint8_t kind, int6
     b->c[C_SIGNALS]++;
     b->c[kind == OMDP_SIG_CROSSED ? C_SIG_CROSSED : kind == OMDP_SIG_LOCKED ? C_SIG_LOCKED
          : kind == OMDP_SIG_OFF_SMILE ? C_SIG_OFF_SMILE : C_SIG_PARITY]++;
-}
-
-static inline uint8_t code_of(uint8_t ex)
-{
-    return ex < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[ex] : 0;
 }
 
 /* The call/put pair's parity check, when `gate` (the quote moved this series' NBBO, or new
@@ -441,7 +450,7 @@ static inline void key_of(const omdp_opra_msg_t *m, pending_t *q)
         q->verdict = V_NOT_QUOTE;
         return;
     }
-    q->x = (int8_t)(EXCH_OF[m->participant] - 1);
+    q->x = (int8_t)(eng_exch_of[m->participant] - 1);
     if (q->x < 0) {
         q->verdict = V_BAD_PARTICIPANT;
         return;
@@ -533,7 +542,7 @@ static void process_quote(batch_t *b, const omdp_opra_msg_t *m, pending_t *q)
                     r->band_lo, r->band_hi, beyond_bid > beyond_ask ? beyond_bid : beyond_ask, 0, 0);
     } else if (book && !was) {
         emit_signal(b, m, book == ENG_ST_CROSSED ? OMDP_SIG_CROSSED : OMDP_SIG_LOCKED, now.bid, now.ask, 0, 0,
-                    now.bid - now.ask, code_of(now.bid_ex), code_of(now.ask_ex));
+                    now.bid - now.ask, eng_exch_code_of(now.bid_ex), eng_exch_code_of(now.ask_ex));
     }
     check_parity(b, m, s, slot, changed | b->refs_changed);
 }
@@ -577,10 +586,8 @@ static inline void stage_slot(const struct omdp_engine *e, const omdp_series_ref
     uint32_t slot = (uint32_t)ent - 1u;
     q->slot = slot;
     const eng_series_t *s = &e->series[slot];
-    __builtin_prefetch(s, 1, 3);
-    __builtin_prefetch(s->bid, 1, 3);
-    __builtin_prefetch(s->ask, 1, 3);
-    __builtin_prefetch(s->bid_sz, 1, 3);
+    for (size_t line = 0; line < sizeof *s; line += 64)   /* the whole book: every exchange's lanes */
+        __builtin_prefetch((const char *)s + line, 1, 3);
     __builtin_prefetch(&refs[slot], 0, 3);
 }
 

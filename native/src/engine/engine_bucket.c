@@ -7,6 +7,10 @@
 #include "engine_internal.h"
 #include "omdp/engine_reshard.h"
 
+_Static_assert(sizeof(((omdp_reshard_series_t *)0)->bid) == OMDP_ENGINE_EXCHANGES * sizeof(int64_t) &&
+                   sizeof(((omdp_reshard_series_t *)0)->ask_sz) == OMDP_ENGINE_EXCHANGES * sizeof(uint32_t),
+               "a hand-over series holds every exchange's quote");
+
 _Static_assert(sizeof(omdp_reshard_series_t) == OMDP_RESHARD_SERIES_SIZE, "series hand-over record size");
 
 int64_t omdp_engine_export_bucket(const omdp_engine_t *engine, uint32_t buckets, uint32_t bucket, uint8_t *area,

@@ -1,10 +1,10 @@
 /* Private layout of the decision engine (engine.h is the contract; this is how it is kept).
  *
- * Series live in a preallocated array of 256-byte, cache-aligned books: line 0 holds the key,
- * the links and the NBBO (what every message touches), lines 1-3 the per-exchange quotes by
- * field - the six bids in line 1, the six offers in line 2, their sizes in line 3 - so the
- * NBBO is recomputed from all six exchanges on every quote with a few vector compares
- * instead of a branch per exchange (engine_batch.c). The
+ * Series live in a preallocated array of 640-byte, cache-aligned books: line 0 holds the key,
+ * the links and the NBBO (what every message touches), lines 1-9 the per-exchange quotes by
+ * field - the bids of OPRA's participants in lines 1-3, the offers in lines 4-6, their sizes
+ * in lines 7-9 - so the NBBO is recomputed from every exchange on every quote with vector
+ * compares instead of a branch per exchange (engine_batch.c). The
  * hash table maps a 128-bit series key to a slot: open addressing, linear probing, at most
  * half full, entries (tag << 32 | slot + 1) so a probe compares a key only on a tag match.
  *
@@ -34,9 +34,22 @@
 #define ENG_ST_LOCKED 0x2u
 #define ENG_ST_PARITY 0x4u     /* on the call's slot: the pair is in a parity break */
 
-/* Exchange slots per field in a book's quote lines: the six exchanges and two that always
- * hold a missing quote (ENG_NONE_BID / ENG_NONE_ASK, size 0), so a line is one vector. */
-#define ENG_LANES 8
+/* Exchange slots per field in a book's quote lines: OPRA's participants and the lanes up to
+ * a multiple of 8 that always hold a missing quote (ENG_NONE_BID / ENG_NONE_ASK, size 0), so
+ * a field is whole vectors and the price fields whole cache lines. */
+#define ENG_LANES 24
+
+/* The participant table (spec 8.1), in one place (engine_exchanges.c): participant byte ->
+ * exchange index + 1 (0: not a participant exchange; 'O', OPRA itself, is not one), and
+ * exchange index -> participant byte. The index order is the NBBO's tie order. */
+extern const uint8_t eng_exch_of[256];
+extern const uint8_t eng_exch_code[OMDP_ENGINE_EXCHANGES];
+
+/* participant byte of exchange index ex, 0 for ENG_NO_EXCH or any index outside the table */
+static inline uint8_t eng_exch_code_of(uint8_t ex)
+{
+    return ex < OMDP_ENGINE_EXCHANGES ? eng_exch_code[ex] : 0;
+}
 
 typedef struct eng_series {
     /* cache line 0 */
@@ -54,7 +67,7 @@ typedef struct eng_series {
     uint8_t state;               /* ENG_ST_* */
     uint8_t is_put;
     uint8_t pad0[4];
-    /* cache lines 1-3: exchange x's quote in bid[x], ask[x], bid_sz[x], ask_sz[x]; a missing
+    /* cache lines 1-9: exchange x's quote in bid[x], ask[x], bid_sz[x], ask_sz[x]; a missing
      * side is ENG_NONE_BID / ENG_NONE_ASK with size 0; x >= OMDP_ENGINE_EXCHANGES always missing */
     alignas(64) int64_t bid[ENG_LANES];
     int64_t ask[ENG_LANES];
@@ -123,9 +136,11 @@ struct omdp_engine {
 };
 
 _Static_assert(OMDP_ENGINE_EXCHANGES <= ENG_LANES, "every exchange has a lane");
-_Static_assert(offsetof(eng_series_t, bid) == 64 && offsetof(eng_series_t, ask) == 128 &&
-                   offsetof(eng_series_t, bid_sz) == 192, "one quote field per cache line");
-_Static_assert(sizeof(eng_series_t) == 256, "a series book is four cache lines");
+_Static_assert(ENG_LANES % 8 == 0, "a field's lanes are whole vectors");
+_Static_assert(offsetof(eng_series_t, bid) == 64 && offsetof(eng_series_t, ask) == 256 &&
+                   offsetof(eng_series_t, bid_sz) == 448 && offsetof(eng_series_t, ask_sz) == 544,
+               "each price field on its own cache lines");
+_Static_assert(sizeof(eng_series_t) == 640, "a series book is ten cache lines");
 _Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "counter enum matches struct");
 _Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");
 _Static_assert(sizeof(omdp_engine_series_info_t) == 64, "series info size");

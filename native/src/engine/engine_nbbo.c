@@ -6,13 +6,6 @@
 
 _Static_assert(sizeof(omdp_engine_nbbo_t) == 80, "NBBO change record size");
 
-static const uint8_t NBBO_EXCH_CODE[OMDP_ENGINE_EXCHANGES] = {'A', 'B', 'C', 'I', 'P', 'X'};
-
-static inline uint8_t nbbo_code(uint8_t ex)
-{
-    return ex < OMDP_ENGINE_EXCHANGES ? NBBO_EXCH_CODE[ex] : 0;
-}
-
 int omdp_engine_nbbo_log(omdp_engine_t *e, omdp_engine_nbbo_t *buf, uint32_t cap)
 {
     if (!e || (buf && cap == 0))
@@ -48,12 +41,12 @@ void eng_nbbo_append(struct omdp_engine *e, const omdp_opra_msg_t *m, uint32_t s
     if (bid != ENG_NONE_BID) {
         o->bid_px = bid;
         o->bid_size = bid_sz;
-        o->bid_part = nbbo_code(bid_ex);
+        o->bid_part = eng_exch_code_of(bid_ex);
     }
     if (ask != ENG_NONE_ASK) {
         o->offer_px = ask;
         o->offer_size = ask_sz;
-        o->offer_part = nbbo_code(ask_ex);
+        o->offer_part = eng_exch_code_of(ask_ex);
     }
     o->strike_px = m->strike_px;
     o->msg_seq = m->msg_seq;
@@ -61,7 +54,7 @@ void eng_nbbo_append(struct omdp_engine *e, const omdp_opra_msg_t *m, uint32_t s
     o->underlying_id = m->underlying_id;
     o->slot = slot;
     o->line = m->line;
-    o->quote_part = nbbo_code(quote_ex);
+    o->quote_part = eng_exch_code_of(quote_ex);
     o->put_call = m->put_call;
     o->root_len = m->root_len <= OMDP_OPRA_ROOT_MAX ? m->root_len : OMDP_OPRA_ROOT_MAX;
     memcpy(o->root, m->root, sizeof o->root);

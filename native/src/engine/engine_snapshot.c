@@ -2,13 +2,6 @@
  * series, by seqlock), groups, and a series' slot by its key. */
 #include "engine_internal.h"
 
-static const uint8_t EXCH_CODE[OMDP_ENGINE_EXCHANGES] = {'A', 'B', 'C', 'I', 'P', 'X'};
-
-static uint8_t exch_code(uint8_t idx)
-{
-    return idx < OMDP_ENGINE_EXCHANGES ? EXCH_CODE[idx] : 0;
-}
-
 /* Series `slot` of the n in use as pricing sees it, its NBBO read under the seqlock; returns
  * the (even) sequence the NBBO was read at. */
 static uint32_t read_series(struct omdp_engine *e, uint32_t slot, uint32_t n, omdp_engine_series_info_t *o)
@@ -43,8 +36,8 @@ static uint32_t read_series(struct omdp_engine *e, uint32_t slot, uint32_t n, om
     o->group = s->group;
     o->twin = twin < n ? twin : OMDP_ENGINE_NO_SLOT;
     o->put_call = m->put_call;
-    o->bid_part = nb == ENG_NONE_BID ? 0 : exch_code(nbx);
-    o->offer_part = no == ENG_NONE_ASK ? 0 : exch_code(nox);
+    o->bid_part = nb == ENG_NONE_BID ? 0 : eng_exch_code_of(nbx);
+    o->offer_part = no == ENG_NONE_ASK ? 0 : eng_exch_code_of(nox);
     o->root_len = m->root_len;
     memcpy(o->root, m->root, sizeof o->root);
     return q0;
