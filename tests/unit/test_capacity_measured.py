@@ -15,6 +15,9 @@ import pytest
 from omdp.metrics.run_files import RUN_FILES
 from ops.pipeline.capacity import RunCost, measured_runs, plan_capacity, work_cost
 
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
+"""The shipped topologies, wherever the tests run from."""
+
 WORK_NS = 1800.0   # what a packet costs the handler partition
 IDLE_NS = 65.0     # what a loop that finds nothing costs
 
@@ -87,7 +90,7 @@ def test_the_command_projects_latency_from_intended_on_the_capture(tmp_path: Pat
     make_capture(tmp_path, seconds=0.3, lines=2)
     write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
     write_run(tmp_path / "runs", "r10", 10.0, packets=4_800_000, idle_loops=120_000_000)
-    args = ["capacity", "ops/topologies/opra_fused.toml", "--for-rate", "10x", "--data", str(tmp_path)]
+    args = ["capacity", str(TOPOLOGIES / "opra_fused.toml"), "--for-rate", "10x", "--data", str(tmp_path)]
     r = CliRunner().invoke(cli, args + ["--max-p99-from-intended", "500"])
     assert r.exit_code == 0, r.output
     assert "queueing model" in r.output and "p99 <= 500 us with the measured layout: at 10x needs <=" in r.output
@@ -116,7 +119,7 @@ def test_todays_feed_is_planned_for_a_peak_in_messages_from_another_layouts_cost
     make_obi_capture(tmp_path, seconds=0.3, lines=4, faults_per_second=0.0)
     write_run(tmp_path / "runs", "r5", 5.0, packets=2_400_000, idle_loops=200_000_000)
     write_run(tmp_path / "runs", "r10", 10.0, packets=4_800_000, idle_loops=120_000_000)
-    args = ["capacity", "ops/topologies/opra_today.toml", "--for-peak-msgs", "120M", "--costs-from", "opra_fused",
+    args = ["capacity", str(TOPOLOGIES / "opra_today.toml"), "--for-peak-msgs", "120M", "--costs-from", "opra_fused",
             "--cores-per-host", "16", "--data", str(tmp_path)]
     r = CliRunner().invoke(cli, args + ["--json"])
     assert r.exit_code == 0, r.output

@@ -3,6 +3,8 @@ burst ratio, the notes where the written layout departs from it, and that the to
 writes is one omdp can plan."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -11,6 +13,9 @@ from omdp.topology.load import load_topology
 from ops.cli.main import cli
 from ops.pipeline.capacity import CapacityError, RunCost, plan_capacity, topology_toml
 from ops.pipeline.registry import build_registry
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
+"""The shipped topologies, wherever the tests run from."""
 
 
 def runs(*handler_ns: float) -> list[RunCost]:
@@ -50,8 +55,8 @@ def test_no_runs_and_bad_knobs_are_refused() -> None:
 
 
 def test_capacity_command_without_a_capture_says_so(tmp_path) -> None:
-    r = CliRunner().invoke(cli, ["capacity", "ops/topologies/opra_fused.toml", "--for-rate", "10x",
+    r = CliRunner().invoke(cli, ["capacity", str(TOPOLOGIES / "opra_fused.toml"), "--for-rate", "10x",
                                  "--data", str(tmp_path)])
     assert r.exit_code == 2 and "no capture under" in r.output and "Traceback" not in r.output
-    r = CliRunner().invoke(cli, ["capacity", "ops/topologies/opra_fused.toml", "--for-rate", "ten"])
+    r = CliRunner().invoke(cli, ["capacity", str(TOPOLOGIES / "opra_fused.toml"), "--for-rate", "ten"])
     assert r.exit_code == 2 and "--for-rate 'ten' is not a rate" in r.output

@@ -15,9 +15,13 @@ from omdp.plan import build_plan
 from omdp.topology.load import load_topology
 from ops.pipeline.registry import build_registry
 
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
+"""The shipped topologies, wherever the tests run from."""
+
 CHILD = """
 import os
 from omdp.runtime.machine import LOOP_RT_PRIORITY, enter_realtime
+
 why = enter_realtime()
 print(repr((why, os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO, os.sched_getparam(0).sched_priority == LOOP_RT_PRIORITY)))
 """
@@ -34,7 +38,7 @@ def _child(*prefix: str) -> tuple[str | None, bool, bool]:
 
 
 def test_the_field_reaches_the_plan(tmp_path: Path) -> None:
-    text = Path("ops/topologies/opra_fused.toml").read_text().replace(
+    text = (TOPOLOGIES / "opra_fused.toml").read_text().replace(
         '[partitions.app]\noperators = ["fh", "de", "lc"]', '[partitions.app]\noperators = ["fh", "de", "lc"]\nrealtime = true')
     assert "realtime = true" in text
     path = tmp_path / "t.toml"

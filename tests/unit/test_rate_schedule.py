@@ -1,12 +1,17 @@
 """``--rate-schedule``: parsing, the rate in force at a time, and errors that name the stage."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from ops.cli.main import cli
 from ops.replay.rate_schedule import parse_rate_schedule
 from ops.replay.rates import RateError
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "ops" / "topologies"
+"""The shipped topologies, wherever the tests run from."""
 
 
 def test_stages_and_the_rate_in_force() -> None:
@@ -51,9 +56,9 @@ def test_bench_elastic_short_run_checks_itself_against_a_static_engine(tmp_path)
 
 
 @pytest.mark.parametrize("args,says", [
-    (["ops/topologies/seq_fused.toml", "--rate-schedule", "2x:1s"], "has no feed handler"),
-    (["ops/topologies/opra_fused.toml", "--rate-schedule", "2x:1s,3x"], "stage '3x'"),
-    (["ops/topologies/opra_fused.toml", "--rate-schedule", "2x:1s", "--seconds", "5"], "without --seconds"),
+    ([str(TOPOLOGIES / "seq_fused.toml"), "--rate-schedule", "2x:1s"], "has no feed handler"),
+    ([str(TOPOLOGIES / "opra_fused.toml"), "--rate-schedule", "2x:1s,3x"], "stage '3x'"),
+    ([str(TOPOLOGIES / "opra_fused.toml"), "--rate-schedule", "2x:1s", "--seconds", "5"], "without --seconds"),
 ])
 def test_run_refuses_bad_rate_schedules(args: list[str], says: str, tmp_path) -> None:
     r = CliRunner().invoke(cli, ["run", *args, "--data", str(tmp_path)])
@@ -64,5 +69,5 @@ def test_run_refuses_bad_rate_schedules(args: list[str], says: str, tmp_path) ->
 @pytest.mark.parametrize("setting,says", [("operators.de.params.buckets=12", "buckets"),
                                           ("operators.de.params.level=3", "level (3) must be at most workers (2)")])
 def test_elastic_topology_settings_are_checked_before_anything_runs(setting: str, says: str) -> None:
-    r = CliRunner().invoke(cli, ["plan", "ops/topologies/opra_fused_elastic.toml", "--set", setting])
+    r = CliRunner().invoke(cli, ["plan", str(TOPOLOGIES / "opra_fused_elastic.toml"), "--set", setting])
     assert r.exit_code != 0 and says in r.output and "Traceback" not in r.output, r.output
