@@ -8,30 +8,22 @@ counted, never decoded. (CI runs this file under ASan.)"""
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import socket
 import struct
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from feed_handler_support import Keep
+from feed_handler_support import Endpoints, keeping_partition, own_endpoints, wait_delivered
 from pipeline_support import line_packets, make_capture
 from replay_support import multicast_works, packet_socket_refused
 
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
-from omdp.plan import build_plan
-from omdp.registry import OperatorKind, Port
 from omdp.runtime.partition import Partition
-from omdp.topology.schema import Topology
-from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
-from ops.pipeline.registry import build_registry
 
 
 _why = multicast_works() or packet_socket_refused()
@@ -43,31 +35,13 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_capture(tmp_path_factory.mktemp("fhring"), seconds=0.2, lines=2)
 
 
-def _partition(capture: Path, endpoints: dict[int, dict[str, tuple[str, int]]], **params: object) -> Partition:
-    info = open_capture(capture)
-    registry = build_registry()
-    registry.add(OperatorKind("keep", (Port("in", "opra_msg"),), (), Keep, native=False))
-    lines = [{"line": ln, **{c.lower(): {"group": g, "port": p} for c, (g, p) in endpoints[ln].items()}}
-             for ln in info.lines]
-    topo = Topology.model_validate({
-        "name": "fh-packet-ring-test",
-        "operators": {
-            "fh": {"kind": "feed_handler", "params": {
-                "input": "multicast", "receive": "packet_ring", "rx_ring_bytes": 4 << 20, "copies": "A,B",
-                "routing": routing_for(info, 2).model_dump(), "lines": lines, **params}},
-            "keep": {"kind": "keep", "replicas": 2},
-        },
-        "partitions": {"app": {"operators": ["fh", "keep"]}},
-        "edges": [{"from": f"fh.de{k}", "to": f"keep[{k}].in"} for k in range(2)],
-    })
-    return Partition(build_plan(topo, registry), "app", registry)
+def _partition(capture: Path, endpoints: Endpoints, **params: object) -> Partition:
+    return keeping_partition(capture, "fh-packet-ring-test", endpoints,
+                             **{"receive": "packet_ring", "rx_ring_bytes": 4 << 20, **params})
 
 
-def _endpoints(lines: list[int]) -> dict[int, dict[str, tuple[str, int]]]:
-    """Groups and ports of this test's own (so that no other test's traffic reaches it)."""
-    base, sub = random.randint(20000, 60000), random.randint(1, 250)
-    return {ln: {"A": (f"239.78.{sub}.{2 * i + 1}", base + 2 * i), "B": (f"239.78.{sub}.{2 * i + 2}", base + 2 * i + 1)}
-            for i, ln in enumerate(lines)}
+def _endpoints(lines: list[int]) -> Endpoints:
+    return own_endpoints(lines, "239.78")
 
 
 def _raw_udp(dst: tuple[str, int], payload: bytes, udp_len: int) -> bytes:
@@ -77,16 +51,6 @@ def _raw_udp(dst: tuple[str, int], payload: bytes, udp_len: int) -> bytes:
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), 0, 0, 1, socket.IPPROTO_UDP, 0,
                      socket.inet_aton("192.0.2.1"), group)
     return mac + b"\x00" * 6 + b"\x08\x00" + ip + struct.pack("!HHHH", 40000, dst[1], udp_len, 0) + payload
-
-
-def _wait_delivered(part: Partition, records: int, guard_s: float = 60.0) -> None:
-    """Until the keepers took ``records`` messages (counted by the loop, readable from any thread);
-    ``guard_s`` only stops a hang."""
-    want = records * OPRA_MSG_DTYPE.itemsize
-    deadline = time.monotonic() + guard_s
-    while sum(st["bytes_in"] for name, st in part.op_stats().items() if name.startswith("keep[")) < want:
-        assert time.monotonic() < deadline, f"the keepers did not get {records} messages within {guard_s} s"
-        time.sleep(0.001)
 
 
 @pytest.mark.full
@@ -119,7 +83,7 @@ def test_every_message_accounted_through_the_packet_ring(capture: Path) -> None:
         for p in l2.payloads[:n]:
             tx.sendto(p, eps[l2.line]["A"])
         expected = int(l1.counts[:n].sum() - l1.counts[7] + l2.counts[:n].sum())
-        _wait_delivered(part, expected)
+        wait_delivered(part, expected)
         part.request_stop()
         t.join(30)
         assert done and done[0] in ("ended", "stopped")

@@ -9,29 +9,21 @@ or is killed. Skipped with the reason where AF_XDP or namespaces are not allowed
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from feed_handler_support import Keep
+from feed_handler_support import Endpoints, keeping_partition, own_endpoints, wait_delivered
 from pipeline_support import line_packets, make_capture
 from xdp_support import VethPair, make_veth, send_frames, udp_frame, xdp_refused
 
-from feedhandlers.opra_record import OPRA_MSG_DTYPE
-from omdp.plan import build_plan
-from omdp.registry import OperatorKind, Port
 from omdp.runtime.partition import Partition
-from omdp.topology.schema import Topology
-from ops.pipeline.assemble import routing_for
 from ops.pipeline.capture_info import open_capture
-from ops.pipeline.registry import build_registry
 
 _why = xdp_refused()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
@@ -49,40 +41,13 @@ def veth() -> VethPair:
     pair.close()
 
 
-def _partition(capture: Path, veth: VethPair, endpoints: dict[int, dict[str, tuple[str, int]]],
-               **params: object) -> Partition:
-    info = open_capture(capture)
-    registry = build_registry()
-    registry.add(OperatorKind("keep", (Port("in", "opra_msg"),), (), Keep, native=False))
-    lines = [{"line": ln, **{c.lower(): {"group": g, "port": p} for c, (g, p) in endpoints[ln].items()}}
-             for ln in info.lines]
-    topo = Topology.model_validate({
-        "name": "fh-xdp-test",
-        "operators": {
-            "fh": {"kind": "feed_handler", "params": {
-                "input": "multicast", "receive": "xdp", "xdp": f"{veth.rx}:0", "interface": veth.rx_addr,
-                "copies": "A,B", "routing": routing_for(info, 2).model_dump(), "lines": lines, **params}},
-            "keep": {"kind": "keep", "replicas": 2},
-        },
-        "partitions": {"app": {"operators": ["fh", "keep"]}},
-        "edges": [{"from": f"fh.de{k}", "to": f"keep[{k}].in"} for k in range(2)],
-    })
-    return Partition(build_plan(topo, registry), "app", registry)
+def _partition(capture: Path, veth: VethPair, endpoints: Endpoints, **params: object) -> Partition:
+    return keeping_partition(capture, "fh-xdp-test", endpoints,
+                             **{"receive": "xdp", "xdp": f"{veth.rx}:0", "interface": veth.rx_addr, **params})
 
 
-def _endpoints(lines: list[int]) -> dict[int, dict[str, tuple[str, int]]]:
-    base, sub = random.randint(20000, 60000), random.randint(1, 250)
-    return {ln: {"A": (f"239.79.{sub}.{2 * i + 1}", base + 2 * i), "B": (f"239.79.{sub}.{2 * i + 2}", base + 2 * i + 1)}
-            for i, ln in enumerate(lines)}
-
-
-def _wait_delivered(part: Partition, records: int, guard_s: float = 60.0) -> None:
-    """Until the keepers took ``records`` messages; ``guard_s`` only stops a hang."""
-    want = records * OPRA_MSG_DTYPE.itemsize
-    deadline = time.monotonic() + guard_s
-    while sum(st["bytes_in"] for name, st in part.op_stats().items() if name.startswith("keep[")) < want:
-        assert time.monotonic() < deadline, f"the keepers did not get {records} messages within {guard_s} s"
-        time.sleep(0.001)
+def _endpoints(lines: list[int]) -> Endpoints:
+    return own_endpoints(lines, "239.79")
 
 
 @pytest.mark.full
@@ -110,7 +75,7 @@ def test_every_message_accounted_through_af_xdp(capture: Path, veth: VethPair, t
         frames += [udp_frame(eps[l2.line]["A"], p) for p in l2.payloads[:n]]
         send_frames(veth, frames, tmp_path)
         expected = int(l1.counts[:n].sum() - l1.counts[7] + l2.counts[:n].sum())
-        _wait_delivered(part, expected)
+        wait_delivered(part, expected)
         part.request_stop()
         t.join(30)
         assert done and done[0] in ("ended", "stopped")
@@ -143,7 +108,7 @@ def test_a_malformed_xdp_queue_is_refused_naming_the_field(capture: Path, veth: 
 
 
 _KILLED_SCRIPT = """
-import sys, time
+import signal, sys
 sys.path[:0] = sys.argv[2:4]
 from pathlib import Path
 from xdp_support import VethPair
@@ -153,7 +118,7 @@ capture = Path(sys.argv[1])
 veth = VethPair(*sys.argv[4:9])
 part = _partition(capture, veth, _endpoints(open_capture(capture).lines))
 print("open", flush=True)
-time.sleep(600)
+signal.pause()  # until the test kills it
 """
 
 
@@ -180,7 +145,7 @@ def _received(part: Partition, replay: Callable[[], None], expected: int) -> tup
     try:
         t.start()
         replay()
-        _wait_delivered(part, expected)
+        wait_delivered(part, expected)
     finally:
         part.request_stop()
         t.join(30)
