@@ -189,6 +189,16 @@ class Partition:
         """Any thread: stop the sources (queues then drain), or with ``hard`` leave now."""
         lib.omdp_partition_request_stop(self.ptr, lib.OMDP_STOP_NOW if hard else lib.OMDP_STOP_SOURCES)
 
+    def peers_gone(self, inputs: list[int], outputs: list[int]) -> None:
+        """Any thread: the partitions at the other end of these channels (plan channel ids)
+        died. The loop drains what each input's sender had committed and then counts the
+        input ended; what goes to such an output is dropped and counted (docs/operators.md
+        "When a partition dies")."""
+        for is_out, ids, index in ((0, inputs, self.input_index), (1, outputs, self.output_index)):
+            for cid in ids:
+                if cid in index:
+                    lib.omdp_partition_peer_gone(self.ptr, is_out, index[cid])
+
     def stats(self) -> dict[str, Any]:
         """Loop counters (any thread)."""
         s = ffi.new("omdp_partition_stats_t *")
@@ -209,7 +219,7 @@ class Partition:
                 lib.omdp_partition_chan_stats(self.ptr, is_out, k, c)
                 out[self.plan.channels[cid].name] = {"frames": c.frames, "bytes": c.bytes, "full_waits": c.full_waits,
                                                      "drops": c.drops, "too_big": c.too_big, "bad_frames": c.bad_frames,
-                                                     "ended": c.ended}
+                                                     "ended": c.ended, "peer_gone": c.peer_gone}
         return out
 
     def op_stats(self) -> dict[str, dict[str, int]]:

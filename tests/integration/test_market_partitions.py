@@ -3,8 +3,9 @@
 in partitions of their own, vega-shm between them). The merged windows equal, key for key,
 the sequential computation over the same capture (the feed handler's own rules offline,
 every line in one pass: ops.market.window_table), every window ended by both leaders and
-complete. A handler partition killed mid-run fails the run, and the windows the leaders
-ended before it stay in market_windows.parquet, each exact."""
+complete. A handler partition killed mid-run fails the run, but the others go on to the
+end of the capture: the windows it had passed are exact, every later one is marked
+incomplete naming it, none is missing."""
 from __future__ import annotations
 
 import json
@@ -15,10 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fastapi.testclient import TestClient
 
+from ops.dashboard.app import create_app
+from ops.dashboard.finished_source import FinishedRunSource
 from ops.market.window_table import live_tables, merge_partials
 from ops.spark.backtest.backtest_job import plan_day
 from ops.spark.common.data_layout import DataLayout
@@ -76,9 +81,22 @@ def report_partitions(run_dir: str) -> list[dict]:
     return [(p["report"] or {}).get("operators", {}) for p in run["partitions"].values()]
 
 
-def test_a_killed_handler_partition_leaves_exact_windows_before_it(data: Path) -> None:
+def _ends_by_window(table) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for e in table.filter(pc.equal(table.column("kind"), "end")).to_pylist():
+        out.setdefault(e["window"], []).append(e)
+    return out
+
+
+def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data: Path) -> None:
+    """handlers[1] killed by SIGKILL once the leaders ended three windows: the run goes on
+    without it (on_death = "continue") and fails, naming it; every window of the capture is
+    in the file, those handlers[1] had passed complete and equal to the sequential windows,
+    every later one incomplete with source 1 missing - in the file, the run's JSON, the API."""
     before = set(data.glob("runs/*/*"))
-    proc = subprocess.Popen(_command(data, "0.5x"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    report = data / "killed.json"
+    proc = subprocess.Popen([*_command(data, "0.5x"), "--json", str(report)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 120  # a hang guard: the kill waits for the leaders' third window
     run_dir = None
     while time.monotonic() < deadline and proc.poll() is None:
@@ -91,12 +109,27 @@ def test_a_killed_handler_partition_leaves_exact_windows_before_it(data: Path) -
     assert run_dir is not None, "the leaders never ended three windows"
     pids = json.loads((run_dir / "processes.json").read_text())
     os.kill(pids["handlers[1]"]["pid"], signal.SIGKILL)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "partition handlers[1] died" in err
-    aggs, counts, incomplete = live_tables(pq.read_table(run_dir / "market_windows.parquet"))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "partition handlers[1] died: killed by SIGKILL" in err, err[-3000:]
+
+    table = pq.read_table(run_dir / "market_windows.parquet")
+    aggs, counts, incomplete = live_tables(table)
     want_aggs, want_counts = _sequential(data)
-    kept = counts.column("window").to_pylist()
-    assert len(kept) >= 3 and incomplete == 0 and len(kept) < want_counts.num_rows
-    assert counts.equals(want_counts.slice(0, len(kept)))
-    want = want_aggs.filter(pc.is_in(want_aggs.column("window"), counts.column("window")))
-    assert aggs.equals(want)
+    windows = counts.column("window").to_pylist()
+    assert windows == want_counts.column("window").to_pylist()  # none missing
+    ends = _ends_by_window(table)
+    assert all(sorted(e["leader_or_source"] for e in ends[w]) == [0, 1] for w in windows)
+    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
+    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    assert all(e["missing_sources"] == 0b10 for w in windows[len(complete):] for e in ends[w])
+    done = pa.array(complete, pa.int64())
+    assert counts.filter(pc.is_in(counts.column("window"), done)).equals(want_counts.slice(0, len(complete)))
+    assert aggs.filter(pc.is_in(aggs.column("window"), done)).equals(
+        want_aggs.filter(pc.is_in(want_aggs.column("window"), done)))
+
+    market = json.loads(report.read_text())["market"]
+    assert (market["windows"], market["complete"], market["incomplete"], market["missing_sources"]) == \
+           (len(windows), len(complete), len(windows) - len(complete), 0b10)
+    live = TestClient(create_app(FinishedRunSource(run_dir))).get("/api/v1/market", params={"windows": 60}).json()
+    shown = {w["window"]: (w["complete"], w["missing_sources"]) for w in live["windows"]}
+    assert shown == {w: (w in complete, 0 if w in complete else 0b10) for w in windows[-60:]}

@@ -100,7 +100,7 @@ typedef struct omdp_chan_stats {
     uint64_t too_big;    /* outputs: records larger than max_message, skipped */
     uint64_t bad_frames; /* inputs: frames too short, of unknown route or not tiled by records */
     uint32_t ended;      /* EOS sent / received */
-    uint32_t reserved;
+    uint32_t peer_gone;  /* the other side's partition died (omdp_partition_peer_gone) */
 } omdp_chan_stats_t;
 /* cdef: end */
 
@@ -123,6 +123,10 @@ int omdp_partition_run(omdp_partition_t *p);
 
 /* Any thread. */
 void omdp_partition_request_stop(omdp_partition_t *p, int level);
+/* The partition at the other end of input or output `index` died (the supervisor says so).
+ * An input is drained of the frames its sender committed, then counts as ended (no EOS
+ * comes); an output drops what is sent to it (counted in drops) and sends no EOS. */
+int omdp_partition_peer_gone(omdp_partition_t *p, int output, uint32_t index);
 void omdp_partition_stats(const omdp_partition_t *p, omdp_partition_stats_t *out);
 int omdp_partition_op_stats(const omdp_partition_t *p, uint32_t op, omdp_op_stats_t *out);
 int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t index, omdp_chan_stats_t *out);

@@ -53,6 +53,7 @@ typedef struct in_chan {
     uint32_t n_routes;
     _Atomic uint64_t frames, bytes, bad_frames;
     _Atomic uint32_t ended_seen;
+    _Atomic uint32_t peer_gone; /* its sender died: drain what it committed, then ended */
 } in_chan_t;
 
 typedef struct out_chan {
@@ -63,6 +64,7 @@ typedef struct out_chan {
     uint32_t max_message;
     _Atomic uint64_t frames, bytes, full_waits, drops, too_big, bad_batches;
     _Atomic uint32_t ended_sent;
+    _Atomic uint32_t peer_gone; /* its receiver died: frames are dropped (counted), no EOS */
 } out_chan_t;
 
 struct omdp_partition {
@@ -358,12 +360,19 @@ static int deliver(omdp_partition_t *p, uint32_t op, uint32_t port, const uint8_
     return o->vt->process_batch(o->state, port, records, nbytes, &o->em);
 }
 
+#define FRAME_DROPPED 1 /* put_frame: the frame was dropped and counted, not sent */
+
 static int put_frame(omdp_partition_t *p, out_chan_t *o, uint32_t route, uint32_t flags, const uint8_t *body,
                      uint32_t len, int may_drop)
 {
     omdp_frame_header_t h = {route, flags};
     uint32_t spins = 0;
     for (;;) {
+        if (atomic_load_explicit(&o->peer_gone, memory_order_acquire)) {
+            if (!(flags & OMDP_FRAME_EOS))
+                omdp_counter_add(&o->drops, 1);
+            return FRAME_DROPPED;
+        }
         int r = o->ops.try_put(o->ctx, (const uint8_t *)&h, OMDP_FRAME_HEADER_SIZE, body, len);
         if (r == OMDP_OK)
             return OMDP_OK;
@@ -371,7 +380,7 @@ static int put_frame(omdp_partition_t *p, out_chan_t *o, uint32_t route, uint32_
             return r;
         if (may_drop && o->drop_when_full) {
             omdp_counter_add(&o->drops, 1);
-            return OMDP_OK;
+            return FRAME_DROPPED;
         }
         if (atomic_load_explicit(&p->stop, memory_order_acquire) >= OMDP_STOP_NOW)
             return OMDP_ERR_STOPPED;
@@ -388,7 +397,7 @@ static int send_chunk(omdp_partition_t *p, out_chan_t *o, uint32_t route, const 
         omdp_counter_add(&o->bytes, len);
         omdp_counter_add(&p->frames_out, 1);
     }
-    return r;
+    return r == FRAME_DROPPED ? OMDP_OK : r;
 }
 
 /* One batch into one channel: as one frame when it fits, else split at record boundaries.
@@ -510,7 +519,8 @@ static int finish(omdp_partition_t *p)
         int r = put_frame(p, &p->outs[i], OMDP_ROUTE_NONE, OMDP_FRAME_EOS, NULL, 0, 0);
         if (r < 0)
             return fail(p, r, "%s %u", "sending end of stream on output", i);
-        atomic_store_explicit(&p->outs[i].ended_sent, 1, memory_order_relaxed);
+        if (r == OMDP_OK)
+            atomic_store_explicit(&p->outs[i].ended_sent, 1, memory_order_relaxed);
     }
     return OMDP_OK;
 }
@@ -577,7 +587,14 @@ int omdp_partition_run(omdp_partition_t *p)
                 n_ended++;
                 continue;
             }
+            /* read before the poll: a sender declared dead had committed all it ever will */
+            int gone = atomic_load_explicit(&p->ins[i].peer_gone, memory_order_acquire);
             int r = pump_input(p, i);
+            if (gone && (r == 0 || r == OMDP_ERR_PEER_GONE)) { /* drained: its stream ends here, without EOS */
+                p->ins[i].ended = 1;
+                omdp_counter_add(&p->inputs_ended, 1);
+                continue;
+            }
             if (r < 0) {
                 rc = fail(p, r, "%s %u", "input channel", i);
                 goto out;
@@ -615,6 +632,14 @@ void omdp_partition_request_stop(omdp_partition_t *p, int level)
     while (level > cur &&
            !atomic_compare_exchange_weak_explicit(&p->stop, &cur, level, memory_order_release, memory_order_relaxed))
         ;
+}
+
+int omdp_partition_peer_gone(omdp_partition_t *p, int output, uint32_t index)
+{
+    if (output ? index >= p->n_out : index >= p->n_in)
+        return OMDP_ERR_STATE;
+    atomic_store_explicit(output ? &p->outs[index].peer_gone : &p->ins[index].peer_gone, 1, memory_order_release);
+    return OMDP_OK;
 }
 
 void omdp_partition_stats(const omdp_partition_t *p, omdp_partition_stats_t *out)
@@ -658,6 +683,7 @@ int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t in
         out->too_big = READ(c->too_big);
         out->bad_frames = READ(c->bad_batches);
         out->ended = READ(c->ended_sent);
+        out->peer_gone = READ(c->peer_gone);
     } else {
         if (index >= p->n_in)
             return OMDP_ERR_STATE;
@@ -666,6 +692,7 @@ int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t in
         out->bytes = READ(c->bytes);
         out->bad_frames = READ(c->bad_frames);
         out->ended = READ(c->ended_seen);
+        out->peer_gone = READ(c->peer_gone);
     }
     return OMDP_OK;
 }
