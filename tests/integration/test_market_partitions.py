@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,10 +23,8 @@ from fastapi.testclient import TestClient
 
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
-from ops.market.window_table import live_tables, merge_partials
-from ops.spark.backtest.backtest_job import plan_day
-from ops.spark.common.data_layout import DataLayout
-from ops.spark.market.market_job import LineSpec, line_tables, run_line
+from ops.market.window_table import live_tables
+from market_support import market_run_command, sequential_windows
 from pipeline_support import CAPTURE_DATE, make_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,18 +33,11 @@ WINDOW_MS = 100
 
 
 def _command(data: Path, rate: str) -> list[str]:
-    return [sys.executable, "-P", "-m", "ops.cli.main", "run", "opra_market_partitions", "--data", str(data),
-            "--capture-date", CAPTURE_DATE, "--rate", rate, "--no-loop", "-q",
-            "--set", f"operators.ms.params.window_ms={WINDOW_MS}", "--set", f"operators.msink.params.window_ms={WINDOW_MS}",
-            # a handler partition may lag the other by seconds of event time on a loaded host: the
-            # leaders hold 64 windows (6.4 s) before forcing the oldest out incomplete
-            "--set", "operators.mm.params.pending=64", "--set", "operators.mm.params.capacity=16384"]
+    return market_run_command("opra_market_partitions", data, CAPTURE_DATE, rate, WINDOW_MS)
 
 
-def _sequential(data: Path):
-    plan = plan_day(DataLayout(data), CAPTURE_DATE, 1)
-    return merge_partials([line_tables(run_line(LineSpec(CAPTURE_DATE, lf, plan.routes, WINDOW_MS, 100))["partial"])
-                           for lf in plan.lines], WINDOW_MS)
+def _sequential(data: Path) -> tuple[pa.Table, pa.Table]:
+    return sequential_windows(data, CAPTURE_DATE, WINDOW_MS)
 
 
 @pytest.fixture(scope="module")
