@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -23,6 +25,7 @@ from fastapi.testclient import TestClient
 
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
+from ops.dashboard.serve import start_dashboard
 from ops.market.window_table import live_tables
 from market_support import market_run_command, sequential_windows
 from pipeline_support import CAPTURE_DATE, make_capture
@@ -30,6 +33,7 @@ from pipeline_support import CAPTURE_DATE, make_capture
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 WINDOW_MS = 100
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _command(data: Path, rate: str) -> list[str]:
@@ -78,7 +82,7 @@ def _ends_by_window(table) -> dict[int, list[dict]]:
     return out
 
 
-def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data: Path) -> None:
+def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data: Path, tmp_path: Path) -> None:
     """handlers[1] killed by SIGKILL once the leaders ended three windows: the run goes on
     without it (on_death = "continue") and fails, naming it; every window of the capture is
     in the file, those handlers[1] had passed complete and equal to the sequential windows,
@@ -123,3 +127,18 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
     live = TestClient(create_app(FinishedRunSource(run_dir))).get("/api/v1/market", params={"windows": 60}).json()
     shown = {w["window"]: (w["complete"], w["missing_sources"]) for w in live["windows"]}
     assert shown == {w: (w in complete, 0 if w in complete else 0b10) for w in windows[-60:]}
+    if CHROMIUM:  # the dashboard's market panel in a real browser: the newest five windows, each marked
+        rows = _market_panel_rows(run_dir, tmp_path)
+        assert len(rows) == 5 and all("(incomplete: source 1 missing)" in r for r in rows[:len(windows) - len(complete)])
+        assert not any("incomplete" in r for r in rows[len(windows) - len(complete):])
+
+
+def _market_panel_rows(run_dir: Path, tmp_path: Path) -> list[str]:
+    """The text of each row of the dashboard's market table, as headless Chromium shows it."""
+    with start_dashboard(run_dir, port=0) as server:
+        r = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", "--dump-dom",
+                            server.url], capture_output=True, timeout=90, check=False, cwd=tmp_path, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    body = r.stdout.split('id="market-table"', 1)[1].split("</tbody>", 1)[0]
+    return [re.sub(r"<[^>]+>", " ", row) for row in body.split("<tr>")[2:]]
