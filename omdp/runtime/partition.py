@@ -67,6 +67,7 @@ class Partition:
         try:
             self._make_operators(registry, run_dir)
             self._wire()
+            self._peer_gone_hooks()
         except BaseException:
             self.close()
             raise
@@ -130,6 +131,19 @@ class Partition:
                     b, bp = self._port(t, False)
                     self._check(lib.omdp_partition_connect_in(self.ptr, self.input_index[cid], r.route, b, bp),
                                 f"route {ch.name} r{r.route} to {t}")
+
+    def _peer_gone_hooks(self) -> None:
+        """Native operators that want to hear of an upstream partition's death (a market
+        leader: which sources died) get a hook on each input from such a partition."""
+        for cid in self.spec.inputs:
+            upstream = self.plan.partition(self.plan.channels[cid].upstream)
+            gone = [(self.plan.operators[n].kind, self.plan.operators[n].replica) for n in upstream.operators]
+            for name, made in self.natives.items():
+                hook = made.peer_gone_hook(gone)
+                if hook is not None:
+                    self._check(lib.omdp_partition_on_peer_gone(self.ptr, self.input_index[cid], self.index[name],
+                                                                hook[0], hook[1]),
+                                f"peer-gone hook of {name} on {self.plan.channels[cid].name}")
 
     def set_input(self, channel_id: int, ops: Any, ctx: Any) -> None:
         """Attach the receiving end of channel ``channel_id`` (C ``omdp_chan_in_ops_t *`` and context)."""

@@ -121,6 +121,9 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
     assert aggs.filter(pc.is_in(aggs.column("window"), done)).equals(
         want_aggs.filter(pc.is_in(want_aggs.column("window"), done)))
 
+    # the leaders heard of the death (its source no longer held windows back) and forced none out
+    leaders = {n: o for p in report_partitions(str(run_dir)) for n, o in p.items() if n.startswith("mm[")}
+    assert all((o["sources_gone"], o["forced"], o["stale"]) == (1, 0, 0) for o in leaders.values()), leaders
     market = json.loads(report.read_text())["market"]
     assert (market["windows"], market["complete"], market["incomplete"], market["missing_sources"]) == \
            (len(windows), len(complete), len(windows) - len(complete), 0b10)

@@ -92,6 +92,10 @@ typedef struct omdp_op_stats {
     uint64_t bytes_out;
 } omdp_op_stats_t;
 
+/* Told, in the loop thread, that an input's sender died and all it committed was read:
+ * `note` is what the operator asked to be handed (omdp_partition_on_peer_gone); it may emit. */
+typedef int (*omdp_peer_gone_fn)(void *state, uint64_t note, const omdp_emitter_t *emitter);
+
 typedef struct omdp_chan_stats {
     uint64_t frames;     /* data frames sent / received */
     uint64_t bytes;      /* record bytes (frame headers excluded) */
@@ -116,6 +120,9 @@ int omdp_partition_set_input(omdp_partition_t *p, uint32_t in, const omdp_chan_i
 int omdp_partition_set_output(omdp_partition_t *p, uint32_t out, const omdp_chan_out_ops_t *ops, void *ctx,
                               uint32_t max_message, int drop_when_full);
 int omdp_partition_set_order(omdp_partition_t *p, const uint32_t *order, uint32_t n);
+/* When input `in`'s sender dies (omdp_partition_peer_gone) and the input is drained, call
+ * fn(state of operator `op`, note) before the loop goes on. */
+int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note);
 
 /* The loop. OMDP_OK when it ended normally, OMDP_ERR_STOPPED on a hard stop, or the
  * negative error that failed it. Callable once. */

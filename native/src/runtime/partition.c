@@ -44,6 +44,12 @@ typedef struct op_slot {
     _Atomic uint64_t batches_in, bytes_in, batches_out, bytes_out;
 } op_slot_t;
 
+typedef struct gone_hook {
+    uint32_t op;
+    omdp_peer_gone_fn fn;
+    uint64_t note;
+} gone_hook_t;
+
 typedef struct in_chan {
     omdp_chan_in_ops_t ops;
     void *ctx;
@@ -54,6 +60,8 @@ typedef struct in_chan {
     _Atomic uint64_t frames, bytes, bad_frames;
     _Atomic uint32_t ended_seen;
     _Atomic uint32_t peer_gone; /* its sender died: drain what it committed, then ended */
+    gone_hook_t *hooks;         /* called once it is drained after its sender died */
+    uint32_t n_hooks;
 } in_chan_t;
 
 typedef struct out_chan {
@@ -299,6 +307,41 @@ int omdp_partition_connect_in(omdp_partition_t *p, uint32_t in, uint32_t route, 
         c->n_routes = route + 1;
     }
     return add_target(&c->routes[route], (target_t){TO_OP, dst_op, dst_port});
+}
+
+int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note)
+{
+    if (atomic_load(&p->state) != OMDP_PSTATE_SETUP)
+        return setup_error(p, "peer-gone hook after start (input %u)", in, 0);
+    if (in >= p->n_in)
+        return setup_error(p, "input channel %u out of range (%u inputs)", in, p->n_in);
+    if (op >= p->n_ops || !fn)
+        return setup_error(p, "peer-gone hook: operator %u out of range (%u operators) or no function", op, p->n_ops);
+    in_chan_t *c = &p->ins[in];
+    gone_hook_t *n = realloc(c->hooks, (size_t)(c->n_hooks + 1) * sizeof *n);
+    if (!n)
+        return OMDP_ERR_NOMEM;
+    n[c->n_hooks++] = (gone_hook_t){op, fn, note};
+    c->hooks = n;
+    return OMDP_OK;
+}
+
+/* Input i's sender died and everything it committed was read: the input ends, and the
+ * operators that asked are told (they may emit). */
+static int end_gone_input(omdp_partition_t *p, uint32_t i)
+{
+    in_chan_t *c = &p->ins[i];
+    c->ended = 1;
+    omdp_counter_add(&p->inputs_ended, 1);
+    for (uint32_t k = 0; k < c->n_hooks; k++) {
+        op_slot_t *o = &p->ops[c->hooks[k].op];
+        if (!o->vt)
+            continue;
+        int r = c->hooks[k].fn(o->state, c->hooks[k].note, &o->em);
+        if (r < 0)
+            return fail(p, r, "peer-gone hook of %s operator %u", o->vt->kind, c->hooks[k].op);
+    }
+    return OMDP_OK;
 }
 
 int omdp_partition_set_input(omdp_partition_t *p, uint32_t in, const omdp_chan_in_ops_t *ops, void *ctx)
@@ -591,8 +634,9 @@ int omdp_partition_run(omdp_partition_t *p)
             int gone = atomic_load_explicit(&p->ins[i].peer_gone, memory_order_acquire);
             int r = pump_input(p, i);
             if (gone && (r == 0 || r == OMDP_ERR_PEER_GONE)) { /* drained: its stream ends here, without EOS */
-                p->ins[i].ended = 1;
-                omdp_counter_add(&p->inputs_ended, 1);
+                if ((rc = end_gone_input(p, i)) < 0)
+                    goto out;
+                progressed = 1;
                 continue;
             }
             if (r < 0) {
@@ -730,6 +774,7 @@ void omdp_partition_free(omdp_partition_t *p)
             for (uint32_t k = 0; k < p->ins[i].n_routes; k++)
                 free(p->ins[i].routes[k].t);
             free(p->ins[i].routes);
+            free(p->ins[i].hooks);
         }
     }
     free(p->ops);
