@@ -68,6 +68,8 @@ class Partition:
             self._make_operators(registry, run_dir)
             self._wire()
             self._peer_gone_hooks()
+            # the run goes on past a death: a peer that left is no failure, the supervisor's word follows
+            self._check(lib.omdp_partition_await_word(self.ptr, int(plan.run.on_death == "continue")), "await_word")
         except BaseException:
             self.close()
             raise

@@ -120,6 +120,10 @@ int omdp_partition_set_input(omdp_partition_t *p, uint32_t in, const omdp_chan_i
 int omdp_partition_set_output(omdp_partition_t *p, uint32_t out, const omdp_chan_out_ops_t *ops, void *ctx,
                               uint32_t max_message, int drop_when_full);
 int omdp_partition_set_order(omdp_partition_t *p, const uint32_t *order, uint32_t n);
+/* on: a channel whose peer left without end of stream (a closed socket, a mirrored ring's
+ * link) is no failure: the loop waits for omdp_partition_peer_gone (the supervisor's word
+ * with [run] on_death = "continue") and goes on from there; a hard stop still leaves. */
+int omdp_partition_await_word(omdp_partition_t *p, int on);
 /* When input `in`'s sender dies (omdp_partition_peer_gone) and the input is drained, call
  * fn(state of operator `op`, note) before the loop goes on. */
 int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note);

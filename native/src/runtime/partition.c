@@ -55,6 +55,7 @@ typedef struct in_chan {
     void *ctx;
     int set;
     int ended; /* loop thread only */
+    int left;  /* loop thread only: its sender left without EOS; awaiting the supervisor's word */
     target_list_t *routes;
     uint32_t n_routes;
     _Atomic uint64_t frames, bytes, bad_frames;
@@ -78,6 +79,7 @@ typedef struct out_chan {
 struct omdp_partition {
     uint32_t n_ops, n_in, n_out;
     int wait;
+    int await_word; /* a peer leaving without EOS waits for omdp_partition_peer_gone, no failure */
     op_slot_t *ops;
     in_chan_t *ins;
     out_chan_t *outs;
@@ -309,6 +311,14 @@ int omdp_partition_connect_in(omdp_partition_t *p, uint32_t in, uint32_t route, 
     return add_target(&c->routes[route], (target_t){TO_OP, dst_op, dst_port});
 }
 
+int omdp_partition_await_word(omdp_partition_t *p, int on)
+{
+    if (atomic_load(&p->state) != OMDP_PSTATE_SETUP)
+        return setup_error(p, "await_word after start", 0, 0);
+    p->await_word = on != 0;
+    return OMDP_OK;
+}
+
 int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note)
 {
     if (atomic_load(&p->state) != OMDP_PSTATE_SETUP)
@@ -419,7 +429,7 @@ static int put_frame(omdp_partition_t *p, out_chan_t *o, uint32_t route, uint32_
         int r = o->ops.try_put(o->ctx, (const uint8_t *)&h, OMDP_FRAME_HEADER_SIZE, body, len);
         if (r == OMDP_OK)
             return OMDP_OK;
-        if (r < 0)
+        if (r < 0 && !(r == OMDP_ERR_PEER_GONE && p->await_word))
             return r;
         if (may_drop && o->drop_when_full) {
             omdp_counter_add(&o->drops, 1);
@@ -632,11 +642,15 @@ int omdp_partition_run(omdp_partition_t *p)
             }
             /* read before the poll: a sender declared dead had committed all it ever will */
             int gone = atomic_load_explicit(&p->ins[i].peer_gone, memory_order_acquire);
-            int r = pump_input(p, i);
+            int r = p->ins[i].left ? 0 : pump_input(p, i);
             if (gone && (r == 0 || r == OMDP_ERR_PEER_GONE)) { /* drained: its stream ends here, without EOS */
                 if ((rc = end_gone_input(p, i)) < 0)
                     goto out;
                 progressed = 1;
+                continue;
+            }
+            if (r == OMDP_ERR_PEER_GONE && p->await_word) { /* drained and left: the word will come */
+                p->ins[i].left = 1;
                 continue;
             }
             if (r < 0) {
