@@ -127,6 +127,8 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
     market = json.loads(report.read_text())["market"]
     assert (market["windows"], market["complete"], market["incomplete"], market["missing_sources"]) == \
            (len(windows), len(complete), len(windows) - len(complete), 0b10)
+    assert (f"market windows: {len(windows):,} ({len(complete):,} complete, {len(windows) - len(complete):,} "
+            "incomplete, sources missing 0x2)") in out
     live = TestClient(create_app(FinishedRunSource(run_dir))).get("/api/v1/market", params={"windows": 60}).json()
     shown = {w["window"]: (w["complete"], w["missing_sources"]) for w in live["windows"]}
     assert shown == {w: (w in complete, 0 if w in complete else 0b10) for w in windows[-60:]}
