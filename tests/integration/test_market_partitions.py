@@ -17,6 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -26,6 +27,8 @@ from fastapi.testclient import TestClient
 from ops.dashboard.app import create_app
 from ops.dashboard.finished_source import FinishedRunSource
 from ops.dashboard.serve import start_dashboard
+from ops.market.oracle import leader_of
+from ops.market.records import DIMS
 from ops.market.window_table import live_tables
 from market_support import market_run_command, sequential_windows
 from pipeline_support import CAPTURE_DATE, make_capture
@@ -91,16 +94,7 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
     report = data / "killed.json"
     proc = subprocess.Popen([*_command(data, "0.5x"), "--json", str(report)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.monotonic() + 120  # a hang guard: the kill waits for the leaders' third window
-    run_dir = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        new = set(data.glob("runs/*/*")) - before
-        live = next(iter(new)) / "market_live.json" if new else None
-        if live is not None and live.is_file() and len(json.loads(live.read_text())["windows"]) >= 3:
-            run_dir = live.parent
-            break
-        time.sleep(0.05)
-    assert run_dir is not None, "the leaders never ended three windows"
+    run_dir = _wait_for_windows(proc, data, before, 3)
     pids = json.loads((run_dir / "processes.json").read_text())
     os.kill(pids["handlers[1]"]["pid"], signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
@@ -136,6 +130,57 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
         rows = _market_panel_rows(run_dir, tmp_path)
         assert len(rows) == 5 and all("(incomplete: source 1 missing)" in r for r in rows[:len(windows) - len(complete)])
         assert not any("incomplete" in r for r in rows[len(windows) - len(complete):])
+
+
+def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path) -> None:
+    """leaders[1] killed once three windows are out: the handlers drop what they send it,
+    the sink's input from it ends, and the sink gives every window leaders[1] never ended an
+    END for it, incomplete - so every window of the capture is in the file, those before the
+    death complete and exact, the later ones incomplete and exact for leader 0's keys."""
+    before = set(data.glob("runs/*/*"))
+    proc = subprocess.Popen(_command(data, "0.5x"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    run_dir = _wait_for_windows(proc, data, before, 3)
+    os.kill(json.loads((run_dir / "processes.json").read_text())["leaders[1]"]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "partition leaders[1] died: killed by SIGKILL" in err, err[-3000:]
+
+    table = pq.read_table(run_dir / "market_windows.parquet")
+    aggs, counts, incomplete = live_tables(table)
+    want_aggs, want_counts = _sequential(data)
+    windows = counts.column("window").to_pylist()
+    assert windows == want_counts.column("window").to_pylist()  # none missing
+    ends = _ends_by_window(table)
+    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
+    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    for w in windows[len(complete):]:
+        assert sorted((e["leader_or_source"], e["incomplete"]) for e in ends[w]) == [(0, False), (1, True)]
+    done = pa.array(complete, pa.int64())
+    assert aggs.filter(pc.is_in(aggs.column("window"), done)).equals(
+        want_aggs.filter(pc.is_in(want_aggs.column("window"), done)))
+    # after the death: exactly leader 0's keys, exact
+    later = pa.array(windows[len(complete):], pa.int64())
+    want_later = want_aggs.filter(pc.is_in(want_aggs.column("window"), later))
+    dims = np.array([DIMS.index(d) for d in want_later.column("dim").to_pylist()])
+    keys = want_later.column("key").to_numpy()
+    mine = np.zeros(len(keys), dtype=bool)
+    for d in range(len(DIMS)):
+        mine[dims == d] = leader_of(d, keys[dims == d], 2) == 0
+    assert aggs.filter(pc.is_in(aggs.column("window"), later)).equals(want_later.filter(pa.array(mine)))
+    report = [p for p in report_partitions(str(run_dir)) if "msink" in p]
+    assert report[0]["msink"]["leader_lost"] == len(windows) - len(complete)
+
+
+def _wait_for_windows(proc: subprocess.Popen, data: Path, before: set[Path], n: int) -> Path:
+    """The new run's directory once the sink has shown ``n`` windows (a hang guard of 120 s)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        new = set(data.glob("runs/*/*")) - before
+        live = next(iter(new)) / "market_live.json" if new else None
+        if live is not None and live.is_file() and len(json.loads(live.read_text())["windows"]) >= n:
+            return live.parent
+        time.sleep(0.05)
+    raise AssertionError(f"the leaders never ended {n} windows")
 
 
 def _market_panel_rows(run_dir: Path, tmp_path: Path) -> list[str]:

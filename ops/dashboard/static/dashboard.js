@@ -427,7 +427,8 @@ async function refreshMarket() {
   $("#market-table tbody").replaceChildren(...m.windows.map((w) => {
     const tr = document.createElement("tr");
     const cells = [
-      clock(w.start_ms * 1e6) + (w.complete ? "" : ` (incomplete: source ${missingSources(w.missing_sources)} missing)`),
+      clock(w.start_ms * 1e6) + (w.complete ? "" : ` (incomplete: ${w.missing_sources
+        ? `source ${missingSources(w.missing_sources)}` : "a leader"} missing)`),
       w.messages.toLocaleString(),
       w.top_underlyings.slice(0, 5).map((u) => `${u.underlying} (${u.messages})`).join(", "),
       w.exchanges.map((e) => `${e.exchange} ${(100 * e.quote_share).toFixed(0)}%`).join(" "),
