@@ -132,7 +132,7 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
         assert not any("incomplete" in r for r in rows[len(windows) - len(complete):])
 
 
-def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path) -> None:
+def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path, tmp_path: Path) -> None:
     """leaders[1] killed once three windows are out: the handlers drop what they send it,
     the sink's input from it ends, and the sink gives every window leaders[1] never ended an
     END for it, incomplete - so every window of the capture is in the file, those before the
@@ -169,6 +169,9 @@ def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path
     assert aggs.filter(pc.is_in(aggs.column("window"), later)).equals(want_later.filter(pa.array(mine)))
     report = [p for p in report_partitions(str(run_dir)) if "msink" in p]
     assert report[0]["msink"]["leader_lost"] == len(windows) - len(complete)
+    if CHROMIUM:
+        rows = _market_panel_rows(run_dir, tmp_path)
+        assert len(rows) == 5 and all("(incomplete: a leader missing)" in r for r in rows[:len(windows) - len(complete)])
 
 
 def _wait_for_windows(proc: subprocess.Popen, data: Path, before: set[Path], n: int) -> Path:
