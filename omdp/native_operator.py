@@ -30,6 +30,13 @@ class NativeOperator:
         once the C operator has closed. Default: nothing; subclasses that hold more
         override it."""
 
+    def peer_gone_hook(self, gone: list[tuple[str, int]]) -> tuple[Any, int] | None:
+        """What the partition loop calls when an input from another partition died and is
+        drained (``omdp_partition_on_peer_gone``); ``gone``: the (kind, replica) of each
+        operator of that partition. A C ``omdp_peer_gone_fn`` and the note it is handed, or
+        None (the default: the input simply ends)."""
+        return None
+
     def counters(self) -> dict[str, int | str]:
         """What the Python side counts beside the C operator's own counters (a thread it
         runs, say), merged into the operator's entry of the run report. Default: nothing."""

@@ -16,6 +16,8 @@ assumes one host.
                             {"cmd": "start"}                         run the loop
                             {"cmd": "stop"}                          sources stop, queues drain
                             {"cmd": "stop-now"}                      leave at once
+                            {"cmd": "peers-gone", "partition": NAME, "inputs": [ids], "outputs": [ids]}
+                                                                     NAME died: these channels end there
 
 A partition whose stdin reaches end of file (its supervisor is gone) stops at once.
 """

@@ -67,6 +67,9 @@ class Partition:
         try:
             self._make_operators(registry, run_dir)
             self._wire()
+            self._peer_gone_hooks()
+            # the run goes on past a death: a peer that left is no failure, the supervisor's word follows
+            self._check(lib.omdp_partition_await_word(self.ptr, int(plan.run.on_death == "continue")), "await_word")
         except BaseException:
             self.close()
             raise
@@ -131,6 +134,19 @@ class Partition:
                     self._check(lib.omdp_partition_connect_in(self.ptr, self.input_index[cid], r.route, b, bp),
                                 f"route {ch.name} r{r.route} to {t}")
 
+    def _peer_gone_hooks(self) -> None:
+        """Native operators that want to hear of an upstream partition's death (a market
+        leader: which sources died) get a hook on each input from such a partition."""
+        for cid in self.spec.inputs:
+            upstream = self.plan.partition(self.plan.channels[cid].upstream)
+            gone = [(self.plan.operators[n].kind, self.plan.operators[n].replica) for n in upstream.operators]
+            for name, made in self.natives.items():
+                hook = made.peer_gone_hook(gone)
+                if hook is not None:
+                    self._check(lib.omdp_partition_on_peer_gone(self.ptr, self.input_index[cid], self.index[name],
+                                                                hook[0], hook[1]),
+                                f"peer-gone hook of {name} on {self.plan.channels[cid].name}")
+
     def set_input(self, channel_id: int, ops: Any, ctx: Any) -> None:
         """Attach the receiving end of channel ``channel_id`` (C ``omdp_chan_in_ops_t *`` and context)."""
         self._keep += [ops, ctx]
@@ -189,6 +205,16 @@ class Partition:
         """Any thread: stop the sources (queues then drain), or with ``hard`` leave now."""
         lib.omdp_partition_request_stop(self.ptr, lib.OMDP_STOP_NOW if hard else lib.OMDP_STOP_SOURCES)
 
+    def peers_gone(self, inputs: list[int], outputs: list[int]) -> None:
+        """Any thread: the partitions at the other end of these channels (plan channel ids)
+        died. The loop drains what each input's sender had committed and then counts the
+        input ended; what goes to such an output is dropped and counted (docs/operators.md
+        "When a partition dies")."""
+        for is_out, ids, index in ((0, inputs, self.input_index), (1, outputs, self.output_index)):
+            for cid in ids:
+                if cid in index:
+                    lib.omdp_partition_peer_gone(self.ptr, is_out, index[cid])
+
     def stats(self) -> dict[str, Any]:
         """Loop counters (any thread)."""
         s = ffi.new("omdp_partition_stats_t *")
@@ -209,7 +235,7 @@ class Partition:
                 lib.omdp_partition_chan_stats(self.ptr, is_out, k, c)
                 out[self.plan.channels[cid].name] = {"frames": c.frames, "bytes": c.bytes, "full_waits": c.full_waits,
                                                      "drops": c.drops, "too_big": c.too_big, "bad_frames": c.bad_frames,
-                                                     "ended": c.ended}
+                                                     "ended": c.ended, "peer_gone": c.peer_gone}
         return out
 
     def op_stats(self) -> dict[str, dict[str, int]]:

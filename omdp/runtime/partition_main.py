@@ -192,6 +192,11 @@ class PartitionProcess:
                     if m.get("cmd") in ("stop", "stop-now"):
                         log.info("command %s", m["cmd"])
                         self.partition.request_stop(hard=m["cmd"] == "stop-now")
+                    elif m.get("cmd") == "peers-gone":
+                        log.info("partition %s died: its channels here end (inputs %s, outputs %s)",
+                                 m.get("partition"), m.get("inputs"), m.get("outputs"))
+                        self.partition.peers_gone([int(c) for c in m.get("inputs") or []],
+                                                  [int(c) for c in m.get("outputs") or []])
 
     def run(self) -> int:
         """Run the loop with the control thread beside it; report how it ended."""

@@ -13,8 +13,14 @@ drain that overruns ``drain_timeout_s``, stops everything at once.
 
 A partition that dies (non-zero exit, a ``failed`` report, or silence beyond
 ``heartbeat_timeout_s``) fails the run: the supervisor reports its exit status and the
-last lines of its log, stops the others and returns a failed result. Whatever happens, it
-waits for every child, kills those that overstay, and removes the run's shared memory.
+last lines of its log, stops the others and returns a failed result. With
+``run.on_death = "continue"`` the others go on instead: each is told which of its channels
+led to or from the dead partition (``peers-gone``: an input drains what the dead sender
+committed and then counts as ended, an output drops what it is given), so the run drains to
+its normal end and its sinks write everything the survivors saw (the market leaders mark
+the windows the dead partition never passed incomplete); the run still fails, naming every
+death. Whatever happens, it waits for every child, kills those that overstay, and removes
+the run's shared memory.
 
 The run directory gets plan.json first, processes.json (pid, host, CPUs and log of each
 partition) once they started (and hosts.json: the namespace hosts' keepers), clocks.json before the loops start, run.json (status, the
@@ -174,6 +180,7 @@ class Supervisor:
         self._sel = selectors.DefaultSelector()
         self.hosts = HostLaunchers(plan, self.run_dir / "logs", self._env())
         self.clocks: dict[str, Any] | None = None
+        self.deaths: dict[str, str] = {}  # with run.on_death = "continue": each dead partition, its failure
 
     # ---- processes ----------------------------------------------------------------------
 
@@ -281,12 +288,12 @@ class Supervisor:
     def _dead(self, expected_stop: bool, running: bool = True) -> _Child | None:
         """The child that died, failed or (once ``running``: heartbeats flow) fell silent, if
         any; which one when several did: ``stopping_child``."""
-        cause = stopping_child(self.children, expected_stop)
+        cause = stopping_child([c for c in self.children if c.spec.name not in self.deaths], expected_stop)
         if cause is not None:
             return cause
         now = time.monotonic()
         for c in self.children:
-            if running and c.alive and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
+            if running and c.alive and c.spec.name not in self.deaths and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
                 c.error = f"no heartbeat for {now - c.last_seen:.1f} s"
                 c.proc.kill()
                 c.proc.wait()
@@ -359,6 +366,8 @@ class Supervisor:
                 self._send(c, cmd="start")
             self.echo(f"run {self.run_id}: running")
             status = self._watch(duration)
+            if self.deaths:
+                failure = "\n".join(self.deaths.values())
         except _Interrupted:
             status = "stopped-hard"
             self.echo(f"run {self.run_id}: interrupted while starting; stopping now")
@@ -449,8 +458,11 @@ class Supervisor:
         while any(c.alive for c in self.children):
             self._pump(0.1)
             dead = self._dead(expected_stop=hard_at is not None)
-            if dead:
+            if dead and run.on_death == "stop":
                 raise _Abort(self._failure(dead))
+            if dead:
+                self._go_on_without(dead)
+                continue
             now = time.monotonic()
             finished = stop_at is None and self._groups_ended(run.stop_after)
             by_stop_after = by_stop_after or (finished and not self._signals)
@@ -473,10 +485,25 @@ class Supervisor:
             return "stopped-hard"
         return "stopped" if stop_at is not None and not by_stop_after else "ended"
 
+    def _go_on_without(self, dead: _Child) -> None:
+        """``run.on_death = "continue"``: record ``dead``'s failure and tell every other
+        partition which of its channels led to or from it, so that they drain to their end."""
+        self.deaths[dead.spec.name] = self._failure(dead)
+        self.echo(f"run {self.run_id}: partition {dead.spec.name} died ({exit_description(dead.proc.returncode)}); "
+                  "the others go on without it (run.on_death = continue)")
+        for c in self.children:
+            if c is dead:
+                continue
+            inputs = [cid for cid in c.spec.inputs if self.plan.channels[cid].upstream == dead.spec.name]
+            outputs = [cid for cid in c.spec.outputs if self.plan.channels[cid].downstream == dead.spec.name]
+            if inputs or outputs:
+                self._send(c, cmd="peers-gone", partition=dead.spec.name, inputs=inputs, outputs=outputs)
+
     def _groups_ended(self, groups: list[str]) -> bool:
-        """True when ``groups`` is not empty and every partition of those groups ended normally."""
+        """True when ``groups`` is not empty and every partition of those groups ended
+        normally (or died, when the run goes on without the dead)."""
         mine = [c for c in self.children if c.spec.group in groups]
-        return bool(mine) and all(c.proc.returncode == EXIT_ENDED for c in mine)
+        return bool(mine) and all(c.proc.returncode == EXIT_ENDED or c.spec.name in self.deaths for c in mine)
 
     def _hard_stop(self) -> None:
         """Stop every child still alive: stop-now, then SIGKILL after kill_timeout_s."""

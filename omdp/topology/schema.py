@@ -135,6 +135,9 @@ class RunSettings(_Strict):
         description="partition groups whose end stops the run: once every partition of these groups has ended, "
                     "the others are told to stop (sources stop, queues drain), e.g. a replayer's partitions",
     )
+    on_death: Literal["stop", "continue"] = Field(
+        "stop", description="when a partition dies: stop (every other partition stops at once) or continue (the others "
+                            "are told which of their channels led to it and go on to their end; the run still fails)")
     clock_pings: int = Field(64, ge=0, le=100000,
                              description="round trips per host to estimate its clock offset (best one kept; 0: none)")
     clock_reference: str | None = Field(

@@ -137,6 +137,14 @@ class Network:
                 q.clear()
         self.stats[partition].close()
 
+    def gone(self, partition: int) -> None:
+        """The leaders learn that ``partition`` died (after all it had queued was delivered,
+        as a partition loop drains a dead sender's ring first)."""
+        for leader, op in enumerate(self.merges):
+            rc = lib.omdp_market_merge_gone(op.state, 1 << partition, self._cb_merge, ffi.NULL)
+            if rc != 0:
+                raise RuntimeError(f"market_merge[{leader}] gone: {rc}")
+
     def finish(self) -> np.ndarray:
         """End every live partition's stream (its open windows, its DONE), deliver
         everything, end the leaders; every window record the leaders emitted."""

@@ -9,7 +9,8 @@
 """
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -70,10 +71,26 @@ def _stats(p: MarketStatsParams, ctx: OperatorContext) -> NativeOperator:
         "mode": MODES[p.mode], "source": ctx.replica, "multiplier": p.multiplier, "out_records": p.out_records}))
 
 
+@dataclass(frozen=True)
+class MarketMergeOperator(NativeOperator):
+    """market_merge, which hears of a handler partition's death: the market_stats replicas
+    in it are its dead sources (their windows go out incomplete once the others pass them)."""
+
+    sources: int = 1
+
+    def peer_gone_hook(self, gone: list[tuple[str, int]]) -> tuple[Any, int] | None:
+        """omdp_market_merge_peer_gone with the bitmap of the dead sources, if any."""
+        bits = 0
+        for kind, replica in gone:
+            if kind == "market_stats" and replica < self.sources:
+                bits |= 1 << replica
+        return (ffi.addressof(lib, "omdp_market_merge_peer_gone"), bits) if bits else None
+
+
 def _merge(p: MarketMergeParams, ctx: OperatorContext) -> NativeOperator:
-    return NativeOperator(lib.omdp_market_merge_vtable(), ffi.new("omdp_market_merge_params_t *", {
+    return MarketMergeOperator(lib.omdp_market_merge_vtable(), ffi.new("omdp_market_merge_params_t *", {
         "sources": p.sources, "capacity": p.capacity, "pending": p.pending, "leader": ctx.replica,
-        "out_records": p.out_records}))
+        "out_records": p.out_records}), sources=p.sources)
 
 
 def register_market(registry: Registry, opra_msg: str) -> None:

@@ -87,7 +87,7 @@ class MarketSink(Operator):
         self.open: dict[int, list[np.ndarray]] = defaultdict(list)
         self.ends: dict[int, list[np.void]] = defaultdict(list)
         self.live: list[dict[str, Any]] = []
-        self.records = self.windows = self.incomplete = self.foreign = 0
+        self.records = self.windows = self.incomplete = self.foreign = self.leader_lost = 0
 
     def process_batch(self, records: np.ndarray, port: str) -> None:
         """Copy the batch; summarize the windows it completes."""
@@ -113,8 +113,27 @@ class MarketSink(Operator):
                               json.dumps({"window_ms": self.p.window_ms, "windows": self.live}))
 
     def end_of_stream(self) -> None:
-        """Write market_windows.parquet (empty when no window came)."""
+        """Write market_windows.parquet (empty when no window came), after marking any
+        window some leader never ended."""
+        self._end_unended()
         self._write()
+
+    def _end_unended(self) -> None:
+        """Every leader ends every window that had messages, so a window without some
+        leader's END at the end of the stream lost that leader (its partition died and the
+        run went on without it: ``[run] on_death = "continue"``). It gets an END per missing
+        leader, incomplete and naming no source, so the window says it is short."""
+        for w in sorted(self.ends.keys() | self.open.keys()):
+            have = {int(e["source"]) for e in self.ends.get(w, [])}
+            lost = [leader for leader in range(self.p.leaders) if leader not in have]
+            recs = np.zeros(len(lost), MARKET_DTYPE)
+            recs["hdr"]["type"], recs["hdr"]["length"] = RT_MARKET, MARKET_DTYPE.itemsize
+            recs["kind"], recs["window"], recs["source"], recs["dim"] = END, w, lost, 1
+            self.parts.append(recs)
+            self.leader_lost += len(lost)
+            self.open[w].append(recs[:0])
+            self.ends[w].extend(recs)
+            self._show(w)
 
     def stopped_early(self) -> None:
         """The run stopped hard (a partition died): market_windows.parquet with the windows
@@ -131,6 +150,7 @@ class MarketSink(Operator):
         write_parquet_atomic(windows_table(recs, self.p.window_ms), Path(self.ctx.run_dir) / WINDOWS_FILE)
 
     def counters(self) -> dict[str, int]:
-        """Records and windows seen, incomplete windows, records of another type."""
+        """Records and windows seen, incomplete windows, records of another type, ENDs
+        written for a leader that never ended its window."""
         return {"records": self.records, "windows": self.windows, "incomplete": self.incomplete,
-                "foreign": self.foreign}
+                "foreign": self.foreign, "leader_lost": self.leader_lost}

@@ -3,46 +3,48 @@
 in partitions of their own, vega-shm between them). The merged windows equal, key for key,
 the sequential computation over the same capture (the feed handler's own rules offline,
 every line in one pass: ops.market.window_table), every window ended by both leaders and
-complete. A handler partition killed mid-run fails the run, and the windows the leaders
-ended before it stay in market_windows.parquet, each exact."""
+complete. A handler partition killed mid-run fails the run, but the others go on to the
+end of the capture: the windows it had passed are exact, every later one is marked
+incomplete naming it, none is missing."""
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fastapi.testclient import TestClient
 
-from ops.market.window_table import live_tables, merge_partials
-from ops.spark.backtest.backtest_job import plan_day
-from ops.spark.common.data_layout import DataLayout
-from ops.spark.market.market_job import LineSpec, line_tables, run_line
+from ops.dashboard.app import create_app
+from ops.dashboard.finished_source import FinishedRunSource
+from ops.dashboard.serve import start_dashboard
+from ops.market.oracle import leader_of
+from ops.market.records import DIMS
+from ops.market.window_table import live_tables
+from market_support import market_run_command, sequential_windows
 from pipeline_support import CAPTURE_DATE, make_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 WINDOW_MS = 100
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _command(data: Path, rate: str) -> list[str]:
-    return [sys.executable, "-P", "-m", "ops.cli.main", "run", "opra_market_partitions", "--data", str(data),
-            "--capture-date", CAPTURE_DATE, "--rate", rate, "--no-loop", "-q",
-            "--set", f"operators.ms.params.window_ms={WINDOW_MS}", "--set", f"operators.msink.params.window_ms={WINDOW_MS}",
-            # a handler partition may lag the other by seconds of event time on a loaded host: the
-            # leaders hold 64 windows (6.4 s) before forcing the oldest out incomplete
-            "--set", "operators.mm.params.pending=64", "--set", "operators.mm.params.capacity=16384"]
+    return market_run_command("opra_market_partitions", data, CAPTURE_DATE, rate, WINDOW_MS)
 
 
-def _sequential(data: Path):
-    plan = plan_day(DataLayout(data), CAPTURE_DATE, 1)
-    return merge_partials([line_tables(run_line(LineSpec(CAPTURE_DATE, lf, plan.routes, WINDOW_MS, 100))["partial"])
-                           for lf in plan.lines], WINDOW_MS)
+def _sequential(data: Path) -> tuple[pa.Table, pa.Table]:
+    return sequential_windows(data, CAPTURE_DATE, WINDOW_MS)
 
 
 @pytest.fixture(scope="module")
@@ -76,27 +78,120 @@ def report_partitions(run_dir: str) -> list[dict]:
     return [(p["report"] or {}).get("operators", {}) for p in run["partitions"].values()]
 
 
-def test_a_killed_handler_partition_leaves_exact_windows_before_it(data: Path) -> None:
+def _ends_by_window(table) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for e in table.filter(pc.equal(table.column("kind"), "end")).to_pylist():
+        out.setdefault(e["window"], []).append(e)
+    return out
+
+
+def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data: Path, tmp_path: Path) -> None:
+    """handlers[1] killed by SIGKILL once the leaders ended three windows: the run goes on
+    without it (on_death = "continue") and fails, naming it; every window of the capture is
+    in the file, those handlers[1] had passed complete and equal to the sequential windows,
+    every later one incomplete with source 1 missing - in the file, the run's JSON, the API."""
     before = set(data.glob("runs/*/*"))
-    proc = subprocess.Popen(_command(data, "0.5x"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.monotonic() + 120  # a hang guard: the kill waits for the leaders' third window
-    run_dir = None
+    report = data / "killed.json"
+    proc = subprocess.Popen([*_command(data, "0.5x"), "--json", str(report)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    run_dir = _wait_for_windows(proc, data, before, 3)
+    pids = json.loads((run_dir / "processes.json").read_text())
+    os.kill(pids["handlers[1]"]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "partition handlers[1] died: killed by SIGKILL" in err, err[-3000:]
+
+    table = pq.read_table(run_dir / "market_windows.parquet")
+    aggs, counts, incomplete = live_tables(table)
+    want_aggs, want_counts = _sequential(data)
+    windows = counts.column("window").to_pylist()
+    assert windows == want_counts.column("window").to_pylist()  # none missing
+    ends = _ends_by_window(table)
+    assert all(sorted(e["leader_or_source"] for e in ends[w]) == [0, 1] for w in windows)
+    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
+    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    assert all(e["missing_sources"] == 0b10 for w in windows[len(complete):] for e in ends[w])
+    done = pa.array(complete, pa.int64())
+    assert counts.filter(pc.is_in(counts.column("window"), done)).equals(want_counts.slice(0, len(complete)))
+    assert aggs.filter(pc.is_in(aggs.column("window"), done)).equals(
+        want_aggs.filter(pc.is_in(want_aggs.column("window"), done)))
+
+    # the leaders heard of the death (its source no longer held windows back) and forced none out
+    leaders = {n: o for p in report_partitions(str(run_dir)) for n, o in p.items() if n.startswith("mm[")}
+    assert all((o["sources_gone"], o["forced"], o["stale"]) == (1, 0, 0) for o in leaders.values()), leaders
+    market = json.loads(report.read_text())["market"]
+    assert (market["windows"], market["complete"], market["incomplete"], market["missing_sources"]) == \
+           (len(windows), len(complete), len(windows) - len(complete), 0b10)
+    assert (f"market windows: {len(windows):,} ({len(complete):,} complete, {len(windows) - len(complete):,} "
+            "incomplete, sources missing 0x2)") in out
+    live = TestClient(create_app(FinishedRunSource(run_dir))).get("/api/v1/market", params={"windows": 60}).json()
+    shown = {w["window"]: (w["complete"], w["missing_sources"]) for w in live["windows"]}
+    assert shown == {w: (w in complete, 0 if w in complete else 0b10) for w in windows[-60:]}
+    if CHROMIUM:  # the dashboard's market panel in a real browser: the newest five windows, each marked
+        rows = _market_panel_rows(run_dir, tmp_path)
+        assert len(rows) == 5 and all("(incomplete: source 1 missing)" in r for r in rows[:len(windows) - len(complete)])
+        assert not any("incomplete" in r for r in rows[len(windows) - len(complete):])
+
+
+def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path, tmp_path: Path) -> None:
+    """leaders[1] killed once three windows are out: the handlers drop what they send it,
+    the sink's input from it ends, and the sink gives every window leaders[1] never ended an
+    END for it, incomplete - so every window of the capture is in the file, those before the
+    death complete and exact, the later ones incomplete and exact for leader 0's keys."""
+    before = set(data.glob("runs/*/*"))
+    proc = subprocess.Popen(_command(data, "0.5x"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    run_dir = _wait_for_windows(proc, data, before, 3)
+    os.kill(json.loads((run_dir / "processes.json").read_text())["leaders[1]"]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "partition leaders[1] died: killed by SIGKILL" in err, err[-3000:]
+
+    table = pq.read_table(run_dir / "market_windows.parquet")
+    aggs, counts, incomplete = live_tables(table)
+    want_aggs, want_counts = _sequential(data)
+    windows = counts.column("window").to_pylist()
+    assert windows == want_counts.column("window").to_pylist()  # none missing
+    ends = _ends_by_window(table)
+    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
+    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    for w in windows[len(complete):]:
+        assert sorted((e["leader_or_source"], e["incomplete"]) for e in ends[w]) == [(0, False), (1, True)]
+    done = pa.array(complete, pa.int64())
+    assert aggs.filter(pc.is_in(aggs.column("window"), done)).equals(
+        want_aggs.filter(pc.is_in(want_aggs.column("window"), done)))
+    # after the death: exactly leader 0's keys, exact
+    later = pa.array(windows[len(complete):], pa.int64())
+    want_later = want_aggs.filter(pc.is_in(want_aggs.column("window"), later))
+    dims = np.array([DIMS.index(d) for d in want_later.column("dim").to_pylist()])
+    keys = want_later.column("key").to_numpy()
+    mine = np.zeros(len(keys), dtype=bool)
+    for d in range(len(DIMS)):
+        mine[dims == d] = leader_of(d, keys[dims == d], 2) == 0
+    assert aggs.filter(pc.is_in(aggs.column("window"), later)).equals(want_later.filter(pa.array(mine)))
+    report = [p for p in report_partitions(str(run_dir)) if "msink" in p]
+    assert report[0]["msink"]["leader_lost"] == len(windows) - len(complete)
+    if CHROMIUM:
+        rows = _market_panel_rows(run_dir, tmp_path)
+        assert len(rows) == 5 and all("(incomplete: a leader missing)" in r for r in rows[:len(windows) - len(complete)])
+
+
+def _wait_for_windows(proc: subprocess.Popen, data: Path, before: set[Path], n: int) -> Path:
+    """The new run's directory once the sink has shown ``n`` windows (a hang guard of 120 s)."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         new = set(data.glob("runs/*/*")) - before
         live = next(iter(new)) / "market_live.json" if new else None
-        if live is not None and live.is_file() and len(json.loads(live.read_text())["windows"]) >= 3:
-            run_dir = live.parent
-            break
+        if live is not None and live.is_file() and len(json.loads(live.read_text())["windows"]) >= n:
+            return live.parent
         time.sleep(0.05)
-    assert run_dir is not None, "the leaders never ended three windows"
-    pids = json.loads((run_dir / "processes.json").read_text())
-    os.kill(pids["handlers[1]"]["pid"], signal.SIGKILL)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "partition handlers[1] died" in err
-    aggs, counts, incomplete = live_tables(pq.read_table(run_dir / "market_windows.parquet"))
-    want_aggs, want_counts = _sequential(data)
-    kept = counts.column("window").to_pylist()
-    assert len(kept) >= 3 and incomplete == 0 and len(kept) < want_counts.num_rows
-    assert counts.equals(want_counts.slice(0, len(kept)))
-    want = want_aggs.filter(pc.is_in(want_aggs.column("window"), counts.column("window")))
-    assert aggs.equals(want)
+    raise AssertionError(f"the leaders never ended {n} windows")
+
+
+def _market_panel_rows(run_dir: Path, tmp_path: Path) -> list[str]:
+    """The text of each row of the dashboard's market table, as headless Chromium shows it."""
+    with start_dashboard(run_dir, port=0) as server:
+        r = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", "--dump-dom",
+                            server.url], capture_output=True, timeout=90, check=False, cwd=tmp_path, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    body = r.stdout.split('id="market-table"', 1)[1].split("</tbody>", 1)[0]
+    return [re.sub(r"<[^>]+>", " ", row) for row in body.split("<tr>")[2:]]

@@ -172,6 +172,39 @@ def test_killed_partition_fails_the_run_and_leaves_nothing(tmp_path: Path) -> No
     assert_nothing_left(run_dir)
 
 
+@pytest.mark.full  # a whole `omdp run` of four partitions, about 5 s of sources
+def test_with_on_death_continue_the_others_run_to_their_end(tmp_path: Path) -> None:
+    """run.on_death = "continue": mid killed while the sources run; src and snk go on to the
+    sources' end. What src sends mid over vega-shm is dropped and counted, snk's tcp input
+    from mid (its socket closed before the supervisor's word came) ends after what mid had
+    sent, c's path to snk stays exact, and the run fails naming mid."""
+    slow = ("operators.a.params.rate=4000.0", "operators.b.params.rate=600.0", "operators.c.params.rate=2000.0")
+    proc = omdp_run(tmp_path, *[a for s in (*slow, 'run.on_death="continue"') for a in ("--set", s)])
+    run_dir = run_dir_of(tmp_path)
+    wait_running(proc, run_dir)
+    pids = json.loads((run_dir / "processes.json").read_text())
+    os.kill(pids["mid"]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "partition mid died: killed by SIGKILL" in err
+    assert "the others go on without it (run.on_death = continue)" in err
+    result = json.loads(out)
+    parts = result["partitions"]
+    assert result["status"] == "failed" and {n: parts[n]["state"] for n in ("src", "src2", "snk")} == \
+           {"src": "ended", "src2": "ended", "snk": "ended"}
+    ops = operators(result)
+    assert {s: ops[s]["records"] for s in SOURCES} == {"a": 20000, "b": 3000, "c": 10000}
+    to_mid = parts["src"]["report"]["channels"]["src->mid"]
+    assert to_mid["peer_gone"] == 1 and to_mid["drops"] > 0 and to_mid["ended"] == 0
+    from_mid = parts["snk"]["report"]["channels"]["mid->snk"]
+    assert from_mid["peer_gone"] == 1 and from_mid["ended"] == 0
+    from_src2 = parts["snk"]["report"]["channels"]["src2->snk"]
+    assert from_src2["ended"] == 1 and from_src2["frames"] == parts["src2"]["report"]["channels"]["src2->snk"]["frames"]
+    sink = ops["sink"]
+    assert sink["sources"] == 3 and sink["bad_check"] == sink["bad_record"] == sink["out_of_order"] == 0
+    assert 10000 < sink["records"] < 33000  # all of c, and of a and b what mid passed on before it died
+    assert_nothing_left(run_dir)
+
+
 @pytest.mark.full  # `omdp plan` and `omdp run` in fresh interpreters
 def test_cpu_out_of_range_is_refused_at_run_time_only(tmp_path: Path) -> None:
     setting = ("--set", "partitions.snk.cpus=[4096]")

@@ -21,9 +21,11 @@ BATCH = 500
 
 
 def _run(msgs: np.ndarray, partitions: int, cfg: MarketConfig, mode: str, kill: tuple[int, int] | None = None,
-         seed: int = 0) -> Network:
+         seed: int = 0, tell: bool = False) -> Network:
     """Every message to the partition of its line, batch by batch; the leaders hear the
-    queued deltas in a seeded random order after each step. ``kill`` = (partition, at batch)."""
+    queued deltas in a seeded random order after each step. ``kill`` = (partition, at batch);
+    ``tell``: the leaders then learn of it (as a partition loop tells them once it drained
+    the dead partition's ring)."""
     net = Network(cfg, partitions, mode=mode, seed=seed)
     part = msgs["line"] % partitions
     for i, start in enumerate(range(0, len(msgs), BATCH)):
@@ -32,6 +34,8 @@ def _run(msgs: np.ndarray, partitions: int, cfg: MarketConfig, mode: str, kill: 
             if kill and k == kill[0] and i >= kill[1]:
                 if i == kill[1]:
                     net.kill(k)
+                    if tell:
+                        net.gone(k)
                 continue
             net.feed(k, msgs[sl][part[sl] == k])
         net.deliver()
@@ -99,6 +103,30 @@ def test_a_dead_partition_leaves_its_windows_incomplete_never_short(mode: str) -
     assert max(complete) < min(incomplete)
     assert all(ends[w]["messages"] < counts[w] for w in incomplete)  # short, and saying so
     net.close()
+
+
+@pytest.mark.parametrize("mode", ["shared", "route"])
+def test_leaders_told_of_a_death_emit_the_later_windows_as_the_others_pass_them(mode: str) -> None:
+    """Without word of the death the leaders hold every later window (64 may wait) until
+    their end; told, they emit each one incomplete, naming the dead partition, once the
+    living partitions pass it. The windows at the end are the same either way."""
+    msgs = zipf_stream(40_000, 1.0, step_us=60.0)
+    cfg = MarketConfig(leaders=2, window_ms=250, pending=64)
+    before, after = {}, {}
+    for tell in (False, True):
+        net = _run(msgs, 3, cfg, mode, kill=(1, 40), tell=tell)
+        before[tell] = window_rows(np.concatenate(net.windows))[1] if net.windows else {}
+        after[tell] = window_rows(net.finish())
+        assert sum(m.counters()["sources_gone"] for m in net.merges) == (2 if tell else 0)
+        net.close()
+    assert after[False] == after[True]
+    ends = after[True][1]
+    complete = {w for w, e in ends.items() if not e["incomplete"]}
+    assert complete and set(before[False]) == complete and all(e["leaders"] == 2 for e in before[False].values())
+    later = set(before[True]) - complete
+    # every later window but the living partitions' open ones (lateness 1: two) is out, incomplete
+    assert len(later) == len(ends) - len(complete) - 2 > 3
+    assert all(before[True][w]["missing"] == 0b010 and before[True][w]["leaders"] == 2 for w in later)
 
 
 def test_a_full_table_counts_every_update_it_drops() -> None:

@@ -250,6 +250,48 @@ def test_stop_requests() -> None:
         x.close()
 
 
+def test_an_input_whose_sender_died_ends_after_what_it_committed() -> None:
+    plan = plan_of({"a": {"kind": "seq_source", "params": {"count": 1}}, "sink": {"kind": "seq_sink"}},
+                   {"up": {"operators": ["a"]}, "down": {"operators": ["sink"]}}, [("a.out", "sink.in")], mutex=False)
+    down = Partition(plan, "down", REG)
+    tx, rx = vega_local_pair(plan.channels[0].spec)
+    down.set_input(0, lib.omdp_chan_vega_in_ops(), rx.c_handle)
+    recs = np.zeros(6, dtype=seq_record_dtype(80))
+    recs["hdr"]["type"], recs["hdr"]["length"], recs["seq"] = lib.OMDP_RT_SEQ, 80, np.arange(6)
+    recs["check"] = seq_check(np.zeros(6, dtype=np.uint64), recs["seq"])
+    for k in range(3):  # three frames, then the sender is gone: no end of stream
+        assert tx.put(struct.pack("<II", 0, 0) + recs[2 * k:2 * k + 2].tobytes(), timeout=1.0)
+    down.peers_gone([0], [])
+    assert down.run() == "ended"
+    ch = down.channel_stats()["up->down"]
+    assert (ch["frames"], ch["ended"], ch["peer_gone"]) == (3, 0, 1) and down.stats()["inputs_ended"] == 1
+    rep = down.operator_report()["sink"]
+    assert rep["records"] == 6 and rep["gaps"] == rep["bad_record"] == 0
+    for x in (down, tx, rx):
+        x.close()
+
+
+def test_an_output_whose_receiver_died_drops_and_counts() -> None:
+    plan = plan_of({"a": {"kind": "seq_source", "params": {"count": 500, "batch": 1}}, "sink": {"kind": "seq_sink"}},
+                   {"up": {"operators": ["a"]}, "down": {"operators": ["sink"]}}, [("a.out", "sink.in")],
+                   queue_size=4, mutex=False)
+    parts, ends = linked(plan)
+    up = parts["up"]
+    t = threading.Thread(target=up.run)
+    t.start()
+    deadline = time.monotonic() + 60  # a hang guard only: nobody reads, the ring fills
+    while up.channel_stats()["up->down"]["full_waits"] == 0:
+        assert time.monotonic() < deadline, up.channel_stats()
+        time.sleep(0.001)
+    up.peers_gone([], [0])
+    t.join(timeout=30)
+    assert not t.is_alive() and up.stats()["state"] == "ended"
+    ch = up.channel_stats()["up->down"]
+    assert ch["frames"] == 4 and ch["frames"] + ch["drops"] == 500 and (ch["ended"], ch["peer_gone"]) == (0, 1)
+    for x in [*parts.values(), *ends]:
+        x.close()
+
+
 def test_python_exception_fails_the_partition_with_the_operator_named() -> None:
     plan = plan_of({"a": {"kind": "seq_source", "params": {"count": 10}}, "x": {"kind": "exploder"},
                     "sink": {"kind": "seq_sink"}},

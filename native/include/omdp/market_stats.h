@@ -123,6 +123,11 @@ int omdp_market_stats_feed(void *state, const uint8_t *records, uint32_t nbytes,
 int omdp_market_stats_finish(void *state, omdp_market_out_fn out, void *ctx);
 int omdp_market_merge_feed(void *state, const uint8_t *records, uint32_t nbytes, omdp_market_out_fn out, void *ctx);
 int omdp_market_merge_finish(void *state, omdp_market_out_fn out, void *ctx);
+/* Sources (a bitmap) whose partitions died, everything they sent merged: they hold no window
+ * back any more; each window they had not passed is emitted incomplete, naming them, once
+ * the other sources pass it. The second form is the partition loop's peer-gone hook. */
+int omdp_market_merge_gone(void *state, uint64_t sources, omdp_market_out_fn out, void *ctx);
+int omdp_market_merge_peer_gone(void *state, uint64_t sources, const omdp_emitter_t *em);
 const omdp_operator_vtable_t *omdp_market_stats_vtable(void);
 const omdp_operator_vtable_t *omdp_market_merge_vtable(void);
 

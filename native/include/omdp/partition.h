@@ -92,6 +92,10 @@ typedef struct omdp_op_stats {
     uint64_t bytes_out;
 } omdp_op_stats_t;
 
+/* Told, in the loop thread, that an input's sender died and all it committed was read:
+ * `note` is what the operator asked to be handed (omdp_partition_on_peer_gone); it may emit. */
+typedef int (*omdp_peer_gone_fn)(void *state, uint64_t note, const omdp_emitter_t *emitter);
+
 typedef struct omdp_chan_stats {
     uint64_t frames;     /* data frames sent / received */
     uint64_t bytes;      /* record bytes (frame headers excluded) */
@@ -100,7 +104,7 @@ typedef struct omdp_chan_stats {
     uint64_t too_big;    /* outputs: records larger than max_message, skipped */
     uint64_t bad_frames; /* inputs: frames too short, of unknown route or not tiled by records */
     uint32_t ended;      /* EOS sent / received */
-    uint32_t reserved;
+    uint32_t peer_gone;  /* the other side's partition died (omdp_partition_peer_gone) */
 } omdp_chan_stats_t;
 /* cdef: end */
 
@@ -116,6 +120,13 @@ int omdp_partition_set_input(omdp_partition_t *p, uint32_t in, const omdp_chan_i
 int omdp_partition_set_output(omdp_partition_t *p, uint32_t out, const omdp_chan_out_ops_t *ops, void *ctx,
                               uint32_t max_message, int drop_when_full);
 int omdp_partition_set_order(omdp_partition_t *p, const uint32_t *order, uint32_t n);
+/* on: a channel whose peer left without end of stream (a closed socket, a mirrored ring's
+ * link) is no failure: the loop waits for omdp_partition_peer_gone (the supervisor's word
+ * with [run] on_death = "continue") and goes on from there; a hard stop still leaves. */
+int omdp_partition_await_word(omdp_partition_t *p, int on);
+/* When input `in`'s sender dies (omdp_partition_peer_gone) and the input is drained, call
+ * fn(state of operator `op`, note) before the loop goes on. */
+int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note);
 
 /* The loop. OMDP_OK when it ended normally, OMDP_ERR_STOPPED on a hard stop, or the
  * negative error that failed it. Callable once. */
@@ -123,6 +134,10 @@ int omdp_partition_run(omdp_partition_t *p);
 
 /* Any thread. */
 void omdp_partition_request_stop(omdp_partition_t *p, int level);
+/* The partition at the other end of input or output `index` died (the supervisor says so).
+ * An input is drained of the frames its sender committed, then counts as ended (no EOS
+ * comes); an output drops what is sent to it (counted in drops) and sends no EOS. */
+int omdp_partition_peer_gone(omdp_partition_t *p, int output, uint32_t index);
 void omdp_partition_stats(const omdp_partition_t *p, omdp_partition_stats_t *out);
 int omdp_partition_op_stats(const omdp_partition_t *p, uint32_t op, omdp_op_stats_t *out);
 int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t index, omdp_chan_stats_t *out);

@@ -2,7 +2,9 @@
  * source sends for its keys (sums and max, in any order) and emits a window - its AGG
  * records, then an END - once every source's watermark has passed it; when a source has
  * not (it died, or the leader must make room, or its inputs ended), the END says
- * incomplete and names the sources missing. docs/market_stats.md. */
+ * incomplete and names the sources missing. A source whose partition died (its channel
+ * drained: omdp_market_merge_peer_gone) no longer holds windows back: every window it had
+ * not passed goes out incomplete as soon as the others pass it. docs/market_stats.md. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,7 @@ typedef struct merge_state {
     pending_t *pend;
     int64_t wm[OMDP_MKT_MAX_SOURCES]; /* each source's watermark; -1 before its first MARK */
     uint64_t done;                    /* bitmap: sources that ended cleanly */
+    uint64_t gone;                    /* bitmap: sources whose partition died, all they sent read */
     int64_t last_emitted;             /* -1 before the first window */
     mkt_outbox_t ob;
     uint64_t c_deltas, c_marks, c_windows, c_incomplete, c_forced, c_stale, c_mismatch, c_overflow, c_late, c_bad;
@@ -134,7 +137,7 @@ static int emit_ready(merge_state_t *s, omdp_market_out_fn out, void *ctx)
         if (!o)
             return OMDP_OK;
         for (uint32_t i = 0; i < s->p.sources; i++)
-            if (!(s->done >> i & 1) && (s->wm[i] < 0 || (uint64_t)s->wm[i] < o->window))
+            if (!((s->done | s->gone) >> i & 1) && (s->wm[i] < 0 || (uint64_t)s->wm[i] < o->window))
                 return OMDP_OK;
         int r = emit_window(s, o, out, ctx);
         if (r < 0)
@@ -264,6 +267,20 @@ int omdp_market_merge_finish(void *state, omdp_market_out_fn out, void *ctx)
     return mkt_outbox_flush(&s->ob, out, ctx);
 }
 
+int omdp_market_merge_gone(void *state, uint64_t sources, omdp_market_out_fn out, void *ctx)
+{
+    merge_state_t *s = state;
+    uint64_t mine = s->p.sources >= 64 ? UINT64_MAX : (1ULL << s->p.sources) - 1;
+    s->gone |= sources & mine;
+    int r = emit_ready(s, out, ctx);
+    return r < 0 ? r : mkt_outbox_flush(&s->ob, out, ctx);
+}
+
+int omdp_market_merge_peer_gone(void *state, uint64_t sources, const omdp_emitter_t *em)
+{
+    return omdp_market_merge_gone(state, sources, mkt_via_emit, (void *)em);
+}
+
 static int merge_process(void *state, uint32_t in_port, const uint8_t *records, uint32_t nbytes,
                          const omdp_emitter_t *em)
 {
@@ -282,7 +299,7 @@ static uint32_t merge_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"deltas", s->c_deltas},     {"marks", s->c_marks},   {"windows", s->c_windows},
         {"incomplete", s->c_incomplete}, {"forced", s->c_forced}, {"stale", s->c_stale},
         {"mismatch", s->c_mismatch}, {"overflow", s->c_overflow}, {"late_at_end", s->c_late},
-        {"bad", s->c_bad},
+        {"bad", s->c_bad}, {"sources_gone", (uint64_t)__builtin_popcountll(s->gone)},
     };
     return mkt_counters(c, sizeof c / sizeof c[0], out, max);
 }

@@ -44,15 +44,25 @@ typedef struct op_slot {
     _Atomic uint64_t batches_in, bytes_in, batches_out, bytes_out;
 } op_slot_t;
 
+typedef struct gone_hook {
+    uint32_t op;
+    omdp_peer_gone_fn fn;
+    uint64_t note;
+} gone_hook_t;
+
 typedef struct in_chan {
     omdp_chan_in_ops_t ops;
     void *ctx;
     int set;
     int ended; /* loop thread only */
+    int left;  /* loop thread only: its sender left without EOS; awaiting the supervisor's word */
     target_list_t *routes;
     uint32_t n_routes;
     _Atomic uint64_t frames, bytes, bad_frames;
     _Atomic uint32_t ended_seen;
+    _Atomic uint32_t peer_gone; /* its sender died: drain what it committed, then ended */
+    gone_hook_t *hooks;         /* called once it is drained after its sender died */
+    uint32_t n_hooks;
 } in_chan_t;
 
 typedef struct out_chan {
@@ -63,11 +73,13 @@ typedef struct out_chan {
     uint32_t max_message;
     _Atomic uint64_t frames, bytes, full_waits, drops, too_big, bad_batches;
     _Atomic uint32_t ended_sent;
+    _Atomic uint32_t peer_gone; /* its receiver died: frames are dropped (counted), no EOS */
 } out_chan_t;
 
 struct omdp_partition {
     uint32_t n_ops, n_in, n_out;
     int wait;
+    int await_word; /* a peer leaving without EOS waits for omdp_partition_peer_gone, no failure */
     op_slot_t *ops;
     in_chan_t *ins;
     out_chan_t *outs;
@@ -299,6 +311,49 @@ int omdp_partition_connect_in(omdp_partition_t *p, uint32_t in, uint32_t route, 
     return add_target(&c->routes[route], (target_t){TO_OP, dst_op, dst_port});
 }
 
+int omdp_partition_await_word(omdp_partition_t *p, int on)
+{
+    if (atomic_load(&p->state) != OMDP_PSTATE_SETUP)
+        return setup_error(p, "await_word after start", 0, 0);
+    p->await_word = on != 0;
+    return OMDP_OK;
+}
+
+int omdp_partition_on_peer_gone(omdp_partition_t *p, uint32_t in, uint32_t op, omdp_peer_gone_fn fn, uint64_t note)
+{
+    if (atomic_load(&p->state) != OMDP_PSTATE_SETUP)
+        return setup_error(p, "peer-gone hook after start (input %u)", in, 0);
+    if (in >= p->n_in)
+        return setup_error(p, "input channel %u out of range (%u inputs)", in, p->n_in);
+    if (op >= p->n_ops || !fn)
+        return setup_error(p, "peer-gone hook: operator %u out of range (%u operators) or no function", op, p->n_ops);
+    in_chan_t *c = &p->ins[in];
+    gone_hook_t *n = realloc(c->hooks, (size_t)(c->n_hooks + 1) * sizeof *n);
+    if (!n)
+        return OMDP_ERR_NOMEM;
+    n[c->n_hooks++] = (gone_hook_t){op, fn, note};
+    c->hooks = n;
+    return OMDP_OK;
+}
+
+/* Input i's sender died and everything it committed was read: the input ends, and the
+ * operators that asked are told (they may emit). */
+static int end_gone_input(omdp_partition_t *p, uint32_t i)
+{
+    in_chan_t *c = &p->ins[i];
+    c->ended = 1;
+    omdp_counter_add(&p->inputs_ended, 1);
+    for (uint32_t k = 0; k < c->n_hooks; k++) {
+        op_slot_t *o = &p->ops[c->hooks[k].op];
+        if (!o->vt)
+            continue;
+        int r = c->hooks[k].fn(o->state, c->hooks[k].note, &o->em);
+        if (r < 0)
+            return fail(p, r, "peer-gone hook of %s operator %u", o->vt->kind, c->hooks[k].op);
+    }
+    return OMDP_OK;
+}
+
 int omdp_partition_set_input(omdp_partition_t *p, uint32_t in, const omdp_chan_in_ops_t *ops, void *ctx)
 {
     if (in >= p->n_in)
@@ -358,20 +413,27 @@ static int deliver(omdp_partition_t *p, uint32_t op, uint32_t port, const uint8_
     return o->vt->process_batch(o->state, port, records, nbytes, &o->em);
 }
 
+#define FRAME_DROPPED 1 /* put_frame: the frame was dropped and counted, not sent */
+
 static int put_frame(omdp_partition_t *p, out_chan_t *o, uint32_t route, uint32_t flags, const uint8_t *body,
                      uint32_t len, int may_drop)
 {
     omdp_frame_header_t h = {route, flags};
     uint32_t spins = 0;
     for (;;) {
+        if (atomic_load_explicit(&o->peer_gone, memory_order_acquire)) {
+            if (!(flags & OMDP_FRAME_EOS))
+                omdp_counter_add(&o->drops, 1);
+            return FRAME_DROPPED;
+        }
         int r = o->ops.try_put(o->ctx, (const uint8_t *)&h, OMDP_FRAME_HEADER_SIZE, body, len);
         if (r == OMDP_OK)
             return OMDP_OK;
-        if (r < 0)
+        if (r < 0 && !(r == OMDP_ERR_PEER_GONE && p->await_word))
             return r;
         if (may_drop && o->drop_when_full) {
             omdp_counter_add(&o->drops, 1);
-            return OMDP_OK;
+            return FRAME_DROPPED;
         }
         if (atomic_load_explicit(&p->stop, memory_order_acquire) >= OMDP_STOP_NOW)
             return OMDP_ERR_STOPPED;
@@ -388,7 +450,7 @@ static int send_chunk(omdp_partition_t *p, out_chan_t *o, uint32_t route, const 
         omdp_counter_add(&o->bytes, len);
         omdp_counter_add(&p->frames_out, 1);
     }
-    return r;
+    return r == FRAME_DROPPED ? OMDP_OK : r;
 }
 
 /* One batch into one channel: as one frame when it fits, else split at record boundaries.
@@ -510,7 +572,8 @@ static int finish(omdp_partition_t *p)
         int r = put_frame(p, &p->outs[i], OMDP_ROUTE_NONE, OMDP_FRAME_EOS, NULL, 0, 0);
         if (r < 0)
             return fail(p, r, "%s %u", "sending end of stream on output", i);
-        atomic_store_explicit(&p->outs[i].ended_sent, 1, memory_order_relaxed);
+        if (r == OMDP_OK)
+            atomic_store_explicit(&p->outs[i].ended_sent, 1, memory_order_relaxed);
     }
     return OMDP_OK;
 }
@@ -577,7 +640,19 @@ int omdp_partition_run(omdp_partition_t *p)
                 n_ended++;
                 continue;
             }
-            int r = pump_input(p, i);
+            /* read before the poll: a sender declared dead had committed all it ever will */
+            int gone = atomic_load_explicit(&p->ins[i].peer_gone, memory_order_acquire);
+            int r = p->ins[i].left ? 0 : pump_input(p, i);
+            if (gone && (r == 0 || r == OMDP_ERR_PEER_GONE)) { /* drained: its stream ends here, without EOS */
+                if ((rc = end_gone_input(p, i)) < 0)
+                    goto out;
+                progressed = 1;
+                continue;
+            }
+            if (r == OMDP_ERR_PEER_GONE && p->await_word) { /* drained and left: the word will come */
+                p->ins[i].left = 1;
+                continue;
+            }
             if (r < 0) {
                 rc = fail(p, r, "%s %u", "input channel", i);
                 goto out;
@@ -615,6 +690,14 @@ void omdp_partition_request_stop(omdp_partition_t *p, int level)
     while (level > cur &&
            !atomic_compare_exchange_weak_explicit(&p->stop, &cur, level, memory_order_release, memory_order_relaxed))
         ;
+}
+
+int omdp_partition_peer_gone(omdp_partition_t *p, int output, uint32_t index)
+{
+    if (output ? index >= p->n_out : index >= p->n_in)
+        return OMDP_ERR_STATE;
+    atomic_store_explicit(output ? &p->outs[index].peer_gone : &p->ins[index].peer_gone, 1, memory_order_release);
+    return OMDP_OK;
 }
 
 void omdp_partition_stats(const omdp_partition_t *p, omdp_partition_stats_t *out)
@@ -658,6 +741,7 @@ int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t in
         out->too_big = READ(c->too_big);
         out->bad_frames = READ(c->bad_batches);
         out->ended = READ(c->ended_sent);
+        out->peer_gone = READ(c->peer_gone);
     } else {
         if (index >= p->n_in)
             return OMDP_ERR_STATE;
@@ -666,6 +750,7 @@ int omdp_partition_chan_stats(const omdp_partition_t *p, int output, uint32_t in
         out->bytes = READ(c->bytes);
         out->bad_frames = READ(c->bad_frames);
         out->ended = READ(c->ended_seen);
+        out->peer_gone = READ(c->peer_gone);
     }
     return OMDP_OK;
 }
@@ -703,6 +788,7 @@ void omdp_partition_free(omdp_partition_t *p)
             for (uint32_t k = 0; k < p->ins[i].n_routes; k++)
                 free(p->ins[i].routes[k].t);
             free(p->ins[i].routes);
+            free(p->ins[i].hooks);
         }
     }
     free(p->ops);

@@ -410,6 +410,13 @@ async function replayAction(path, body) {
   refreshReplay();
 }
 
+/* The market_stats sources a window's bitmap names, e.g. "1" or "0, 2". */
+function missingSources(bits) {
+  const out = [];
+  for (let k = 0; k < 64 && bits / 2 ** k >= 1; k++) if (Math.floor(bits / 2 ** k) % 2) out.push(k);
+  return out.join(", ");
+}
+
 async function refreshMarket() {
   const r = await read("/api/v1/market?windows=5");
   if (!r.ok) return;
@@ -420,7 +427,8 @@ async function refreshMarket() {
   $("#market-table tbody").replaceChildren(...m.windows.map((w) => {
     const tr = document.createElement("tr");
     const cells = [
-      clock(w.start_ms * 1e6) + (w.complete ? "" : " (incomplete)"),
+      clock(w.start_ms * 1e6) + (w.complete ? "" : ` (incomplete: ${w.missing_sources
+        ? `source ${missingSources(w.missing_sources)}` : "a leader"} missing)`),
       w.messages.toLocaleString(),
       w.top_underlyings.slice(0, 5).map((u) => `${u.underlying} (${u.messages})`).join(", "),
       w.exchanges.map((e) => `${e.exchange} ${(100 * e.quote_share).toFixed(0)}%`).join(" "),
