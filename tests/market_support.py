@@ -17,14 +17,12 @@ from ops.spark.market.market_job import LineSpec, line_tables, run_line
 def market_run_command(topology: str, data: Path, date: str, rate: str, window_ms: int, *extra: str) -> list[str]:
     """``omdp run TOPOLOGY`` over one lap of ``date``'s capture with ``window_ms`` windows.
     A feed-handler partition may lag another by seconds of event time on a loaded host: the
-    leaders hold 64 windows before forcing the oldest out incomplete. A partition that ended may
-    take seconds to exit on a loaded host (the engines' pricing thread runs at nice 19): the
-    heartbeat timeout is 60 s."""
+    leaders hold 64 windows before forcing the oldest out incomplete."""
     return [sys.executable, "-P", "-m", "ops.cli.main", "run", topology, "--data", str(data), "--capture-date", date,
             "--rate", rate, "--no-loop", "-q",
             "--set", f"operators.ms.params.window_ms={window_ms}", "--set", f"operators.msink.params.window_ms={window_ms}",
             "--set", "operators.mm.params.pending=64", "--set", "operators.mm.params.capacity=16384",
-            "--set", "run.heartbeat_timeout_s=60", *extra]
+            *extra]
 
 
 def sequential_windows(data: Path, date: str, window_ms: int) -> tuple[pa.Table, pa.Table]:

@@ -60,6 +60,7 @@ from omdp.runtime.control import EXIT_ENDED, EXIT_STOPPED, ControlError, LineRea
 from omdp.runtime.hosts import HostLaunchers, HostStartError
 from omdp.runtime.machine import threads_kept_off
 from omdp.runtime.rundir import log_name
+from omdp.topology.schema import RunSettings
 
 CLOCK_PONG_TIMEOUT_S = 5.0
 
@@ -82,6 +83,22 @@ class _Child:
     @property
     def alive(self) -> bool:
         return self.proc.returncode is None
+
+
+FINAL_STATES = ("ended", "stopped", "failed")
+
+
+def overdue(c: _Child, run: RunSettings, now: float) -> str | None:
+    """Why ``c``'s silence makes it dead at ``now``, or None. A running partition
+    heartbeats every ``heartbeat_s``; one that sent its final report has stopped
+    heartbeating and is closing (joining its operators' threads, writing their files),
+    which on a loaded host can outlast the heartbeat timeout: it has the drain time to exit."""
+    silent = now - c.last_seen
+    if c.state not in FINAL_STATES:
+        return f"no heartbeat for {silent:.1f} s" if silent > run.heartbeat_timeout_s else None
+    if silent > max(run.heartbeat_timeout_s, run.drain_timeout_s):
+        return f"not exited {silent:.1f} s after its final report"
+    return None
 
 
 def stopping_child(children: Sequence[_Child], expected_stop: bool) -> _Child | None:
@@ -293,8 +310,9 @@ class Supervisor:
             return cause
         now = time.monotonic()
         for c in self.children:
-            if running and c.alive and c.spec.name not in self.deaths and now - c.last_seen > self.plan.run.heartbeat_timeout_s:
-                c.error = f"no heartbeat for {now - c.last_seen:.1f} s"
+            why = overdue(c, self.plan.run, now) if running and c.alive and c.spec.name not in self.deaths else None
+            if why:
+                c.error = why
                 c.proc.kill()
                 c.proc.wait()
                 self._close_pipes(c)
