@@ -33,6 +33,12 @@ class MarketSinkParams(BaseModel):
     history: int = Field(60, ge=1, description="windows kept in market_live.json")
 
 
+def _names(codes: np.ndarray, names: list[str]) -> pa.Array:
+    """A string column from small integer codes, without a Python object per row (a window
+    is about 100,000 rows)."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(names, pa.string())).cast(pa.string())
+
+
 def windows_table(recs: np.ndarray, window_ms: int) -> pa.Table:
     """AGG and END records as market_windows.parquet's rows (one schema for both kinds)."""
     is_end = recs["kind"] == END
@@ -41,8 +47,8 @@ def windows_table(recs: np.ndarray, window_ms: int) -> pa.Table:
         "window": pa.array(recs["window"].astype(np.int64)),
         "start_ms": pa.array(recs["window"].astype(np.int64) * window_ms),
         "leader_or_source": pa.array(recs["source"].astype(np.uint16)),
-        "kind": pa.array(np.array(["agg", "end"])[is_end.astype(np.intp)], pa.string()),  # vectorized: a
-        "dim": pa.array(np.array([*DIMS, ""])[np.clip(dim, 0, len(DIMS))], pa.string()),  # window is 1e5 rows
+        "kind": _names(is_end.astype(np.int32), ["agg", "end"]),
+        "dim": _names(np.clip(dim, 0, len(DIMS)).astype(np.int32), [*DIMS, ""]),
         "key": pa.array(np.where(is_end, 0, recs["key"]).astype(np.uint64)),
     }
     for v in VALUES:
