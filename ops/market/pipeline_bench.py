@@ -67,7 +67,8 @@ def run_once(cfg: Config, data: Path, date: str, rate: str) -> dict[str, Any]:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not out.is_file():
             said = (proc.stdout + proc.stderr).splitlines()
-            why = next((x for x in said if x.startswith(("failed", "error", "Error"))), said[-1] if said else "")
+            why = next((x for x in said if " INFO " not in x and any(w in x for w in ("died", "failed", "rror"))),
+                       said[-1] if said else "")
             raise PipelineRunFailed(f"{' '.join(cfg.command())}: exit {proc.returncode}: {why.strip()}")
         report = json.loads(out.read_text())
     costs = report.get("cpu") or {}
