@@ -50,7 +50,8 @@ class Config:
 
 
 def _role(partition: str) -> str:
-    """The partition's part: a feed handler's, a leader's (and the sink's), or the rest."""
+    """The partition's part: a feed handler's, a leader's, or the rest (the market sink runs
+    in the signals partition with the signal collector)."""
     if partition == "app" or partition.startswith("handlers"):
         return "handler"
     if partition == "market" or partition.startswith("leaders"):

@@ -42,7 +42,7 @@ def _pipeline(parts: list[int], data: Path, date: str, rate: str, rounds: int, j
     click.echo(f"capture {date}, one lap at {rate}, median of {rounds} rounds (configurations in turn); loop thread "
                "CPU of every partition (all spin-block) per message received; over off: the statistics' ns per "
                "message and their share of the pipeline's CPU; work est.: the run report's estimate, summed")
-    click.echo(f"{'parts':>5} {'mode':>7} {'pipeline ns/msg':>16} {'handlers':>9} {'leaders+sink':>13} {'rest':>7} "
+    click.echo(f"{'parts':>5} {'mode':>7} {'pipeline ns/msg':>16} {'handlers':>9} {'leaders':>13} {'rest':>7} "
                f"{'over off':>17} {'route/shared':>13} {'work est.':>10} {'windows':>9}")
     shared = {r["partitions"]: r["over_off_ns_per_msg"] for r in rows if r["mode"] == "shared"}
     for r in rows:
