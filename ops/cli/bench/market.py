@@ -41,17 +41,23 @@ def _pipeline(parts: list[int], data: Path, date: str, rate: str, rounds: int, j
         raise click.ClickException(f"market-state --pipeline: {e}") from None
     click.echo(f"capture {date}, one lap at {rate}, median of {rounds} rounds (configurations in turn); loop thread "
                "CPU of every partition (all spin-block) per message received; over off: the statistics' ns per "
-               "message and their share of the pipeline's CPU; work est.: the run report's estimate, summed")
-    click.echo(f"{'parts':>5} {'mode':>7} {'pipeline ns/msg':>16} {'handlers':>9} {'leaders':>13} {'rest':>7} "
-               f"{'over off':>17} {'route/shared':>13} {'work est.':>10} {'windows':>9}")
-    shared = {r["partitions"]: r["over_off_ns_per_msg"] for r in rows if r["mode"] == "shared"}
+               "message and their share of the pipeline's CPU, counting every partition, and counting the handlers "
+               "and leaders only; work est.: the run report's estimate, summed")
+    click.echo(f"{'parts':>5} {'mode':>7} {'pipeline ns/msg':>16} {'handlers':>9} {'leaders':>8} {'rest':>7} "
+               f"{'over off':>15} {'handlers+leaders':>17} {'route/shared':>13} {'work est.':>10} {'windows':>9}")
+    shared = {r["partitions"]: r for r in rows if r["mode"] == "shared"}
     for r in rows:
-        over = "" if r["mode"] == "off" else f"{r['over_off_ns_per_msg']:+,.1f} ({r['over_off_share']:+.0%})"
-        ratio = (f"{r['over_off_ns_per_msg'] / shared[r['partitions']]:.1f}x"
-                 if r["mode"] == "route" and shared.get(r["partitions"], 0) > 0 else "")
+        over = own = ratio = ""
+        if r["mode"] != "off":
+            over = f"{r['over_off_ns_per_msg']:+,.1f} ({r['over_off_share']:+.0%})"
+            own = f"{r['own_over_off_ns_per_msg']:+,.1f} ({r['own_over_off_share']:+.0%})"
+        s = shared.get(r["partitions"])
+        if r["mode"] == "route" and s and s["over_off_ns_per_msg"] > 0 and s["own_over_off_ns_per_msg"] > 0:
+            ratio = (f"{r['over_off_ns_per_msg'] / s['over_off_ns_per_msg']:.1f}x / "
+                     f"{r['own_over_off_ns_per_msg'] / s['own_over_off_ns_per_msg']:.1f}x")
         windows = "" if r["complete"] is None else "complete" if r["complete"] else "INCOMPLETE"
         click.echo(f"{r['partitions']:>5} {r['mode']:>7} {r['total_ns_per_msg']:>16,.1f} {r['handler_ns_per_msg']:>9,.1f} "
-                   f"{r['leader_ns_per_msg']:>13,.1f} {r['other_ns_per_msg']:>7,.1f} {over:>17} {ratio:>13} "
+                   f"{r['leader_ns_per_msg']:>8,.1f} {r['other_ns_per_msg']:>7,.1f} {over:>15} {own:>17} {ratio:>13} "
                    f"{r['work_total_ns_per_msg']:>10,.1f} {windows:>9}")
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2))
