@@ -41,7 +41,7 @@ class MarketStatsParams(BaseModel):
 
     window_ms: int = Field(1000, ge=1, description="tumbling window of event time (the OPRA time), ms")
     capacity: int = Field(1 << 17, le=1 << 26,
-                          description="table slots per open window (power of two; 3/4 fill; 64 B each)")
+                          description="series slots per open window (power of two; 3/4 fill; 40 B each: key and cell)")
     leaders: int = Field(1, ge=1, le=int(lib.OMDP_MKT_MAX_LEADERS), description="leaders: port d<l> feeds leader l")
     lateness: int = Field(1, ge=0, le=3, description="windows kept open behind the newest")
     mode: Literal["shared", "route"] = Field("shared", description="shared: partial state; route: the baseline")

@@ -26,3 +26,16 @@ def test_a_bad_partition_list_is_refused_with_the_option() -> None:
     r = CliRunner().invoke(cli, ["bench", "market-state", "--partitions", "0,2"])
     assert r.exit_code == 2 and "--partitions" in r.output and "1 .. 64" in r.output
     assert "Traceback" not in r.output
+
+
+def test_the_pipeline_comparison_refuses_partition_counts_it_has_no_topology_for(tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["bench", "market-state", "--pipeline", "--partitions", "1,4", "--data", str(tmp_path)])
+    assert r.exit_code == 2 and "--partitions" in r.output and "topologies for 1 and 2 handler partitions" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_the_pipeline_comparison_names_a_missing_capture(tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["bench", "market-state", "--pipeline", "--data", str(tmp_path),
+                                 "--capture-date", "2008-02-05"])
+    assert r.exit_code == 2 and "--capture-date" in r.output and "2008-02-05: no such capture" in r.output
+    assert "Traceback" not in r.output

@@ -142,6 +142,24 @@ def test_a_full_table_counts_every_update_it_drops() -> None:
     net.close()
 
 
+def test_a_count_past_32_bits_goes_out_early_and_is_exact() -> None:
+    """A partition keeps 32-bit counts per key: trades of 3e9 contracts overflow a key's
+    contracts within a window, so its cell goes to the leader as a delta first (a spill)
+    and the windows still equal the oracle's 64-bit sums, in both modes."""
+    msgs = zipf_stream(8000, 2.0, underlyings=20, step_us=60.0, trade_every=4)
+    trade = msgs["category"] == ord("a")
+    msgs["volume"][trade] = 3_000_000_000
+    msgs["premium_px"][trade] = 10_000_000
+    want, counts = oracle_windows(msgs, window_ms=250)
+    assert max(v[2] for v in want.values()) > 2**32  # some key's contracts need more than 32 bits
+    net = _run(msgs, 2, MarketConfig(leaders=2, window_ms=250), "shared", seed=5)
+    aggs, ends = window_rows(net.finish())
+    assert aggs == want and {w: e["messages"] for w, e in ends.items()} == counts
+    assert sum(st.counters()["spills"] for st in net.stats) > 0
+    assert not any(e["incomplete"] for e in ends.values())
+    net.close()
+
+
 def test_a_message_older_than_the_open_windows_is_counted_late() -> None:
     msgs = zipf_stream(6000, 1.0, lines=1, step_us=500.0)
     late = msgs[:10].copy()  # from the first window, re-sent at the end

@@ -62,7 +62,7 @@ typedef struct omdp_market_rec {
 
 typedef struct omdp_market_stats_params {
     uint32_t window_ms;  /* tumbling window length (ms of event time), >= 1 */
-    uint32_t capacity;   /* table slots per open window, a power of two >= 64 (3/4 may fill) */
+    uint32_t capacity;   /* series slots per open window, a power of two >= 64 (3/4 may fill; 40 bytes each) */
     uint32_t leaders;    /* 1 .. OMDP_MKT_MAX_LEADERS: output port d<l> goes to leader l */
     uint32_t lateness;   /* windows kept open behind the newest (0 .. 3): a message older is late */
     uint32_t mode;       /* OMDP_MKT_MODE_* */

@@ -13,6 +13,7 @@
 #include "omdp/market_stats.h"
 
 #define NO_MARK UINT64_MAX
+#define BLOCK 16u /* deltas whose slots are loaded together before any is merged */
 
 typedef struct pending {
     int used;
@@ -102,12 +103,17 @@ static uint64_t missing(const merge_state_t *s, const pending_t *w)
 static int emit_window(merge_state_t *s, pending_t *w, omdp_market_out_fn out, void *ctx)
 {
     int err = 0;
-    for (uint32_t k = 0; k < w->tab.n; k++) {
+    for (uint32_t k = 0; k < w->tab.n; k++) { /* each slot cleared while its line is loaded */
+        if (k + 8 < w->tab.n)
+            __builtin_prefetch(&w->tab.slots[w->tab.order[k + 8]], 1);
         omdp_market_rec_t *r = mkt_outbox_next(&s->ob, 0, out, ctx, &err);
         if (!r)
             return err;
-        mkt_slot_record(&w->tab.slots[w->tab.order[k]], r, w->window, s->p.leader);
+        mkt_slot_t *e = &w->tab.slots[w->tab.order[k]];
+        mkt_slot_record(e, r, w->window, s->p.leader);
+        *e = (mkt_slot_t){0};
     }
+    w->tab.n = 0;
     uint64_t miss = missing(s, w);
     for (uint32_t i = 0; i < s->p.sources; i++)
         if ((miss >> i & 1) && w->expect[i] != NO_MARK && w->got[i] != w->expect[i])
@@ -124,7 +130,6 @@ static int emit_window(merge_state_t *s, pending_t *w, omdp_market_out_fn out, v
     s->c_windows++;
     s->c_incomplete += miss != 0;
     s->last_emitted = (int64_t)w->window;
-    mkt_table_clear(&w->tab);
     w->used = 0;
     return OMDP_OK;
 }
@@ -183,7 +188,18 @@ static pending_t *window_of(merge_state_t *s, uint64_t w, omdp_market_out_fn out
     return free_slot;
 }
 
-static int one_record(merge_state_t *s, const omdp_market_rec_t *m, omdp_market_out_fn out, void *ctx)
+/* The pending window w when it is held, else NULL (no side effect: for prefetching). */
+static pending_t *held(merge_state_t *s, uint64_t w)
+{
+    for (uint32_t i = 0; i < s->p.pending; i++)
+        if (s->pend[i].used && s->pend[i].window == w)
+            return &s->pend[i];
+    return NULL;
+}
+
+/* `hash`: the AGG key's omdp_market_key_hash. */
+static int one_record(merge_state_t *s, const omdp_market_rec_t *m, uint64_t hash, omdp_market_out_fn out,
+                      void *ctx)
 {
     if (m->source >= s->p.sources) {
         s->c_bad++;
@@ -197,7 +213,7 @@ static int one_record(merge_state_t *s, const omdp_market_rec_t *m, omdp_market_
         if (!(w = window_of(s, m->window, out, ctx, &err)))
             return err;
         w->got[m->source]++;
-        mkt_slot_t *e = mkt_table_get(&w->tab, m->dim, m->key);
+        mkt_slot_t *e = mkt_table_get_hashed(&w->tab, m->dim, m->key, hash);
         if (!e) {
             w->overflow++;
             s->c_overflow++;
@@ -236,19 +252,35 @@ int omdp_market_merge_feed(void *state, const uint8_t *records, uint32_t nbytes,
     merge_state_t *s = state;
     uint32_t off = 0;
     const uint8_t *rec;
-    int r;
-    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
-        omdp_record_header_t h;
-        memcpy(&h, rec, sizeof h);
-        if (h.type != OMDP_RT_MARKET || h.length != OMDP_MARKET_REC_SIZE) {
-            s->c_bad++;
-            continue;
+    int r = 1;
+    pending_t *last = NULL; /* the window the previous delta went to: most of a batch's */
+    while (r == 1) {
+        omdp_market_rec_t blk[BLOCK];
+        uint64_t hash[BLOCK];
+        uint32_t n = 0;
+        /* a block: every delta's slot starts loading, then each is merged in order */
+        while (n < BLOCK && (r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
+            omdp_record_header_t h;
+            memcpy(&h, rec, sizeof h);
+            if (h.type != OMDP_RT_MARKET || h.length != OMDP_MARKET_REC_SIZE) {
+                s->c_bad++;
+                continue;
+            }
+            omdp_market_rec_t *m = &blk[n];
+            memcpy(m, rec, sizeof *m);
+            hash[n++] = omdp_market_key_hash(m->dim, m->key);
+            if (m->kind != OMDP_MKT_AGG)
+                continue;
+            if (!last || !last->used || last->window != m->window)
+                last = held(s, m->window);
+            if (last)
+                mkt_table_prefetch(&last->tab, hash[n - 1]);
         }
-        omdp_market_rec_t m;
-        memcpy(&m, rec, sizeof m);
-        int e = one_record(s, &m, out, ctx);
-        if (e < 0)
-            return e;
+        for (uint32_t k = 0; k < n; k++) {
+            int e = one_record(s, &blk[k], hash[k], out, ctx);
+            if (e < 0)
+                return e;
+        }
     }
     if (r < 0)
         s->c_bad++;

@@ -6,45 +6,48 @@
 #include <string.h>
 
 #include "market_outbox.h"
+#include "market_partial.h"
 #include "market_table.h"
 #include "omdp/market_stats.h"
 #include "omdp/opra_msg.h"
 
-#define MAX_OPEN 4 /* lateness 0 .. 3 */
-#define PREFETCH_AHEAD 2u /* messages: the slots of the one this far ahead are loaded now */
-#define UND_DIRECT 16384u /* routed underlying ids below this: a direct table (others: the hash table) */
+#define MAX_OPEN 4     /* lateness 0 .. 3 */
+#define BLOCK 16u      /* messages whose slots are loaded together before any is updated */
+#define UND_DIRECT 16384u /* routed underlying ids below this: a direct table (others: a hash table) */
+#define UND_HASH 4096u    /* the hash table of the other underlying ids (and the unrouted) */
 #define EX_DIRECT 256u    /* participant ids: a byte */
-#define AHEAD_RING 4u     /* series keys computed ahead (a power of two > PREFETCH_AHEAD) */
 
-/* A message's series key and its hash, computed when its slot was prefetched. */
-typedef struct ahead {
-    const uint8_t *rec;
-    uint64_t key, hash;
-} ahead_t;
+/* One message of a block, read once: its window (UINT64_MAX when it is not counted: not a
+ * quote or a sale, or not a time of day) and its series key and hash. */
+typedef struct pre {
+    const omdp_opra_msg_t *m;
+    uint64_t w, skey, shash;
+} pre_t;
 
 typedef struct stats_state {
     omdp_market_stats_params_t p;
     uint32_t open; /* windows open: lateness + 1 */
-    mkt_table_t tab[MAX_OPEN]; /* series, and underlyings beyond the direct table */
-    mkt_table_t und[MAX_OPEN]; /* underlyings, direct */
-    mkt_table_t ex[MAX_OPEN];  /* exchanges, direct */
-    ahead_t ahead[AHEAD_RING];
+    mkt_ptab_t ser[MAX_OPEN];  /* series */
+    mkt_ptab_t und[MAX_OPEN];  /* underlyings, direct */
+    mkt_ptab_t undh[MAX_OPEN]; /* underlyings beyond the direct table */
+    mkt_ptab_t ex[MAX_OPEN];   /* exchanges, direct */
     uint64_t msgs[MAX_OPEN], overflow[MAX_OPEN];
     uint64_t sent[MAX_OPEN][OMDP_MKT_MAX_LEADERS];
     int started;
     uint64_t base;         /* oldest open window */
     uint64_t late_pending; /* late messages not yet reported in a MARK */
     mkt_outbox_t ob;
-    uint64_t c_seen, c_counted, c_other, c_bad_time, c_late, c_overflow, c_windows, c_marks;
+    uint64_t c_seen, c_counted, c_other, c_bad_time, c_late, c_overflow, c_windows, c_marks, c_spills;
 } stats_state_t;
 
 static void stats_close(void *state)
 {
     stats_state_t *s = state;
     for (uint32_t i = 0; i < MAX_OPEN; i++) {
-        mkt_table_free(&s->tab[i]);
-        mkt_table_free(&s->und[i]);
-        mkt_table_free(&s->ex[i]);
+        mkt_ptab_free(&s->ser[i]);
+        mkt_ptab_free(&s->und[i]);
+        mkt_ptab_free(&s->undh[i]);
+        mkt_ptab_free(&s->ex[i]);
     }
     mkt_outbox_free(&s->ob);
     free(s);
@@ -77,11 +80,13 @@ static int stats_init(void **state, const omdp_op_init_t *init)
     s->open = p.lateness + 1;
     int r = mkt_outbox_init(&s->ob, p.leaders, p.out_records);
     for (uint32_t i = 0; r == OMDP_OK && p.mode == OMDP_MKT_MODE_SHARED && i < s->open; i++) {
-        r = mkt_table_init(&s->tab[i], p.capacity);
+        r = mkt_ptab_init_hash(&s->ser[i], p.capacity);
         if (r == OMDP_OK)
-            r = mkt_table_init_direct(&s->und[i], UND_DIRECT);
+            r = mkt_ptab_init_direct(&s->und[i], UND_DIRECT);
         if (r == OMDP_OK)
-            r = mkt_table_init_direct(&s->ex[i], EX_DIRECT);
+            r = mkt_ptab_init_hash(&s->undh[i], p.capacity < UND_HASH ? p.capacity : UND_HASH);
+        if (r == OMDP_OK)
+            r = mkt_ptab_init_direct(&s->ex[i], EX_DIRECT);
     }
     if (r < 0) {
         stats_close(s);
@@ -118,21 +123,46 @@ static int mark_window(stats_state_t *s, uint64_t window, uint32_t slot, omdp_ma
     return OMDP_OK;
 }
 
-/* One table's keys of a closing window as deltas to their leaders; the table cleared. */
-static int send_table(stats_state_t *s, mkt_table_t *t, uint64_t window, uint32_t slot, omdp_market_out_fn out,
-                      void *ctx)
+/* A key's cell as a delta to its leader. */
+static int send_cell(stats_state_t *s, uint32_t dim, uint64_t key, const mkt_cell_t *c, uint64_t window,
+                     uint32_t slot, omdp_market_out_fn out, void *ctx)
 {
+    uint32_t l = leader_of(s, dim, key);
     int err = 0;
+    omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
+    if (!r)
+        return err;
+    mkt_rec_init(r, OMDP_MKT_AGG, window, s->p.source);
+    r->dim = (uint16_t)dim;
+    r->key = key;
+    r->quotes = c->quotes;
+    r->trades = c->trades;
+    r->contracts = c->contracts;
+    r->notional = c->notional;
+    r->nbbo = c->nbbo;
+    r->max_trade = c->max_trade;
+    s->sent[slot][l]++;
+    return OMDP_OK;
+}
+
+/* One table's keys of a closing window as deltas to their leaders, each cell cleared as it
+ * goes (its lines are loaded then); the cells a few ahead are prefetched. */
+static int send_table(stats_state_t *s, mkt_ptab_t *t, uint32_t dim, uint64_t window, uint32_t slot,
+                      omdp_market_out_fn out, void *ctx)
+{
     for (uint32_t k = 0; k < t->n; k++) {
-        const mkt_slot_t *e = &t->slots[t->order[k]];
-        uint32_t l = leader_of(s, e->dim, e->key);
-        omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
-        if (!r)
-            return err;
-        mkt_slot_record(e, r, window, s->p.source);
-        s->sent[slot][l]++;
+        if (k + 8 < t->n) {
+            __builtin_prefetch(&t->cells[t->order[k + 8]], 1);
+            if (t->keys)
+                __builtin_prefetch(&t->keys[t->order[k + 8] & t->mask], 1);
+        }
+        uint32_t i = t->order[k];
+        int r = send_cell(s, dim, mkt_ptab_key(t, i), &t->cells[i], window, slot, out, ctx);
+        if (r < 0)
+            return r;
+        mkt_ptab_forget(t, i);
     }
-    mkt_table_clear(t);
+    t->n = 0;
     return OMDP_OK;
 }
 
@@ -141,11 +171,13 @@ static int close_window(stats_state_t *s, uint64_t window, omdp_market_out_fn ou
 {
     uint32_t slot = (uint32_t)(window % s->open);
     if (s->p.mode == OMDP_MKT_MODE_SHARED) {
-        int r = send_table(s, &s->und[slot], window, slot, out, ctx);
+        int r = send_table(s, &s->und[slot], OMDP_MKT_DIM_UNDERLYING, window, slot, out, ctx);
         if (r == OMDP_OK)
-            r = send_table(s, &s->tab[slot], window, slot, out, ctx);
+            r = send_table(s, &s->undh[slot], OMDP_MKT_DIM_UNDERLYING, window, slot, out, ctx);
         if (r == OMDP_OK)
-            r = send_table(s, &s->ex[slot], window, slot, out, ctx);
+            r = send_table(s, &s->ser[slot], OMDP_MKT_DIM_SERIES, window, slot, out, ctx);
+        if (r == OMDP_OK)
+            r = send_table(s, &s->ex[slot], OMDP_MKT_DIM_EXCHANGE, window, slot, out, ctx);
         if (r < 0)
             return r;
     }
@@ -175,30 +207,47 @@ static int close_through(stats_state_t *s, uint64_t upto, omdp_market_out_fn out
     return OMDP_OK;
 }
 
+/* One message's contribution to each of its keys. */
+typedef struct upd {
+    uint32_t quote, trade, nbbo, volume;
+    int64_t notional;
+} upd_t;
+
 /* The baseline: one update of one key routed to its leader as a delta of one message. */
 static int route_update(stats_state_t *s, uint32_t slot, uint64_t window, uint32_t dim, uint64_t key,
-                        const mkt_values_t *u, omdp_market_out_fn out, void *ctx)
+                        const upd_t *u, omdp_market_out_fn out, void *ctx)
 {
-    uint32_t l = leader_of(s, dim, key);
-    int err = 0;
-    omdp_market_rec_t *r = mkt_outbox_next(&s->ob, l, out, ctx, &err);
-    if (!r)
-        return err;
-    const mkt_slot_t e = {.key = key, .dim = dim, .used = 1, .v = *u};
-    mkt_slot_record(&e, r, window, s->p.source);
-    s->sent[slot][l]++;
-    return OMDP_OK;
+    const mkt_cell_t c = {.notional = u->notional, .quotes = u->quote, .trades = u->trade,
+                          .contracts = u->volume, .nbbo = u->nbbo, .max_trade = u->volume};
+    return send_cell(s, dim, key, &c, window, slot, out, ctx);
 }
 
-/* Add an update to a slot; a full table's NULL is counted (overflow). */
-static void add(stats_state_t *s, uint32_t slot, mkt_slot_t *e, const mkt_values_t *u)
+/* Add an update to a key's cell: a full table's NULL is counted (overflow); a cell whose
+ * 32-bit counts this update would overflow goes to its leader first as a delta (a spill). */
+static inline __attribute__((always_inline)) int add(stats_state_t *s, uint32_t slot, uint64_t window, uint32_t dim, uint64_t key, mkt_cell_t *c,
+               const upd_t *u, omdp_market_out_fn out, void *ctx)
 {
-    if (!e) {
+    if (!c) {
         s->overflow[slot]++;
         s->c_overflow++;
-        return;
+        return OMDP_OK;
     }
-    mkt_values_add(&e->v, u);
+    if (__builtin_expect(c->quotes == UINT32_MAX || c->trades == UINT32_MAX || u->volume > UINT32_MAX - c->contracts,
+                         0)) {
+        int r = send_cell(s, dim, key, c, window, slot, out, ctx);
+        if (r < 0)
+            return r;
+        s->c_spills++;
+        *c = (mkt_cell_t){0};
+    }
+    c->quotes += u->quote;
+    c->trades += u->trade;
+    c->nbbo += u->nbbo;
+    c->contracts += u->volume;
+    c->notional += u->notional;
+    if (u->volume > c->max_trade)
+        c->max_trade = u->volume;
+    return OMDP_OK;
 }
 
 static uint64_t series_key(const omdp_opra_msg_t *m)
@@ -217,44 +266,40 @@ static uint64_t window_of_time(const stats_state_t *s, uint32_t t)
     return ((uint64_t)((hh * 60u + mi) * 60u + ss) * 1000u + t % 1000u) / s->p.window_ms;
 }
 
-/* A message's series key and hash: computed once, when it was prefetched, or now. */
-static const ahead_t *series_of(stats_state_t *s, const uint8_t *rec, uint32_t n)
-{
-    ahead_t *a = &s->ahead[n & (AHEAD_RING - 1)];
-    if (a->rec != rec) {
-        const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
-        a->rec = rec;
-        a->key = series_key(m);
-        a->hash = omdp_market_key_hash(OMDP_MKT_DIM_SERIES, a->key);
-    }
-    return a;
-}
-
-/* Start loading the slots message `n` of the batch will touch (the series table is larger
- * than the caches: a slot's miss, not the arithmetic, is what an update costs); its series
- * key is kept for when it is processed. */
-static void prefetch_message(stats_state_t *s, const uint8_t *rec, uint32_t n)
+/* Read one message of a block and, in shared mode once the windows are placed, start loading
+ * the cells it will update (the series table is larger than the caches: a cell's miss, not
+ * the arithmetic, is what an update costs; a block's misses overlap). */
+static void pre_read(stats_state_t *s, pre_t *p, const uint8_t *rec)
 {
     const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
-    uint64_t w = window_of_time(s, m->time);
-    if (w == UINT64_MAX || w < s->base || (m->category != 'k' && m->category != 'a'))
+    p->m = m;
+    p->w = UINT64_MAX;
+    if (m->category != 'k' && m->category != 'a')
         return;
-    const ahead_t *a = series_of(s, rec, n);
-    const mkt_table_t *t = &s->tab[w % s->open];
-    __builtin_prefetch(&t->slots[a->hash & t->mask], 1);
+    p->w = window_of_time(s, m->time);
+    if (p->w == UINT64_MAX)
+        return;
+    p->skey = series_key(m);
+    if (s->p.mode != OMDP_MKT_MODE_SHARED)
+        return;
+    p->shash = omdp_market_key_hash(OMDP_MKT_DIM_SERIES, p->skey);
+    if (!s->started || p->w < s->base)
+        return;
+    uint32_t slot = (uint32_t)(p->w % s->open);
+    mkt_ptab_prefetch(&s->ser[slot], p->shash);
     if (m->underlying_id < UND_DIRECT)
-        __builtin_prefetch(&s->und[w % s->open].slots[m->underlying_id], 1);
+        __builtin_prefetch(&s->und[slot].cells[m->underlying_id], 1);
 }
 
-static int one_message(stats_state_t *s, const uint8_t *rec, uint32_t n, omdp_market_out_fn out, void *ctx)
+static int one_message(stats_state_t *s, const pre_t *p, omdp_market_out_fn out, void *ctx)
 {
-    const omdp_opra_msg_t *m = (const omdp_opra_msg_t *)rec;
+    const omdp_opra_msg_t *m = p->m;
     s->c_seen++;
     if (m->category != 'k' && m->category != 'a') {
         s->c_other++;
         return OMDP_OK;
     }
-    uint64_t w = window_of_time(s, m->time);
+    uint64_t w = p->w;
     if (w == UINT64_MAX) {
         s->c_bad_time++;
         return OMDP_OK;
@@ -274,58 +319,63 @@ static int one_message(stats_state_t *s, const uint8_t *rec, uint32_t n, omdp_ma
             return r;
     }
     uint32_t slot = (uint32_t)(w % s->open);
-    mkt_values_t u = {0};
+    upd_t u = {0};
     if (m->category == 'k') {
-        u.quotes = 1;
+        u.quote = 1;
         u.nbbo = m->bbo_ind >= 'B' && m->bbo_ind <= 'P';
     } else {
-        u.trades = 1;
-        u.contracts = m->volume;
-        u.max_trade = m->volume;
+        u.trade = 1;
+        u.volume = m->volume;
         u.notional = (m->premium_px / 100000) * (int64_t)m->volume * (int64_t)s->p.multiplier;
     }
     s->msgs[slot]++;
     s->c_counted++;
-    const ahead_t *a = series_of(s, rec, n);
+    uint32_t und = m->underlying_id;
     if (s->p.mode == OMDP_MKT_MODE_ROUTE) {
-        int r = route_update(s, slot, w, OMDP_MKT_DIM_UNDERLYING, m->underlying_id, &u, out, ctx);
+        int r = route_update(s, slot, w, OMDP_MKT_DIM_UNDERLYING, und, &u, out, ctx);
         if (r == OMDP_OK)
-            r = route_update(s, slot, w, OMDP_MKT_DIM_SERIES, a->key, &u, out, ctx);
+            r = route_update(s, slot, w, OMDP_MKT_DIM_SERIES, p->skey, &u, out, ctx);
         if (r == OMDP_OK)
             r = route_update(s, slot, w, OMDP_MKT_DIM_EXCHANGE, m->participant, &u, out, ctx);
         return r;
     }
-    add(s, slot,
-        m->underlying_id < UND_DIRECT ? mkt_table_direct(&s->und[slot], OMDP_MKT_DIM_UNDERLYING, m->underlying_id)
-                                      : mkt_table_get(&s->tab[slot], OMDP_MKT_DIM_UNDERLYING, m->underlying_id),
-        &u);
-    add(s, slot, mkt_table_get_hashed(&s->tab[slot], OMDP_MKT_DIM_SERIES, a->key, a->hash), &u);
-    add(s, slot, mkt_table_direct(&s->ex[slot], OMDP_MKT_DIM_EXCHANGE, m->participant), &u);
-    return OMDP_OK;
+    mkt_cell_t *uc = und < UND_DIRECT ? mkt_ptab_direct(&s->und[slot], und)
+                                      : mkt_ptab_find(&s->undh[slot], und,
+                                                      omdp_market_key_hash(OMDP_MKT_DIM_UNDERLYING, und));
+    int r = add(s, slot, w, OMDP_MKT_DIM_UNDERLYING, und, uc, &u, out, ctx);
+    if (r == OMDP_OK)
+        r = add(s, slot, w, OMDP_MKT_DIM_SERIES, p->skey, mkt_ptab_find(&s->ser[slot], p->skey, p->shash), &u, out,
+                ctx);
+    if (r == OMDP_OK)
+        r = add(s, slot, w, OMDP_MKT_DIM_EXCHANGE, m->participant, mkt_ptab_direct(&s->ex[slot], m->participant), &u,
+                out, ctx);
+    return r;
 }
 
 int omdp_market_stats_feed(void *state, const uint8_t *records, uint32_t nbytes, omdp_market_out_fn out, void *ctx)
 {
     stats_state_t *s = state;
-    uint32_t off = 0, n = 0;
+    uint32_t off = 0;
     const uint8_t *rec;
-    int r;
-    int ahead = s->p.mode == OMDP_MKT_MODE_SHARED && s->started;
-    memset(s->ahead, 0, sizeof s->ahead); /* a buffer is reused: an address says nothing across batches */
-    while ((r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
-        omdp_record_header_t h;
-        memcpy(&h, rec, sizeof h);
-        if (h.type != OMDP_RT_OPRA_MSG || h.length != OMDP_OPRA_MSG_SIZE) {
-            s->c_other++;
-            continue;
+    int r = 1;
+    while (r == 1) {
+        pre_t blk[BLOCK];
+        uint32_t n = 0;
+        /* a block: every message read and its cells' loads started, then each updated in order */
+        while (n < BLOCK && (r = omdp_batch_next(records, nbytes, &off, &rec)) == 1) {
+            omdp_record_header_t h;
+            memcpy(&h, rec, sizeof h);
+            if (h.type != OMDP_RT_OPRA_MSG || h.length != OMDP_OPRA_MSG_SIZE) {
+                s->c_other++;
+                continue;
+            }
+            pre_read(s, &blk[n++], rec);
         }
-        /* the slots of the message PREFETCH_AHEAD on (records are back to back) load while this one runs */
-        if (ahead && nbytes - off >= PREFETCH_AHEAD * OMDP_OPRA_MSG_SIZE)
-            prefetch_message(s, records + off + (PREFETCH_AHEAD - 1) * OMDP_OPRA_MSG_SIZE, n + PREFETCH_AHEAD);
-        int e = one_message(s, rec, n++, out, ctx);
-        if (e < 0)
-            return e;
-        ahead = s->p.mode == OMDP_MKT_MODE_SHARED && s->started;
+        for (uint32_t k = 0; k < n; k++) {
+            int e = one_message(s, &blk[k], out, ctx);
+            if (e < 0)
+                return e;
+        }
     }
     if (r < 0)
         s->c_other++; /* an unframable tail: counted, skipped */
@@ -370,7 +420,7 @@ static uint32_t stats_counters(void *state, omdp_counter_t *out, uint32_t max)
         {"seen", s->c_seen},         {"counted", s->c_counted},         {"other", s->c_other},
         {"bad_time", s->c_bad_time}, {"late", s->c_late},               {"overflow", s->c_overflow},
         {"windows", s->c_windows},   {"marks", s->c_marks},             {"records_out", s->ob.records},
-        {"batches", s->ob.batches},
+        {"batches", s->ob.batches},  {"spills", s->c_spills},
     };
     return mkt_counters(c, sizeof c / sizeof c[0], out, max);
 }

@@ -1,11 +1,9 @@
-/* The market statistics' fixed-layout tables (private to src/market).
+/* The market statistics' leader table (private to src/market).
  *
- * A hash table: open addressing with linear probing over a power-of-two array of 64-byte
- * slots; at most 3/4 of the slots are used, so a probe always ends. A direct table: the
- * same slots indexed by the key itself (keys below its capacity; the caller falls back to
- * a hash table for the others) - for the small, dense key spaces (exchanges, the routed
- * underlying ids), where a lookup is one load and no hash. Both list their used slots in
- * `order`, so walking and clearing a window costs its keys, not its capacity.
+ * The leader's table (the partitions' compact one is market_partial.h): open addressing
+ * with linear probing over a power-of-two array of 64-byte slots, each on a cache line of
+ * its own; at most 3/4 of the slots are used, so a probe always ends. It lists its used
+ * slots in `order`, so walking and clearing a window costs its keys, not its capacity.
  */
 #ifndef OMDP_MARKET_TABLE_H
 #define OMDP_MARKET_TABLE_H
@@ -33,19 +31,38 @@ typedef struct mkt_table {
     uint32_t *order; /* used slot indices, insertion order */
     uint32_t mask;
     uint32_t n;
-    uint32_t limit; /* hash: 3/4 of the capacity; direct: the capacity */
+    uint32_t limit; /* 3/4 of the capacity */
 } mkt_table_t;
 
 /* 0, or OMDP_ERR_NOMEM. `capacity` is a power of two (checked by the callers' init). */
 int mkt_table_init(mkt_table_t *t, uint32_t capacity);
-/* A direct table of `capacity` keys (0 .. capacity - 1). */
-int mkt_table_init_direct(mkt_table_t *t, uint32_t capacity);
 void mkt_table_free(mkt_table_t *t);
-/* The slot of (dim, key), inserted zeroed when new; NULL when the table is full. */
-mkt_slot_t *mkt_table_get(mkt_table_t *t, uint32_t dim, uint64_t key);
-/* mkt_table_get with the key's hash (omdp_market_key_hash) already computed. */
-mkt_slot_t *mkt_table_get_hashed(mkt_table_t *t, uint32_t dim, uint64_t key, uint64_t hash);
-void mkt_table_clear(mkt_table_t *t);
+/* Start loading the slot a lookup of `hash` starts at. */
+static inline void mkt_table_prefetch(const mkt_table_t *t, uint64_t hash)
+{
+    __builtin_prefetch(&t->slots[hash & t->mask], 1);
+}
+/* The slot of (dim, key) with the key's hash (omdp_market_key_hash), inserted zeroed when
+ * new; NULL when the table is full. */
+static inline mkt_slot_t *mkt_table_get_hashed(mkt_table_t *t, uint32_t dim, uint64_t key, uint64_t hash)
+{
+    uint32_t i = (uint32_t)hash & t->mask;
+    for (;;) {
+        mkt_slot_t *s = &t->slots[i];
+        if (!s->used) {
+            if (t->n >= t->limit)
+                return NULL;
+            s->used = 1;
+            s->dim = dim;
+            s->key = key;
+            t->order[t->n++] = i;
+            return s;
+        }
+        if (s->key == key && s->dim == dim)
+            return s;
+        i = (i + 1) & t->mask;
+    }
+}
 /* Add a delta's values into a slot (mkt_values_add). */
 void mkt_slot_merge(mkt_slot_t *s, const omdp_market_rec_t *r);
 /* Fill an AGG record from a slot. */
@@ -64,19 +81,6 @@ static inline void mkt_values_add(mkt_values_t *d, const mkt_values_t *s)
     d->nbbo += s->nbbo;
     if (s->max_trade > d->max_trade)
         d->max_trade = s->max_trade;
-}
-
-/* The slot of key `key` (< the capacity) of a direct table, marked used when new. */
-static inline mkt_slot_t *mkt_table_direct(mkt_table_t *t, uint32_t dim, uint32_t key)
-{
-    mkt_slot_t *s = &t->slots[key];
-    if (!s->used) {
-        s->used = 1;
-        s->dim = dim;
-        s->key = key;
-        t->order[t->n++] = key;
-    }
-    return s;
 }
 
 #endif /* OMDP_MARKET_TABLE_H */
