@@ -266,8 +266,11 @@ static inline void quote_nbbo(const eng_series_t *s, uint32_t x, int64_t bid, ui
  * Why: with today's series count (half a million an engine) the books live in memory, not in
  * cache, and a quote that read every exchange's lanes waited on all ten lines of its book;
  * this one waits on three (line 0 and lane x's price and size lines; stage_slot requests
- * them) and on the others only for the holder's retreat, a branch taken about one quote in
- * ten. The NBBO is the maximum of a key over the lanes (bid: price, then size, then the first
+ * them) and on the others only for the holder's retreat. An incremental update was tried
+ * before the branch-free recompute and lost to it on the model market, whose books were in
+ * cache: it branched on "is this quote better", a coin toss. This one selects that, and
+ * branches only on the holder's retreat (rarer, and its lines requested ahead by the twin
+ * stage). The NBBO is the maximum of a key over the lanes (bid: price, then size, then the first
  * exchange; offer: the lowest price, then size, then the first exchange), so a lane other
  * than the holder's moves it only by beating it, and a missing side never wins. */
 static inline int bid_beats(int64_t p, uint32_t sz, uint32_t x, const nbbo_t *o)
@@ -290,17 +293,13 @@ static inline void quote_update(eng_series_t *s, uint32_t x, int64_t bid, uint32
     if (__builtin_expect(((x == before->bid_ex) & !bid_kept) | ((x == before->ask_ex) & !ask_kept), 0)) {
         quote_nbbo(s, x, bid, bsz, ask, asz, o); /* reads the book before the stores below */
     } else {
-        *o = *before;
-        if (bid_new) {
-            o->bid = bid;
-            o->bid_sz = bsz;
-            o->bid_ex = (uint8_t)x;
-        }
-        if (ask_new) {
-            o->ask = ask;
-            o->ask_sz = asz;
-            o->ask_ex = (uint8_t)x;
-        }
+        /* selects, not branches: whether a quote beats the NBBO is a coin toss */
+        o->bid = bid_new ? bid : before->bid;
+        o->bid_sz = bid_new ? bsz : before->bid_sz;
+        o->bid_ex = bid_new ? (uint8_t)x : before->bid_ex;
+        o->ask = ask_new ? ask : before->ask;
+        o->ask_sz = ask_new ? asz : before->ask_sz;
+        o->ask_ex = ask_new ? (uint8_t)x : before->ask_ex;
     }
     ENG_BID(s, x) = bid;
     ENG_ASK(s, x) = ask;
