@@ -15,6 +15,10 @@ engine 0 of ``engines`` gets in a run (2: the fused topology's). Its BBO indicat
 appendages are the feed's, so the BBO check runs on every quote as in the pipeline (the
 model market leaves the indicator empty). The engine is warmed on the whole share and
 priced once, then the first ``n_messages`` of the share are timed again and again.
+``max_series`` sizes the timed engine: a today capture's share is about half a million
+series, far beyond the default 131,072 slots (the rest would be refused as ``table_full``,
+cheap, and the state that fits in cache far smaller than a run's), so time it with the
+slots its run needs (``omdp bench engine --capture D --max-series 524288``).
 
 The C engine is driven from C (``omdp_engine_bench_batches``, engine_bench.h), one call per
 batch as the feed handler's partition makes it, at the batch sizes the pipeline hands it:
@@ -123,13 +127,14 @@ def _stats(timed: list[tuple[float, float]], batch: int, runs: int, n_messages: 
             "wall_ns_per_message_median": statistics.median(wall)}
 
 
-def _model_market_messages(n_underlyings: int, n_messages: int, seed: int) -> dict[str, Any]:
+def _model_market_messages(n_underlyings: int, n_messages: int, seed: int,
+                           max_series: int | None = None) -> dict[str, Any]:
     """The model market's warm-up (every series on every exchange) and re-quotes."""
     market = model_market(n_underlyings, EXPIRIES, 8, AS_OF, seed=seed)
     stream = quote_stream(market, n_messages, seed=seed + 1)
     n_warm = len(stream) - n_messages
     # Capacity as a deployment would size it: the market's series with room to grow.
-    capacity = 1 << int(np.ceil(np.log2(len(market.value) * 1.25)))
+    capacity = max_series or 1 << int(np.ceil(np.log2(len(market.value) * 1.25)))
     return {"warm": stream[:n_warm], "timed": stream[n_warm:], "as_of": AS_OF,
             "config": EngineConfig(max_series=capacity, max_groups=1 << 12),
             "market": {"underlyings": n_underlyings, "expiries": len(EXPIRIES)}}
@@ -139,7 +144,7 @@ class CaptureShareError(ValueError):
     """Engine 0 of the engines asked for has nothing of the capture to time."""
 
 
-def _capture_messages(capture: Path, engines: int, n_messages: int) -> dict[str, Any]:
+def _capture_messages(capture: Path, engines: int, n_messages: int, max_series: int | None = None) -> dict[str, Any]:
     """Engine 0's share of a capture: all of it to warm, its first ``n_messages`` timed."""
     if not 1 <= engines <= MAX_ENGINES:
         raise CaptureShareError(f"engines must be 1..{MAX_ENGINES}, got {engines}")
@@ -148,7 +153,8 @@ def _capture_messages(capture: Path, engines: int, n_messages: int) -> dict[str,
     if not len(share) or n_messages < 1:
         raise CaptureShareError(f"{capture}: engine 0 of {engines} gets {len(share)} of the capture's "
                               f"{len(cap.records)} messages; nothing to time")
-    return {"warm": share, "timed": share[:n_messages], "as_of": cap.manifest["date"], "config": EngineConfig(),
+    config = EngineConfig() if max_series is None else EngineConfig(max_series=max_series)
+    return {"warm": share, "timed": share[:n_messages], "as_of": cap.manifest["date"], "config": config,
             "market": {"capture": str(capture), "engines": engines, "capture_messages": len(cap.records),
                        "engine_messages": len(share)}}
 
@@ -181,15 +187,17 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
                      batches: tuple[int, ...] = (1024, 56, 28, 14), python_batches: tuple[int, ...] = (14,),
                      custom_batches: tuple[int, ...] = (14, 256),
                      seed: int = 1, clock: str = "auto", capture: Path | None = None,
-                     engines: int = 2) -> dict[str, Any]:
+                     engines: int = 2, max_series: int | None = None) -> dict[str, Any]:
     """Run the benchmark; returns what ``omdp bench engine --json`` writes. ``clock`` is the
     stamp clock (``auto``, ``tsc``, ``realtime``), chosen as ``omdp run --clock`` does;
-    ``capture`` a capture directory whose messages replace the model market's."""
+    ``capture`` a capture directory whose messages replace the model market's;
+    ``max_series`` the engine's series slots (None: sized to the model market, or the
+    engine's default with a capture)."""
     stamp_clock = use_stamp_clock(clock)
     if capture is None:
-        msgs = _model_market_messages(n_underlyings, n_messages, seed)
+        msgs = _model_market_messages(n_underlyings, n_messages, seed, max_series)
     else:
-        msgs = _capture_messages(capture, engines, n_messages)
+        msgs = _capture_messages(capture, engines, n_messages, max_series)
     warm, requotes = msgs["warm"], msgs["timed"]
     n_messages = len(requotes)
 
@@ -233,6 +241,7 @@ def run_engine_bench(n_underlyings: int = 400, n_messages: int = 1_000_000, runs
         "machine": machine_info(),
         "stamp_clock": stamp_clock,
         "market": {**msgs["market"], "series": int(counters["series"]), "groups": int(counters["groups"]),
+                   "max_series": msgs["config"].max_series, "state_bytes": engine.state_bytes(),
                    "warm_messages": len(warm), "timed_messages": n_messages},
         "engine": results,
         "pricing_refresh_s_median": statistics.median(refresh_s),

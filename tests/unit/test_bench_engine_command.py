@@ -31,6 +31,19 @@ def test_bench_engine_writes_json_and_accounts_for_every_message(tmp_path) -> No
     assert inc["s_median"] > 0 and inc["cpu_s_median"] > 0 and 0 < inc["repriced_share_median"] < 1
 
 
+def test_bench_engine_max_series_sizes_the_engine_and_names_what_it_refused(tmp_path) -> None:
+    """--max-series is the timed engine's slot count: fewer slots than the market's series
+    refuse the rest (table_full), and the command says so."""
+    out = tmp_path / "engine.json"
+    res = CliRunner().invoke(cli, ["bench", "engine", "--underlyings", "10", "--messages", "5000", "--runs", "1",
+                                   "--max-series", "64", "--clock", "realtime", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    d = json.loads(out.read_text())
+    m, c = d["market"], d["counters"]
+    assert m["max_series"] == 64 == c["series"] and c["table_full"] > 0 and m["state_bytes"] > 0
+    assert "quotes refused for lack of a series slot" in res.output and "64 slots" in res.output
+
+
 def test_bench_engine_names_a_bad_clock() -> None:
     res = CliRunner().invoke(cli, ["bench", "engine", "--clock", "sundial"])
     assert res.exit_code == 2 and "--clock" in res.output and "Traceback" not in res.output

@@ -87,3 +87,40 @@ def test_ties_go_in_table_order_and_other_codes_are_bad_participants() -> None:
     s = _series(e, 60)
     assert (int(s["bid_part"]), int(s["offer_part"])) == (ord("A"), ord("A"))
     assert e.counters()["bad_participant"] == 3 and e.counters()["quotes"] == 4
+
+
+def _best(e: DecisionEngine, strike: int) -> tuple[int, int, int, int, int, int]:
+    s = _series(e, strike)
+    return (int(s["bid_px"]), int(s["bid_size"]), int(s["bid_part"]), int(s["offer_px"]), int(s["offer_size"]),
+            int(s["offer_part"]))
+
+
+def test_a_retreating_holder_hands_the_nbbo_to_the_next_best_of_any_exchange() -> None:
+    """A quote moves the NBBO by itself unless it comes from the side's holder and is worse:
+    then the next best is found among every exchange. Twenty quote, each better than the one
+    before; the holders withdraw from the last to the first, and each time the exchange
+    before takes both sides, until none is left."""
+    e = _engine()
+    e.process(_stream([_quote(ex, 70, 100 + k, 300 - k, size=5 + k) for k, ex in enumerate(SPEC_TABLE)]))
+    for k in range(len(SPEC_TABLE) - 1, 0, -1):
+        e.process(_stream([_quote(SPEC_TABLE[k], 70, 0, 0)]))
+        assert _best(e, 70) == ((100 + k - 1) * CENT, 5 + k - 1, SPEC_TABLE[k - 1],
+                                (300 - k + 1) * CENT, 5 + k - 1, SPEC_TABLE[k - 1])
+    e.process(_stream([_quote(SPEC_TABLE[0], 70, 0, 0)]))
+    assert _best(e, 70) == (0, 0, 0, 0, 0, 0)
+
+
+def test_a_holder_cutting_its_size_at_the_price_gives_way_to_a_larger_size_or_the_first_exchange() -> None:
+    """At one price the larger size holds, then the first exchange in the table's order: Z
+    takes both sides from A with a larger size, and gives them back when it cuts its size to
+    Q's (A still has the larger); Z at A's size again loses the tie to A."""
+    e = _engine()
+    e.process(_stream([_quote(ord("A"), 80, 100, 110, size=10), _quote(ord("Q"), 80, 100, 110, size=5),
+                       _quote(ord("Z"), 80, 100, 110, size=20)]))
+    assert _best(e, 80) == (100 * CENT, 20, ord("Z"), 110 * CENT, 20, ord("Z"))
+    e.process(_stream([_quote(ord("Z"), 80, 100, 110, size=5)]))
+    assert _best(e, 80) == (100 * CENT, 10, ord("A"), 110 * CENT, 10, ord("A"))
+    e.process(_stream([_quote(ord("Z"), 80, 100, 110, size=10)]))
+    assert _best(e, 80) == (100 * CENT, 10, ord("A"), 110 * CENT, 10, ord("A"))
+    e.process(_stream([_quote(ord("A"), 80, 99, 111, size=10)]))
+    assert _best(e, 80) == (100 * CENT, 10, ord("Z"), 110 * CENT, 10, ord("Z"))

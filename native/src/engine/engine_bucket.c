@@ -38,10 +38,10 @@ int64_t omdp_engine_export_bucket(const omdp_engine_t *engine, uint32_t buckets,
         r->k1 = s->k1;
         r->strike_px = mt->strike_px;
         for (int x = 0; x < OMDP_ENGINE_EXCHANGES; x++) {
-            r->bid[x] = s->bid[x];
-            r->ask[x] = s->ask[x];
-            r->bid_sz[x] = s->bid_sz[x];
-            r->ask_sz[x] = s->ask_sz[x];
+            r->bid[x] = ENG_BID(s, x);
+            r->ask[x] = ENG_ASK(s, x);
+            r->bid_sz[x] = ENG_BID_SZ(s, x);
+            r->ask_sz[x] = ENG_ASK_SZ(s, x);
         }
         r->nb_px = atomic_load_explicit(&s->nb_px, memory_order_relaxed);
         r->no_px = atomic_load_explicit(&s->no_px, memory_order_relaxed);
@@ -108,10 +108,10 @@ uint32_t omdp_engine_import_series(omdp_engine_t *engine, const omdp_reshard_ser
         eng_series_t *s = &e->series[slot];
         for (int x = 0; x < ENG_LANES; x++) {
             int real = x < OMDP_ENGINE_EXCHANGES;
-            s->bid[x] = real ? r->bid[x] : ENG_NONE_BID;
-            s->ask[x] = real ? r->ask[x] : ENG_NONE_ASK;
-            s->bid_sz[x] = real ? r->bid_sz[x] : 0;
-            s->ask_sz[x] = real ? r->ask_sz[x] : 0;
+            ENG_BID(s, x) = real ? r->bid[x] : ENG_NONE_BID;
+            ENG_ASK(s, x) = real ? r->ask[x] : ENG_NONE_ASK;
+            ENG_BID_SZ(s, x) = real ? r->bid_sz[x] : 0;
+            ENG_ASK_SZ(s, x) = real ? r->ask_sz[x] : 0;
         }
         s->state = r->state;
         /* the NBBO under its seqlock: pricing may be reading a series that was already here */

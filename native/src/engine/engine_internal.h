@@ -1,10 +1,11 @@
 /* Private layout of the decision engine (engine.h is the contract; this is how it is kept).
  *
  * Series live in a preallocated array of 640-byte, cache-aligned books: line 0 holds the key,
- * the links and the NBBO (what every message touches), lines 1-9 the per-exchange quotes by
- * field - the bids of OPRA's participants in lines 1-3, the offers in lines 4-6, their sizes
- * in lines 7-9 - so the NBBO is recomputed from every exchange on every quote with vector
- * compares instead of a branch per exchange (engine_batch.c). The
+ * the links and the NBBO (what every message touches), lines 1-9 the per-exchange quotes -
+ * lines 1-6 the prices of four exchanges each (their bids, then their offers), lines 7-9
+ * the sizes of eight each (bid sizes, then offer sizes) - so a quote reads and writes three
+ * lines (line 0, its exchange's price line and size line) and the NBBO, when it must be
+ * recomputed from every exchange, is whole vectors (engine_batch.c). The
  * hash table maps a 128-bit series key to a slot: open addressing, linear probing, at most
  * half full, entries (tag << 32 | slot + 1) so a probe compares a key only on a tag match.
  *
@@ -51,6 +52,18 @@ static inline uint8_t eng_exch_code_of(uint8_t ex)
     return ex < OMDP_ENGINE_EXCHANGES ? eng_exch_code[ex] : 0;
 }
 
+/* The prices of exchanges 4p .. 4p + 3 (one cache line) and the sizes of 8w .. 8w + 7 (one
+ * line): a quote's price and size each on one line, where a field per line put them on four. */
+typedef struct eng_px4 {
+    int64_t bid[4];
+    int64_t ask[4];
+} eng_px4_t;
+
+typedef struct eng_sz8 {
+    uint32_t bid[8];
+    uint32_t ask[8];
+} eng_sz8_t;
+
 typedef struct eng_series {
     /* cache line 0 */
     uint64_t k0;                 /* root (48 bits) | expiry code << 48 */
@@ -67,13 +80,17 @@ typedef struct eng_series {
     uint8_t state;               /* ENG_ST_* */
     uint8_t is_put;
     uint8_t pad0[4];
-    /* cache lines 1-9: exchange x's quote in bid[x], ask[x], bid_sz[x], ask_sz[x]; a missing
-     * side is ENG_NONE_BID / ENG_NONE_ASK with size 0; x >= OMDP_ENGINE_EXCHANGES always missing */
-    alignas(64) int64_t bid[ENG_LANES];
-    int64_t ask[ENG_LANES];
-    uint32_t bid_sz[ENG_LANES];
-    uint32_t ask_sz[ENG_LANES];
+    /* cache lines 1-9: exchange x's quote, read and written through ENG_BID .. ENG_ASK_SZ; a
+     * missing side is ENG_NONE_BID / ENG_NONE_ASK with size 0; x >= OMDP_ENGINE_EXCHANGES
+     * always missing */
+    alignas(64) eng_px4_t px[ENG_LANES / 4];
+    eng_sz8_t sz[ENG_LANES / 8];
 } eng_series_t;
+
+#define ENG_BID(s, x) ((s)->px[(x) >> 2].bid[(x) & 3])
+#define ENG_ASK(s, x) ((s)->px[(x) >> 2].ask[(x) & 3])
+#define ENG_BID_SZ(s, x) ((s)->sz[(x) >> 3].bid[(x) & 7])
+#define ENG_ASK_SZ(s, x) ((s)->sz[(x) >> 3].ask[(x) & 7])
 
 /* Written once when the series is first seen, before it is published; read by snapshots. */
 typedef struct eng_series_meta {
@@ -137,9 +154,9 @@ struct omdp_engine {
 
 _Static_assert(OMDP_ENGINE_EXCHANGES <= ENG_LANES, "every exchange has a lane");
 _Static_assert(ENG_LANES % 8 == 0, "a field's lanes are whole vectors");
-_Static_assert(offsetof(eng_series_t, bid) == 64 && offsetof(eng_series_t, ask) == 256 &&
-                   offsetof(eng_series_t, bid_sz) == 448 && offsetof(eng_series_t, ask_sz) == 544,
-               "each price field on its own cache lines");
+_Static_assert(sizeof(eng_px4_t) == 64 && sizeof(eng_sz8_t) == 64 && offsetof(eng_series_t, px) == 64 &&
+                   offsetof(eng_series_t, sz) == 448,
+               "an exchange's prices on one cache line, its sizes on one");
 _Static_assert(sizeof(eng_series_t) == 640, "a series book is ten cache lines");
 _Static_assert(sizeof(omdp_engine_counters_t) == C_COUNT * sizeof(uint64_t), "counter enum matches struct");
 _Static_assert(sizeof(omdp_signal_t) == OMDP_SIGNAL_SIZE, "signal record size");

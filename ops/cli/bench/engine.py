@@ -23,8 +23,11 @@ from omdp.units import fmt_ns, fmt_us
                    "instead of the model market")
 @click.option("--engines", type=click.IntRange(min=1), default=2, show_default=True,
               help="with --capture: engines the underlyings are balanced over; engine 0's share is timed")
+@click.option("--max-series", type=click.IntRange(min=1, max=1 << 24), default=None,
+              help="series slots of the timed engine (default: the model market's series with room, or the "
+                   "engine's default 131,072 with --capture; a today capture's share needs about 524,288)")
 def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: int, clock: str,
-                 capture: Path | None, engines: int) -> None:
+                 capture: Path | None, engines: int, max_series: int | None) -> None:
     """Time the C decision engine per message, the pricing refresh, and a Python custom engine."""
     from omdp.clock import TscClockError
     from ops.bench.engine import CaptureShareError, run_engine_bench
@@ -35,7 +38,7 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
                                "DATA/captures/DATE)")
     try:
         r = run_engine_bench(n_underlyings=underlyings, n_messages=messages, runs=runs, clock=clock,
-                             capture=capture, engines=engines)
+                             capture=capture, engines=engines, max_series=max_series)
     except (TscClockError, CaptureShareError) as e:
         raise click.UsageError(str(e)) from None
     m = r["market"]
@@ -44,8 +47,11 @@ def bench_engine(json_out: Path | None, messages: int, underlyings: int, runs: i
     if capture is not None:
         click.echo(f"capture: {m['capture']}, engine 0 of {m['engines']}: {m['engine_messages']} of "
                    f"{m['capture_messages']} messages (all to warm up)")
-    click.echo(f"market: {m['series']} series in {m['groups']} groups; {m['timed_messages']} messages timed per run, "
-               f"{runs} runs")
+    click.echo(f"market: {m['series']} series in {m['groups']} groups ({m['max_series']:,} slots, state "
+               f"{m['state_bytes'] / 2**20:,.1f} MiB); {m['timed_messages']} messages timed per run, {runs} runs")
+    if r["counters"]["table_full"]:
+        click.echo(f"warning: {r['counters']['table_full']:,} quotes refused for lack of a series slot "
+                   "(table_full): give --max-series the share's series count with room")
     for e in r["engine"].values():
         click.echo(f"C engine, batches of {e['batch']:>4} (called from {e['driver']:>6}): "
                    f"{e['ns_per_message_median']:7.1f} ns/message median "
