@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from decision_engines.engine_config import DEFAULT_MAX_SERIES
 from feedhandlers.feed_handler import FeedLine
 from feedhandlers.routing import DEFAULT_SAMPLE_MESSAGES, RoutingTable, build_routing, count_roots
 from omdp.metrics.definitions import DEFAULT_RULE
@@ -132,6 +133,27 @@ def routing_for(capture: CaptureInfo, engines: int, sample: int = DEFAULT_SAMPLE
     return build_routing(capture.root_underlying, count_roots(capture.line_files(), sample), engines, buckets)
 
 
+SERIES_HEADROOM = 1.25
+"""Slots per series an engine is sized with when the capture counts its series: new series are
+listed during a day (OBI's R messages), and a hash table is slower full."""
+
+
+def engine_series_slots(capture: CaptureInfo, routing: RoutingTable, movable: bool = False) -> int:
+    """Series slots for each engine of a topology that does not set ``max_series``: the most
+    series one engine is routed (from the capture's manifest, where it counts them; every
+    series when buckets may move between engines, ``movable``) with ``SERIES_HEADROOM``, and
+    never fewer than the engine's default. A today capture routes
+    about 245,000 series to each of two engines, beyond the default 131,072: unsized, the
+    engines refused a million quotes a run as ``table_full``."""
+    if not capture.underlying_series:
+        return DEFAULT_MAX_SERIES
+    per_engine: dict[int, int] = defaultdict(int)
+    for u, e in routing.engine_of_underlying().items():
+        per_engine[e] += capture.underlying_series.get(u, 0)
+    most = sum(per_engine.values()) if movable else max(per_engine.values(), default=0)
+    return max(DEFAULT_MAX_SERIES, int(most * SERIES_HEADROOM) + 1)
+
+
 def check_reshard(g: PipelineGroups, data: dict[str, Any], options: RunOptions, source: str) -> None:
     """Re-sharding needs static engines (``decision_engine``, two or more), a power-of-two
     bucket count and a period only with buckets; errors name the option."""
@@ -196,6 +218,8 @@ def assemble(topo: Topology, capture: CaptureInfo, options: RunOptions, source: 
             fs.setdefault("copies", fh_params["copies"])
     de = ops[g.engines]["params"]
     de.setdefault("as_of", capture.date.isoformat())
+    if ops[g.engines]["kind"] == DECISION_ENGINE and "max_series" not in de:
+        de["max_series"] = engine_series_slots(capture, routing, movable=bool(options.reshard_buckets))
     if options.reshard_buckets:
         fh_params["reshard"] = de["reshard"] = True
     if options.sample_every is not None:

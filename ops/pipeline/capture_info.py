@@ -8,7 +8,7 @@ looked at (a tolerant reader: the manifest's full schema is the generator's).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedhandlers.feed_handler import FEED_FORMATS, Endpoint
@@ -46,6 +46,9 @@ class CaptureInfo:
     """Packets per line as the manifest counts them (lines it does not count are absent)."""
     feed_format: str = "opra-fast-v2"
     """The manifest's ``feed_format``: ``opra-fast-v2`` (older manifests) or ``obi-v6``."""
+    underlying_series: dict[int, int] = field(default_factory=dict)
+    """Series per underlying id where the manifest counts them (``omdp synth`` captures); empty
+    for a capture that does not."""
 
     def line_files(self) -> list[Path]:
         """Every capture file, line by line."""
@@ -70,6 +73,7 @@ def open_capture(directory: str | Path, check_sizes: bool = True) -> CaptureInfo
         feed_format = str(m.get("feed_format") or "opra-fast-v2")
         if feed_format not in FEED_FORMATS:
             raise ValueError(f"feed_format {feed_format!r} is none of {', '.join(FEED_FORMATS)}")
+        series = {int(u["id"]): int(u["series"]) for u in m.get("underlyings", []) if u.get("series")}
         counted = {int(ln["line"]): int(ln["packets"]) for ln in m.get("lines", [])
                    if isinstance(ln, dict) and "line" in ln and ln.get("packets")}
     except KeyError as e:
@@ -79,4 +83,5 @@ def open_capture(directory: str | Path, check_sizes: bool = True) -> CaptureInfo
     endpoints = {ln: {c: Endpoint(group=g, port=p) for c, (g, p) in cs.endpoints[ln].groups.items()} for ln in cs.lines}
     return CaptureInfo(directory=cs.capture_dir, date=date, lines=cs.lines, files=cs.files, endpoints=endpoints,
                        root_underlying=roots, underlying_symbols=symbols, recorded_pps=pps, messages_per_packet=mpp,
-                       line_packets={ln: n for ln, n in counted.items() if ln in cs.lines}, feed_format=feed_format)
+                       line_packets={ln: n for ln, n in counted.items() if ln in cs.lines}, feed_format=feed_format,
+                       underlying_series=series)
