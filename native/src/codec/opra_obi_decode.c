@@ -234,98 +234,171 @@ static inline uint32_t decode_message(omdp_opra_msg_t *o, const uint8_t *m, uint
     return trade_id;
 }
 
-#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__BMI2__)
-/* Quotes ('k', 'q'), nearly every message of the feed, by byte permutation where the CPU has
- * AVX-512 VBMI: the message (at most 63 bytes with its appendages) is read with one masked
- * load that touches only its own bytes, and the record's last two cache lines are each one
- * vpermb of it - every wire field that lands in them, big-endian integers turned around and
- * widened, bytes copied - ORed over the block's template (constants and block fields), then
- * stored whole; the values that need arithmetic (prices, the expiry date, sequence number,
- * fields) are stored after. One permutation per quote kind and appendage set ("class": bit
- * 0 a best-bid appendage, bit 1 a best-offer one), built once at load. Elsewhere the
- * per-field code below (decode_message) does the same work; the tests pin both to the
- * same records. */
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__BMI2__)
+/* Quotes ('k', 'q'), nearly every message of the feed, where the CPU has AVX-512 VBMI: the
+ * record is built in four registers, one per cache line, and each line is stored once, whole
+ * (no field written twice, no narrow store before a wide one). The message (at most 63 bytes
+ * with its appendages) is read with one masked load that touches only its own bytes; lines 2
+ * and 3 are byte permutations of it (big-endian fields turned and widened, bytes copied) ORed
+ * over the block's template; the five prices are one more permutation into 64-bit lanes (the
+ * raw value and its denominator code), scaled with one signed 32 x 32 -> 64 multiply by the
+ * denominator's power of ten (a lane of a 16-entry table; a code outside 'A'..'I' gives
+ * OMDP_UNDEF_PRICE, as px() does) and blended into lines 1 and 2. The sequence number and the
+ * message's index come from counters kept in registers; only the expiry date is computed in
+ * scalar registers. One form per quote kind and appendage set ("class": bit 0 a best-bid
+ * appendage, bit 1 a best-offer one), built once at load. Elsewhere (and in the sanitizer
+ * build) the per-field code above (decode_message) does the same work; the golden, round-trip
+ * and fuzz tests pin both to the same records. */
 #include <immintrin.h>
 
 #define OBI_QUOTE_SIMD 1
 
-typedef struct quote_perm {
-    uint8_t idx[2][64]; /* record bytes 128-191 and 192-255: source byte in the message */
-    uint64_t take[2];   /* which of them come from the message (the rest: 0, then the template) */
-} quote_perm_t;
+/* Price lanes (64-bit lanes of one register; each: the raw value, little-endian and sign-
+ * or zero-extended to 32 bits, in bytes 0-3, its denominator code in byte 4): placed where
+ * the record wants them, so lines 1 and 2 take them with a blend, not a permutation. */
+enum { PL_BEST_OFFER = 0, PL_STRIKE = 3, PL_BID = 4, PL_OFFER = 5, PL_BEST_BID = 7 };
+#define PL_LINE1 ((1u << PL_STRIKE) | (1u << PL_BID) | (1u << PL_OFFER) | (1u << PL_BEST_BID))
+#define PL_LINE2 (1u << PL_BEST_OFFER)
 
-static quote_perm_t quote_perms[2][4]; /* ['q' == 0, 'k' == 1][class] */
+typedef struct quote_form {
+    uint8_t idx2[64], idx3[64]; /* record bytes 128-191 and 192-255: source byte in the message */
+    uint8_t idxp[64];           /* price lanes: source byte in the message */
+    uint8_t constp[64];         /* price lane bytes not from the message: implied denominators ('q'),
+                                 * 'I' (x 10^9 of 0) in lanes with no price */
+    uint64_t line1[8];          /* record bytes 64-127: the constant ones (fields) */
+    uint64_t take2, take3, takep; /* which bytes of idx2, idx3, idxp come from the message */
+    uint64_t reserved[5];
+} quote_form_t;
 
-/* Record bytes [at, at + width) from the big-endian field of `src_width` bytes at src,
- * zero-extended (width >= src_width). */
-static void perm_be(quote_perm_t *p, size_t at, unsigned src, unsigned src_width)
+static quote_form_t quote_forms[2][4] __attribute__((aligned(64))); /* ['q' == 0, 'k' == 1][class] */
+static int64_t den_mult16[16] __attribute__((aligned(64)));          /* den - 'A' -> multiplier ('A'..'I') */
+/* By appendage indicator: the class (spec 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a
+ * best offer when i & 3 == 2; only 'A'..'P' have states). */
+static uint8_t quote_class[256];
+/* By month code: month x 100 in bits 0-15, 'C' or 'P' in bits 16-23; 0 for no month. */
+static uint32_t month_pc[256];
+
+/* Record bytes [at, at + width) of a line (base: the line's first record byte) from the big-
+ * endian field of `src_width` bytes at src, zero-extended (width >= src_width). */
+static void perm_be(uint8_t *idx, uint64_t *take, size_t at, size_t base, unsigned src, unsigned src_width)
 {
     for (unsigned j = 0; j < src_width; j++) {
-        size_t d = at + j - 128;
-        p->idx[d / 64][d % 64] = (uint8_t)(src + src_width - 1 - j);
-        p->take[d / 64] |= 1ull << (d % 64);
+        size_t d = at + j - base;
+        idx[d] = (uint8_t)(src + src_width - 1 - j);
+        *take |= 1ull << d;
     }
 }
 
-static void perm_bytes(quote_perm_t *p, size_t at, unsigned src, unsigned n)
+static void perm_bytes(uint8_t *idx, uint64_t *take, size_t at, size_t base, unsigned src, unsigned n)
 {
     for (unsigned j = 0; j < n; j++) {
-        size_t d = at + j - 128;
-        p->idx[d / 64][d % 64] = (uint8_t)(src + j);
-        p->take[d / 64] |= 1ull << (d % 64);
+        size_t d = at + j - base;
+        idx[d] = (uint8_t)(src + j);
+        *take |= 1ull << d;
     }
 }
 
-__attribute__((constructor)) static void build_quote_perms(void)
+/* Record byte `at` of lines 2-3 from message byte src (n bytes). */
+static void line_bytes(quote_form_t *f, size_t at, unsigned src, unsigned n)
 {
+    if (at >= 192)
+        perm_bytes(f->idx3, &f->take3, at, 192, src, n);
+    else
+        perm_bytes(f->idx2, &f->take2, at, 128, src, n);
+}
+
+static void line_be(quote_form_t *f, size_t at, unsigned src, unsigned w)
+{
+    if (at >= 192)
+        perm_be(f->idx3, &f->take3, at, 192, src, w);
+    else
+        perm_be(f->idx2, &f->take2, at, 128, src, w);
+}
+
+/* Price lane `lane`: a w-byte big-endian raw value at src and its denominator code at den_src
+ * (or, den_src < 0, the implied code den). Signed 32-bit values are sign-extended by taking
+ * their top byte as is; 16-bit ones ('q') are zero-extended (spec Q11). */
+static void price_lane(quote_form_t *f, unsigned lane, unsigned src, unsigned w, int den_src, uint8_t den)
+{
+    perm_be(f->idxp, &f->takep, lane * 8, 0, src, w);
+    if (den_src >= 0)
+        perm_bytes(f->idxp, &f->takep, lane * 8 + 4, 0, (unsigned)den_src, 1);
+    f->constp[lane * 8 + 4] = den_src >= 0 ? 0 : den;
+}
+
+__attribute__((constructor)) static void build_quote_forms(void)
+{
+    for (unsigned d = 0; d < 16; d++)
+        den_mult16[d] = d < 9 ? omdp_opra_den_mult['A' + d] : 0;
+    for (unsigned c = 'A'; c <= 'P'; c++)
+        quote_class[c] = (uint8_t)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
+    for (unsigned c = 0; c < 256; c++)
+        month_pc[c] = omdp_opra_month[c] ? omdp_opra_month[c] * 100u | (uint32_t)omdp_opra_put_call[c] << 16 : 0;
     for (int kind = 0; kind < 2; kind++) {
         for (unsigned cls = 0; cls < 4; cls++) {
-            quote_perm_t *p = &quote_perms[kind][cls];
-            memset(p, 0, sizeof *p);
-            unsigned w = kind ? 4 : 2, body = kind ? 43 : 29;
+            quote_form_t *f = &quote_forms[kind][cls];
+            memset(f, 0, sizeof *f);
+            for (unsigned lane = 0; lane < 8; lane++)
+                f->constp[lane * 8 + 4] = 'I';
+            unsigned body = kind ? 43 : 29;
             if (kind) { /* 7.4 */
-                perm_be(p, offsetof(omdp_opra_msg_t, strike), 22, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid), 27, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 31, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer), 35, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 39, 4);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 18, 3);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 5);
-            } else { /* 7.5 */
-                perm_be(p, offsetof(omdp_opra_msg_t, strike), 19, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid), 21, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 23, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer), 25, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 27, w);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 16, 3);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, strike), 22, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, bid), 27, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, bid_size), 31, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, offer), 35, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, offer_size), 39, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, month_code), 18, 3);
+                line_bytes(f, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
+                line_bytes(f, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
+                line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 5);
+                price_lane(f, PL_STRIKE, 22, 4, 21, 0);
+                price_lane(f, PL_BID, 27, 4, 26, 0);
+                price_lane(f, PL_OFFER, 35, 4, 26, 0);
+            } else { /* 7.5: strike in 'A', premiums in 'B' (spec 7.5) */
+                line_be(f, offsetof(omdp_opra_msg_t, strike), 19, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, bid), 21, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, bid_size), 23, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, offer), 25, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, offer_size), 27, 2);
+                line_bytes(f, offsetof(omdp_opra_msg_t, month_code), 16, 3);
+                line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 4);
+                price_lane(f, PL_STRIKE, 19, 2, -1, 'A');
+                price_lane(f, PL_BID, 21, 2, -1, 'B');
+                price_lane(f, PL_OFFER, 25, 2, -1, 'B');
             }
-            perm_bytes(p, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
-            perm_bytes(p, offsetof(omdp_opra_msg_t, participant), 0, 1);
-            perm_bytes(p, offsetof(omdp_opra_msg_t, bbo_ind), 3, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, participant), 0, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, bbo_ind), 3, 1);
+            uint64_t fields = OBI_F_K;
             unsigned a = body; /* 7.6: the bid appendage first when both */
             if (cls & 1) {
-                perm_bytes(p, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
+                price_lane(f, PL_BEST_BID, a + 2, 4, (int)a + 1, 0);
+                fields |= OBI_F_BEST_BID;
                 a += 10;
             }
             if (cls & 2) {
-                perm_bytes(p, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
+                price_lane(f, PL_BEST_OFFER, a + 2, 4, (int)a + 1, 0);
+                fields |= OBI_F_BEST_OFFER;
             }
+            f->line1[(offsetof(omdp_opra_msg_t, fields) - 64) / 8] = fields;
         }
     }
 }
 
-/* The block's template: record lines 0 and 2 and, per quote kind, line 3 (line 1 is all
- * computed values). Built in registers from constants (no narrow stores read back wide). */
-typedef struct quote_tmpl {
+/* What a block's quotes share: the template lines (line 0 whole; lines 2 and 3 the bytes no
+ * message fills), the counters (msg_seq in line 1, index in line 3) and the price constants. */
+typedef struct quote_block {
     __m512i line0, line2, line3[2];
-} quote_tmpl_t;
+    __m512i seq, seq_step;     /* msg_seq of the next message in line 1's lane 0, and +1 */
+    __m512i index, index_step; /* index of the next message at record byte 224, and +1 */
+    __m512i mult_lo, mult_hi, undef;
+} quote_block_t;
 
 #define L3(f) (offsetof(omdp_opra_msg_t, f) - 192)
 static const uint8_t quote_line3[2][64] __attribute__((aligned(64))) = {
@@ -334,69 +407,68 @@ static const uint8_t quote_line3[2][64] __attribute__((aligned(64))) = {
     {[L3(category)] = 'k', [L3(root_len)] = 5},
 };
 
-static inline void quote_template(quote_tmpl_t *t, uint64_t block_seq, uint32_t time, uint8_t retrans,
-                                  uint8_t session, uint8_t wire)
+/* Built in registers from constants (no narrow stores read back wide). */
+static inline void quote_block_init(quote_block_t *q, uint64_t block_seq, uint32_t time, uint8_t retrans,
+                                    uint8_t session, uint8_t wire)
 {
     const uint8_t *blank = (const uint8_t *)&blank_record;
-    t->line0 = _mm512_mask_set1_epi64(_mm512_loadu_si512((const void *)blank), 1u << 7, (long long)block_seq);
-    t->line2 = _mm512_mask_set1_epi32(_mm512_loadu_si512((const void *)(blank + 128)), 1u << 2, (int)time);
+    q->line0 = _mm512_mask_set1_epi64(_mm512_loadu_si512((const void *)blank), 1u << 7, (long long)block_seq);
+    q->line2 = _mm512_mask_set1_epi32(_mm512_loadu_si512((const void *)(blank + 128)), 1u << 2, (int)time);
     __m512i blk = _mm512_mask_set1_epi8(_mm512_setzero_si512(), 1ull << L3(retrans), (char)retrans);
     blk = _mm512_mask_set1_epi8(blk, 1ull << L3(session), (char)session);
     blk = _mm512_mask_set1_epi8(blk, 1ull << L3(wire), (char)wire);
     for (int k = 0; k < 2; k++)
-        t->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
+        q->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
+    q->seq = _mm512_maskz_set1_epi64(1u << 0, (long long)block_seq);
+    q->seq_step = _mm512_maskz_set1_epi64(1u << 0, 1);
+    q->index = _mm512_setzero_si512();
+    q->index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1);
+    q->mult_lo = _mm512_load_si512((const void *)den_mult16);
+    q->mult_hi = _mm512_load_si512((const void *)(den_mult16 + 8));
+    q->undef = _mm512_set1_epi64(OMDP_UNDEF_PRICE);
 }
 
-/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'). */
-static inline void quote_simd(omdp_opra_msg_t *o, const quote_tmpl_t *t, const uint8_t *m, uint32_t ml, int kind,
-                              uint64_t msg_seq, uint16_t index, int64_t mult_a, int64_t mult_b)
+/* The counters move on by one message (every message, quote or not). */
+static inline void quote_block_next(quote_block_t *q)
 {
-    uint8_t ind = m[3];
-    unsigned hb = (unsigned)obi_has_bid_app(ind), ho = (unsigned)obi_has_offer_app(ind);
-    const quote_perm_t *p = &quote_perms[kind][hb | ho << 1];
+    q->seq = _mm512_add_epi64(q->seq, q->seq_step);
+    q->index = _mm512_add_epi16(q->index, q->index_step);
+}
+
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; cls its appendages). */
+static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const uint8_t *m, uint32_t ml, int kind,
+                              unsigned cls)
+{
+    const quote_form_t *f = &quote_forms[kind][cls];
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
-    uint8_t *r = (uint8_t *)o;
-    _mm512_storeu_si512((void *)r, t->line0);
-    _mm512_storeu_si512((void *)(r + 128),
-                        _mm512_or_si512(t->line2, _mm512_maskz_permutexvar_epi8(
-                                                      p->take[0], _mm512_loadu_si512((const void *)p->idx[0]), msg)));
-    _mm512_storeu_si512((void *)(r + 192),
-                        _mm512_or_si512(t->line3[kind], _mm512_maskz_permutexvar_epi8(
-                                                            p->take[1], _mm512_loadu_si512((const void *)p->idx[1]), msg)));
-    int64_t strike_px, bid_px, offer_px;
-    if (kind) {
-        strike_px = px(m[21], (int32_t)obi_rd32(m + 22));
-        bid_px = px(m[26], (int32_t)obi_rd32(m + 27));
-        offer_px = px(m[26], (int32_t)obi_rd32(m + 35));
-    } else {
-        strike_px = (int64_t)obi_rd16(m + 19) * mult_a;
-        bid_px = (int64_t)obi_rd16(m + 21) * mult_b;
-        offer_px = (int64_t)obi_rd16(m + 25) * mult_b;
-    }
-    const uint8_t *a = m + (kind ? 43 : 29);
-    int64_t best_bid_px = 0, best_offer_px = 0;
-    if (hb) {
-        best_bid_px = px(a[1], (int32_t)obi_rd32(a + 2));
-        a += 10;
-    }
-    if (ho)
-        best_offer_px = px(a[1], (int32_t)obi_rd32(a + 2));
-    o->msg_seq = msg_seq;
-    o->fields = OBI_F_K | (hb ? OBI_F_BEST_BID : 0) | (ho ? OBI_F_BEST_OFFER : 0);
-    o->underlying_raw = 0;
-    o->strike_px = strike_px;
-    o->bid_px = bid_px;
-    o->offer_px = offer_px;
-    o->premium_px = 0;
-    o->best_bid_px = best_bid_px;
-    o->best_offer_px = best_offer_px;
-    o->index = index;
+    /* prices: raw x 10^(9 - places), or OMDP_UNDEF_PRICE for a code outside 'A'..'I' */
+    __m512i pv = _mm512_or_si512(_mm512_load_si512((const void *)f->constp),
+                                 _mm512_maskz_permutexvar_epi8(f->takep, _mm512_load_si512((const void *)f->idxp), msg));
+    __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), _mm512_set1_epi64('A'));
+    __mmask8 known = _mm512_cmplt_epu64_mask(den, _mm512_set1_epi64(9));
+    __m512i prices = _mm512_mask_mov_epi64(q->undef, known,
+                                           _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(q->mult_lo, den, q->mult_hi)));
+    /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
     const uint8_t *e = m + (kind ? 18 : 16);
-    uint32_t mo = omdp_opra_month[e[0]], day = e[1], year = e[2];
-    if (mo && day >= 1 && day <= 31 && year <= 99) {
-        o->expiry = (2000u + year) * 10000u + mo * 100u + day;
-        o->put_call = omdp_opra_put_call[e[0]];
-    }
+    uint32_t mpc = month_pc[e[0]], day = e[1], year = e[2];
+    int good = (mpc != 0) & (day - 1u < 31u) & (year <= 99u);
+    uint32_t expiry = good ? 20000000u + year * 10000u + (mpc & 0xFFFFu) + day : 0u;
+    char put_call = good ? (char)(mpc >> 16) : 0;
+
+    __m512i l1 = _mm512_or_si512(_mm512_load_si512((const void *)f->line1), q->seq);
+    l1 = _mm512_mask_mov_epi64(l1, PL_LINE1, prices);
+    __m512i l2 = _mm512_or_si512(q->line2, _mm512_maskz_permutexvar_epi8(
+                                               f->take2, _mm512_load_si512((const void *)f->idx2), msg));
+    l2 = _mm512_mask_mov_epi64(l2, PL_LINE2, prices);
+    l2 = _mm512_mask_set1_epi32(l2, 1u << (offsetof(omdp_opra_msg_t, expiry) - 128) / 4, (int)expiry);
+    __m512i l3 = _mm512_or_si512(_mm512_or_si512(q->line3[kind], q->index),
+                                 _mm512_maskz_permutexvar_epi8(f->take3, _mm512_load_si512((const void *)f->idx3), msg));
+    l3 = _mm512_mask_set1_epi8(l3, 1ull << L3(put_call), put_call);
+    uint8_t *r = (uint8_t *)o;
+    _mm512_storeu_si512((void *)r, q->line0);
+    _mm512_storeu_si512((void *)(r + 64), l1);
+    _mm512_storeu_si512((void *)(r + 128), l2);
+    _mm512_storeu_si512((void *)(r + 192), l3);
 }
 #endif
 
@@ -504,9 +576,8 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     /* Spec Q2: block_seq is the first message's MSN; message i is block_seq + i. */
     uint64_t seq = info->block_seq;
 #ifdef OBI_QUOTE_SIMD
-    quote_tmpl_t qt;
-    quote_template(&qt, seq, time, info->retrans, info->session, wire);
-    int64_t mult_a = omdp_opra_den_mult['A'], mult_b = omdp_opra_den_mult['B'];
+    quote_block_t qb;
+    quote_block_init(&qb, seq, time, info->retrans, info->session, wire);
 #endif
     uint32_t off = OMDP_OBI_HEADER_SIZE;
     for (uint32_t i = 0; i < count; i++) {
@@ -519,15 +590,18 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         uint8_t cat = rem >= 4 ? m[1] : 0;
         if (LIKELY(cat == 'q' || cat == 'k')) {
             int kind = cat == 'k';
-            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[m[3]];
+            uint8_t ind = m[3];
+            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
             if (UNLIKELY(ml > rem))
                 return info->error = fail(err, packet_index, OMDP_OBI_E_MSG_PAST_BLOCK, off, (int)i, cat);
-            quote_simd(o, &qt, m, ml, kind, seq + i, (uint16_t)i, mult_a, mult_b);
+            quote_simd(o, &qb, m, ml, kind, quote_class[ind]);
+            quote_block_next(&qb);
             if (UNLIKELY(obi_rd64(m + 4) != 0) && UNLIKELY(!put_extras(D, o, m, ml, 0)))
                 return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, cat);
             off += ml;
             continue;
         }
+        quote_block_next(&qb);
 #endif
         int ml = message_length(m, rem);
         if (UNLIKELY(ml < 0))
