@@ -267,7 +267,7 @@ typedef struct quote_form {
                                  * 'I' (x 10^9 of 0) in lanes with no price */
     uint64_t line1[8];          /* record bytes 64-127: the constant ones (fields) */
     uint64_t take2, take3, takep; /* which bytes of idx2, idx3, idxp come from the message */
-    uint64_t reserved[5];
+    uint64_t reserved[21];      /* to 512 bytes: a form's address is a shift */
 } quote_form_t;
 
 static quote_form_t quote_forms[2][4] __attribute__((aligned(64))); /* ['q' == 0, 'k' == 1][class] */
@@ -392,12 +392,9 @@ __attribute__((constructor)) static void build_quote_forms(void)
 }
 
 /* What a block's quotes share: the template lines (line 0 whole; lines 2 and 3 the bytes no
- * message fills), the counters (msg_seq in line 1, index in line 3) and the price constants. */
+ * message fills) and block_seq where line 1 has msg_seq. */
 typedef struct quote_block {
-    __m512i line0, line2, line3[2];
-    __m512i seq, seq_step;     /* msg_seq of the next message in line 1's lane 0, and +1 */
-    __m512i index, index_step; /* index of the next message at record byte 224, and +1 */
-    __m512i mult_lo, mult_hi, undef;
+    __m512i line0, line2, line3[2], seq;
 } quote_block_t;
 
 #define L3(f) (offsetof(omdp_opra_msg_t, f) - 192)
@@ -420,34 +417,27 @@ static inline void quote_block_init(quote_block_t *q, uint64_t block_seq, uint32
     for (int k = 0; k < 2; k++)
         q->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
     q->seq = _mm512_maskz_set1_epi64(1u << 0, (long long)block_seq);
-    q->seq_step = _mm512_maskz_set1_epi64(1u << 0, 1);
-    q->index = _mm512_setzero_si512();
-    q->index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1);
-    q->mult_lo = _mm512_load_si512((const void *)den_mult16);
-    q->mult_hi = _mm512_load_si512((const void *)(den_mult16 + 8));
-    q->undef = _mm512_set1_epi64(OMDP_UNDEF_PRICE);
 }
 
-/* The counters move on by one message (every message, quote or not). */
-static inline void quote_block_next(quote_block_t *q)
-{
-    q->seq = _mm512_add_epi64(q->seq, q->seq_step);
-    q->index = _mm512_add_epi16(q->index, q->index_step);
-}
+/* The constants of a run of quotes, in registers. */
+typedef struct quote_consts {
+    __m512i mult_lo, mult_hi, undef, den_a, den_count, seq_step, index_step;
+} quote_consts_t;
 
-/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; cls its appendages). */
-static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const uint8_t *m, uint32_t ml, int kind,
-                              unsigned cls)
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; cls its appendages); seq and
+ * index: its msg_seq in lane 0, its index at record byte 224. */
+static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c, const uint8_t *m,
+                              uint32_t ml, int kind, unsigned cls, __m512i seq, __m512i index)
 {
     const quote_form_t *f = &quote_forms[kind][cls];
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
     /* prices: raw x 10^(9 - places), or OMDP_UNDEF_PRICE for a code outside 'A'..'I' */
     __m512i pv = _mm512_or_si512(_mm512_load_si512((const void *)f->constp),
                                  _mm512_maskz_permutexvar_epi8(f->takep, _mm512_load_si512((const void *)f->idxp), msg));
-    __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), _mm512_set1_epi64('A'));
-    __mmask8 known = _mm512_cmplt_epu64_mask(den, _mm512_set1_epi64(9));
-    __m512i prices = _mm512_mask_mov_epi64(q->undef, known,
-                                           _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(q->mult_lo, den, q->mult_hi)));
+    __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), c->den_a);
+    __mmask8 known = _mm512_cmplt_epu64_mask(den, c->den_count);
+    __m512i prices = _mm512_mask_mov_epi64(c->undef, known,
+                                           _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi)));
     /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
     const uint8_t *e = m + (kind ? 18 : 16);
     uint32_t mpc = month_pc[e[0]], day = e[1], year = e[2];
@@ -455,13 +445,13 @@ static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const 
     uint32_t expiry = good ? 20000000u + year * 10000u + (mpc & 0xFFFFu) + day : 0u;
     char put_call = good ? (char)(mpc >> 16) : 0;
 
-    __m512i l1 = _mm512_or_si512(_mm512_load_si512((const void *)f->line1), q->seq);
+    __m512i l1 = _mm512_or_si512(_mm512_load_si512((const void *)f->line1), seq);
     l1 = _mm512_mask_mov_epi64(l1, PL_LINE1, prices);
     __m512i l2 = _mm512_or_si512(q->line2, _mm512_maskz_permutexvar_epi8(
                                                f->take2, _mm512_load_si512((const void *)f->idx2), msg));
     l2 = _mm512_mask_mov_epi64(l2, PL_LINE2, prices);
     l2 = _mm512_mask_set1_epi32(l2, 1u << (offsetof(omdp_opra_msg_t, expiry) - 128) / 4, (int)expiry);
-    __m512i l3 = _mm512_or_si512(_mm512_or_si512(q->line3[kind], q->index),
+    __m512i l3 = _mm512_or_si512(_mm512_or_si512(q->line3[kind], index),
                                  _mm512_maskz_permutexvar_epi8(f->take3, _mm512_load_si512((const void *)f->idx3), msg));
     l3 = _mm512_mask_set1_epi8(l3, 1ull << L3(put_call), put_call);
     uint8_t *r = (uint8_t *)o;
@@ -469,6 +459,55 @@ static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const 
     _mm512_storeu_si512((void *)(r + 64), l1);
     _mm512_storeu_si512((void *)(r + 128), l2);
     _mm512_storeu_si512((void *)(r + 192), l3);
+}
+
+/* Quotes from message i at byte *off, for as long as the messages are quotes that fit the
+ * block: the loop a block's time is spent in, with nothing else in its registers. Stops
+ * before the first message that is not one (the caller decodes it, or reports it) or after
+ * a quote that has extras (the caller places them: *extras set, *last its offset). Returns
+ * the index of the message after the last one written; *off is where it starts. */
+static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uint32_t size, uint32_t *offp,
+                                 uint32_t *last, uint32_t i, uint32_t count, omdp_opra_msg_t *out, int *extras)
+{
+    const quote_consts_t c = {
+        .mult_lo = _mm512_load_si512((const void *)den_mult16),
+        .mult_hi = _mm512_load_si512((const void *)(den_mult16 + 8)),
+        .undef = _mm512_set1_epi64(OMDP_UNDEF_PRICE),
+        .den_a = _mm512_set1_epi64('A'),
+        .den_count = _mm512_set1_epi64(9),
+        .seq_step = _mm512_maskz_set1_epi64(1u << 0, 1),
+        .index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1),
+    };
+    __m512i seq = _mm512_add_epi64(q->seq, _mm512_maskz_set1_epi64(1u << 0, i));
+    __m512i index = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), (short)i);
+    uint32_t off = *offp;
+    *extras = 0;
+    for (; i < count; i++) {
+        const uint8_t *m = blk + off;
+        uint32_t rem = size - off;
+        if (UNLIKELY(rem < 4))
+            break;
+        uint8_t cat = m[1];
+        if (UNLIKELY(cat != 'q' && cat != 'k'))
+            break;
+        int kind = cat == 'k';
+        uint8_t ind = m[3];
+        uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
+        if (UNLIKELY(ml > rem))
+            break;
+        quote_simd(&out[i], q, &c, m, ml, kind, quote_class[ind], seq, index);
+        seq = _mm512_add_epi64(seq, c.seq_step);
+        index = _mm512_add_epi16(index, c.index_step);
+        off += ml;
+        if (UNLIKELY(obi_rd64(m + 4) != 0)) { /* transaction id or participant reference number */
+            *extras = 1;
+            *last = off - ml;
+            i++;
+            break;
+        }
+    }
+    *offp = off;
+    return i;
 }
 #endif
 
@@ -580,29 +619,23 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     quote_block_init(&qb, seq, time, info->retrans, info->session, wire);
 #endif
     uint32_t off = OMDP_OBI_HEADER_SIZE;
-    for (uint32_t i = 0; i < count; i++) {
+    uint32_t i = 0;
+    for (;;) {
+#ifdef OBI_QUOTE_SIMD
+        uint32_t last;
+        int extras;
+        i = quote_run(&qb, blk, size, &off, &last, i, count, out, &extras);
+        if (UNLIKELY(extras)) {
+            if (UNLIKELY(!put_extras(D, &out[i - 1], blk + last, off - last, 0)))
+                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, last, (int)i - 1, blk[last + 1]);
+            continue;
+        }
+#endif
+        if (i >= count)
+            break;
         const uint8_t *m = blk + off;
         uint32_t rem = size - off;
         omdp_opra_msg_t *o = &out[i];
-#ifdef OBI_QUOTE_SIMD
-        /* a quote's length is its form's and its indicator's: checked once, then no further
-         * test on the way but the (rare) extras */
-        uint8_t cat = rem >= 4 ? m[1] : 0;
-        if (LIKELY(cat == 'q' || cat == 'k')) {
-            int kind = cat == 'k';
-            uint8_t ind = m[3];
-            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
-            if (UNLIKELY(ml > rem))
-                return info->error = fail(err, packet_index, OMDP_OBI_E_MSG_PAST_BLOCK, off, (int)i, cat);
-            quote_simd(o, &qb, m, ml, kind, quote_class[ind]);
-            quote_block_next(&qb);
-            if (UNLIKELY(obi_rd64(m + 4) != 0) && UNLIKELY(!put_extras(D, o, m, ml, 0)))
-                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, cat);
-            off += ml;
-            continue;
-        }
-        quote_block_next(&qb);
-#endif
         int ml = message_length(m, rem);
         if (UNLIKELY(ml < 0))
             return info->error = fail(err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
@@ -623,6 +656,7 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
             return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
         off += (uint32_t)ml;
+        i++;
     }
     /* What follows the last message: nothing, or one pad byte of 0 (4.1). */
     uint32_t rest = size - off;
