@@ -425,9 +425,11 @@ typedef struct quote_consts {
 } quote_consts_t;
 
 /* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; cls its appendages); seq and
- * index: its msg_seq in lane 0, its index at record byte 224. */
-static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c, const uint8_t *m,
-                              uint32_t ml, int kind, unsigned cls, __m512i seq, __m512i index)
+ * index: its msg_seq in lane 0, its index at record byte 224. Returns sum with the message's
+ * bytes added (the checksum's lanes). */
+static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c,
+                                 const uint8_t *m, uint32_t ml, int kind, unsigned cls, __m512i seq, __m512i index,
+                                 __m512i sum)
 {
     const quote_form_t *f = &quote_forms[kind][cls];
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
@@ -459,6 +461,7 @@ static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const 
     _mm512_storeu_si512((void *)(r + 64), l1);
     _mm512_storeu_si512((void *)(r + 128), l2);
     _mm512_storeu_si512((void *)(r + 192), l3);
+    return _mm512_dpbusd_epi32(sum, msg, _mm512_set1_epi8(1)); /* the block checksum, on the way */
 }
 
 /* Quotes from message i at byte *off, for as long as the messages are quotes that fit the
@@ -467,7 +470,8 @@ static inline void quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const 
  * a quote that has extras (the caller places them: *extras set, *last its offset). Returns
  * the index of the message after the last one written; *off is where it starts. */
 static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uint32_t size, uint32_t *offp,
-                                 uint32_t *last, uint32_t i, uint32_t count, omdp_opra_msg_t *out, int *extras)
+                                 uint32_t *last, uint32_t i, uint32_t count, omdp_opra_msg_t *out, int *extras,
+                                 __m512i *sum)
 {
     const quote_consts_t c = {
         .mult_lo = _mm512_load_si512((const void *)den_mult16),
@@ -481,6 +485,7 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
     __m512i seq = _mm512_add_epi64(q->seq, _mm512_maskz_set1_epi64(1u << 0, i));
     __m512i index = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), (short)i);
     uint32_t off = *offp;
+    __m512i acc = *sum;
     *extras = 0;
     for (; i < count; i++) {
         const uint8_t *m = blk + off;
@@ -495,7 +500,7 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
         if (UNLIKELY(ml > rem))
             break;
-        quote_simd(&out[i], q, &c, m, ml, kind, quote_class[ind], seq, index);
+        acc = quote_simd(&out[i], q, &c, m, ml, kind, quote_class[ind], seq, index, acc);
         seq = _mm512_add_epi64(seq, c.seq_step);
         index = _mm512_add_epi16(index, c.index_step);
         off += ml;
@@ -507,7 +512,16 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         }
     }
     *offp = off;
+    *sum = acc;
     return i;
+}
+
+/* sum (the checksum's lanes) with the n bytes at p added; reads only those bytes. */
+static inline __m512i sum_span(__m512i sum, const uint8_t *p, uint32_t n)
+{
+    for (uint32_t o = 0; o < n; o += 64) /* bzhi keeps every bit for n - o >= 64 */
+        sum = _mm512_dpbusd_epi32(sum, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, n - o), p + o), _mm512_set1_epi8(1));
+    return sum;
 }
 #endif
 
@@ -562,6 +576,44 @@ static inline int put_extras(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m,
     return 1;
 }
 
+/* The checksum computed (spec Q1) against the one sent: 0, or the CHECKSUM error the live
+ * path drops the block with (the other stream or a retransmission has it); a viewer may keep
+ * the block, flagged. */
+static int checksum_verdict(omdp_obi_block_t *info, uint16_t calc, uint32_t options, omdp_obi_error_t *err,
+                            uint64_t packet_index)
+{
+    info->checksum_calc = calc;
+    if (LIKELY(calc == info->checksum))
+        return 0;
+    if (options & OMDP_OBI_KEEP_BAD_CHECKSUM) {
+        info->status |= OMDP_OBI_BLK_CHECKSUM_BAD;
+        return 0;
+    }
+    info->status = OMDP_OBI_BLK_CHECKSUM_BAD; /* the block is not read: no other status */
+    return info->error = fail(err, packet_index, OMDP_OBI_E_CHECKSUM, 19, -1, -1);
+}
+
+#ifdef OBI_QUOTE_SIMD
+/* The checksum is summed on the way, with the messages' bytes (below). */
+#define SUM_ON_THE_WAY 1
+#else
+#define SUM_ON_THE_WAY 0
+#endif
+
+/* A block error found after the header. Where the checksum is summed on the way it is not
+ * known yet: it is computed now, and a mismatch is the block's error, as when it is checked
+ * before any message (so every build reports the same error for the same block). */
+static int block_fail(const uint8_t *blk, uint32_t size, uint32_t options, omdp_obi_block_t *info,
+                      omdp_obi_error_t *err, uint64_t packet_index, int code, size_t offset, int msg, int category)
+{
+    if (SUM_ON_THE_WAY) {
+        int bad = checksum_verdict(info, omdp_obi_checksum(blk, size), options, err, packet_index);
+        if (bad)
+            return bad;
+    }
+    return info->error = fail(err, packet_index, code, offset, msg, category);
+}
+
 static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t packet_index, uint32_t options,
                       omdp_opra_msg_t *out, uint64_t out_cap, omdp_obi_block_t *info, omdp_obi_error_t *err)
 {
@@ -585,14 +637,20 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         return info->error = fail(err, packet_index, OMDP_OBI_E_BAD_SIZE, 1, -1, -1);
     if (UNLIKELY(size > len))
         return info->error = fail(err, packet_index, OMDP_OBI_E_SIZE_PAST_DATAGRAM, 1, -1, -1);
-    info->checksum_calc = omdp_obi_checksum(blk, size);
-    if (UNLIKELY(info->checksum_calc != info->checksum)) {
-        info->status |= OMDP_OBI_BLK_CHECKSUM_BAD;
-        /* Spec Q1: the live path counts the mismatch and drops the block (the other stream
-         * or a retransmission has it); a viewer may keep it, flagged. */
-        if (!(options & OMDP_OBI_KEEP_BAD_CHECKSUM))
-            return info->error = fail(err, packet_index, OMDP_OBI_E_CHECKSUM, 19, -1, -1);
-    }
+#if SUM_ON_THE_WAY
+    /* The block's lines are asked for at once: each message's place depends on the one
+     * before it, so the walk below would otherwise wait for them one at a time. */
+    for (uint32_t at = 64; at < size; at += 64)
+        __builtin_prefetch(blk + at, 0, 3);
+    __builtin_prefetch(blk + size - 1, 0, 3);
+    /* the checksum's lanes: header bytes 0-18 now, the messages' on the way (19-20 are the
+     * checksum itself) */
+    __m512i sum = sum_span(_mm512_setzero_si512(), blk, 19);
+#else
+    int bad = checksum_verdict(info, omdp_obi_checksum(blk, size), options, err, packet_index);
+    if (UNLIKELY(bad))
+        return bad;
+#endif
     uint8_t wire = OMDP_OBI_WIRE_OBI;
     /* Spec Q13: a feed indicator other than 'O' is decoded but flagged. */
     if (UNLIKELY(info->feed != 'O')) {
@@ -604,7 +662,7 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     if (count == 0)
         info->status |= OMDP_OBI_BLK_EMPTY;
     if (UNLIKELY(count > out_cap))
-        return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, 10, -1, -1);
+        return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, 10, -1, -1);
     if (UNLIKELY(cached_sec != info->ts_sec || cached_hhmmss000 == UINT32_MAX)) {
         cached_hhmmss000 = omdp_obi_eastern_hhmmss(info->ts_sec) * 1000u;
         cached_sec = info->ts_sec;
@@ -624,10 +682,11 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
 #ifdef OBI_QUOTE_SIMD
         uint32_t last;
         int extras;
-        i = quote_run(&qb, blk, size, &off, &last, i, count, out, &extras);
+        i = quote_run(&qb, blk, size, &off, &last, i, count, out, &extras, &sum);
         if (UNLIKELY(extras)) {
             if (UNLIKELY(!put_extras(D, &out[i - 1], blk + last, off - last, 0)))
-                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, last, (int)i - 1, blk[last + 1]);
+                return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, last, (int)i - 1,
+                                  blk[last + 1]);
             continue;
         }
 #endif
@@ -638,7 +697,10 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         omdp_opra_msg_t *o = &out[i];
         int ml = message_length(m, rem);
         if (UNLIKELY(ml < 0))
-            return info->error = fail(err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
+            return block_fail(blk, size, options, info, err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
+#if SUM_ON_THE_WAY
+        sum = sum_span(sum, m, (uint32_t)ml);
+#endif
         *o = blank_record;
         o->block_seq = seq;
         o->msg_seq = seq + i;
@@ -654,7 +716,7 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         o->wire = wire;
         uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
         if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
-            return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
+            return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
         off += (uint32_t)ml;
         i++;
     }
@@ -663,7 +725,13 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     if (rest == 1 && blk[off] == 0)
         info->status |= OMDP_OBI_BLK_PAD;
     else if (UNLIKELY(rest != 0))
-        return info->error = fail(err, packet_index, OMDP_OBI_E_TRAILING_BYTES, off, -1, -1);
+        return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_TRAILING_BYTES, off, -1, -1);
+#if SUM_ON_THE_WAY
+    /* every byte is in the sum now (a pad byte is 0) */
+    int bad = checksum_verdict(info, (uint16_t)_mm512_reduce_add_epi32(sum), options, err, packet_index);
+    if (UNLIKELY(bad))
+        return bad;
+#endif
     if (count)
         out[count - 1].hdr.flags = OMDP_RF_LAST_IN_PACKET;
     info->count = (uint8_t)count;
