@@ -260,8 +260,12 @@ enum { PL_BEST_OFFER = 0, PL_STRIKE = 3, PL_BID = 4, PL_OFFER = 5, PL_BEST_BID =
 #define PL_LINE1 ((1u << PL_STRIKE) | (1u << PL_BID) | (1u << PL_OFFER) | (1u << PL_BEST_BID))
 #define PL_LINE2 (1u << PL_BEST_OFFER)
 
+/* Source bytes of lines 2 and 3: 0-63 the message, 64-68 the values computed in scalar
+ * registers (the expiry date, little-endian, then call/put). */
+enum { SRC_EXPIRY = 64, SRC_PUT_CALL = 68 };
+
 typedef struct quote_form {
-    uint8_t idx2[64], idx3[64]; /* record bytes 128-191 and 192-255: source byte in the message */
+    uint8_t idx2[64], idx3[64]; /* record bytes 128-191 and 192-255: source byte (above) */
     uint8_t idxp[64];           /* price lanes: source byte in the message */
     uint8_t constp[64];         /* price lane bytes not from the message: implied denominators ('q'),
                                  * 'I' (x 10^9 of 0) in lanes with no price */
@@ -270,13 +274,15 @@ typedef struct quote_form {
     uint64_t reserved[21];      /* to 512 bytes: a form's address is a shift */
 } quote_form_t;
 
-static quote_form_t quote_forms[2][4] __attribute__((aligned(64))); /* ['q' == 0, 'k' == 1][class] */
-static int64_t den_mult16[16] __attribute__((aligned(64)));          /* den - 'A' -> multiplier ('A'..'I') */
-/* By appendage indicator: the class (spec 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a
- * best offer when i & 3 == 2; only 'A'..'P' have states). */
-static uint8_t quote_class[256];
-/* By month code: month x 100 in bits 0-15, 'C' or 'P' in bits 16-23; 0 for no month. */
-static uint32_t month_pc[256];
+static quote_form_t quote_forms[8] __attribute__((aligned(64))); /* kind ('q' 0, 'k' 1) x 4 + class */
+static int64_t den_mult16[16] __attribute__((aligned(64)));   /* den - 'A' -> multiplier ('A'..'I') */
+/* By kind and appendage indicator: the message's length in bits 0-7, its form in bits 8-10
+ * (spec 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a best offer when i & 3 == 2; only
+ * 'A'..'P' have states). */
+static uint16_t quote_shape[2][256];
+/* By month code: 20,000,000 + month x 100 in bits 0-31, 'C' or 'P' in bits 32-39; 0 for no
+ * month. Adding year x 10,000 + day makes the expiry date and call/put as lines 2-3 take them. */
+static uint64_t month_pc[256];
 
 /* Record bytes [at, at + width) of a line (base: the line's first record byte) from the big-
  * endian field of `src_width` bytes at src, zero-extended (width >= src_width). */
@@ -330,13 +336,15 @@ __attribute__((constructor)) static void build_quote_forms(void)
 {
     for (unsigned d = 0; d < 16; d++)
         den_mult16[d] = d < 9 ? omdp_opra_den_mult['A' + d] : 0;
-    for (unsigned c = 'A'; c <= 'P'; c++)
-        quote_class[c] = (uint8_t)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
-    for (unsigned c = 0; c < 256; c++)
-        month_pc[c] = omdp_opra_month[c] ? omdp_opra_month[c] * 100u | (uint32_t)omdp_opra_put_call[c] << 16 : 0;
+    for (unsigned c = 0; c < 256; c++) {
+        unsigned cls = (unsigned)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
+        for (unsigned kind = 0; kind < 2; kind++)
+            quote_shape[kind][c] = (uint16_t)((kind ? 43u : 29u) + omdp_obi_app_len[c] | (kind * 4 + cls) << 8);
+        month_pc[c] = omdp_opra_month[c] ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + omdp_opra_month[c] * 100u) : 0;
+    }
     for (int kind = 0; kind < 2; kind++) {
         for (unsigned cls = 0; cls < 4; cls++) {
-            quote_form_t *f = &quote_forms[kind][cls];
+            quote_form_t *f = &quote_forms[kind * 4 + cls];
             memset(f, 0, sizeof *f);
             for (unsigned lane = 0; lane < 8; lane++)
                 f->constp[lane * 8 + 4] = 'I';
@@ -387,6 +395,8 @@ __attribute__((constructor)) static void build_quote_forms(void)
                 fields |= OBI_F_BEST_OFFER;
             }
             f->line1[(offsetof(omdp_opra_msg_t, fields) - 64) / 8] = fields;
+            perm_bytes(f->idx2, &f->take2, offsetof(omdp_opra_msg_t, expiry), 128, SRC_EXPIRY, 4);
+            perm_bytes(f->idx3, &f->take3, offsetof(omdp_opra_msg_t, put_call), 192, SRC_PUT_CALL, 1);
         }
     }
 }
@@ -422,16 +432,16 @@ static inline void quote_block_init(quote_block_t *q, uint64_t block_seq, uint32
 /* The constants of a run of quotes, in registers. */
 typedef struct quote_consts {
     __m512i mult_lo, mult_hi, undef, den_a, den_count, seq_step, index_step;
+    __m512i line1_prices, line2_prices; /* the price lanes each line takes, all ones */
 } quote_consts_t;
 
-/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; cls its appendages); seq and
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; f its form); seq and
  * index: its msg_seq in lane 0, its index at record byte 224. Returns sum with the message's
  * bytes added (the checksum's lanes). */
 static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c,
-                                 const uint8_t *m, uint32_t ml, int kind, unsigned cls, __m512i seq, __m512i index,
-                                 __m512i sum)
+                                 const uint8_t *m, uint32_t ml, int kind, const quote_form_t *f, __m512i seq,
+                                 __m512i index, __m512i sum)
 {
-    const quote_form_t *f = &quote_forms[kind][cls];
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
     /* prices: raw x 10^(9 - places), or OMDP_UNDEF_PRICE for a code outside 'A'..'I' */
     __m512i pv = _mm512_or_si512(_mm512_load_si512((const void *)f->constp),
@@ -442,20 +452,19 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
                                            _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi)));
     /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
     const uint8_t *e = m + (kind ? 18 : 16);
-    uint32_t mpc = month_pc[e[0]], day = e[1], year = e[2];
-    int good = (mpc != 0) & (day - 1u < 31u) & (year <= 99u);
-    uint32_t expiry = good ? 20000000u + year * 10000u + (mpc & 0xFFFFu) + day : 0u;
-    char put_call = good ? (char)(mpc >> 16) : 0;
+    uint64_t mpc = month_pc[e[0]];
+    uint32_t day = e[1], year = e[2];
+    uint64_t good = (mpc != 0) & (day - 1u < 31u) & (year <= 99u);
+    uint64_t computed = (mpc + year * 10000u + day) & (0 - good);
+    __m512i comp = _mm512_castsi128_si512(_mm_cvtsi64_si128((long long)computed)); /* SRC_EXPIRY, SRC_PUT_CALL */
 
-    __m512i l1 = _mm512_or_si512(_mm512_load_si512((const void *)f->line1), seq);
-    l1 = _mm512_mask_mov_epi64(l1, PL_LINE1, prices);
-    __m512i l2 = _mm512_or_si512(q->line2, _mm512_maskz_permutexvar_epi8(
-                                               f->take2, _mm512_load_si512((const void *)f->idx2), msg));
-    l2 = _mm512_mask_mov_epi64(l2, PL_LINE2, prices);
-    l2 = _mm512_mask_set1_epi32(l2, 1u << (offsetof(omdp_opra_msg_t, expiry) - 128) / 4, (int)expiry);
-    __m512i l3 = _mm512_or_si512(_mm512_or_si512(q->line3[kind], index),
-                                 _mm512_maskz_permutexvar_epi8(f->take3, _mm512_load_si512((const void *)f->idx3), msg));
-    l3 = _mm512_mask_set1_epi8(l3, 1ull << L3(put_call), put_call);
+    /* line 1 and line 2's first lane have nothing but zeros where the prices go */
+    __m512i l1 = _mm512_ternarylogic_epi64(_mm512_or_si512(_mm512_load_si512((const void *)f->line1), seq), prices,
+                                           c->line1_prices, 0xF8); /* a | (b & c) */
+    __m512i l2 = _mm512_maskz_permutex2var_epi8(f->take2, msg, _mm512_load_si512((const void *)f->idx2), comp);
+    l2 = _mm512_ternarylogic_epi64(_mm512_or_si512(q->line2, l2), prices, c->line2_prices, 0xF8);
+    __m512i l3 = _mm512_maskz_permutex2var_epi8(f->take3, msg, _mm512_load_si512((const void *)f->idx3), comp);
+    l3 = _mm512_ternarylogic_epi64(q->line3[kind], index, l3, 0xFE); /* a | b | c */
     uint8_t *r = (uint8_t *)o;
     _mm512_storeu_si512((void *)r, q->line0);
     _mm512_storeu_si512((void *)(r + 64), l1);
@@ -481,6 +490,8 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         .den_count = _mm512_set1_epi64(9),
         .seq_step = _mm512_maskz_set1_epi64(1u << 0, 1),
         .index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1),
+        .line1_prices = _mm512_maskz_set1_epi64(PL_LINE1, -1),
+        .line2_prices = _mm512_maskz_set1_epi64(PL_LINE2, -1),
     };
     __m512i seq = _mm512_add_epi64(q->seq, _mm512_maskz_set1_epi64(1u << 0, i));
     __m512i index = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), (short)i);
@@ -496,11 +507,10 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         if (UNLIKELY(cat != 'q' && cat != 'k'))
             break;
         int kind = cat == 'k';
-        uint8_t ind = m[3];
-        uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
+        uint32_t shape = quote_shape[kind][m[3]], ml = shape & 0xFF;
         if (UNLIKELY(ml > rem))
             break;
-        acc = quote_simd(&out[i], q, &c, m, ml, kind, quote_class[ind], seq, index, acc);
+        acc = quote_simd(&out[i], q, &c, m, ml, kind, &quote_forms[shape >> 8], seq, index, acc);
         seq = _mm512_add_epi64(seq, c.seq_step);
         index = _mm512_add_epi16(index, c.index_step);
         off += ml;
@@ -574,6 +584,42 @@ static inline int put_extras(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m,
         o->wire |= OMDP_OBI_WIRE_EXTRA;
     }
     return 1;
+}
+
+#ifdef OBI_QUOTE_SIMD
+/* out of the quote loop's way: the compiler keeps that loop's values in registers */
+#define GENERAL_INLINE __attribute__((noinline))
+#else
+#define GENERAL_INLINE inline
+#endif
+
+/* Message i of a block (block_seq + i is its sequence number) by the per-field code, m with
+ * rem bytes left in the block: its length, or an error code (OMDP_OBI_E_CAPACITY: the side
+ * buffer is short). */
+static GENERAL_INLINE int decode_general(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m, uint32_t rem,
+                                         const omdp_obi_block_t *info, uint64_t msg_seq, uint32_t i, uint32_t time,
+                                         uint8_t wire)
+{
+    int ml = message_length(m, rem);
+    if (UNLIKELY(ml < 0))
+        return ml;
+    *o = blank_record;
+    o->block_seq = info->block_seq;
+    o->msg_seq = msg_seq;
+    o->time = time;
+    o->index = (uint16_t)i;
+    o->participant = m[0];
+    o->category = m[1];
+    o->msg_type = m[2];
+    o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
+    o->retrans = info->retrans;
+    /* Spec Q15: the block's session indicator applies to each of its messages. */
+    o->session = info->session;
+    o->wire = wire;
+    uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
+    if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
+        return OMDP_OBI_E_CAPACITY;
+    return ml;
 }
 
 /* The checksum computed (spec Q1) against the one sent: 0, or the CHECKSUM error the live
@@ -694,29 +740,12 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
             break;
         const uint8_t *m = blk + off;
         uint32_t rem = size - off;
-        omdp_opra_msg_t *o = &out[i];
-        int ml = message_length(m, rem);
+        int ml = decode_general(D, &out[i], m, rem, info, seq + i, i, time, wire);
         if (UNLIKELY(ml < 0))
             return block_fail(blk, size, options, info, err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
 #if SUM_ON_THE_WAY
         sum = sum_span(sum, m, (uint32_t)ml);
 #endif
-        *o = blank_record;
-        o->block_seq = seq;
-        o->msg_seq = seq + i;
-        o->time = time;
-        o->index = (uint16_t)i;
-        o->participant = m[0];
-        o->category = m[1];
-        o->msg_type = m[2];
-        o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
-        o->retrans = info->retrans;
-        /* Spec Q15: the block's session indicator applies to each of its messages. */
-        o->session = info->session;
-        o->wire = wire;
-        uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
-        if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
-            return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
         off += (uint32_t)ml;
         i++;
     }
