@@ -339,7 +339,7 @@ __attribute__((constructor)) static void build_quote_forms(void)
     for (unsigned c = 0; c < 256; c++) {
         unsigned cls = (unsigned)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
         for (unsigned kind = 0; kind < 2; kind++)
-            quote_shape[kind][c] = (uint16_t)((kind ? 43u : 29u) + omdp_obi_app_len[c] | (kind * 4 + cls) << 8);
+            quote_shape[kind][c] = (uint16_t)(((kind ? 43u : 29u) + omdp_obi_app_len[c]) | (kind * 4 + cls) << 8);
         month_pc[c] = omdp_opra_month[c] ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + omdp_opra_month[c] * 100u) : 0;
     }
     for (int kind = 0; kind < 2; kind++) {
