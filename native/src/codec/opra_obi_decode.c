@@ -684,11 +684,6 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     if (UNLIKELY(size > len))
         return info->error = fail(err, packet_index, OMDP_OBI_E_SIZE_PAST_DATAGRAM, 1, -1, -1);
 #if SUM_ON_THE_WAY
-    /* The block's lines are asked for at once: each message's place depends on the one
-     * before it, so the walk below would otherwise wait for them one at a time. */
-    for (uint32_t at = 64; at < size; at += 64)
-        __builtin_prefetch(blk + at, 0, 3);
-    __builtin_prefetch(blk + size - 1, 0, 3);
     /* the checksum's lanes: header bytes 0-18 now, the messages' on the way (19-20 are the
      * checksum itself) */
     __m512i sum = sum_span(_mm512_setzero_si512(), blk, 19);
