@@ -260,21 +260,22 @@ enum { PL_BEST_OFFER = 0, PL_STRIKE = 3, PL_BID = 4, PL_OFFER = 5, PL_BEST_BID =
 #define PL_LINE1 ((1u << PL_STRIKE) | (1u << PL_BID) | (1u << PL_OFFER) | (1u << PL_BEST_BID))
 #define PL_LINE2 (1u << PL_BEST_OFFER)
 
-/* Source bytes of lines 2 and 3: 0-63 the message, 64-68 the values computed in scalar
- * registers (the expiry date, little-endian, then call/put). */
-enum { SRC_EXPIRY = 64, SRC_PUT_CALL = 68 };
+/* Every byte of a line or of the price lanes is one permutation of two registers: the
+ * message (bytes 0-63; a quote is at most 63 bytes, so byte 63 is always 0) and a second one.
+ * For lines 2 and 3 that is the values computed in scalar registers: the expiry date, little-
+ * endian, then call/put, then zeros. For the prices it is a constant: a zero, then the
+ * denominator codes a 'q' implies and 'I' (x 10^9 of a raw 0) for lanes with no price. */
+enum { SRC_EXPIRY = 64, SRC_PUT_CALL = 68, SRC_ZERO = 72 };
+enum { SRCP_ZERO = 64, SRCP_A, SRCP_B, SRCP_I };
 
 typedef struct quote_form {
     uint8_t idx2[64], idx3[64]; /* record bytes 128-191 and 192-255: source byte (above) */
-    uint8_t idxp[64];           /* price lanes: source byte in the message */
-    uint8_t constp[64];         /* price lane bytes not from the message: implied denominators ('q'),
-                                 * 'I' (x 10^9 of 0) in lanes with no price */
+    uint8_t idxp[64];           /* price lanes: source byte (above) */
     uint64_t line1[8];          /* record bytes 64-127: the constant ones (fields) */
-    uint64_t take2, take3, takep; /* which bytes of idx2, idx3, idxp come from the message */
-    uint64_t reserved[21];      /* to 512 bytes: a form's address is a shift */
 } quote_form_t;
 
 static quote_form_t quote_forms[8] __attribute__((aligned(64))); /* kind ('q' 0, 'k' 1) x 4 + class */
+static const uint8_t price_src[64] __attribute__((aligned(64))) = {0, 'A', 'B', 'I'}; /* SRCP_* - 64 */
 static int64_t den_mult16[16] __attribute__((aligned(64)));   /* den - 'A' -> multiplier ('A'..'I') */
 /* By kind and appendage indicator: the message's length in bits 0-7, its form in bits 8-10
  * (spec 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a best offer when i & 3 == 2; only
@@ -285,51 +286,44 @@ static uint16_t quote_shape[2][256];
 static uint64_t month_pc[256];
 
 /* Record bytes [at, at + width) of a line (base: the line's first record byte) from the big-
- * endian field of `src_width` bytes at src, zero-extended (width >= src_width). */
-static void perm_be(uint8_t *idx, uint64_t *take, size_t at, size_t base, unsigned src, unsigned src_width)
+ * endian field of `src_width` bytes at src (the rest of the width stays SRC_ZERO). */
+static void perm_be(uint8_t *idx, size_t at, size_t base, unsigned src, unsigned src_width)
 {
-    for (unsigned j = 0; j < src_width; j++) {
-        size_t d = at + j - base;
-        idx[d] = (uint8_t)(src + src_width - 1 - j);
-        *take |= 1ull << d;
-    }
+    for (unsigned j = 0; j < src_width; j++)
+        idx[at + j - base] = (uint8_t)(src + src_width - 1 - j);
 }
 
-static void perm_bytes(uint8_t *idx, uint64_t *take, size_t at, size_t base, unsigned src, unsigned n)
+static void perm_bytes(uint8_t *idx, size_t at, size_t base, unsigned src, unsigned n)
 {
-    for (unsigned j = 0; j < n; j++) {
-        size_t d = at + j - base;
-        idx[d] = (uint8_t)(src + j);
-        *take |= 1ull << d;
-    }
+    for (unsigned j = 0; j < n; j++)
+        idx[at + j - base] = (uint8_t)(src + j);
 }
 
 /* Record byte `at` of lines 2-3 from message byte src (n bytes). */
 static void line_bytes(quote_form_t *f, size_t at, unsigned src, unsigned n)
 {
     if (at >= 192)
-        perm_bytes(f->idx3, &f->take3, at, 192, src, n);
+        perm_bytes(f->idx3, at, 192, src, n);
     else
-        perm_bytes(f->idx2, &f->take2, at, 128, src, n);
+        perm_bytes(f->idx2, at, 128, src, n);
 }
 
 static void line_be(quote_form_t *f, size_t at, unsigned src, unsigned w)
 {
     if (at >= 192)
-        perm_be(f->idx3, &f->take3, at, 192, src, w);
+        perm_be(f->idx3, at, 192, src, w);
     else
-        perm_be(f->idx2, &f->take2, at, 128, src, w);
+        perm_be(f->idx2, at, 128, src, w);
 }
 
-/* Price lane `lane`: a w-byte big-endian raw value at src and its denominator code at den_src
- * (or, den_src < 0, the implied code den). Signed 32-bit values are sign-extended by taking
- * their top byte as is; 16-bit ones ('q') are zero-extended (spec Q11). */
-static void price_lane(quote_form_t *f, unsigned lane, unsigned src, unsigned w, int den_src, uint8_t den)
+/* Price lane `lane`: a w-byte big-endian raw value at src and its denominator code from
+ * den_src (a message byte, or SRCP_A / SRCP_B: the code a 'q' implies). Signed 32-bit values
+ * are sign-extended by taking their top byte as is; 16-bit ones ('q') are zero-extended
+ * (spec Q11). */
+static void price_lane(quote_form_t *f, unsigned lane, unsigned src, unsigned w, unsigned den_src)
 {
-    perm_be(f->idxp, &f->takep, lane * 8, 0, src, w);
-    if (den_src >= 0)
-        perm_bytes(f->idxp, &f->takep, lane * 8 + 4, 0, (unsigned)den_src, 1);
-    f->constp[lane * 8 + 4] = den_src >= 0 ? 0 : den;
+    perm_be(f->idxp, lane * 8, 0, src, w);
+    f->idxp[lane * 8 + 4] = (uint8_t)den_src;
 }
 
 __attribute__((constructor)) static void build_quote_forms(void)
@@ -346,8 +340,11 @@ __attribute__((constructor)) static void build_quote_forms(void)
         for (unsigned cls = 0; cls < 4; cls++) {
             quote_form_t *f = &quote_forms[kind * 4 + cls];
             memset(f, 0, sizeof *f);
+            memset(f->idx2, SRC_ZERO, sizeof f->idx2);
+            memset(f->idx3, SRC_ZERO, sizeof f->idx3);
+            memset(f->idxp, SRCP_ZERO, sizeof f->idxp);
             for (unsigned lane = 0; lane < 8; lane++)
-                f->constp[lane * 8 + 4] = 'I';
+                f->idxp[lane * 8 + 4] = SRCP_I;
             unsigned body = kind ? 43 : 29;
             if (kind) { /* 7.4 */
                 line_be(f, offsetof(omdp_opra_msg_t, strike), 22, 4);
@@ -359,9 +356,9 @@ __attribute__((constructor)) static void build_quote_forms(void)
                 line_bytes(f, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
                 line_bytes(f, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
                 line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 5);
-                price_lane(f, PL_STRIKE, 22, 4, 21, 0);
-                price_lane(f, PL_BID, 27, 4, 26, 0);
-                price_lane(f, PL_OFFER, 35, 4, 26, 0);
+                price_lane(f, PL_STRIKE, 22, 4, 21);
+                price_lane(f, PL_BID, 27, 4, 26);
+                price_lane(f, PL_OFFER, 35, 4, 26);
             } else { /* 7.5: strike in 'A', premiums in 'B' (spec 7.5) */
                 line_be(f, offsetof(omdp_opra_msg_t, strike), 19, 2);
                 line_be(f, offsetof(omdp_opra_msg_t, bid), 21, 2);
@@ -370,9 +367,9 @@ __attribute__((constructor)) static void build_quote_forms(void)
                 line_be(f, offsetof(omdp_opra_msg_t, offer_size), 27, 2);
                 line_bytes(f, offsetof(omdp_opra_msg_t, month_code), 16, 3);
                 line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 4);
-                price_lane(f, PL_STRIKE, 19, 2, -1, 'A');
-                price_lane(f, PL_BID, 21, 2, -1, 'B');
-                price_lane(f, PL_OFFER, 25, 2, -1, 'B');
+                price_lane(f, PL_STRIKE, 19, 2, SRCP_A);
+                price_lane(f, PL_BID, 21, 2, SRCP_B);
+                price_lane(f, PL_OFFER, 25, 2, SRCP_B);
             }
             line_bytes(f, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
             line_bytes(f, offsetof(omdp_opra_msg_t, participant), 0, 1);
@@ -383,7 +380,7 @@ __attribute__((constructor)) static void build_quote_forms(void)
                 line_bytes(f, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
                 line_be(f, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
                 line_be(f, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
-                price_lane(f, PL_BEST_BID, a + 2, 4, (int)a + 1, 0);
+                price_lane(f, PL_BEST_BID, a + 2, 4, a + 1);
                 fields |= OBI_F_BEST_BID;
                 a += 10;
             }
@@ -391,12 +388,12 @@ __attribute__((constructor)) static void build_quote_forms(void)
                 line_bytes(f, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
                 line_be(f, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
                 line_be(f, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
-                price_lane(f, PL_BEST_OFFER, a + 2, 4, (int)a + 1, 0);
+                price_lane(f, PL_BEST_OFFER, a + 2, 4, a + 1);
                 fields |= OBI_F_BEST_OFFER;
             }
             f->line1[(offsetof(omdp_opra_msg_t, fields) - 64) / 8] = fields;
-            perm_bytes(f->idx2, &f->take2, offsetof(omdp_opra_msg_t, expiry), 128, SRC_EXPIRY, 4);
-            perm_bytes(f->idx3, &f->take3, offsetof(omdp_opra_msg_t, put_call), 192, SRC_PUT_CALL, 1);
+            perm_bytes(f->idx2, offsetof(omdp_opra_msg_t, expiry), 128, SRC_EXPIRY, 4);
+            perm_bytes(f->idx3, offsetof(omdp_opra_msg_t, put_call), 192, SRC_PUT_CALL, 1);
         }
     }
 }
@@ -431,7 +428,7 @@ static inline void quote_block_init(quote_block_t *q, uint64_t block_seq, uint32
 
 /* The constants of a run of quotes, in registers. */
 typedef struct quote_consts {
-    __m512i mult_lo, mult_hi, undef, den_a, den_count, seq_step, index_step;
+    __m512i mult_lo, mult_hi, undef, den_a, den_count, seq_step, index_step, price_src;
     __m512i line1_prices, line2_prices; /* the price lanes each line takes, all ones */
 } quote_consts_t;
 
@@ -444,8 +441,7 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
 {
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
     /* prices: raw x 10^(9 - places), or OMDP_UNDEF_PRICE for a code outside 'A'..'I' */
-    __m512i pv = _mm512_or_si512(_mm512_load_si512((const void *)f->constp),
-                                 _mm512_maskz_permutexvar_epi8(f->takep, _mm512_load_si512((const void *)f->idxp), msg));
+    __m512i pv = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idxp), c->price_src);
     __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), c->den_a);
     __mmask8 known = _mm512_cmplt_epu64_mask(den, c->den_count);
     __m512i prices = _mm512_mask_mov_epi64(c->undef, known,
@@ -461,9 +457,9 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
     /* line 1 and line 2's first lane have nothing but zeros where the prices go */
     __m512i l1 = _mm512_ternarylogic_epi64(_mm512_or_si512(_mm512_load_si512((const void *)f->line1), seq), prices,
                                            c->line1_prices, 0xF8); /* a | (b & c) */
-    __m512i l2 = _mm512_maskz_permutex2var_epi8(f->take2, msg, _mm512_load_si512((const void *)f->idx2), comp);
+    __m512i l2 = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idx2), comp);
     l2 = _mm512_ternarylogic_epi64(_mm512_or_si512(q->line2, l2), prices, c->line2_prices, 0xF8);
-    __m512i l3 = _mm512_maskz_permutex2var_epi8(f->take3, msg, _mm512_load_si512((const void *)f->idx3), comp);
+    __m512i l3 = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idx3), comp);
     l3 = _mm512_ternarylogic_epi64(q->line3[kind], index, l3, 0xFE); /* a | b | c */
     uint8_t *r = (uint8_t *)o;
     _mm512_storeu_si512((void *)r, q->line0);
@@ -492,6 +488,7 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         .index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1),
         .line1_prices = _mm512_maskz_set1_epi64(PL_LINE1, -1),
         .line2_prices = _mm512_maskz_set1_epi64(PL_LINE2, -1),
+        .price_src = _mm512_load_si512((const void *)price_src),
     };
     __m512i seq = _mm512_add_epi64(q->seq, _mm512_maskz_set1_epi64(1u << 0, i));
     __m512i index = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), (short)i);
