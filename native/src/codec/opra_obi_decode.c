@@ -273,19 +273,16 @@ typedef struct quote_form {
     uint8_t idxp[64];           /* price lanes: source byte (above) */
     uint64_t line1[8];          /* record bytes 64-127: the constant ones (fields) */
 } quote_form_t;
-_Static_assert(sizeof(quote_form_t) == 256, "a form's byte offset is its index << 8 (SHAPE_FORM)");
+_Static_assert(sizeof(quote_form_t) == 256, "forms are whole lines, 256 bytes apart");
 
 static quote_form_t quote_forms[8] __attribute__((aligned(64))); /* kind ('q' 0, 'k' 1) x 4 + class */
 static const uint8_t price_src[64] __attribute__((aligned(64))) = {0, 'A', 'B', 'I'}; /* SRCP_* - 64 */
 static int64_t den_mult16[16] __attribute__((aligned(64)));   /* den - 'A' -> multiplier ('A'..'I') */
-/* By kind and appendage indicator: the message's length in bits 0-7, its form's byte offset
- * in quote_forms in bits 8-10 (forms are 256 bytes), the expiration block's offset in the
- * message in bits 11-15 (spec 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a best offer
- * when i & 3 == 2; only 'A'..'P' have states). */
-static uint16_t quote_shape[2][256];
-#define SHAPE_LEN(s) ((s) & 0xFFu)
-#define SHAPE_FORM(s) ((const quote_form_t *)(const void *)((const uint8_t *)quote_forms + ((s) & 0x700u)))
-#define SHAPE_EXPIRY(s) ((s) >> 11)
+/* By kind and appendage indicator: the byte offset of the quote's form in quote_forms (spec
+ * 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a best offer when i & 3 == 2; only
+ * 'A'..'P' have states). */
+static uint16_t quote_form_at[2][256];
+#define FORM_AT(at) ((const quote_form_t *)(const void *)((const uint8_t *)quote_forms + (at)))
 /* By month code: 20,000,000 + month x 100 in bits 0-31, 'C' or 'P' in bits 32-39; 0 for no
  * month. Adding year x 10,000 + day makes the expiry date and call/put as lines 2-3 take them. */
 static uint64_t month_pc[256];
@@ -338,8 +335,7 @@ __attribute__((constructor)) static void build_quote_forms(void)
     for (unsigned c = 0; c < 256; c++) {
         unsigned cls = (unsigned)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
         for (unsigned kind = 0; kind < 2; kind++)
-            quote_shape[kind][c] = (uint16_t)(((kind ? 43u : 29u) + omdp_obi_app_len[c]) | (kind * 4 + cls) << 8 |
-                                              (kind ? 18u : 16u) << 11);
+            quote_form_at[kind][c] = (uint16_t)((kind * 4 + cls) * sizeof(quote_form_t));
         month_pc[c] = omdp_opra_month[c] ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + omdp_opra_month[c] * 100u) : 0;
     }
     for (int kind = 0; kind < 2; kind++) {
@@ -438,12 +434,11 @@ typedef struct quote_consts {
     __m512i line1_prices, line2_prices; /* the price lanes each line takes, all ones */
 } quote_consts_t;
 
-/* The record of quote m (ml bytes, checked; its expiration block at eoff; kind 1 'k', 0 'q'; f
- * its form); seq and
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; f its form); seq and
  * index: its msg_seq in lane 0, its index at record byte 224. Returns sum with the message's
  * bytes added (the checksum's lanes). */
 static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c,
-                                 const uint8_t *m, uint32_t ml, uint32_t eoff, int kind, const quote_form_t *f,
+                                 const uint8_t *m, uint32_t ml, int kind, const quote_form_t *f,
                                  __m512i seq, __m512i index, __m512i sum)
 {
     __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
@@ -454,7 +449,7 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
     __m512i prices = _mm512_mask_mov_epi64(c->undef, known,
                                            _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi)));
     /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
-    const uint8_t *e = m + eoff;
+    const uint8_t *e = m + (kind ? 18 : 16);
     uint64_t mpc = month_pc[e[0]];
     uint32_t day = e[1], year = e[2];
     int good = mpc != 0 && day - 1u < 31u && year <= 99u;
@@ -474,6 +469,22 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
     _mm512_storeu_si512((void *)(r + 128), l2);
     _mm512_storeu_si512((void *)(r + 192), l3);
     return _mm512_dpbusd_epi32(sum, msg, _mm512_set1_epi8(1)); /* the block checksum, on the way */
+}
+
+/* Quote m of the given kind (a constant where it is called) with rem bytes left in the
+ * block: its record written and its length returned, or 0 when it does not fit the block
+ * (nothing written). */
+static inline __attribute__((always_inline)) uint32_t quote_step(omdp_opra_msg_t *o, const quote_block_t *q,
+                                                                 const quote_consts_t *c, const uint8_t *m, size_t rem,
+                                                                 int kind, __m512i seq, __m512i index, __m512i *acc)
+{
+    uint8_t ind = m[3];
+    /* the next message's place waits on this length: two loads, one after the other */
+    uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
+    if (UNLIKELY(ml > rem))
+        return 0;
+    *acc = quote_simd(o, q, c, m, ml, kind, FORM_AT(quote_form_at[kind][ind]), seq, index, *acc);
+    return ml;
 }
 
 /* Quotes from message i at byte *off, for as long as the messages are quotes that fit the
@@ -507,16 +518,17 @@ static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uin
         if (UNLIKELY(end - m < 4))
             break;
         uint8_t cat = m[1];
-        if (UNLIKELY(cat != 'q' && cat != 'k'))
+        uint32_t ml;
+        /* one copy of the step per kind, so each is compiled for its own layout ('q', nearly
+         * every message, first) */
+        if (LIKELY(cat == 'q'))
+            ml = quote_step(o, q, &c, m, (size_t)(end - m), 0, seq, index, &acc);
+        else if (cat == 'k')
+            ml = quote_step(o, q, &c, m, (size_t)(end - m), 1, seq, index, &acc);
+        else
             break;
-        int kind = cat == 'k';
-        uint8_t ind = m[3];
-        /* the length from the indicator's own table, not from the shape: the next message's
-         * place waits on it (two loads, not three, one after another) */
-        uint32_t shape = quote_shape[kind][ind], ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
-        if (UNLIKELY(ml > (size_t)(end - m)))
+        if (UNLIKELY(ml == 0))
             break;
-        acc = quote_simd(o, q, &c, m, ml, SHAPE_EXPIRY(shape), kind, SHAPE_FORM(shape), seq, index, acc);
         seq = _mm512_add_epi64(seq, c.seq_step);
         index = _mm512_add_epi16(index, c.index_step);
         o++;
