@@ -1,9 +1,9 @@
 """``omdp bench decode``: OPRA decode throughput per core, FAST V2 and the binary OBI feed.
 
 Over a capture held in memory: per packet driven from C (``opra_bench.h``: one
-``omdp_opra_decode_packet`` per packet into a small reused record buffer, four packets'
-records back to back, as the feed handler's partition decodes and batches them - no Python
-between packets), the same loop over the capture's first packets only, in cache, many short
+``omdp_opra_decode_packet`` per packet into a small reused record buffer starting on a cache
+line, four packets' records back to back, as the feed handler's partition decodes and batches
+them - no Python between packets), the same loop over the capture's first packets only, in cache, many short
 passes (on a shared VM whose speed drifts by a third within minutes, the best of those passes
 is the figure that moves least between runs, so two builds can be compared by it), the C
 batch path (many packets per call from Python, into a reused record buffer) and the
