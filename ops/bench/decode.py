@@ -3,13 +3,13 @@
 Over a capture held in memory: per packet driven from C (``opra_bench.h``: one
 ``omdp_opra_decode_packet`` per packet into a small reused record buffer starting on a cache
 line, four packets' records back to back, as the feed handler's partition decodes and batches
-them - no Python between packets), the same loop over the capture's first packets only, in cache, many short
-passes (on a shared VM whose speed drifts by a third within minutes, the best of those passes
-is the figure that moves least between runs, so two builds can be compared by it), the C
-batch path (many packets per call from Python, into a reused record buffer) and the
-per-packet Python API (``decode_packet``). Throughput is messages per second of the decoding
-thread's CPU time (per core, unaffected by other processes taking the CPU), with wall-clock
-figures beside it; each is the median of several repetitions.
+them - no Python between packets), the same loop over the capture's first packets only, in
+cache, many short passes (on a shared VM whose speed drifts by a third within minutes, the
+best of those passes is the figure that moves least between runs, so two builds can be
+compared by it), the C batch path (many packets per call from Python, into a reused record
+buffer) and the per-packet Python API (``decode_packet``). Throughput is messages per second
+of the decoding thread's CPU time (per core, unaffected by other processes taking the CPU),
+with wall-clock figures beside it; each is the median of several repetitions.
 
 An OBI capture is measured per block from C, beside the same messages as FAST V2 packets
 decoded per packet from C in the same run (``run_obi_decode_bench``).
