@@ -452,8 +452,9 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
     const uint8_t *e = m + (kind ? 18 : 16);
     uint64_t mpc = month_pc[e[0]];
     uint32_t day = e[1], year = e[2];
-    int good = mpc != 0 && day - 1u < 31u && year <= 99u;
-    uint64_t computed = LIKELY(good) ? mpc + year * 10000u + day : 0;
+    uint64_t computed = mpc + year * 10000u + day;
+    if (UNLIKELY(mpc == 0) || UNLIKELY(day - 1u >= 31u) || UNLIKELY(year > 99u))
+        computed = 0;
     __m512i comp = _mm512_castsi128_si512(_mm_cvtsi64_si128((long long)computed)); /* SRC_EXPIRY, SRC_PUT_CALL */
 
     /* line 1 and line 2's first lane have nothing but zeros where the prices go */
