@@ -1,7 +1,8 @@
 """``omdp bench decode``: OPRA decode throughput per core, FAST V2 and the binary OBI feed.
 
 Over a capture held in memory: per packet driven from C (``opra_bench.h``: one
-``omdp_opra_decode_packet`` per packet into a small reused record buffer starting on a cache
+``omdp_opra_decode_packet`` per packet, the next packet prefetched meanwhile as the feed
+handler prefetches its ring's next slot, into a small reused record buffer starting on a cache
 line, four packets' records back to back, as the feed handler's partition decodes and batches
 them - no Python between packets), the same loop over the capture's first packets only, in
 cache, many short passes (on a shared VM whose speed drifts by a third within minutes, the

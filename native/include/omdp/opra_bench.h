@@ -11,8 +11,9 @@
 
 /* Decode packets i = 0 .. npkts-1 (packet i is buf[offsets[i] .. offsets[i] + lengths[i]),
  * each offset + length within buf_len) one call per packet, as the feed handler does: the
- * records of `group` consecutive packets go back to back into out (the feed handler's
- * batch across packets), then out is reused from its start. out must hold
+ * next packet's lines are asked for (prefetched) while one is decoded, as the feed handler
+ * asks for its ring's next slot; the records of `group` consecutive packets go back to back
+ * into out (the feed handler's batch across packets), then out is reused from its start. out must hold
  * group x OMDP_OPRA_MAX_MESSAGES records; side (side_cap bytes) is reused for every packet.
  * *messages: records decoded; *bad: packets refused. Returns the thread CPU ns the loop
  * took (*wall_ns: wall ns), or -1 on a bad argument. */
