@@ -235,36 +235,38 @@ static inline uint32_t decode_message(omdp_opra_msg_t *o, const uint8_t *m, uint
 }
 
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__BMI2__)
-/* Quotes ('k', 'q'), nearly every message of the feed, where the CPU has AVX-512 VBMI: the
- * record is built in four registers, one per cache line, and each line is stored once, whole
- * (no field written twice, no narrow store before a wide one). The message (at most 63 bytes
- * with its appendages) is read with one masked load that touches only its own bytes; lines 2
- * and 3 are byte permutations of it (big-endian fields turned and widened, bytes copied) ORed
- * over the block's template; the five prices are one more permutation into 64-bit lanes (the
- * raw value and its denominator code), scaled with one signed 32 x 32 -> 64 multiply by the
- * denominator's power of ten (a lane of a 16-entry table; a code outside 'A'..'I' gives
- * OMDP_UNDEF_PRICE, as px() does) and blended into lines 1 and 2. The sequence number and the
- * message's index come from counters kept in registers; only the expiry date is computed in
- * scalar registers. One form per quote kind and appendage set ("class": bit 0 a best-bid
- * appendage, bit 1 a best-offer one), built once at load. Elsewhere (and in the sanitizer
- * build) the per-field code above (decode_message) does the same work; the golden, round-trip
- * and fuzz tests pin both to the same records. */
+/* Quotes ('k', 'q'), nearly every message of the feed, where the CPU has AVX-512 VBMI, in a
+ * loop of their own (quote_run) with one inlined step per kind: the record is built in four
+ * registers, one per cache line, and each line is stored once, whole (no field written twice,
+ * no narrow store before a wide one). The message (at most 63 bytes with its appendages) is
+ * read with one masked load that touches only its own bytes; lines 2 and 3 are each one two-
+ * source byte permutation of it (big-endian fields turned and widened, bytes copied) and of
+ * the values computed in scalar registers (the expiry date, call/put), ORed over the block's
+ * template; the five prices are one more permutation into 64-bit lanes (the raw value and its
+ * denominator code), scaled with one signed 32 x 32 -> 64 multiply by the denominator's power
+ * of ten (a lane of a 16-entry table; a code outside 'A'..'I' gives OMDP_UNDEF_PRICE, as px()
+ * does) and merged into lines 1 and 2. The sequence number and the message's index come from
+ * counters kept in registers, and the block checksum is summed on the way from the bytes the
+ * load holds. One form per quote kind and appendage set ("class": bit 0 a best-bid appendage,
+ * bit 1 a best-offer one), built once at load. Elsewhere (and in the sanitizer build) the
+ * per-field code above (decode_message) does the same work; the golden, round-trip, error and
+ * fuzz tests pin both to the same records. */
 #include <immintrin.h>
 
 #define OBI_QUOTE_SIMD 1
 
 /* Price lanes (64-bit lanes of one register; each: the raw value, little-endian and sign-
  * or zero-extended to 32 bits, in bytes 0-3, its denominator code in byte 4): placed where
- * the record wants them, so lines 1 and 2 take them with a blend, not a permutation. */
+ * the record wants them, so lines 1 and 2 take them with a masked OR, not a permutation. */
 enum { PL_BEST_OFFER = 0, PL_STRIKE = 3, PL_BID = 4, PL_OFFER = 5, PL_BEST_BID = 7 };
 #define PL_LINE1 ((1u << PL_STRIKE) | (1u << PL_BID) | (1u << PL_OFFER) | (1u << PL_BEST_BID))
 #define PL_LINE2 (1u << PL_BEST_OFFER)
 
 /* Every byte of a line or of the price lanes is one permutation of two registers: the
- * message (bytes 0-63; a quote is at most 63 bytes, so byte 63 is always 0) and a second one.
- * For lines 2 and 3 that is the values computed in scalar registers: the expiry date, little-
- * endian, then call/put, then zeros. For the prices it is a constant: a zero, then the
- * denominator codes a 'q' implies and 'I' (x 10^9 of a raw 0) for lanes with no price. */
+ * message (source bytes 0-63) and a second one (64-127). For lines 2 and 3 that is the values
+ * computed in scalar registers: the expiry date, little-endian, then call/put, then zeros. For
+ * the prices it is a constant: a zero, then the denominator codes a 'q' implies and 'I'
+ * (x 10^9 of a raw 0) for lanes with no price. What a form leaves empty reads a zero there. */
 enum { SRC_EXPIRY = 64, SRC_PUT_CALL = 68, SRC_ZERO = 72 };
 enum { SRCP_ZERO = 64, SRCP_A, SRCP_B, SRCP_I };
 
