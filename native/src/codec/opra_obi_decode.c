@@ -338,7 +338,8 @@ __attribute__((constructor)) static void build_quote_forms(void)
         unsigned cls = (unsigned)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
         for (unsigned kind = 0; kind < 2; kind++)
             quote_form_at[kind][c] = (uint16_t)((kind * 4 + cls) * sizeof(quote_form_t));
-        month_pc[c] = omdp_opra_month[c] ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + omdp_opra_month[c] * 100u) : 0;
+        uint64_t month = omdp_opra_month[c];
+        month_pc[c] = month ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + month * 100u) : 0;
     }
     for (int kind = 0; kind < 2; kind++) {
         for (unsigned cls = 0; cls < 4; cls++) {
@@ -448,8 +449,8 @@ static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, con
     __m512i pv = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idxp), c->price_src);
     __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), c->den_a);
     __mmask8 known = _mm512_cmplt_epu64_mask(den, c->den_count);
-    __m512i prices = _mm512_mask_mov_epi64(c->undef, known,
-                                           _mm512_mul_epi32(pv, _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi)));
+    __m512i mult = _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi);
+    __m512i prices = _mm512_mask_mov_epi64(c->undef, known, _mm512_mul_epi32(pv, mult));
     /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
     const uint8_t *e = m + (kind ? 18 : 16);
     uint64_t mpc = month_pc[e[0]];
