@@ -1,15 +1,16 @@
 """``omdp bench decode``: OPRA decode throughput per core, FAST V2 and the binary OBI feed.
 
 Over a capture held in memory: per packet driven from C (``opra_bench.h``: one
-``omdp_opra_decode_packet`` per packet into a small reused record buffer, four packets'
-records back to back, as the feed handler's partition decodes and batches them - no Python
-between packets), the same loop over the capture's first packets only, in cache, many short
-passes (on a shared VM whose speed drifts by a third within minutes, the best of those passes
-is the figure that moves least between runs, so two builds can be compared by it), the C
-batch path (many packets per call from Python, into a reused record buffer) and the
-per-packet Python API (``decode_packet``). Throughput is messages per second of the decoding
-thread's CPU time (per core, unaffected by other processes taking the CPU), with wall-clock
-figures beside it; each is the median of several repetitions.
+``omdp_opra_decode_packet`` per packet, the next packet prefetched meanwhile as the feed
+handler prefetches its ring's next slot, into a small reused record buffer starting on a cache
+line, four packets' records back to back, as the feed handler's partition decodes and batches
+them - no Python between packets), the same loop over the capture's first packets only, in
+cache, many short passes (on a shared VM whose speed drifts by a third within minutes, the
+best of those passes is the figure that moves least between runs, so two builds can be
+compared by it), the C batch path (many packets per call from Python, into a reused record
+buffer) and the per-packet Python API (``decode_packet``). Throughput is messages per second
+of the decoding thread's CPU time (per core, unaffected by other processes taking the CPU),
+with wall-clock figures beside it; each is the median of several repetitions.
 
 An OBI capture is measured per block from C, beside the same messages as FAST V2 packets
 decoded per packet from C in the same run (``run_obi_decode_bench``).
@@ -69,6 +70,18 @@ FH_GROUP = 4
 """Packets whose records the C-driven loop writes back to back before reusing its buffer:
 the feed handler's default ``coalesce_packets``."""
 
+LINE = 64
+
+
+def line_aligned_records(n: int) -> np.ndarray:
+    """``n`` zeroed records starting on a cache line, as the feed handler's decode buffer is
+    (``aligned_alloc(64, ...)``): numpy's own arrays start 16 bytes into a line, so every
+    64-byte store of a record would straddle two lines."""
+    size = n * OPRA_MSG_DTYPE.itemsize
+    raw = np.zeros(size + LINE, dtype=np.uint8)
+    skip = -raw.ctypes.data % LINE
+    return raw[skip : skip + size].view(OPRA_MSG_DTYPE)
+
 
 def _measure_c_loop(bench, per_packet: int, buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
                     repeats: int, group: int) -> dict:
@@ -78,7 +91,7 @@ def _measure_c_loop(bench, per_packet: int, buf: np.ndarray, offsets: np.ndarray
     n = int(offsets.shape[0])
     offs = np.ascontiguousarray(offsets, dtype=np.uint64)
     lens = np.ascontiguousarray(lengths, dtype=np.uint32)
-    out = np.zeros(group * per_packet, dtype=OPRA_MSG_DTYPE)
+    out = line_aligned_records(group * per_packet)
     side = np.zeros(1 << 16, dtype=np.uint8)
     msgs, bad, wall = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("int64_t *")
     cpu_rates: list[float] = []

@@ -1,6 +1,7 @@
 """``omdp bench decode`` on OPRA's binary feed: random OBI blocks are valid and carry the
-same messages as the FAST V2 packets they are timed beside; the command runs end to end on
-a random capture and on an OBI pcap (feed told from the bytes) and writes both targets."""
+same messages as the FAST V2 packets they are timed beside; the timed loops write into a
+line-aligned buffer as the feed handler does; the command runs end to end on a random
+capture and on an OBI pcap (feed told from the bytes) and writes both targets."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ from click.testing import CliRunner
 
 from feedhandlers.captures import write_pcap
 from feedhandlers.opra_obi import WIRE_SHORT, decode_blocks
-from ops.bench.decode import fast_twin_of_obi, measure_obi_c_blocks
+from feedhandlers.opra_record import OPRA_MSG_DTYPE
+from ops.bench.decode import fast_twin_of_obi, line_aligned_records, measure_obi_c_blocks
 from ops.bench.random_capture import random_obi_blocks
 from ops.cli.main import cli
 
@@ -26,6 +28,13 @@ def test_random_obi_blocks_are_valid_and_their_fast_twin_holds_the_same_messages
     assert len(foff) == len(off)  # one FAST packet per block
     r = measure_obi_c_blocks(buf, off, ln, 1)
     assert r["messages"] == 5000 and r["malformed_packets"] == 0
+
+
+def test_the_timed_loops_write_records_into_line_aligned_memory_as_the_feed_handler_does() -> None:
+    for n in (1, 4 * 255, 4 * 999):
+        out = line_aligned_records(n)
+        assert out.ctypes.data % 64 == 0 and out.shape == (n,) and out.dtype == OPRA_MSG_DTYPE
+        assert not out.view(np.uint8).any() and out.flags.writeable
 
 
 def test_bench_decode_obi_random_writes_json(tmp_path: Path) -> None:

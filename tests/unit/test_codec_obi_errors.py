@@ -1,7 +1,9 @@
 """Malformed OBI blocks: each decode error code with the block, byte offset, message and
 category it names; a batch skips a bad block, counts it by code and decodes the next one
-normally; the readings of the spec's open questions that are not errors (a bad checksum kept
-for a viewer, an empty block, a flagged feed indicator) are counted as such."""
+normally; a malformed block whose checksum is also bad reports the checksum, as if it were
+checked first (the vector path sums it on the way); the readings of the spec's open questions
+that are not errors (a bad checksum kept for a viewer, an empty block, a flagged feed
+indicator) are counted as such."""
 from __future__ import annotations
 
 import numpy as np
@@ -104,6 +106,33 @@ def test_bad_checksum_is_kept_flagged_for_a_viewer_and_counted() -> None:
     assert d.counters["checksum_kept"] == 1 and d.counters["packets_ok"] == 2 and len(d.records) == 6
     live = decode_blocks(bad + GOOD, np.array([0, len(bad)]), np.array([len(bad), len(GOOD)]))
     assert live.counters["CHECKSUM"] == 1 and live.counters["packets_bad"] == 1 and len(live.records) == 3
+
+
+# cases found past the header, where the vector path has not summed the checksum yet
+AFTER_HEADER = [c for c in CASES if c[4] >= 0 or c[2] == "TRAILING_BYTES"]
+
+
+@pytest.mark.parametrize("name,data,code,offset,msg,category", AFTER_HEADER, ids=[c[0] for c in AFTER_HEADER])
+def test_a_bad_checksum_is_the_error_of_a_malformed_block_as_if_checked_first(
+        name: str, data: bytes, code: str, offset: int, msg: int, category: int) -> None:
+    bad = bytearray(data)
+    bad[19:21] = ((int.from_bytes(bad[19:21], "big") + 1) & 0xFFFF).to_bytes(2, "big")
+    with pytest.raises(ObiDecodeError) as exc:
+        decode_block(bytes(bad), packet_index=7)
+    assert (exc.value.name, exc.value.offset, exc.value.message_index, exc.value.category) == ("CHECKSUM", 19, -1, -1)
+    with pytest.raises(ObiDecodeError) as kept:
+        decode_block(bytes(bad), packet_index=7, keep_bad_checksum=True)
+    assert (kept.value.name, kept.value.offset, kept.value.message_index, kept.value.category) == (
+        code, offset, msg, category)
+    for keep, status, err in ((False, BLK_CHECKSUM_BAD, "CHECKSUM"), (True, None, code)):
+        d = ObiBatchDecoder(keep_bad_checksum=keep).decode(bytes(bad), np.array([0]), np.array([len(bad)]))
+        row = d.blocks[0]
+        assert int(row["error"]) == CODE_BY_NAME[err] and int(row["count"]) == 0
+        assert int(row["checksum_calc"]) == checksum(bytes(bad)) != int(row["checksum"])
+        if status is not None:
+            assert int(row["status"]) == status  # a dropped block is not read: no other status
+        else:
+            assert int(row["status"]) & BLK_CHECKSUM_BAD
 
 
 def test_empty_block_is_accepted_and_counted() -> None:

@@ -11,9 +11,11 @@
 
 /* Decode packets i = 0 .. npkts-1 (packet i is buf[offsets[i] .. offsets[i] + lengths[i]),
  * each offset + length within buf_len) one call per packet, as the feed handler does: the
- * records of `group` consecutive packets go back to back into out (the feed handler's
- * batch across packets), then out is reused from its start. out must hold
- * group x OMDP_OPRA_MAX_MESSAGES records; side (side_cap bytes) is reused for every packet.
+ * next packet's lines are asked for (prefetched) while one is decoded, as the feed handler
+ * asks for its ring's next slot; the records of `group` consecutive packets go back to back
+ * into out (the feed handler's batch across packets), then out is reused from its start.
+ * out must hold group x OMDP_OPRA_MAX_MESSAGES records; side (side_cap bytes) is reused for
+ * every packet.
  * *messages: records decoded; *bad: packets refused. Returns the thread CPU ns the loop
  * took (*wall_ns: wall ns), or -1 on a bad argument. */
 int64_t omdp_opra_bench_decode_packets(const uint8_t *buf, uint64_t buf_len, const uint64_t *offsets,

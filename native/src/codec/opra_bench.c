@@ -36,6 +36,11 @@ bench_loop(int format, const uint8_t *buf, uint64_t buf_len, const uint64_t *off
     int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = clock_ns(CLOCK_MONOTONIC);
     for (uint64_t i = 0; i < npkts; i++) {
         uint32_t side_used = 0;
+        /* the next packet's lines asked for while this one is decoded, as the feed handler
+         * asks for its ring's next slot (feed_handler_input.c) */
+        if (i + 1 < npkts)
+            for (uint32_t at = 0; at < lengths[i + 1]; at += 64)
+                __builtin_prefetch(buf + offsets[i + 1] + at, 0, 3);
         int n = format == BENCH_OBI
                     ? omdp_obi_decode_block(buf + offsets[i], lengths[i], i, 0, out + base, per_packet, side, side_cap,
                                             &side_used, NULL, NULL, NULL)

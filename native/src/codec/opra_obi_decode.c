@@ -234,98 +234,180 @@ static inline uint32_t decode_message(omdp_opra_msg_t *o, const uint8_t *m, uint
     return trade_id;
 }
 
-#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__BMI2__)
-/* Quotes ('k', 'q'), nearly every message of the feed, by byte permutation where the CPU has
- * AVX-512 VBMI: the message (at most 63 bytes with its appendages) is read with one masked
- * load that touches only its own bytes, and the record's last two cache lines are each one
- * vpermb of it - every wire field that lands in them, big-endian integers turned around and
- * widened, bytes copied - ORed over the block's template (constants and block fields), then
- * stored whole; the values that need arithmetic (prices, the expiry date, sequence number,
- * fields) are stored after. One permutation per quote kind and appendage set ("class": bit
- * 0 a best-bid appendage, bit 1 a best-offer one), built once at load. Elsewhere the
- * per-field code below (decode_message) does the same work; the tests pin both to the
- * same records. */
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__BMI2__)
+/* Quotes ('k', 'q'), nearly every message of the feed, where the CPU has AVX-512 VBMI, in a
+ * loop of their own (quote_run) with one inlined step per kind: the record is built in four
+ * registers, one per cache line, and each line is stored once, whole (no field written twice,
+ * no narrow store before a wide one). The message (at most 63 bytes with its appendages) is
+ * read with one masked load that touches only its own bytes; lines 2 and 3 are each one two-
+ * source byte permutation of it (big-endian fields turned and widened, bytes copied) and of
+ * the values computed in scalar registers (the expiry date, call/put), ORed over the block's
+ * template; the five prices are one more permutation into 64-bit lanes (the raw value and its
+ * denominator code), scaled with one signed 32 x 32 -> 64 multiply by the denominator's power
+ * of ten (a lane of a 16-entry table; a code outside 'A'..'I' gives OMDP_UNDEF_PRICE, as px()
+ * does) and merged into lines 1 and 2. The sequence number and the message's index come from
+ * counters kept in registers, and the block checksum is summed on the way from the bytes the
+ * load holds. One form per quote kind and appendage set ("class": bit 0 a best-bid appendage,
+ * bit 1 a best-offer one), built once at load. Elsewhere (and in the sanitizer build) the
+ * per-field code above (decode_message) does the same work; the golden, round-trip, error and
+ * fuzz tests pin both to the same records. */
 #include <immintrin.h>
 
 #define OBI_QUOTE_SIMD 1
 
-typedef struct quote_perm {
-    uint8_t idx[2][64]; /* record bytes 128-191 and 192-255: source byte in the message */
-    uint64_t take[2];   /* which of them come from the message (the rest: 0, then the template) */
-} quote_perm_t;
+/* Price lanes (64-bit lanes of one register; each: the raw value, little-endian and sign-
+ * or zero-extended to 32 bits, in bytes 0-3, its denominator code in byte 4): placed where
+ * the record wants them, so lines 1 and 2 take them with a masked OR, not a permutation. */
+enum { PL_BEST_OFFER = 0, PL_STRIKE = 3, PL_BID = 4, PL_OFFER = 5, PL_BEST_BID = 7 };
+#define PL_LINE1 ((1u << PL_STRIKE) | (1u << PL_BID) | (1u << PL_OFFER) | (1u << PL_BEST_BID))
+#define PL_LINE2 (1u << PL_BEST_OFFER)
 
-static quote_perm_t quote_perms[2][4]; /* ['q' == 0, 'k' == 1][class] */
+/* Every byte of a line or of the price lanes is one permutation of two registers: the
+ * message (source bytes 0-63) and a second one (64-127). For lines 2 and 3 that is the values
+ * computed in scalar registers: the expiry date, little-endian, then call/put, then zeros. For
+ * the prices it is a constant: a zero, then the denominator codes a 'q' implies and 'I'
+ * (x 10^9 of a raw 0) for lanes with no price. What a form leaves empty reads a zero there. */
+enum { SRC_EXPIRY = 64, SRC_PUT_CALL = 68, SRC_ZERO = 72 };
+enum { SRCP_ZERO = 64, SRCP_A, SRCP_B, SRCP_I };
 
-/* Record bytes [at, at + width) from the big-endian field of `src_width` bytes at src,
- * zero-extended (width >= src_width). */
-static void perm_be(quote_perm_t *p, size_t at, unsigned src, unsigned src_width)
+typedef struct quote_form {
+    uint8_t idx2[64], idx3[64]; /* record bytes 128-191 and 192-255: source byte (above) */
+    uint8_t idxp[64];           /* price lanes: source byte (above) */
+    uint64_t line1[8];          /* record bytes 64-127: the constant ones (fields) */
+} quote_form_t;
+_Static_assert(sizeof(quote_form_t) == 256, "forms are whole lines, 256 bytes apart");
+
+static quote_form_t quote_forms[8] __attribute__((aligned(64))); /* kind ('q' 0, 'k' 1) x 4 + class */
+static const uint8_t price_src[64] __attribute__((aligned(64))) = {0, 'A', 'B', 'I'}; /* SRCP_* - 64 */
+static int64_t den_mult16[16] __attribute__((aligned(64)));   /* den - 'A' -> multiplier ('A'..'I') */
+/* By kind and appendage indicator: the byte offset of the quote's form in quote_forms (spec
+ * 7.6: i = ind - 'A', a best bid when i >> 2 == 3, a best offer when i & 3 == 2; only
+ * 'A'..'P' have states). */
+static uint16_t quote_form_at[2][256];
+#define FORM_AT(at) ((const quote_form_t *)(const void *)((const uint8_t *)quote_forms + (at)))
+/* By month code: 20,000,000 + month x 100 in bits 0-31, 'C' or 'P' in bits 32-39; 0 for no
+ * month. Adding year x 10,000 + day makes the expiry date and call/put as lines 2-3 take them. */
+static uint64_t month_pc[256];
+
+/* Record bytes [at, at + width) of a line (base: the line's first record byte) from the big-
+ * endian field of `src_width` bytes at src (the rest of the width stays SRC_ZERO). */
+static void perm_be(uint8_t *idx, size_t at, size_t base, unsigned src, unsigned src_width)
 {
-    for (unsigned j = 0; j < src_width; j++) {
-        size_t d = at + j - 128;
-        p->idx[d / 64][d % 64] = (uint8_t)(src + src_width - 1 - j);
-        p->take[d / 64] |= 1ull << (d % 64);
-    }
+    for (unsigned j = 0; j < src_width; j++)
+        idx[at + j - base] = (uint8_t)(src + src_width - 1 - j);
 }
 
-static void perm_bytes(quote_perm_t *p, size_t at, unsigned src, unsigned n)
+static void perm_bytes(uint8_t *idx, size_t at, size_t base, unsigned src, unsigned n)
 {
-    for (unsigned j = 0; j < n; j++) {
-        size_t d = at + j - 128;
-        p->idx[d / 64][d % 64] = (uint8_t)(src + j);
-        p->take[d / 64] |= 1ull << (d % 64);
-    }
+    for (unsigned j = 0; j < n; j++)
+        idx[at + j - base] = (uint8_t)(src + j);
 }
 
-__attribute__((constructor)) static void build_quote_perms(void)
+/* Record byte `at` of lines 2-3 from message byte src (n bytes). */
+static void line_bytes(quote_form_t *f, size_t at, unsigned src, unsigned n)
 {
+    if (at >= 192)
+        perm_bytes(f->idx3, at, 192, src, n);
+    else
+        perm_bytes(f->idx2, at, 128, src, n);
+}
+
+static void line_be(quote_form_t *f, size_t at, unsigned src, unsigned w)
+{
+    if (at >= 192)
+        perm_be(f->idx3, at, 192, src, w);
+    else
+        perm_be(f->idx2, at, 128, src, w);
+}
+
+/* Price lane `lane`: a w-byte big-endian raw value at src and its denominator code from
+ * den_src (a message byte, or SRCP_A / SRCP_B: the code a 'q' implies). Signed 32-bit values
+ * are sign-extended by taking their top byte as is; 16-bit ones ('q') are zero-extended
+ * (spec Q11). */
+static void price_lane(quote_form_t *f, unsigned lane, unsigned src, unsigned w, unsigned den_src)
+{
+    perm_be(f->idxp, lane * 8, 0, src, w);
+    f->idxp[lane * 8 + 4] = (uint8_t)den_src;
+}
+
+__attribute__((constructor)) static void build_quote_forms(void)
+{
+    for (unsigned d = 0; d < 16; d++)
+        den_mult16[d] = d < 9 ? omdp_opra_den_mult['A' + d] : 0;
+    for (unsigned c = 0; c < 256; c++) {
+        unsigned cls = (unsigned)(obi_has_bid_app((uint8_t)c) | obi_has_offer_app((uint8_t)c) << 1);
+        for (unsigned kind = 0; kind < 2; kind++)
+            quote_form_at[kind][c] = (uint16_t)((kind * 4 + cls) * sizeof(quote_form_t));
+        uint64_t month = omdp_opra_month[c];
+        month_pc[c] = month ? (uint64_t)omdp_opra_put_call[c] << 32 | (20000000u + month * 100u) : 0;
+    }
     for (int kind = 0; kind < 2; kind++) {
         for (unsigned cls = 0; cls < 4; cls++) {
-            quote_perm_t *p = &quote_perms[kind][cls];
-            memset(p, 0, sizeof *p);
-            unsigned w = kind ? 4 : 2, body = kind ? 43 : 29;
+            quote_form_t *f = &quote_forms[kind * 4 + cls];
+            memset(f, 0, sizeof *f);
+            memset(f->idx2, SRC_ZERO, sizeof f->idx2);
+            memset(f->idx3, SRC_ZERO, sizeof f->idx3);
+            memset(f->idxp, SRCP_ZERO, sizeof f->idxp);
+            for (unsigned lane = 0; lane < 8; lane++)
+                f->idxp[lane * 8 + 4] = SRCP_I;
+            unsigned body = kind ? 43 : 29;
             if (kind) { /* 7.4 */
-                perm_be(p, offsetof(omdp_opra_msg_t, strike), 22, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid), 27, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 31, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer), 35, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 39, 4);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 18, 3);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 5);
-            } else { /* 7.5 */
-                perm_be(p, offsetof(omdp_opra_msg_t, strike), 19, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid), 21, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, bid_size), 23, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer), 25, w);
-                perm_be(p, offsetof(omdp_opra_msg_t, offer_size), 27, w);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, month_code), 16, 3);
-                perm_bytes(p, offsetof(omdp_opra_msg_t, root), 12, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, strike), 22, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, bid), 27, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, bid_size), 31, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, offer), 35, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, offer_size), 39, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, month_code), 18, 3);
+                line_bytes(f, offsetof(omdp_opra_msg_t, strike_den), 21, 1);
+                line_bytes(f, offsetof(omdp_opra_msg_t, premium_den), 26, 1);
+                line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 5);
+                price_lane(f, PL_STRIKE, 22, 4, 21);
+                price_lane(f, PL_BID, 27, 4, 26);
+                price_lane(f, PL_OFFER, 35, 4, 26);
+            } else { /* 7.5: strike in 'A', premiums in 'B' (spec 7.5) */
+                line_be(f, offsetof(omdp_opra_msg_t, strike), 19, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, bid), 21, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, bid_size), 23, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, offer), 25, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, offer_size), 27, 2);
+                line_bytes(f, offsetof(omdp_opra_msg_t, month_code), 16, 3);
+                line_bytes(f, offsetof(omdp_opra_msg_t, root), 12, 4);
+                price_lane(f, PL_STRIKE, 19, 2, SRCP_A);
+                price_lane(f, PL_BID, 21, 2, SRCP_B);
+                price_lane(f, PL_OFFER, 25, 2, SRCP_B);
             }
-            perm_bytes(p, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
-            perm_bytes(p, offsetof(omdp_opra_msg_t, participant), 0, 1);
-            perm_bytes(p, offsetof(omdp_opra_msg_t, bbo_ind), 3, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, msg_type), 2, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, participant), 0, 1);
+            line_bytes(f, offsetof(omdp_opra_msg_t, bbo_ind), 3, 1);
+            uint64_t fields = OBI_F_K;
             unsigned a = body; /* 7.6: the bid appendage first when both */
             if (cls & 1) {
-                perm_bytes(p, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, best_bid_part), a, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, best_bid), a + 2, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, best_bid_size), a + 6, 4);
+                price_lane(f, PL_BEST_BID, a + 2, 4, a + 1);
+                fields |= OBI_F_BEST_BID;
                 a += 10;
             }
             if (cls & 2) {
-                perm_bytes(p, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
-                perm_be(p, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
+                line_bytes(f, offsetof(omdp_opra_msg_t, best_offer_part), a, 2);
+                line_be(f, offsetof(omdp_opra_msg_t, best_offer), a + 2, 4);
+                line_be(f, offsetof(omdp_opra_msg_t, best_offer_size), a + 6, 4);
+                price_lane(f, PL_BEST_OFFER, a + 2, 4, a + 1);
+                fields |= OBI_F_BEST_OFFER;
             }
+            f->line1[(offsetof(omdp_opra_msg_t, fields) - 64) / 8] = fields;
+            perm_bytes(f->idx2, offsetof(omdp_opra_msg_t, expiry), 128, SRC_EXPIRY, 4);
+            perm_bytes(f->idx3, offsetof(omdp_opra_msg_t, put_call), 192, SRC_PUT_CALL, 1);
         }
     }
 }
 
-/* The block's template: record lines 0 and 2 and, per quote kind, line 3 (line 1 is all
- * computed values). Built in registers from constants (no narrow stores read back wide). */
-typedef struct quote_tmpl {
-    __m512i line0, line2, line3[2];
-} quote_tmpl_t;
+/* What a block's quotes share: the template lines (line 0 whole; lines 2 and 3 the bytes no
+ * message fills) and block_seq where line 1 has msg_seq. */
+typedef struct quote_block {
+    __m512i line0, line2, line3[2], seq;
+} quote_block_t;
 
 #define L3(f) (offsetof(omdp_opra_msg_t, f) - 192)
 static const uint8_t quote_line3[2][64] __attribute__((aligned(64))) = {
@@ -334,69 +416,144 @@ static const uint8_t quote_line3[2][64] __attribute__((aligned(64))) = {
     {[L3(category)] = 'k', [L3(root_len)] = 5},
 };
 
-static inline void quote_template(quote_tmpl_t *t, uint64_t block_seq, uint32_t time, uint8_t retrans,
-                                  uint8_t session, uint8_t wire)
+/* Built in registers from constants (no narrow stores read back wide). */
+static inline void quote_block_init(quote_block_t *q, uint64_t block_seq, uint32_t time, uint8_t retrans,
+                                    uint8_t session, uint8_t wire)
 {
     const uint8_t *blank = (const uint8_t *)&blank_record;
-    t->line0 = _mm512_mask_set1_epi64(_mm512_loadu_si512((const void *)blank), 1u << 7, (long long)block_seq);
-    t->line2 = _mm512_mask_set1_epi32(_mm512_loadu_si512((const void *)(blank + 128)), 1u << 2, (int)time);
+    q->line0 = _mm512_mask_set1_epi64(_mm512_loadu_si512((const void *)blank), 1u << 7, (long long)block_seq);
+    q->line2 = _mm512_mask_set1_epi32(_mm512_loadu_si512((const void *)(blank + 128)), 1u << 2, (int)time);
     __m512i blk = _mm512_mask_set1_epi8(_mm512_setzero_si512(), 1ull << L3(retrans), (char)retrans);
     blk = _mm512_mask_set1_epi8(blk, 1ull << L3(session), (char)session);
     blk = _mm512_mask_set1_epi8(blk, 1ull << L3(wire), (char)wire);
     for (int k = 0; k < 2; k++)
-        t->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
+        q->line3[k] = _mm512_or_si512(blk, _mm512_load_si512((const void *)quote_line3[k]));
+    q->seq = _mm512_maskz_set1_epi64(1u << 0, (long long)block_seq);
 }
 
-/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'). */
-static inline void quote_simd(omdp_opra_msg_t *o, const quote_tmpl_t *t, const uint8_t *m, uint32_t ml, int kind,
-                              uint64_t msg_seq, uint16_t index, int64_t mult_a, int64_t mult_b)
+/* The constants of a run of quotes, in registers. */
+typedef struct quote_consts {
+    __m512i mult_lo, mult_hi, undef, den_a, den_count, seq_step, index_step, price_src;
+    __m512i line1_prices, line2_prices; /* the price lanes each line takes, all ones */
+} quote_consts_t;
+
+/* The record of quote m (ml bytes, checked; kind 1 'k', 0 'q'; f its form); seq and
+ * index: its msg_seq in lane 0, its index at record byte 224. Returns sum with the message's
+ * bytes added (the checksum's lanes). */
+static inline __m512i quote_simd(omdp_opra_msg_t *o, const quote_block_t *q, const quote_consts_t *c,
+                                 const uint8_t *m, uint32_t ml, int kind, const quote_form_t *f,
+                                 __m512i seq, __m512i index, __m512i sum)
+{
+    __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
+    /* prices: raw x 10^(9 - places), or OMDP_UNDEF_PRICE for a code outside 'A'..'I' */
+    __m512i pv = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idxp), c->price_src);
+    __m512i den = _mm512_sub_epi64(_mm512_srli_epi64(pv, 32), c->den_a);
+    __mmask8 known = _mm512_cmplt_epu64_mask(den, c->den_count);
+    __m512i mult = _mm512_permutex2var_epi64(c->mult_lo, den, c->mult_hi);
+    __m512i prices = _mm512_mask_mov_epi64(c->undef, known, _mm512_mul_epi32(pv, mult));
+    /* the expiration date (8.3, spec Q14: unknown unless month, day and year are all good) */
+    const uint8_t *e = m + (kind ? 18 : 16);
+    uint64_t mpc = month_pc[e[0]];
+    uint32_t day = e[1], year = e[2];
+    uint64_t computed = mpc + year * 10000u + day;
+    if (UNLIKELY(mpc == 0) || UNLIKELY(day - 1u >= 31u) || UNLIKELY(year > 99u))
+        computed = 0;
+    __m512i comp = _mm512_castsi128_si512(_mm_cvtsi64_si128((long long)computed)); /* SRC_EXPIRY, SRC_PUT_CALL */
+
+    /* line 1 and line 2's first lane have nothing but zeros where the prices go */
+    __m512i l1 = _mm512_ternarylogic_epi64(_mm512_or_si512(_mm512_load_si512((const void *)f->line1), seq), prices,
+                                           c->line1_prices, 0xF8); /* a | (b & c) */
+    __m512i l2 = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idx2), comp);
+    l2 = _mm512_ternarylogic_epi64(_mm512_or_si512(q->line2, l2), prices, c->line2_prices, 0xF8);
+    __m512i l3 = _mm512_permutex2var_epi8(msg, _mm512_load_si512((const void *)f->idx3), comp);
+    l3 = _mm512_ternarylogic_epi64(q->line3[kind], index, l3, 0xFE); /* a | b | c */
+    uint8_t *r = (uint8_t *)o;
+    _mm512_storeu_si512((void *)r, q->line0);
+    _mm512_storeu_si512((void *)(r + 64), l1);
+    _mm512_storeu_si512((void *)(r + 128), l2);
+    _mm512_storeu_si512((void *)(r + 192), l3);
+    return _mm512_dpbusd_epi32(sum, msg, _mm512_set1_epi8(1)); /* the block checksum, on the way */
+}
+
+/* Quote m of the given kind (a constant where it is called) with rem bytes left in the
+ * block: its record written and its length returned, or 0 when it does not fit the block
+ * (nothing written). */
+static inline __attribute__((always_inline)) uint32_t quote_step(omdp_opra_msg_t *o, const quote_block_t *q,
+                                                                 const quote_consts_t *c, const uint8_t *m, size_t rem,
+                                                                 int kind, __m512i seq, __m512i index, __m512i *acc)
 {
     uint8_t ind = m[3];
-    unsigned hb = (unsigned)obi_has_bid_app(ind), ho = (unsigned)obi_has_offer_app(ind);
-    const quote_perm_t *p = &quote_perms[kind][hb | ho << 1];
-    __m512i msg = _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, ml), m);
-    uint8_t *r = (uint8_t *)o;
-    _mm512_storeu_si512((void *)r, t->line0);
-    _mm512_storeu_si512((void *)(r + 128),
-                        _mm512_or_si512(t->line2, _mm512_maskz_permutexvar_epi8(
-                                                      p->take[0], _mm512_loadu_si512((const void *)p->idx[0]), msg)));
-    _mm512_storeu_si512((void *)(r + 192),
-                        _mm512_or_si512(t->line3[kind], _mm512_maskz_permutexvar_epi8(
-                                                            p->take[1], _mm512_loadu_si512((const void *)p->idx[1]), msg)));
-    int64_t strike_px, bid_px, offer_px;
-    if (kind) {
-        strike_px = px(m[21], (int32_t)obi_rd32(m + 22));
-        bid_px = px(m[26], (int32_t)obi_rd32(m + 27));
-        offer_px = px(m[26], (int32_t)obi_rd32(m + 35));
-    } else {
-        strike_px = (int64_t)obi_rd16(m + 19) * mult_a;
-        bid_px = (int64_t)obi_rd16(m + 21) * mult_b;
-        offer_px = (int64_t)obi_rd16(m + 25) * mult_b;
+    /* the next message's place waits on this length: two loads, one after the other */
+    uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[ind];
+    if (UNLIKELY(ml > rem))
+        return 0;
+    *acc = quote_simd(o, q, c, m, ml, kind, FORM_AT(quote_form_at[kind][ind]), seq, index, *acc);
+    return ml;
+}
+
+/* Quotes from message i at byte *off, for as long as the messages are quotes that fit the
+ * block: the loop a block's time is spent in, with nothing else in its registers. Stops
+ * before the first message that is not one (the caller decodes it, or reports it) or after
+ * a quote that has extras (the caller places them: *extras set, *last its offset). Returns
+ * the index of the message after the last one written; *off is where it starts. */
+static inline uint32_t quote_run(const quote_block_t *q, const uint8_t *blk, uint32_t size, uint32_t *offp,
+                                 uint32_t *last, uint32_t i, uint32_t count, omdp_opra_msg_t *out, int *extras,
+                                 __m512i *sum)
+{
+    const quote_consts_t c = {
+        .mult_lo = _mm512_load_si512((const void *)den_mult16),
+        .mult_hi = _mm512_load_si512((const void *)(den_mult16 + 8)),
+        .undef = _mm512_set1_epi64(OMDP_UNDEF_PRICE),
+        .den_a = _mm512_set1_epi64('A'),
+        .den_count = _mm512_set1_epi64(9),
+        .seq_step = _mm512_maskz_set1_epi64(1u << 0, 1),
+        .index_step = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), 1),
+        .line1_prices = _mm512_maskz_set1_epi64(PL_LINE1, -1),
+        .line2_prices = _mm512_maskz_set1_epi64(PL_LINE2, -1),
+        .price_src = _mm512_load_si512((const void *)price_src),
+    };
+    __m512i seq = _mm512_add_epi64(q->seq, _mm512_maskz_set1_epi64(1u << 0, i));
+    __m512i index = _mm512_maskz_set1_epi16(1u << (L3(index) / 2), (short)i);
+    const uint8_t *m = blk + *offp, *end = blk + size;
+    omdp_opra_msg_t *o = out + i, *o_end = out + count;
+    __m512i acc = *sum;
+    *extras = 0;
+    while (o < o_end) {
+        if (UNLIKELY(end - m < 4))
+            break;
+        uint8_t cat = m[1];
+        uint32_t ml;
+        /* one copy of the step per kind, so each is compiled for its own layout ('q', nearly
+         * every message, first) */
+        if (LIKELY(cat == 'q'))
+            ml = quote_step(o, q, &c, m, (size_t)(end - m), 0, seq, index, &acc);
+        else if (cat == 'k')
+            ml = quote_step(o, q, &c, m, (size_t)(end - m), 1, seq, index, &acc);
+        else
+            break;
+        if (UNLIKELY(ml == 0))
+            break;
+        seq = _mm512_add_epi64(seq, c.seq_step);
+        index = _mm512_add_epi16(index, c.index_step);
+        o++;
+        m += ml;
+        if (UNLIKELY(obi_rd64(m - ml + 4) != 0)) { /* transaction id or participant reference number */
+            *extras = 1;
+            *last = (uint32_t)(m - ml - blk);
+            break;
+        }
     }
-    const uint8_t *a = m + (kind ? 43 : 29);
-    int64_t best_bid_px = 0, best_offer_px = 0;
-    if (hb) {
-        best_bid_px = px(a[1], (int32_t)obi_rd32(a + 2));
-        a += 10;
-    }
-    if (ho)
-        best_offer_px = px(a[1], (int32_t)obi_rd32(a + 2));
-    o->msg_seq = msg_seq;
-    o->fields = OBI_F_K | (hb ? OBI_F_BEST_BID : 0) | (ho ? OBI_F_BEST_OFFER : 0);
-    o->underlying_raw = 0;
-    o->strike_px = strike_px;
-    o->bid_px = bid_px;
-    o->offer_px = offer_px;
-    o->premium_px = 0;
-    o->best_bid_px = best_bid_px;
-    o->best_offer_px = best_offer_px;
-    o->index = index;
-    const uint8_t *e = m + (kind ? 18 : 16);
-    uint32_t mo = omdp_opra_month[e[0]], day = e[1], year = e[2];
-    if (mo && day >= 1 && day <= 31 && year <= 99) {
-        o->expiry = (2000u + year) * 10000u + mo * 100u + day;
-        o->put_call = omdp_opra_put_call[e[0]];
-    }
+    *offp = (uint32_t)(m - blk);
+    *sum = acc;
+    return (uint32_t)(o - out);
+}
+
+/* sum (the checksum's lanes) with the n bytes at p added; reads only those bytes. */
+static inline __m512i sum_span(__m512i sum, const uint8_t *p, uint32_t n)
+{
+    for (uint32_t o = 0; o < n; o += 64) /* bzhi keeps every bit for n - o >= 64 */
+        sum = _mm512_dpbusd_epi32(sum, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, n - o), p + o), _mm512_set1_epi8(1));
+    return sum;
 }
 #endif
 
@@ -451,6 +608,80 @@ static inline int put_extras(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m,
     return 1;
 }
 
+#ifdef OBI_QUOTE_SIMD
+/* out of the quote loop's way: the compiler keeps that loop's values in registers */
+#define GENERAL_INLINE __attribute__((noinline))
+#else
+#define GENERAL_INLINE inline
+#endif
+
+/* Message i of a block (block_seq + i is its sequence number) by the per-field code, m with
+ * rem bytes left in the block: its length, or an error code (OMDP_OBI_E_CAPACITY: the side
+ * buffer is short). */
+static GENERAL_INLINE int decode_general(obi_dec_t *D, omdp_opra_msg_t *o, const uint8_t *m, uint32_t rem,
+                                         const omdp_obi_block_t *info, uint64_t msg_seq, uint32_t i, uint32_t time,
+                                         uint8_t wire)
+{
+    int ml = message_length(m, rem);
+    if (UNLIKELY(ml < 0))
+        return ml;
+    *o = blank_record;
+    o->block_seq = info->block_seq;
+    o->msg_seq = msg_seq;
+    o->time = time;
+    o->index = (uint16_t)i;
+    o->participant = m[0];
+    o->category = m[1];
+    o->msg_type = m[2];
+    o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
+    o->retrans = info->retrans;
+    /* Spec Q15: the block's session indicator applies to each of its messages. */
+    o->session = info->session;
+    o->wire = wire;
+    uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
+    if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
+        return OMDP_OBI_E_CAPACITY;
+    return ml;
+}
+
+/* The checksum computed (spec Q1) against the one sent: 0, or the CHECKSUM error the live
+ * path drops the block with (the other stream or a retransmission has it); a viewer may keep
+ * the block, flagged. */
+static int checksum_verdict(omdp_obi_block_t *info, uint16_t calc, uint32_t options, omdp_obi_error_t *err,
+                            uint64_t packet_index)
+{
+    info->checksum_calc = calc;
+    if (LIKELY(calc == info->checksum))
+        return 0;
+    if (options & OMDP_OBI_KEEP_BAD_CHECKSUM) {
+        info->status |= OMDP_OBI_BLK_CHECKSUM_BAD;
+        return 0;
+    }
+    info->status = OMDP_OBI_BLK_CHECKSUM_BAD; /* the block is not read: no other status */
+    return info->error = fail(err, packet_index, OMDP_OBI_E_CHECKSUM, 19, -1, -1);
+}
+
+#ifdef OBI_QUOTE_SIMD
+/* The checksum is summed on the way, with the messages' bytes (below). */
+#define SUM_ON_THE_WAY 1
+#else
+#define SUM_ON_THE_WAY 0
+#endif
+
+/* A block error found after the header. Where the checksum is summed on the way it is not
+ * known yet: it is computed now, and a mismatch is the block's error, as when it is checked
+ * before any message (so every build reports the same error for the same block). */
+static int block_fail(const uint8_t *blk, uint32_t size, uint32_t options, omdp_obi_block_t *info,
+                      omdp_obi_error_t *err, uint64_t packet_index, int code, size_t offset, int msg, int category)
+{
+    if (SUM_ON_THE_WAY) {
+        int bad = checksum_verdict(info, omdp_obi_checksum(blk, size), options, err, packet_index);
+        if (bad)
+            return bad;
+    }
+    return info->error = fail(err, packet_index, code, offset, msg, category);
+}
+
 static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t packet_index, uint32_t options,
                       omdp_opra_msg_t *out, uint64_t out_cap, omdp_obi_block_t *info, omdp_obi_error_t *err)
 {
@@ -474,14 +705,15 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
         return info->error = fail(err, packet_index, OMDP_OBI_E_BAD_SIZE, 1, -1, -1);
     if (UNLIKELY(size > len))
         return info->error = fail(err, packet_index, OMDP_OBI_E_SIZE_PAST_DATAGRAM, 1, -1, -1);
-    info->checksum_calc = omdp_obi_checksum(blk, size);
-    if (UNLIKELY(info->checksum_calc != info->checksum)) {
-        info->status |= OMDP_OBI_BLK_CHECKSUM_BAD;
-        /* Spec Q1: the live path counts the mismatch and drops the block (the other stream
-         * or a retransmission has it); a viewer may keep it, flagged. */
-        if (!(options & OMDP_OBI_KEEP_BAD_CHECKSUM))
-            return info->error = fail(err, packet_index, OMDP_OBI_E_CHECKSUM, 19, -1, -1);
-    }
+#if SUM_ON_THE_WAY
+    /* the checksum's lanes: header bytes 0-18 now, the messages' on the way (19-20 are the
+     * checksum itself) */
+    __m512i sum = sum_span(_mm512_setzero_si512(), blk, 19);
+#else
+    int bad = checksum_verdict(info, omdp_obi_checksum(blk, size), options, err, packet_index);
+    if (UNLIKELY(bad))
+        return bad;
+#endif
     uint8_t wire = OMDP_OBI_WIRE_OBI;
     /* Spec Q13: a feed indicator other than 'O' is decoded but flagged. */
     if (UNLIKELY(info->feed != 'O')) {
@@ -493,7 +725,7 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     if (count == 0)
         info->status |= OMDP_OBI_BLK_EMPTY;
     if (UNLIKELY(count > out_cap))
-        return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, 10, -1, -1);
+        return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, 10, -1, -1);
     if (UNLIKELY(cached_sec != info->ts_sec || cached_hhmmss000 == UINT32_MAX)) {
         cached_hhmmss000 = omdp_obi_eastern_hhmmss(info->ts_sec) * 1000u;
         cached_sec = info->ts_sec;
@@ -504,58 +736,48 @@ static int decode_one(obi_dec_t *D, const uint8_t *blk, size_t len, uint64_t pac
     /* Spec Q2: block_seq is the first message's MSN; message i is block_seq + i. */
     uint64_t seq = info->block_seq;
 #ifdef OBI_QUOTE_SIMD
-    quote_tmpl_t qt;
-    quote_template(&qt, seq, time, info->retrans, info->session, wire);
-    int64_t mult_a = omdp_opra_den_mult['A'], mult_b = omdp_opra_den_mult['B'];
+    quote_block_t qb;
+    quote_block_init(&qb, seq, time, info->retrans, info->session, wire);
 #endif
     uint32_t off = OMDP_OBI_HEADER_SIZE;
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *m = blk + off;
-        uint32_t rem = size - off;
-        omdp_opra_msg_t *o = &out[i];
+    uint32_t i = 0;
+    for (;;) {
 #ifdef OBI_QUOTE_SIMD
-        /* a quote's length is its form's and its indicator's: checked once, then no further
-         * test on the way but the (rare) extras */
-        uint8_t cat = rem >= 4 ? m[1] : 0;
-        if (LIKELY(cat == 'q' || cat == 'k')) {
-            int kind = cat == 'k';
-            uint32_t ml = (kind ? 43u : 29u) + omdp_obi_app_len[m[3]];
-            if (UNLIKELY(ml > rem))
-                return info->error = fail(err, packet_index, OMDP_OBI_E_MSG_PAST_BLOCK, off, (int)i, cat);
-            quote_simd(o, &qt, m, ml, kind, seq + i, (uint16_t)i, mult_a, mult_b);
-            if (UNLIKELY(obi_rd64(m + 4) != 0) && UNLIKELY(!put_extras(D, o, m, ml, 0)))
-                return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, cat);
-            off += ml;
+        uint32_t last;
+        int extras;
+        i = quote_run(&qb, blk, size, &off, &last, i, count, out, &extras, &sum);
+        if (UNLIKELY(extras)) {
+            if (UNLIKELY(!put_extras(D, &out[i - 1], blk + last, off - last, 0)))
+                return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_CAPACITY, last, (int)i - 1,
+                                  blk[last + 1]);
             continue;
         }
 #endif
-        int ml = message_length(m, rem);
+        if (i >= count)
+            break;
+        const uint8_t *m = blk + off;
+        uint32_t rem = size - off;
+        int ml = decode_general(D, &out[i], m, rem, info, seq + i, i, time, wire);
         if (UNLIKELY(ml < 0))
-            return info->error = fail(err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
-        *o = blank_record;
-        o->block_seq = seq;
-        o->msg_seq = seq + i;
-        o->time = time;
-        o->index = (uint16_t)i;
-        o->participant = m[0];
-        o->category = m[1];
-        o->msg_type = m[2];
-        o->bbo_ind = m[3]; /* the indicator byte as sent, whatever the category */
-        o->retrans = info->retrans;
-        /* Spec Q15: the block's session indicator applies to each of its messages. */
-        o->session = info->session;
-        o->wire = wire;
-        uint32_t trade_id = decode_message(o, m, (uint32_t)ml);
-        if (UNLIKELY(!put_extras(D, o, m, (uint32_t)ml, trade_id)))
-            return info->error = fail(err, packet_index, OMDP_OBI_E_CAPACITY, off, (int)i, m[1]);
+            return block_fail(blk, size, options, info, err, packet_index, ml, off, (int)i, rem >= 2 ? m[1] : -1);
+#if SUM_ON_THE_WAY
+        sum = sum_span(sum, m, (uint32_t)ml);
+#endif
         off += (uint32_t)ml;
+        i++;
     }
     /* What follows the last message: nothing, or one pad byte of 0 (4.1). */
     uint32_t rest = size - off;
     if (rest == 1 && blk[off] == 0)
         info->status |= OMDP_OBI_BLK_PAD;
     else if (UNLIKELY(rest != 0))
-        return info->error = fail(err, packet_index, OMDP_OBI_E_TRAILING_BYTES, off, -1, -1);
+        return block_fail(blk, size, options, info, err, packet_index, OMDP_OBI_E_TRAILING_BYTES, off, -1, -1);
+#if SUM_ON_THE_WAY
+    /* every byte is in the sum now (a pad byte is 0) */
+    int bad = checksum_verdict(info, (uint16_t)_mm512_reduce_add_epi32(sum), options, err, packet_index);
+    if (UNLIKELY(bad))
+        return bad;
+#endif
     if (count)
         out[count - 1].hdr.flags = OMDP_RF_LAST_IN_PACKET;
     info->count = (uint8_t)count;
