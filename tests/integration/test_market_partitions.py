@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -90,25 +91,11 @@ def test_a_killed_handler_partition_marks_every_window_after_it_incomplete(data:
     without it (on_death = "continue") and fails, naming it; every window of the capture is
     in the file, those handlers[1] had passed complete and equal to the sequential windows,
     every later one incomplete with source 1 missing - in the file, the run's JSON, the API."""
-    before = set(data.glob("runs/*/*"))
     report = data / "killed.json"
-    proc = subprocess.Popen([*_command(data, "0.5x"), "--json", str(report)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    run_dir = _wait_for_windows(proc, data, before, 3)
-    pids = json.loads((run_dir / "processes.json").read_text())
-    os.kill(pids["handlers[1]"]["pid"], signal.SIGKILL)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 1 and "partition handlers[1] died: killed by SIGKILL" in err, err[-3000:]
-
-    table = pq.read_table(run_dir / "market_windows.parquet")
-    aggs, counts, incomplete = live_tables(table)
-    want_aggs, want_counts = _sequential(data)
-    windows = counts.column("window").to_pylist()
-    assert windows == want_counts.column("window").to_pylist()  # none missing
-    ends = _ends_by_window(table)
+    k = _killed_run(data, "handlers[1]", "--json", str(report))
+    run_dir, out, aggs, counts, want_aggs, want_counts, windows, ends, complete = (
+        k.run_dir, k.out, k.aggs, k.counts, k.want_aggs, k.want_counts, k.windows, k.ends, k.complete)
     assert all(sorted(e["leader_or_source"] for e in ends[w]) == [0, 1] for w in windows)
-    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
-    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
     assert all(e["missing_sources"] == 0b10 for w in windows[len(complete):] for e in ends[w])
     done = pa.array(complete, pa.int64())
     assert counts.filter(pc.is_in(counts.column("window"), done)).equals(want_counts.slice(0, len(complete)))
@@ -137,22 +124,8 @@ def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path
     the sink's input from it ends, and the sink gives every window leaders[1] never ended an
     END for it, incomplete - so every window of the capture is in the file, those before the
     death complete and exact, the later ones incomplete and exact for leader 0's keys."""
-    before = set(data.glob("runs/*/*"))
-    proc = subprocess.Popen(_command(data, "0.5x"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
-    run_dir = _wait_for_windows(proc, data, before, 3)
-    os.kill(json.loads((run_dir / "processes.json").read_text())["leaders[1]"]["pid"], signal.SIGKILL)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 1 and "partition leaders[1] died: killed by SIGKILL" in err, err[-3000:]
-
-    table = pq.read_table(run_dir / "market_windows.parquet")
-    aggs, counts, incomplete = live_tables(table)
-    want_aggs, want_counts = _sequential(data)
-    windows = counts.column("window").to_pylist()
-    assert windows == want_counts.column("window").to_pylist()  # none missing
-    ends = _ends_by_window(table)
-    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
-    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    k = _killed_run(data, "leaders[1]")
+    run_dir, aggs, want_aggs, windows, ends, complete = k.run_dir, k.aggs, k.want_aggs, k.windows, k.ends, k.complete
     for w in windows[len(complete):]:
         assert sorted((e["leader_or_source"], e["incomplete"]) for e in ends[w]) == [(0, False), (1, True)]
     done = pa.array(complete, pa.int64())
@@ -172,6 +145,44 @@ def test_a_killed_leader_partition_leaves_its_keys_windows_incomplete(data: Path
     if CHROMIUM:
         rows = _market_panel_rows(run_dir, tmp_path)
         assert len(rows) == 5 and all("(incomplete: a leader missing)" in r for r in rows[:len(windows) - len(complete)])
+
+
+@dataclass
+class _Killed:
+    """A run with one partition killed, its windows read back beside the sequential ones."""
+
+    run_dir: Path
+    out: str
+    aggs: pa.Table
+    counts: pa.Table
+    want_aggs: pa.Table
+    want_counts: pa.Table
+    windows: list[int]
+    ends: dict[int, list[dict]]
+    complete: list[int]
+
+
+def _killed_run(data: Path, victim: str, *extra: str) -> _Killed:
+    """Run at 0.5x, SIGKILL ``victim`` once the leaders ended three windows, and check what
+    every death leaves: the run fails naming it, no window of the capture is missing, the
+    complete ones come first (three or more) and the rest are counted incomplete."""
+    before = set(data.glob("runs/*/*"))
+    proc = subprocess.Popen([*_command(data, "0.5x"), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    run_dir = _wait_for_windows(proc, data, before, 3)
+    os.kill(json.loads((run_dir / "processes.json").read_text())[victim]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and f"partition {victim} died: killed by SIGKILL" in err, err[-3000:]
+
+    table = pq.read_table(run_dir / "market_windows.parquet")
+    aggs, counts, incomplete = live_tables(table)
+    want_aggs, want_counts = _sequential(data)
+    windows = counts.column("window").to_pylist()
+    assert windows == want_counts.column("window").to_pylist()  # none missing
+    ends = _ends_by_window(table)
+    complete = [w for w in windows if not any(e["incomplete"] for e in ends[w])]
+    assert len(complete) >= 3 and complete == windows[:len(complete)] and incomplete == len(windows) - len(complete) > 0
+    return _Killed(run_dir, out, aggs, counts, want_aggs, want_counts, windows, ends, complete)
 
 
 def _wait_for_windows(proc: subprocess.Popen, data: Path, before: set[Path], n: int) -> Path:
