@@ -1,0 +1,136 @@
+"""The rate a run kept up with in its busiest 10 ms windows, per feed-handler core.
+
+A capture's mean rate says little about a bursty feed: today's OPRA peaks at several times
+its mean for about 10 ms (docs/synth.md), and a handler that keeps the mean may fall behind
+in every peak. So a run is cut into 10 ms windows of intended time (the replayer's planned
+send time, docs/architecture.md "Rates, latency, sustainability"), each window's messages
+counted, and each window judged kept up with or not:
+
+- messages: every message of the packets planned in the window, a block sent as copy A and
+  as copy B counted once (the same line, block sequence and intended time);
+- kept up with: no packet of the window left the replayer more than ``bound`` after its
+  intended time (for a block sent twice, the earlier copy: the one the handler takes), and
+  no sampled message of the window (samples.parquet) reached the collector more than
+  ``bound`` after its intended time. With a ring input a handler that falls behind fills its
+  ring and holds the replayer (back-pressure), so the send lag shows its queue beyond the
+  ring's depth; the samples show what queued inside the ring, as densely as the run sampled.
+
+The figures: the mean rate, the busiest window's and whether it was kept up with, the
+busiest window that was, and of the busiest 1% of windows how many were kept. Divided by
+the feed-handler cores (partitions) of the run, the rates are what one core sustained, on
+the assumption that the lines are spread evenly over the handlers. Nothing here sleeps or
+measures: the figures come from the run's records alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from omdp.metrics.run_files import RunRecordError, read_run_file
+from omdp.units import fmt_us
+
+WINDOW_NS = 10_000_000
+"""The window: 10 ms, the span over which the feed's peaks are stated."""
+TOP_SHARE = 0.01
+"""The busiest windows judged together: this share of all windows (at least one)."""
+
+
+@dataclass(frozen=True)
+class BurstWindows:
+    """A run's 10 ms windows, their busiest and which of them were kept up with (module doc)."""
+
+    window_ns: int
+    bound_us: float
+    handler_cores: int
+    windows: int
+    kept: int
+    messages: int
+    mean_msgs_per_s: float
+    busiest_msgs_per_s: float
+    busiest_kept: bool
+    busiest_kept_msgs_per_s: float | None
+    top: int
+    top_kept: int
+    top_least_msgs_per_s: float
+    """The quietest of the ``top`` busiest windows: the rate they all reached."""
+
+    def per_core(self, msgs_per_s: float | None) -> float | None:
+        """A rate divided by the run's feed-handler cores."""
+        return None if msgs_per_s is None else msgs_per_s / max(self.handler_cores, 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self),
+                "mean_msgs_per_s_per_core": self.per_core(self.mean_msgs_per_s),
+                "busiest_kept_msgs_per_s_per_core": self.per_core(self.busiest_kept_msgs_per_s),
+                "busiest_msgs_per_s_per_core": self.per_core(self.busiest_msgs_per_s)}
+
+    def text(self) -> str:
+        """One line for the run's summary."""
+        c = self.handler_cores
+        core = "per feed-handler core" if c == 1 else f"per feed-handler core ({c} cores, lines spread evenly)"
+        w = self.window_ns / 1e6
+        kept = (f"the busiest window kept up with {self.per_core(self.busiest_kept_msgs_per_s):,.0f}"
+                if self.busiest_kept_msgs_per_s is not None else "no window kept up with")
+        return (f"{w:g} ms windows, msgs/s {core}: mean {self.per_core(self.mean_msgs_per_s):,.0f}; {kept}; "
+                f"busiest {self.per_core(self.busiest_msgs_per_s):,.0f} ({'kept up with' if self.busiest_kept else 'not kept up with'}); "
+                f"the busiest {self.top:,} (>= {self.per_core(self.top_least_msgs_per_s):,.0f}): {self.top_kept:,} kept up with; "
+                f"{self.kept:,} of {self.windows:,} windows kept up with (nothing later than {fmt_us(self.bound_us)} "
+                "after its intended time)")
+
+
+def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float, handler_cores: int,
+                  window_ns: int = WINDOW_NS) -> BurstWindows | None:
+    """The windows of a run from its intended.parquet and samples.parquet tables (module
+    doc); None when no packet was planned."""
+    if intended.num_rows == 0:
+        return None
+    blocks = (intended.select(["line", "block_seq", "intended_ns", "sent_ns", "messages"])
+              .group_by(["line", "block_seq", "intended_ns"])
+              .aggregate([("messages", "max"), ("sent_ns", "min")]))
+    t = blocks.column("intended_ns").to_numpy()
+    lag = blocks.column("sent_ns_min").to_numpy() - t
+    msgs = blocks.column("messages_max").to_numpy().astype(np.int64)
+    t0 = int(t.min())
+    n = int((int(t.max()) - t0) // window_ns) + 1
+    w = (t - t0) // window_ns
+    count = np.bincount(w, weights=msgs, minlength=n).astype(np.int64)
+    bound_ns = bound_us * 1e3
+    late = np.zeros(n, dtype=bool)
+    late[w[lag > bound_ns]] = True
+    if samples is not None and samples.num_rows:
+        si = samples.column("intended").to_numpy()
+        sm = samples.column("mc_in").to_numpy()
+        ok = (si >= t0) & (sm > 0) & (si < t0 + n * window_ns)
+        sw = (si[ok] - t0) // window_ns
+        late[sw[(sm[ok] - si[ok]) > bound_ns]] = True
+    kept = ~late
+    rate = count * (1e9 / window_ns)
+    order = np.argsort(-count, kind="stable")
+    top = order[:max(1, math.ceil(n * TOP_SHARE))]
+    busiest = int(order[0])
+    return BurstWindows(
+        window_ns=window_ns, bound_us=bound_us, handler_cores=handler_cores, windows=n, kept=int(kept.sum()),
+        messages=int(count.sum()), mean_msgs_per_s=float(count.sum()) * 1e9 / (n * window_ns),
+        busiest_msgs_per_s=float(rate[busiest]), busiest_kept=bool(kept[busiest]),
+        busiest_kept_msgs_per_s=float(rate[kept].max()) if kept.any() else None,
+        top=len(top), top_kept=int(kept[top].sum()), top_least_msgs_per_s=float(rate[top].min()))
+
+
+def read_burst_windows(run_dir: str | Path, bound_us: float, handler_cores: int) -> BurstWindows | None:
+    """The windows of a finished run from its directory; None without intended.parquet (a
+    run whose feed did not come from omdp's replayer)."""
+    try:
+        intended = read_run_file(run_dir, "intended.parquet")
+    except RunRecordError:
+        return None
+    try:
+        samples = read_run_file(run_dir, "samples.parquet").select(["intended", "mc_in"])
+    except RunRecordError:
+        samples = None
+    return burst_windows(intended, samples, bound_us, handler_cores)
+
