@@ -58,6 +58,12 @@ class BurstWindows:
     top_kept: int
     top_least_msgs_per_s: float
     """The quietest of the ``top`` busiest windows: the rate they all reached."""
+    late_sent: int = 0
+    """Windows not kept up with because a packet left the replayer late: the replayer lagged
+    its schedule, or (with a ring input) waited for room in a full ring."""
+    late_queued: int = 0
+    """Windows whose packets all left on time but a sampled message of which was late: it
+    queued in front of the handler (in its ring or socket) or inside the pipeline."""
 
     def per_core(self, msgs_per_s: float | None) -> float | None:
         """A rate divided by the run's feed-handler cores."""
@@ -80,7 +86,8 @@ class BurstWindows:
                 f"busiest {self.per_core(self.busiest_msgs_per_s):,.0f} ({'kept up with' if self.busiest_kept else 'not kept up with'}); "
                 f"the busiest {self.top:,} (>= {self.per_core(self.top_least_msgs_per_s):,.0f}): {self.top_kept:,} kept up with; "
                 f"{self.kept:,} of {self.windows:,} windows kept up with (nothing later than {fmt_us(self.bound_us)} "
-                "after its intended time)")
+                f"after its intended time; late: {self.late_sent:,} sent late, {self.late_queued:,} queued after an "
+                "on-time send)")
 
 
 def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float, handler_cores: int,
@@ -100,8 +107,9 @@ def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float,
     w = (t - t0) // window_ns
     count = np.bincount(w, weights=msgs, minlength=n).astype(np.int64)
     bound_ns = bound_us * 1e3
-    late = np.zeros(n, dtype=bool)
-    late[w[lag > bound_ns]] = True
+    sent_late = np.zeros(n, dtype=bool)
+    sent_late[w[lag > bound_ns]] = True
+    late = sent_late.copy()
     if samples is not None and samples.num_rows:
         si = samples.column("intended").to_numpy()
         sm = samples.column("mc_in").to_numpy()
@@ -118,7 +126,8 @@ def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float,
         messages=int(count.sum()), mean_msgs_per_s=float(count.sum()) * 1e9 / (n * window_ns),
         busiest_msgs_per_s=float(rate[busiest]), busiest_kept=bool(kept[busiest]),
         busiest_kept_msgs_per_s=float(rate[kept].max()) if kept.any() else None,
-        top=len(top), top_kept=int(kept[top].sum()), top_least_msgs_per_s=float(rate[top].min()))
+        top=len(top), top_kept=int(kept[top].sum()), top_least_msgs_per_s=float(rate[top].min()),
+        late_sent=int(sent_late.sum()), late_queued=int((late & ~sent_late).sum()))
 
 
 def read_burst_windows(run_dir: str | Path, bound_us: float, handler_cores: int) -> BurstWindows | None:

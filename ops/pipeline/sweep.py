@@ -193,13 +193,14 @@ def work_per_packet(p: SweepPoint) -> tuple[str, float] | None:
 
 def windows_text(p: SweepPoint) -> str:
     """The run's 10 ms windows (omdp.metrics.burst_windows), per feed-handler core: the
-    busiest kept up with / the mean msgs/s, and how many of the busiest 1% were kept."""
+    busiest kept up with / the mean msgs/s, how many of the busiest 1% were kept, and the
+    windows not kept: by a late send, or queued after an on-time one."""
     w = (p.run or {}).get("windows")
     if not w:
         return "n/a"
     best = w["busiest_kept_msgs_per_s_per_core"]
     return (f"{'none' if best is None else f'{best / 1e6:,.2f} M'} / {w['mean_msgs_per_s_per_core'] / 1e6:,.2f} M "
-            f"({w['top_kept']} of {w['top']})")
+            f"({w['top_kept']} of {w['top']}; late {w['late_sent']} sent, {w['late_queued']} queued)")
 
 
 def _work_text(p: SweepPoint) -> str:
@@ -236,7 +237,7 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
     """The sweep as the table of docs/benchmarks.md."""
     rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) "
             "| from intended mean (p99) | FH / to DE / DE / to MC mean | work per packet, ns (partition) "
-            "| 10 ms windows, msgs/s per handler core: busiest kept up with / mean (busiest 1% kept) "
+            "| 10 ms windows, msgs/s per handler core: busiest kept up with / mean (busiest 1% kept; late windows) "
             "| sustainable | load before / after |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in sweep.points:

@@ -50,6 +50,7 @@ def test_windows_count_messages_once_and_judge_each_window() -> None:
     assert (w.busiest_msgs_per_s, w.busiest_kept) == (100 * rate, True)
     assert w.busiest_kept_msgs_per_s == 100 * rate
     assert (w.top, w.top_kept, w.top_least_msgs_per_s) == (1, 1, 100 * rate)
+    assert (w.late_sent, w.late_queued) == (1, 1)               # window 2 by its packet, 3 by its sample
 
 
 def test_a_late_sample_or_packet_in_the_busiest_window_is_not_kept() -> None:
