@@ -2,9 +2,11 @@
 
 A capture's mean rate says little about a bursty feed: today's OPRA peaks at several times
 its mean for about 10 ms (docs/synth.md), and a handler that keeps the mean may fall behind
-in every peak. So a run is cut into 10 ms windows of intended time (the replayer's planned
-send time, docs/architecture.md "Rates, latency, sustainability"), each window's messages
-counted, and each window judged kept up with or not:
+in every peak. So a run's intended time (the replayer's planned send time, docs/architecture.md
+"Rates, latency, sustainability") is cut into 10 ms windows, one starting every millisecond (so
+a peak is not split between two windows, as fixed windows would: the busiest comes within a
+tenth of the capture statistics' exact sliding peak), each window's messages counted, and
+each window judged kept up with or not:
 
 - messages: every message of the packets planned in the window, a block sent as copy A and
   as copy B counted once (the same line, block sequence and intended time);
@@ -36,6 +38,8 @@ from omdp.units import fmt_us
 
 WINDOW_NS = 10_000_000
 """The window: 10 ms, the span over which the feed's peaks are stated."""
+STEP_NS = 1_000_000
+"""A window starts every millisecond."""
 TOP_SHARE = 0.01
 """The busiest windows judged together: this share of all windows (at least one)."""
 
@@ -82,7 +86,7 @@ class BurstWindows:
         w = self.window_ns / 1e6
         kept = (f"the busiest window kept up with {self.per_core(self.busiest_kept_msgs_per_s):,.0f}"
                 if self.busiest_kept_msgs_per_s is not None else "no window kept up with")
-        return (f"{w:g} ms windows, msgs/s {core}: mean {self.per_core(self.mean_msgs_per_s):,.0f}; {kept}; "
+        return (f"{w:g} ms windows (one a millisecond), msgs/s {core}: mean {self.per_core(self.mean_msgs_per_s):,.0f}; {kept}; "
                 f"busiest {self.per_core(self.busiest_msgs_per_s):,.0f} ({'kept up with' if self.busiest_kept else 'not kept up with'}); "
                 f"the busiest {self.top:,} (>= {self.per_core(self.top_least_msgs_per_s):,.0f}): {self.top_kept:,} kept up with; "
                 f"{self.kept:,} of {self.windows:,} windows kept up with (nothing later than {fmt_us(self.bound_us)} "
@@ -91,9 +95,9 @@ class BurstWindows:
 
 
 def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float, handler_cores: int,
-                  window_ns: int = WINDOW_NS) -> BurstWindows | None:
+                  window_ns: int = WINDOW_NS, step_ns: int = STEP_NS) -> BurstWindows | None:
     """The windows of a run from its intended.parquet and samples.parquet tables (module
-    doc); None when no packet was planned."""
+    doc); None when no packet was planned. ``window_ns`` is a multiple of ``step_ns``."""
     if intended.num_rows == 0:
         return None
     blocks = (intended.select(["line", "block_seq", "intended_ns", "sent_ns", "messages"])
@@ -103,31 +107,37 @@ def burst_windows(intended: pa.Table, samples: pa.Table | None, bound_us: float,
     lag = blocks.column("sent_ns_min").to_numpy() - t
     msgs = blocks.column("messages_max").to_numpy().astype(np.int64)
     t0 = int(t.min())
-    n = int((int(t.max()) - t0) // window_ns) + 1
-    w = (t - t0) // window_ns
-    count = np.bincount(w, weights=msgs, minlength=n).astype(np.int64)
+    nb = int((int(t.max()) - t0) // step_ns) + 1          # steps the run's packets span
+    b = (t - t0) // step_ns
+    per_step = np.bincount(b, weights=msgs, minlength=nb).astype(np.int64)
     bound_ns = bound_us * 1e3
-    sent_late = np.zeros(n, dtype=bool)
-    sent_late[w[lag > bound_ns]] = True
-    late = sent_late.copy()
+    sent_late = np.zeros(nb, dtype=np.int64)
+    np.add.at(sent_late, b[lag > bound_ns], 1)
+    queued_late = np.zeros(nb, dtype=np.int64)
     if samples is not None and samples.num_rows:
         si = samples.column("intended").to_numpy()
         sm = samples.column("mc_in").to_numpy()
-        ok = (si >= t0) & (sm > 0) & (si < t0 + n * window_ns)
-        sw = (si[ok] - t0) // window_ns
-        late[sw[(sm[ok] - si[ok]) > bound_ns]] = True
-    kept = ~late
-    rate = count * (1e9 / window_ns)
+        ok = (si >= t0) & (sm > 0) & (si < t0 + nb * step_ns)
+        np.add.at(queued_late, (si[ok] - t0)[(sm[ok] - si[ok]) > bound_ns] // step_ns, 1)
+    k = min(window_ns // step_ns, nb)                     # steps per window (a short run: one window)
+
+    def window_sums(x: np.ndarray) -> np.ndarray:
+        c = np.concatenate(([0], np.cumsum(x)))
+        return c[k:] - c[:-k]
+    count, sent, queued = window_sums(per_step), window_sums(sent_late) > 0, window_sums(queued_late) > 0
+    kept = ~(sent | queued)
+    n = len(count)
+    rate = count * (1e9 / (k * step_ns))
     order = np.argsort(-count, kind="stable")
     top = order[:max(1, math.ceil(n * TOP_SHARE))]
     busiest = int(order[0])
     return BurstWindows(
-        window_ns=window_ns, bound_us=bound_us, handler_cores=handler_cores, windows=n, kept=int(kept.sum()),
-        messages=int(count.sum()), mean_msgs_per_s=float(count.sum()) * 1e9 / (n * window_ns),
+        window_ns=k * step_ns, bound_us=bound_us, handler_cores=handler_cores, windows=n, kept=int(kept.sum()),
+        messages=int(per_step.sum()), mean_msgs_per_s=float(per_step.sum()) * 1e9 / (nb * step_ns),
         busiest_msgs_per_s=float(rate[busiest]), busiest_kept=bool(kept[busiest]),
         busiest_kept_msgs_per_s=float(rate[kept].max()) if kept.any() else None,
         top=len(top), top_kept=int(kept[top].sum()), top_least_msgs_per_s=float(rate[top].min()),
-        late_sent=int(sent_late.sum()), late_queued=int((late & ~sent_late).sum()))
+        late_sent=int(sent.sum()), late_queued=int((queued & ~sent).sum()))
 
 
 def read_burst_windows(run_dir: str | Path, bound_us: float, handler_cores: int) -> BurstWindows | None:
