@@ -5,8 +5,8 @@ its mean for about 10 ms (docs/synth.md), and a handler that keeps the mean may 
 in every peak. So a run's intended time (the replayer's planned send time, docs/architecture.md
 "Rates, latency, sustainability") is cut into 10 ms windows, one starting every millisecond (so
 a peak is not split between two windows, as fixed windows would: the busiest comes within a
-tenth of the capture statistics' exact sliding peak), each window's messages counted, and
-each window judged kept up with or not:
+tenth of the schedule's exact sliding peak, and matched it to 0.1% on today's feed at 1x),
+each window's messages counted, and each window judged kept up with or not:
 
 - messages: every message of the packets planned in the window, a block sent as copy A and
   as copy B counted once (the same line, block sequence and intended time);
