@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from omdp.metrics.burst_windows import WINDOW_NS, burst_windows, read_burst_windows
 from omdp.metrics.run_files import to_table, write_run_file
@@ -75,3 +76,7 @@ def test_rates_per_core_divide_by_the_handler_cores(tmp_path: Path) -> None:
     assert d["mean_msgs_per_s_per_core"] == d["mean_msgs_per_s"] / 4
     assert "4 cores" in w.text()
     assert read_burst_windows(tmp_path / "none", BOUND_US, 1) is None
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(pa.table({"line": pa.array([1], pa.uint16())}), other / "intended.parquet")
+    assert read_burst_windows(other, BOUND_US, 1) is None       # not the run file's schema
