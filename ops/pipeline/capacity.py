@@ -10,10 +10,15 @@ ratio``. Each partition kind needs ``peak x CPU per packet / utilization`` cores
 
 The feed handler partition's cost per packet is its work, not its loop's CPU time: a
 partition that spins (``wait = "spin"``) burns a core whatever the rate, so CPU time per
-packet at 5x is several times what a packet costs. Where the runs differ in how much they
-idled, the planner fits ``loop CPU = a x packets + b x idle loops`` over them (least squares)
-and plans with ``a``; otherwise it takes the run that idled least per packet (an upper
-bound). It also says what the layout that was measured sustains on this host: the mean rate
+packet at 5x is several times what a packet costs. Where the runs' records hold the loop's
+own measure of its work (``loop_busy_ns``: the wall time of the iterations that did something,
+whose share of the loop's wall time is applied to its CPU time, as the run's report gives
+``work_ns_per_packet``), the planner takes the median over the runs of that work per packet:
+it leaves out idle polls and sleeps alike, where a loop that sleeps when idle (``wait =
+"spin-block"``, a real-time partition on a shared machine) gives the fit below nothing to fit.
+Otherwise, where the runs differ in how much they idled, it fits ``loop CPU = a x packets + b
+x idle loops`` over them (least squares) and plans with ``a``; else it takes the run that
+idled least per packet (an upper bound). It also says what the layout that was measured sustains on this host: the mean rate
 its handler partitions carry at the utilization, and the rate whose 10 ms peaks they absorb
 (the sweep's verdict bounds p99 latency from intended at 1 ms, so a peak that queues for
 more than that fails a rate whose mean is well within capacity).
@@ -54,6 +59,7 @@ class RunCost:
     handler_cpu_ns: float = 0.0   # the handler partitions' loop CPU time, summed
     idle_loops: int = 0           # ... and their loops that found nothing to do
     handler_partitions: int = 1   # partitions holding a feed handler
+    handler_work_ns: float = 0.0  # the handler partitions' loop CPU in working iterations, summed (0: not recorded)
 
 
 @dataclass
@@ -63,11 +69,16 @@ class WorkCost:
     ns_per_packet: float
     method: str
     idle_loop_ns: float | None = None
+    upper_bound: bool = False  # idle polling included: the runs gave neither their work nor a fit
 
 
 def work_cost(runs: list[RunCost]) -> WorkCost:
     """The handler partition's cost per packet with idle polling taken out (module docstring)."""
     with_loops = [r for r in runs if r.packets > 0 and r.handler_cpu_ns > 0]
+    if with_loops and all(r.handler_work_ns > 0 for r in with_loops):
+        return WorkCost(statistics.median(r.handler_work_ns / r.packets for r in with_loops),
+                        f"the loops' own measure of work (CPU in iterations that did work; idle polls and sleeps "
+                        f"left out), median of {len(with_loops)} run(s)")
     if len(with_loops) >= 2:
         idle_per_packet = [r.idle_loops / r.packets for r in with_loops]
         if max(idle_per_packet) > 1.1 * min(idle_per_packet) and max(idle_per_packet) > 0:
@@ -88,9 +99,10 @@ def work_cost(runs: list[RunCost]) -> WorkCost:
         best = min(with_loops, key=lambda r: r.idle_loops / r.packets)
         return WorkCost(best.handler_cpu_ns / best.packets,
                         f"the run that idled least ({best.run_dir}): loop CPU per packet, idle polling included "
-                        f"(an upper bound)")
+                        f"(an upper bound)", upper_bound=True)
     return WorkCost(statistics.median(r.handler_ns_per_packet for r in runs),
-                    f"median loop CPU per packet of {len(runs)} run(s), idle polling included (an upper bound)")
+                    f"median loop CPU per packet of {len(runs)} run(s), idle polling included (an upper bound)",
+                    upper_bound=True)
 
 
 @dataclass
@@ -159,8 +171,9 @@ class CapacityPlan:
         out.append(f"  this host as measured ({self.measured_handler_partitions} feed handler partition(s)): mean "
                    f"rate up to {self.host_mean_rate_x:.1f}x, {self.peak_window} peaks absorbed up to "
                    f"{self.host_peak_rate_x:.1f}x (at {self.utilization:.0%} utilization)")
-        out += [f"  used: {r.run_dir} ({r.rate_x:g}x): {r.handler_ns_per_packet:,.0f} ns loop CPU per packet, "
-                f"{r.idle_loops / r.packets if r.packets else 0:,.1f} idle loops per packet" for r in self.runs]
+        out += [f"  used: {r.run_dir} ({r.rate_x:g}x): {r.handler_ns_per_packet:,.0f} ns loop CPU per packet"
+                + (f" ({r.handler_work_ns / r.packets:,.0f} of work)" if r.handler_work_ns and r.packets else "")
+                + f", {r.idle_loops / r.packets if r.packets else 0:,.1f} idle loops per packet" for r in self.runs]
         out += [f"  note: {n}" for n in self.notes]
         return "\n".join(out)
 
@@ -185,8 +198,9 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
     if packets <= 0 or report.get("status") != "ended":
         return None
     kinds = {name: op.get("kind") for name, op in plan.get("operators", {}).items()}
-    handler = replay = other = handler_cpu = 0.0
+    handler = replay = other = handler_cpu = handler_work = 0.0
     idle = handler_parts = 0
+    all_work = True
     for part in plan.get("partitions", []):
         st = ((parts.get(part["name"]) or {}).get("report") or {}).get("stats") or {}
         if "loop_cpu_ns" not in st:
@@ -198,6 +212,11 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
             handler_cpu += int(st["loop_cpu_ns"])
             idle += int(st.get("idle_loops", 0))
             handler_parts += 1
+            busy, wall = st.get("loop_busy_ns"), st.get("loop_wall_ns")
+            if busy is not None and wall:
+                handler_work += int(st["loop_cpu_ns"]) * min(1.0, int(busy) / int(wall))
+            else:
+                all_work = False
         elif "feed_sender" in ops_kinds:
             replay += ns
         else:
@@ -205,7 +224,7 @@ def _cpu_of(run_dir: Path) -> RunCost | None:
     if handler <= 0:
         return None
     return RunCost(str(run_dir), float(meta.get("rate_x") or 0.0), handler, replay, other, packets, handler_cpu, idle,
-                   handler_parts)
+                   handler_parts, handler_work if all_work else 0.0)
 
 
 def parse_count(text: str, option: str) -> float:
@@ -278,7 +297,7 @@ def plan_capacity(topology_name: str, runs: list[RunCost], rate_x: float, burst_
         notes.append(f"the collectors need {other_needed} cores but share one partition in the written topology")
     notes.append("the runs measured the handler and its engines fused: the written topology gives handlers and "
                  "engines a partition each and sizes both by the fused cost (an upper bound for each)")
-    if not cost.method.startswith("fit"):
+    if cost.upper_bound:
         notes.append("a partition's CPU time includes its idle polling, so a run that was not saturated overstates "
                      "the cost per packet: plan from runs at different rates (the fit takes the polling out) or "
                      "near the partition's limit")

@@ -26,7 +26,8 @@ from decision_engines.engine_config import DEFAULT_MAX_SERIES
 from feedhandlers.feed_handler import FeedHandlerParams
 from omdp.atomic_files import write_text_atomic
 from omdp.metrics.breakdown import Breakdown, format_breakdown
-from omdp.metrics.definitions import Growth, SustainabilityRule, Verdict, judge
+from omdp.metrics.burst_windows import BurstWindows, read_burst_windows
+from omdp.metrics.definitions import DEFAULT_RULE, Growth, SustainabilityRule, Verdict, judge
 from omdp.metrics.run_verdict import p99_from_intended_us, read_growth
 from omdp.metrics.stats_segment import StatsWriter
 from omdp.native import lib
@@ -120,6 +121,7 @@ class PipelineRun:
     clocks: dict[str, dict[str, Any]] | None = None
     reshard: dict[str, Any] | None = None  # write_reshard_record's summary, when the run re-sharded
     market: dict[str, Any] | None = None   # ops.market.run_summary, when the run kept market windows
+    windows: BurstWindows | None = None    # the busiest 10 ms windows kept up with (omdp.metrics.burst_windows)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, as JSON-ready data."""
@@ -128,6 +130,7 @@ class PipelineRun:
                 "breakdown": self.breakdown.to_dict() if self.breakdown else None,
                 **summary_dict(self.accounting, self.replay, self.growth, self.verdict, self.batching, self.costs,
                                 self.clocks),
+                "windows": self.windows.as_dict() if self.windows else None,
                 "reshard": self.reshard, "market": self.market}
 
     def text(self) -> str:
@@ -180,6 +183,8 @@ class PipelineRun:
         if a.ring_full_polls:
             lines.append(f"back-pressure: a feed handler found its ring full on {a.ring_full_polls:,} polls "
                          "(the replayer waited for the pipeline)")
+        if self.windows is not None:
+            lines.append(self.windows.text())
         if self.growth.growing is not None:
             lines.append(f"latency from intended, median: first third {fmt_us(self.growth.first_us)}, "
                          f"last third {fmt_us(self.growth.last_us)}")
@@ -366,7 +371,9 @@ def _report(result: RunResult, rdir: Path, asm: Assembly, plan: Plan, config: st
               messages_seen=acc.messages_received + acc.messages_missed, growth=growth,
               p99_from_intended_us=p99_from_intended_us(bd), failed=not result.ok,
               unreported=tuple(acc.unreported), rule=rule)
+    windows = read_burst_windows(rdir, DEFAULT_RULE.max_p99_from_intended_us if bound is None else bound,
+                                 asm.groups.replicas[asm.groups.feed_handler])
     return PipelineRun(result=result, run_dir=rdir, config=config or plan.topology, accounting=acc, replay=replay,
                        growth=growth, verdict=v, breakdown=bd,
                        sweep_id=sweep_id, batching=batching(result, asm), costs=partition_costs(result, acc),
-                       clocks=stamp_clocks(result), market=market_summary(rdir))
+                       clocks=stamp_clocks(result), market=market_summary(rdir), windows=windows)

@@ -191,6 +191,18 @@ def work_per_packet(p: SweepPoint) -> tuple[str, float] | None:
     return name, float(cpu[name]["work_ns_per_packet"])
 
 
+def windows_text(p: SweepPoint) -> str:
+    """The run's 10 ms windows (omdp.metrics.burst_windows), per feed-handler core: the
+    busiest kept up with / the mean msgs/s, how many of the busiest 1% were kept, and the
+    windows not kept: by a late send, or queued after an on-time one."""
+    w = (p.run or {}).get("windows")
+    if not w:
+        return "n/a"
+    best = w["busiest_kept_msgs_per_s_per_core"]
+    return (f"{'none' if best is None else f'{best / 1e6:,.2f} M'} / {w['mean_msgs_per_s_per_core'] / 1e6:,.2f} M "
+            f"({w['top_kept']} of {w['top']}; late {w['late_sent']} sent, {w['late_queued']} queued)")
+
+
 def _work_text(p: SweepPoint) -> str:
     w = work_per_packet(p)
     return "n/a" if w is None else f"{w[1]:,.0f} ({w[0]})"
@@ -218,18 +230,19 @@ def point_line(p: SweepPoint) -> str:
     return (f"{p.config:<36} {p.rate:>6}  {r['achieved_pps']:>9,.0f} pps {r['achieved_pps'] * mpp:>11,.0f} msg/s  "
             f"missed {'n/a' if miss is None else f'{miss:.4%}'}  e2e mean {us(hop_figure(p.run, 'e2e', 'mean_us'))} "
             f"p99 {us(hop_figure(p.run, 'e2e', 'p99_us'))}  from intended mean {us(hop_figure(p.run, 'e2e_intended', 'mean_us'))}  "
-            f"work {_work_text(p)} ns/packet  {verdict_word(p).upper() if p.sustainable else verdict_word(p)}")
+            f"work {_work_text(p)} ns/packet  10 ms windows {windows_text(p)}  {verdict_word(p).upper() if p.sustainable else verdict_word(p)}")
 
 
 def markdown(sweep: Sweep, command: str, machine: str) -> str:
     """The sweep as the table of docs/benchmarks.md."""
     rows = ["| configuration | rate | achieved packets/s | messages/s | msg/packet | missed | e2e mean (p50 / p99) "
             "| from intended mean (p99) | FH / to DE / DE / to MC mean | work per packet, ns (partition) "
+            "| 10 ms windows, msgs/s per handler core: busiest kept up with / mean (busiest 1% kept; late windows) "
             "| sustainable | load before / after |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in sweep.points:
         if p.skipped or p.run is None:
-            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | | no | |")
+            rows.append(f"| {p.config} | {p.rate} | {'skipped' if p.skipped else 'failed'} | | | | | | | | | no | |")
             continue
         r, a = p.run["replay"], p.run["accounting"]
         mpp = r.get("messages_per_packet") or 0.0
@@ -242,7 +255,7 @@ def markdown(sweep: Sweep, command: str, machine: str) -> str:
             f"{'n/a' if miss is None else f'{miss:.4%}'} | {f('e2e', 'mean_us')} ({f('e2e', 'p50_us')} / {f('e2e', 'p99_us')}) | "
             f"{f('e2e_intended', 'mean_us')} ({f('e2e_intended', 'p99_us')}) | "
             f"{f('fh', 'mean_us')} / {f('to_de', 'mean_us')} / {f('de', 'mean_us')} / {f('to_mc', 'mean_us')} | "
-            f"{_work_text(p)} | {verdict_word(p, 'yes', 'no')} | "
+            f"{_work_text(p)} | {windows_text(p)} | {verdict_word(p, 'yes', 'no')} | "
             + (f"{p.load[0]:.1f} / {p.load[1]:.1f} |" if p.load else " |"))
     configs = list(dict.fromkeys(p.config for p in sweep.points))
     summary = [f"- {c}: sustainable up to {sweep.sustainable_rate(c) or 'none of the rates swept'}" for c in configs]

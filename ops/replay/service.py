@@ -591,7 +591,7 @@ class ReplayService:
                 realtime=int(s["rt_priority"]) > 0, rt_priority=int(s["rt_priority"]),
                 memory_locked=bool(s["memory_locked"]), forced_rests=int(s["rests"]),
                 forced_rest_s=int(s["rest_ns"]) / 1e9, ring_full_waits=int(s["sink_waits"]),
-                ring_full_wait_s=int(s["sink_wait_ns"]) / 1e9,
+                ring_full_wait_s=int(s["sink_wait_ns"]) / 1e9, ring_full_wait_rest_s=int(s["sink_wait_rest_ns"]) / 1e9,
                 error=bytes(s["error"]).decode(errors="replace"),
             ))
 

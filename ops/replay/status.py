@@ -93,6 +93,8 @@ class SenderStatus(BaseModel):
     ring_full_waits: int = 0
     """Times the sender found the ring full and waited for its consumer (back-pressure)."""
     ring_full_wait_s: float = 0.0
+    ring_full_wait_rest_s: float = 0.0
+    """Of that wait, the time a real-time loop slept between its slices: rest its budget counts."""
     error: str
 
 

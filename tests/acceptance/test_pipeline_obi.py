@@ -91,6 +91,9 @@ def test_a_copy_gaps_are_filled_from_b(obi_data: Path) -> None:
     assert run.result.ok, run.result.failure
     a = run.accounting
     assert a.messages_missed == int(both["msg_count"].sum())
+    # the 10 ms windows count each message once, whichever copies brought it
+    assert run.windows is not None and run.windows.messages == a.messages_received
+    assert run.to_dict()["windows"]["handler_cores"] == 1
     ends, _ = _expected_missed(capture)
     ingest = read_run_file(run.run_dir, "ingest.parquet").to_pandas()
     final = ingest.sort_values("ts_ns").groupby("line").last()

@@ -30,18 +30,22 @@ def _default(t: pa.DataType) -> object:
     return 0
 
 
-def write_run(runs_dir: Path, name: str, rate_x: float, packets: int, idle_loops: int) -> Path:
-    """A finished run of opra-fused whose app partition spent WORK_NS per packet plus IDLE_NS per idle loop."""
+def write_run(runs_dir: Path, name: str, rate_x: float, packets: int, idle_loops: int,
+              busy_of_wall: tuple[int, int] | None = None) -> Path:
+    """A finished run of opra-fused whose app partition spent WORK_NS per packet plus IDLE_NS per idle loop;
+    ``busy_of_wall``: the loop's own measure of its working wall time, of its whole wall time."""
     d = runs_dir / "2026-11-24" / name
     d.mkdir(parents=True)
     cpu = int(packets * WORK_NS + idle_loops * IDLE_NS)
+    busy = {} if busy_of_wall is None else {"loop_busy_ns": busy_of_wall[0], "loop_wall_ns": busy_of_wall[1]}
     (d / "plan.json").write_text(json.dumps({
         "topology": "opra-fused",
         "operators": {"fh": {"kind": "feed_handler"}, "de": {"kind": "decision_engine"}, "fs": {"kind": "feed_sender"}},
         "partitions": [{"name": "app", "operators": ["fh", "de[0]"]}, {"name": "replay", "operators": ["fs"]}]}))
     (d / "run.json").write_text(json.dumps({"status": "ended", "partitions": {
         "app": {"report": {"operators": {"fh": {"packets_accepted": packets}},
-                           "stats": {"loop_cpu_ns": cpu, "loops": idle_loops + packets, "idle_loops": idle_loops}}},
+                           "stats": {"loop_cpu_ns": cpu, "loops": idle_loops + packets, "idle_loops": idle_loops,
+                                     **busy}}},
         "replay": {"report": {"operators": {}, "stats": {"loop_cpu_ns": packets * 100, "idle_loops": 0}}}}}))
     schema = RUN_FILES["meta.parquet"]
     row = {f.name: _default(f.type) for f in schema}
@@ -68,11 +72,29 @@ def test_the_planner_reads_each_runs_costs_and_fits_out_the_idle_polling(tmp_pat
     assert "fit of loop CPU" in text and "r5 (5x)" in text and "r10 (10x)" in text
 
 
+def test_the_loops_own_measure_of_work_comes_before_the_fit(tmp_path: Path) -> None:
+    """A loop that sleeps when idle (spin-block) spends nothing like a constant cost per idle
+    loop, so its records' working share is what the planner takes: the median over the runs."""
+    write_run(tmp_path / "runs", "a", 0.5, packets=1_000_000, idle_loops=9_000_000, busy_of_wall=(1, 4))
+    write_run(tmp_path / "runs", "b", 1.0, packets=2_000_000, idle_loops=100, busy_of_wall=(1, 2))
+    write_run(tmp_path / "runs", "c", 2.0, packets=1_000_000, idle_loops=100, busy_of_wall=(3, 4))
+    runs = measured_runs(tmp_path, "opra-fused")
+    per_packet = sorted(r.handler_work_ns / r.packets for r in runs)
+    assert per_packet[1] == pytest.approx((2_000_000 * WORK_NS + 100 * IDLE_NS) / 2 / 2_000_000)
+    cost = work_cost(runs)
+    assert cost.ns_per_packet == pytest.approx(per_packet[1]) and not cost.upper_bound
+    assert cost.method.startswith("the loops' own measure of work") and "median of 3 run(s)" in cost.method
+    plan = plan_capacity("opra-fused", runs, 1.0, 8.0, "10ms", lines=96, cores_per_host=16)
+    assert not any("idle polling, so" in n for n in plan.notes)
+    assert "of work)" in plan.text()
+
+
 def test_runs_that_idled_alike_fall_back_to_the_least_idle_one() -> None:
     runs = [RunCost("a", 5.0, 3000.0, 0.0, 0.0, packets=1000, handler_cpu_ns=3e6, idle_loops=50_000),
             RunCost("b", 6.0, 2900.0, 0.0, 0.0, packets=1000, handler_cpu_ns=2.9e6, idle_loops=50_100)]
     cost = work_cost(runs)
     assert cost.ns_per_packet == 3000.0 and "idled least (a)" in cost.method and cost.idle_loop_ns is None
+    assert cost.upper_bound
 
 
 def test_records_without_loop_figures_use_the_median() -> None:

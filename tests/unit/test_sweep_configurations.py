@@ -31,11 +31,16 @@ def run_dict(pps: float, e2e: float, missed: float) -> dict:
             "breakdown": {"hops": {h: hop for h in ("fh", "to_de", "de", "to_mc", "e2e", "e2e_intended")}}}
 
 
+WINDOWS = {"busiest_kept_msgs_per_s_per_core": 2_500_000.0, "mean_msgs_per_s_per_core": 1_680_000.0, "top": 8,
+           "top_kept": 3, "late_sent": 2, "late_queued": 5}
+"""A run's 10 ms windows (omdp.metrics.burst_windows.BurstWindows.as_dict), the fields the table shows."""
+
+
 def test_sustainable_rate_is_the_highest_sustained_and_the_table_says_so() -> None:
     s = Sweep("sweepX", 10.0, "2008-02-04")
     s.points = [
         SweepPoint("c", "1x", 24_000, run=run_dict(24_000, 5.0, 0.0), sustainable=True),
-        SweepPoint("c", "5x", 120_000, run=run_dict(120_000, 8.0, 0.0), sustainable=True),
+        SweepPoint("c", "5x", 120_000, run={**run_dict(120_000, 8.0, 0.0), "windows": WINDOWS}, sustainable=True),
         SweepPoint("c", "10x", 240_000, run=run_dict(200_000, 900.0, 0.01), sustainable=False),
         SweepPoint("c", "20x", 480_000, skipped=True),
         SweepPoint("d", "1x", 24_000, error="RuntimeError: boom"),
@@ -43,6 +48,7 @@ def test_sustainable_rate_is_the_highest_sustained_and_the_table_says_so() -> No
     assert s.sustainable_rate("c") == "5x" and s.sustainable_rate("d") is None
     text = markdown(s, "omdp bench sweep X", "machine M")
     assert "| c | 5x | 120,000 | 1,680,000 | 14.00 | 0.0000% | 8.00 us (8.00 us / 16.0 us) |" in text
+    assert "| 2.50 M / 1.68 M (3 of 8; late 2 sent, 5 queued) | yes |" in text and "| n/a | n/a | unknown |" in text
     assert "| c | 20x | skipped |" in text and "| d | 1x | failed |" in text
     assert "- c: sustainable up to 5x" in text and "- d: sustainable up to none of the rates swept" in text
     assert sweep_dict(s)["sustainable"] == {"c": "5x", "d": None}

@@ -176,7 +176,9 @@ typedef struct omdp_replay_sender_status {
     int64_t rest_ns;            /* time spent in them */
     uint64_t sink_waits;        /* waits for room in a full ring: its consumer fell behind */
     int64_t sink_wait_ns;       /* time spent in them (back-pressure, seen as pacing error) */
-    uint8_t pad[48];
+    int64_t sink_wait_rest_ns;  /* of that time, slept between a real-time loop's wait slices: rest the
+                                   budget counts (see "real time" below) */
+    uint8_t pad[40];
     char error[OMDP_REPLAY_ERROR_LEN];
     uint64_t pacing_hist[OMDP_REPLAY_HIST_BUCKETS];  /* sent - intended, first copy sent */
 } omdp_replay_sender_status_t;
@@ -295,6 +297,7 @@ typedef struct omdp_replay_ring_sink {
     uint32_t reserved;
     uint64_t full_waits;        /* written by the sink: waits for room, and their time */
     int64_t full_wait_ns;
+    int64_t full_wait_rest_ns;  /* ... and of that time, slept between a real-time loop's slices */
 } omdp_replay_ring_sink_t;
 
 /* Everything one call of omdp_replay_run() needs. */
@@ -343,7 +346,10 @@ int omdp_replay_run(const omdp_replay_run_args_t *args);
  * therefore keeps a rest budget: it must sleep at least 1/OMDP_REPLAY_RT_REST_DIV of the time
  * it is awake (at most 8/9 of a CPU), may bank OMDP_REPLAY_RT_CREDIT_NS of sleep ahead, sleeps
  * in every gap longer than OMDP_REPLAY_RT_OWING_SPIN_NS while it owes rest, and sleeps at once
- * (a forced rest, counted in rests/rest_ns) when it owes more than OMDP_REPLAY_RT_FORCE_NS. So
+ * (a forced rest, counted in rests/rest_ns) when it owes more than OMDP_REPLAY_RT_FORCE_NS. A
+ * wait for room in a full ring sleeps between its slices, and those sleeps count as rest
+ * (sink_wait_rest_ns): the consumer's backlog is not followed by a forced rest just when the
+ * ring has room again and the schedule is behind. So
  * it never runs longer than (CREDIT + FORCE) * DIV = 16.4 ms without sleeping, and a forced
  * rest is short (what is owed, plus the wake-up): on a schedule without gaps to sleep in (one
  * evenly spaced tighter than the spin window, a flat-out run), about 1/9 of the time goes

@@ -93,6 +93,7 @@ typedef struct rest_budget {
     int on;                 /* the loop runs real-time */
     int64_t awake_since;    /* end of the last sleep */
     int64_t debt_ns;        /* rest owed at awake_since; negative: banked, down to -CREDIT */
+    int64_t sink_rest_seen; /* the ring sink's sleeps already counted (credit_sink_rest) */
 } rest_budget_t;
 
 static inline int64_t rest_owed(const rest_budget_t *b, int64_t now)
@@ -111,6 +112,22 @@ static int64_t nap_until(rest_budget_t *b, int64_t now, int64_t t)
         b->awake_since = after;
     }
     return after;
+}
+
+/* The sleeps the ring sink took between its slices of waiting for room (replay_ring.c) as
+ * rest: not awake time, and rest taken. Settles the budget at `now` as nap_until does. */
+static void credit_sink_rest(const omdp_replay_run_args_t *a, rest_budget_t *b, int64_t now)
+{
+    if (!b->on || a->sink_kind != OMDP_REPLAY_SINK_RING)
+        return;
+    const int64_t slept = ((const omdp_replay_ring_sink_t *)a->sink)->full_wait_rest_ns;
+    const int64_t d = slept - b->sink_rest_seen;
+    if (d <= 0)
+        return;
+    b->sink_rest_seen = slept;
+    const int64_t owed = rest_owed(b, now) - d / OMDP_REPLAY_RT_REST_DIV - d;
+    b->debt_ns = owed < -OMDP_REPLAY_RT_CREDIT_NS ? -OMDP_REPLAY_RT_CREDIT_NS : owed;
+    b->awake_since = now;
 }
 
 /* Publishes the loop's scheduling policy; 1 when it is real-time (SCHED_FIFO or SCHED_RR). */
@@ -200,6 +217,7 @@ static void publish_usage(const omdp_replay_run_args_t *a, usage_base_t *u)
         const omdp_replay_ring_sink_t *rs = a->sink;
         STORE_RLX(&st->sink_waits, rs->full_waits);
         STORE_RLX(&st->sink_wait_ns, rs->full_wait_ns);
+        STORE_RLX(&st->sink_wait_rest_ns, rs->full_wait_rest_ns);
     }
 }
 
@@ -564,6 +582,7 @@ LOOP_PART int run_lap(const run_t *R, uint64_t lap, time_map_t *map, rest_budget
         const int64_t sent_ns = omdp_now_ns(); /* the hand-off to the kernel */
         if (send_batch(R, &B, c.n_out, sent_ns) != 0)
             return OMDP_REPLAY_ESINK;
+        credit_sink_rest(R->a, rest, omdp_now_ns());
         account_batch(R, &B, &c, sent_ns, log_head);
         STORE_RLX(&st->position, j);
         STORE_RLX(&st->heartbeat_ns, sent_ns);

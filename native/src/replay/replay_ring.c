@@ -22,9 +22,11 @@ static void *wait_for_room(omdp_replay_ring_sink_t *sink, omdp_vega_sender_t *tx
         p = omdp_vega_claim_wait(tx, sink->realtime ? RT_WAIT_SLICE_NS : RING_WAIT_SLICE_NS);
         if (p)
             return p;
-        if (sink->realtime) {
+        if (sink->realtime) { /* rest the pacing loop's budget counts (omdp/replay.h "real time") */
             struct timespec rest = {.tv_sec = 0, .tv_nsec = RT_WAIT_REST_NS};
+            const int64_t t = omdp_now_ns();
             nanosleep(&rest, NULL);
+            sink->full_wait_rest_ns += omdp_now_ns() - t;
         }
         int peer = omdp_vega_sender_peer(tx);
         if (peer == OMDP_VEGA_PEER_DEAD || peer == OMDP_VEGA_PEER_CLOSED) {
