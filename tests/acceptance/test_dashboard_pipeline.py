@@ -19,7 +19,6 @@ from dashboard_support import assert_hop_matches, expected_hop
 from pipeline_support import CAPTURE_DATE
 from prometheus_client.parser import text_string_to_metric_families
 
-from omdp.clock import now_ns
 from omdp.metrics.breakdown import Breakdown
 from omdp.metrics.run_files import read_run_file
 from ops.dashboard import figures
@@ -73,8 +72,11 @@ def test_dashboard_follows_a_pipeline_run(data_dir: Path) -> None:
 
         def stop() -> None:
             probe.join()
-            # the run has ended, its segment is still open: the final live figures
-            seen["at"] = at = now_ns()
+            # the run has ended, its segment is still open: the final live figures, read at the
+            # end of the newest second with samples (however long the run took to end after it)
+            points = get(server.url, "api/v1/latency/history", seconds=60)["points"]
+            newest = max(p["second"] for p in points if any(h["count"] for h in p["hops"].values()))
+            seen["at"] = at = (newest + 1) * 1_000_000_000 - 1
             seen["final_window"] = get(server.url, "api/v1/latency", window="5s", at=at)
             seen["final_history"] = get(server.url, "api/v1/latency/history", seconds=5, at=at)
             seen["final_latency"] = get(server.url, "api/v1/latency", window="all")
