@@ -25,7 +25,8 @@ def test_the_pipeline_comparison_runs_off_shared_and_route(tmp_path: Path) -> No
                         "--rounds", "1", "--rate", "2x", "--json", str(out)],
                        capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    rows = {row["mode"]: row for row in json.loads(out.read_text())}
+    doc = json.loads(out.read_text())
+    rows = {row["mode"]: row for row in doc["rows"]}
     assert set(rows) == {"off", "shared", "route"} and all(row["partitions"] == 1 for row in rows.values())
     assert rows["off"]["leader_ns_per_msg"] == 0 and rows["off"]["complete"] is None
     assert rows["shared"]["complete"] and rows["route"]["complete"]

@@ -15,7 +15,8 @@ def test_the_bench_prints_and_writes_every_point(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["bench", "market-state", "--messages", "20000", "--partitions", "1,2",
                                  "--skew", "1.0", "--runs", "1", "--json", str(out)])
     assert r.exit_code == 0, r.output
-    rows = json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    rows = doc["rows"]
     assert [(x["partitions"], x["mode"]) for x in rows] == [(1, "shared"), (1, "route"), (2, "shared"), (2, "route")]
     assert all(x["messages"] == 20000 for x in rows)
     assert all(x["deltas_per_msg"] == 3.0 for x in rows if x["mode"] == "route")

@@ -4,10 +4,11 @@ re-partitioning baseline, over partitions and key skew (ops/market/bench.py); wi
 partition's CPU (ops/market/pipeline_bench.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ops.cli.bench.output import write_bench_json
 
 
 def _floats(text: str) -> list[float]:
@@ -60,7 +61,7 @@ def _pipeline(parts: list[int], data: Path, date: str, rate: str, rounds: int, j
                    f"{r['leader_ns_per_msg']:>8,.1f} {r['other_ns_per_msg']:>7,.1f} {over:>15} {own:>17} {ratio:>13} "
                    f"{r['work_total_ns_per_msg']:>10,.1f} {windows:>9}")
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=2))
+        write_bench_json(json_out, {"rows": rows})
         click.echo(f"wrote {json_out}")
 
 
@@ -109,5 +110,5 @@ def bench_market(messages: int, partitions: str | None, skews: str, window_ms: i
                    f"{r['leader_ns_per_msg']:>14.1f} {r['total_ns_per_msg']:>13.1f} "
                    f"{r['deltas_per_msg']:>11.3f} {ratio:>16} {_emit(r):>64}")
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=2))
+        write_bench_json(json_out, {"rows": rows})
         click.echo(f"wrote {json_out}")
